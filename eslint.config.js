@@ -1,0 +1,54 @@
+// Lint enforces the boundaries of ../shared/STYLE.md: engine code takes time and randomness as
+// inputs (ctx.clock, ctx.ids), and src/domain stays pure (no database, logger or scheduler).
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+const clockAndRandomness = [
+  {
+    selector: "CallExpression[callee.object.name='Date'][callee.property.name='now']",
+    message: 'Time is an input: use ctx.clock.now() instead of Date.now().',
+  },
+  {
+    selector: "NewExpression[callee.name='Date'][arguments.length=0]",
+    message: 'Time is an input: use ctx.clock.now() instead of new Date().',
+  },
+  {
+    selector: "CallExpression[callee.object.name='Math'][callee.property.name='random']",
+    message: 'Randomness is an input: use ctx.ids (seeded in simulation) instead of Math.random().',
+  },
+];
+
+export default tseslint.config(
+  { ignores: ['node_modules/**', '.kessai/**', 'sim-out/**', 'coverage/**', 'scratch/**'] },
+  { files: ['bin/**/*.mjs'], languageOptions: { globals: { process: 'readonly', console: 'readonly' } } },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
+  },
+  {
+    files: ['src/**/*.ts', 'jobs/**/*.ts'],
+    rules: { 'no-restricted-syntax': ['error', ...clockAndRandomness] },
+  },
+  {
+    // Composition roots: the only places that may read the wall clock.
+    files: ['src/cli/**/*.ts', 'src/engine/system-clock.ts'],
+    rules: { 'no-restricted-syntax': 'off' },
+  },
+  {
+    files: ['src/domain/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['**/db', '**/db/*', '../db/**'], message: 'src/domain is pure: no database access.' },
+            { group: ['pg', 'kysely', 'pino', 'node-cron', '@electric-sql/*'], message: 'src/domain is pure: no database, logger or scheduler imports.' },
+          ],
+        },
+      ],
+    },
+  },
+);

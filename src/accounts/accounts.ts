@@ -1,0 +1,152 @@
+/**
+ * Merchant accounts: provisioning with test and live API keys, fee rates per card brand, and key
+ * authentication (v1 §5). Keys are random secrets shown once; only their SHA-256 digests are kept.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { Context } from '../engine/context';
+import { KessaiError } from '../domain/errors';
+import { ID_PREFIX } from '../domain/ids';
+import { formatRate, parseRate } from '../domain/money';
+
+export type TermCycle = 'monthly' | 'semi_monthly';
+
+/** Card brands as the v1 card object names them. */
+export const CARD_BRANDS = ['Visa', 'MasterCard', 'JCB', 'American Express', 'Diners Club', 'Discover'] as const;
+export type CardBrand = (typeof CARD_BRANDS)[number];
+
+/**
+ * Default fee rates of a new account (percent), overridable per account: 3.00 % for Visa and
+ * Mastercard, 3.30 % for the other brands (docs/decisions.md).
+ */
+export const DEFAULT_FEE_RATES: Readonly<Record<CardBrand, string>> = {
+  Visa: '3.00',
+  MasterCard: '3.00',
+  JCB: '3.30',
+  'American Express': '3.30',
+  'Diners Club': '3.30',
+  Discover: '3.30',
+};
+
+export interface AccountKeys {
+  readonly test: { readonly secret: string; readonly public: string };
+  readonly live: { readonly secret: string; readonly public: string };
+}
+
+export interface Account {
+  readonly id: string;
+  readonly name: string;
+  readonly liveEnabled: boolean;
+  readonly termCycle: TermCycle;
+  readonly feeRates: Readonly<Record<string, string>>;
+  readonly createdAt: Date;
+}
+
+export interface CreateAccountInput {
+  readonly name: string;
+  readonly id?: string;
+  readonly liveEnabled?: boolean;
+  readonly termCycle?: TermCycle;
+  /** Brand → percent, e.g. `{ Visa: '2.59' }`; brands not given keep the defaults. */
+  readonly feeRates?: Readonly<Record<string, string>>;
+}
+
+const ACCOUNT_ID = /^acct_[A-Za-z0-9_-]{1,60}$/;
+
+export function digestKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+function newKey(prefix: string): string {
+  // Secrets come from the operating system, never from the seeded id stream.
+  return prefix + randomBytes(15).toString('hex');
+}
+
+export async function createAccount(ctx: Pick<Context, 'db' | 'clock' | 'ids'>, input: CreateAccountInput): Promise<{ account: Account; keys: AccountKeys }> {
+  const name = input.name.trim();
+  if (name.length === 0 || name.length > 100) throw new KessaiError('invalid_string_length', { param: 'name', message: 'name must be 1 to 100 characters' });
+  const id = input.id ?? ctx.ids.next('account');
+  if (!ACCOUNT_ID.test(id)) throw new KessaiError('invalid_flexible_id', { param: 'id', message: `account id must look like acct_<letters, digits, _ or ->, got ${JSON.stringify(id)}` });
+  const termCycle = input.termCycle ?? 'monthly';
+  if (termCycle !== 'monthly' && termCycle !== 'semi_monthly') {
+    throw new KessaiError('invalid_param_key', { param: 'term_cycle', message: 'term_cycle must be monthly or semi_monthly' });
+  }
+  const feeRates: Record<string, string> = { ...DEFAULT_FEE_RATES };
+  for (const [brand, rate] of Object.entries(input.feeRates ?? {})) {
+    if (!(CARD_BRANDS as readonly string[]).includes(brand)) {
+      throw new KessaiError('unacceptable_brand', { param: `fee_rates[${brand}]`, message: `unknown card brand ${JSON.stringify(brand)}; brands: ${CARD_BRANDS.join(', ')}` });
+    }
+    try {
+      feeRates[brand] = formatRate(parseRate(rate, `fee rate of ${brand}`));
+    } catch (error) {
+      throw new KessaiError('invalid_param_key', { param: `fee_rates[${brand}]`, message: (error as Error).message });
+    }
+  }
+  const now = ctx.clock.now();
+  const keys: AccountKeys = {
+    test: { secret: newKey(ID_PREFIX.secretKeyTest), public: newKey(ID_PREFIX.publicKeyTest) },
+    live: { secret: newKey(ID_PREFIX.secretKeyLive), public: newKey(ID_PREFIX.publicKeyLive) },
+  };
+  const keyRows = [
+    { key: keys.test.secret, kind: 'secret' as const, livemode: false },
+    { key: keys.test.public, kind: 'public' as const, livemode: false },
+    { key: keys.live.secret, kind: 'secret' as const, livemode: true },
+    { key: keys.live.public, kind: 'public' as const, livemode: true },
+  ];
+  await ctx.db.transaction().execute(async (trx) => {
+    const inserted = await trx
+      .insertInto('accounts')
+      .values({ account_id: id, name, live_enabled: input.liveEnabled ?? false, term_cycle: termCycle, created_at: now })
+      .onConflict((oc) => oc.column('account_id').doNothing())
+      .returning('account_id')
+      .executeTakeFirst();
+    if (!inserted) throw new KessaiError('already_exist_id', { param: 'id', message: `account ${id} already exists` });
+    await trx.insertInto('account_fee_rates').values(Object.entries(feeRates).map(([brand, fee_rate]) => ({ account_id: id, brand, fee_rate }))).execute();
+    await trx
+      .insertInto('api_keys')
+      .values(keyRows.map((row) => ({ account_id: id, key_digest: digestKey(row.key), kind: row.kind, livemode: row.livemode, key_hint: row.key.slice(0, 12), created_at: now })))
+      .execute();
+  });
+  return { account: { id, name, liveEnabled: input.liveEnabled ?? false, termCycle, feeRates, createdAt: now }, keys };
+}
+
+export async function getAccount(ctx: Pick<Context, 'db'>, id: string): Promise<Account> {
+  const row = await ctx.db.selectFrom('accounts').selectAll().where('account_id', '=', id).executeTakeFirst();
+  if (!row) throw new KessaiError('invalid_id', { param: 'id', message: `No such account: ${id}` });
+  const rates = await ctx.db.selectFrom('account_fee_rates').select(['brand', 'fee_rate']).where('account_id', '=', id).execute();
+  return {
+    id: row.account_id,
+    name: row.name,
+    liveEnabled: row.live_enabled,
+    termCycle: row.term_cycle,
+    feeRates: Object.fromEntries(rates.map((rate) => [rate.brand, rate.fee_rate])),
+    createdAt: row.created_at,
+  };
+}
+
+export async function listAccounts(ctx: Pick<Context, 'db'>): Promise<{ id: string; name: string; liveEnabled: boolean; termCycle: TermCycle; createdAt: Date }[]> {
+  const rows = await ctx.db.selectFrom('accounts').selectAll().orderBy('created_at').orderBy('account_id').execute();
+  return rows.map((row) => ({ id: row.account_id, name: row.name, liveEnabled: row.live_enabled, termCycle: row.term_cycle, createdAt: row.created_at }));
+}
+
+export interface Caller {
+  readonly accountId: string;
+  readonly livemode: boolean;
+  readonly kind: 'secret' | 'public';
+}
+
+/**
+ * Resolves an API key to its account and mode (v1 §5): no key → `no_api_key`; unknown or revoked
+ * → `invalid_api_key`; a live key of an account without live permission → `not_activated_account`.
+ */
+export async function authenticate(ctx: Pick<Context, 'db'>, key: string | undefined): Promise<Caller> {
+  if (key === undefined || key.length === 0) throw new KessaiError('no_api_key', { message: 'You did not provide an API key.' });
+  const row = await ctx.db
+    .selectFrom('api_keys')
+    .innerJoin('accounts', 'accounts.account_id', 'api_keys.account_id')
+    .select(['api_keys.account_id', 'api_keys.kind', 'api_keys.livemode', 'api_keys.revoked_at', 'accounts.live_enabled'])
+    .where('api_keys.key_digest', '=', digestKey(key))
+    .executeTakeFirst();
+  if (!row || row.revoked_at !== null) throw new KessaiError('invalid_api_key', { message: 'Invalid API key provided.' });
+  if (row.livemode && !row.live_enabled) throw new KessaiError('not_activated_account', { message: 'This account is not activated for live mode.' });
+  return { accountId: row.account_id, livemode: row.livemode, kind: row.kind };
+}

@@ -1,0 +1,289 @@
+/**
+ * The `kessai` command. A composition root: it reads the environment and the real clock, builds
+ * the engine, and turns every failure into one clear line and a non-zero exit (the stack only
+ * with --verbose).
+ */
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import cron from 'node-cron';
+import { ALL_JOBS } from '../../jobs/index';
+import { createAccount, listAccounts, type TermCycle } from '../accounts/accounts';
+import { openStore } from '../db/connect';
+import { migrate } from '../db/migrate';
+import { KessaiError } from '../domain/errors';
+import { parseInstant } from '../domain/time';
+import { nextSlotAfter } from '../engine/cron';
+import { createLogger, silentLogger, type Logger } from '../engine/logger';
+import { randomIds } from '../engine/random-ids';
+import { openRuntime, workerName } from '../engine/runtime';
+import { Scheduler, recentRuns, type SlotOutcome } from '../engine/scheduler';
+import { systemClock } from '../engine/system-clock';
+import { FixedClock } from '../engine/clock';
+
+interface GlobalOptions {
+  readonly databaseUrl?: string;
+  readonly dataDir?: string;
+  readonly verbose?: boolean;
+  readonly logLevel: string;
+}
+
+function instantArg(value: string): Date {
+  try {
+    return parseInstant(value);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
+}
+
+function positiveIntArg(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError(`expected a positive whole number, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+function feeRateArg(value: string, previous: Record<string, string> = {}): Record<string, string> {
+  const eq = value.lastIndexOf('=');
+  if (eq <= 0) throw new InvalidArgumentError(`expected BRAND=RATE such as Visa=2.59, got ${JSON.stringify(value)}`);
+  return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) };
+}
+
+function globals(command: Command): GlobalOptions {
+  return command.optsWithGlobals() as GlobalOptions;
+}
+
+function logger(options: GlobalOptions): Logger {
+  return options.logLevel === 'silent' ? silentLogger() : createLogger({ level: options.verbose ? 'debug' : options.logLevel });
+}
+
+async function runtime(options: GlobalOptions, log: Logger, clock = systemClock) {
+  return openRuntime({ databaseUrl: options.databaseUrl, dataDir: options.dataDir, clock, ids: randomIds(), log });
+}
+
+function describeOutcome(outcome: SlotOutcome): string {
+  const head = `${outcome.job} @ ${outcome.slot.toISOString()} (attempt ${outcome.attempt}): ${outcome.status}`;
+  if (outcome.status === 'succeeded') return `${head} ${JSON.stringify(outcome.counts)}`;
+  if (outcome.status === 'released') return head;
+  return `${head}: ${outcome.error}`;
+}
+
+export function buildProgram(): Command {
+  const program = new Command();
+  program
+    .name('kessai')
+    .description('Deterministic billing and settlement batch engine.')
+    .addOption(new Option('--database-url <url>', 'PostgreSQL connection string; without it the embedded database is used').env('DATABASE_URL'))
+    .addOption(new Option('--data-dir <dir>', 'folder of the embedded database').env('KESSAI_DATA_DIR').default('.kessai'))
+    .addOption(new Option('--log-level <level>', 'log level (logs go to stderr)').choices(['debug', 'info', 'warn', 'error', 'silent']).env('KESSAI_LOG_LEVEL').default('warn'))
+    .option('--verbose', 'show stack traces and debug logs')
+    .showHelpAfterError('(add --help for usage)')
+    .exitOverride();
+
+  program
+    .command('migrate')
+    .description('apply the numbered SQL migrations in sql/ (a no-op when up to date)')
+    .action(async (_options, command: Command) => {
+      const options = globals(command);
+      const store = await openStore({ databaseUrl: options.databaseUrl, dataDir: options.dataDir });
+      try {
+        const result = await migrate(store);
+        const where = `${store.kind} ${store.location}`;
+        if (result.applied.length === 0) console.log(`${where}: up to date (${result.alreadyApplied} migrations)`);
+        else console.log(`${where}: applied ${result.applied.join(', ')}`);
+      } finally {
+        await store.close();
+      }
+    });
+
+  const accounts = program.command('accounts').description('merchant accounts');
+  accounts
+    .command('create')
+    .description('provision a merchant account and print its test and live API keys (shown once)')
+    .requiredOption('--name <name>', 'merchant name')
+    .option('--id <id>', 'account id (acct_...); generated when omitted')
+    .option('--live', 'allow live mode', false)
+    .addOption(new Option('--term-cycle <cycle>', 'settlement term cycle').choices(['monthly', 'semi_monthly']).default('monthly'))
+    .option('--fee-rate <brand=rate>', 'fee rate for a card brand, in percent (repeatable), e.g. Visa=2.59', feeRateArg)
+    .option('--json', 'print the account and keys as JSON')
+    .action(async (options: { name: string; id?: string; live: boolean; termCycle: TermCycle; feeRate?: Record<string, string>; json?: boolean }, command: Command) => {
+      const g = globals(command);
+      const rt = await runtime(g, logger(g));
+      try {
+        const { account, keys } = await createAccount(rt.ctx, {
+          name: options.name,
+          ...(options.id === undefined ? {} : { id: options.id }),
+          liveEnabled: options.live,
+          termCycle: options.termCycle,
+          feeRates: options.feeRate ?? {},
+        });
+        if (options.json) {
+          console.log(JSON.stringify({ account, keys }, null, 2));
+          return;
+        }
+        console.log(`account ${account.id} (${account.name}), term cycle ${account.termCycle}, live mode ${account.liveEnabled ? 'enabled' : 'not enabled'}`);
+        console.log(`fee rates: ${Object.entries(account.feeRates).map(([brand, rate]) => `${brand} ${rate}%`).join(', ')}`);
+        console.log(`test secret key: ${keys.test.secret}`);
+        console.log(`test public key: ${keys.test.public}`);
+        console.log(`live secret key: ${keys.live.secret}`);
+        console.log(`live public key: ${keys.live.public}`);
+        console.log('Keep the secret keys now: only their digests are stored.');
+      } finally {
+        await rt.close();
+      }
+    });
+  accounts
+    .command('list')
+    .description('list merchant accounts')
+    .action(async (_options, command: Command) => {
+      const g = globals(command);
+      const rt = await runtime(g, logger(g));
+      try {
+        const rows = await listAccounts(rt.ctx);
+        if (rows.length === 0) console.log('no accounts yet: kessai accounts create --name <name>');
+        for (const row of rows) console.log(`${row.id}\t${row.name}\t${row.termCycle}\t${row.liveEnabled ? 'live' : 'test only'}\t${row.createdAt.toISOString()}`);
+      } finally {
+        await rt.close();
+      }
+    });
+
+  const jobs = program.command('jobs').description('scheduled jobs');
+  jobs
+    .command('list')
+    .description('list the jobs, their schedules (Asia/Tokyo), next slots and latest runs')
+    .option('--at <instant>', 'compute next slots from this instant (JST unless it has a zone)', instantArg)
+    .action(async (options: { at?: Date }, command: Command) => {
+      const g = globals(command);
+      const now = options.at ?? systemClock.now();
+      const rt = await runtime(g, logger(g));
+      try {
+        if (ALL_JOBS.length === 0) console.log('no jobs registered');
+        for (const job of ALL_JOBS) {
+          const next: Date[] = [];
+          let after = now;
+          for (let i = 0; i < 3; i += 1) next.push((after = nextSlotAfter(job.schedule, after)));
+          const [last] = await recentRuns(rt.ctx, job.name, 1);
+          const lastText = last ? `${last.slot.toISOString()} ${last.status}` : 'never run';
+          console.log(`${job.name}  "${job.schedule}"  ${job.description}`);
+          console.log(`  next: ${next.map((d) => d.toISOString()).join(', ')}`);
+          console.log(`  last: ${lastText}`);
+        }
+      } finally {
+        await rt.close();
+      }
+    });
+  jobs
+    .command('run')
+    .description('run, or replay, one slot of one job now (replays create nothing twice)')
+    .argument('<job>', 'job name (see jobs list)')
+    .requiredOption('--at <instant>', 'the slot, e.g. 2027-01-01T09:00 (JST) or 2027-01-01T00:00:00Z', instantArg)
+    .action(async (jobName: string, options: { at: Date }, command: Command) => {
+      const g = globals(command);
+      const rt = await runtime(g, logger(g));
+      try {
+        const scheduler = new Scheduler(rt.ctx, ALL_JOBS, { owner: workerName() });
+        const outcome = await scheduler.runSlot(jobName, options.at);
+        console.log(describeOutcome(outcome));
+        if (outcome.status !== 'succeeded') process.exitCode = 1;
+      } finally {
+        await rt.close();
+      }
+    });
+
+  program
+    .command('worker')
+    .description('run the scheduler: wake every minute (node-cron), run every due slot, backfill missed ones')
+    .option('--once', 'run the due slots once and exit')
+    .option('--at <instant>', 'with --once: act as if it were this instant (JST unless it has a zone)', instantArg)
+    .option('--lease-seconds <n>', 'how long a claimed slot is reserved for this worker', positiveIntArg)
+    .option('--batch-size <n>', 'rows per batch transaction', positiveIntArg)
+    .action(async (options: { once?: boolean; at?: Date; leaseSeconds?: number; batchSize?: number }, command: Command) => {
+      const g = globals(command);
+      if (options.at && !options.once) throw new InvalidArgumentError('--at goes with --once (a running worker follows the real clock)');
+      const log = createLogger({ level: g.verbose ? 'debug' : g.logLevel === 'warn' ? 'info' : g.logLevel });
+      const clock = options.at ? new FixedClock(options.at) : systemClock;
+      const rt = await openRuntime({
+        databaseUrl: g.databaseUrl,
+        dataDir: g.dataDir,
+        clock,
+        ids: randomIds(),
+        log,
+        config: {
+          ...(options.leaseSeconds === undefined ? {} : { leaseMs: options.leaseSeconds * 1000 }),
+          ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
+        },
+      });
+      const scheduler = new Scheduler(rt.ctx, ALL_JOBS, { owner: workerName() });
+      if (options.once) {
+        try {
+          const outcomes = await scheduler.tick();
+          for (const outcome of outcomes) console.log(describeOutcome(outcome));
+          console.log(`${outcomes.length} slot(s) run for ${ALL_JOBS.length} job(s) on ${rt.store.kind} ${rt.store.location}`);
+          if (outcomes.some((o) => o.status === 'failed' || o.status === 'abandoned')) process.exitCode = 1;
+        } finally {
+          await rt.close();
+        }
+        return;
+      }
+      await runWorker(scheduler, log, rt.close);
+    });
+
+  return program;
+}
+
+/** The long-running worker: a tick now, then one per minute until SIGTERM or SIGINT. */
+async function runWorker(scheduler: Scheduler, log: Logger, close: () => Promise<void>): Promise<void> {
+  let ticking: Promise<unknown> | null = null;
+  const tick = (): void => {
+    if (ticking || scheduler.stopping) {
+      log.debug('previous tick still running; this wake-up is skipped');
+      return;
+    }
+    ticking = scheduler
+      .tick()
+      .catch((error: unknown) => log.error({ err: error }, 'tick failed; the next wake-up tries again'))
+      .finally(() => {
+        ticking = null;
+      });
+  };
+  const task = cron.schedule('* * * * *', tick, { timezone: 'Asia/Tokyo', noOverlap: true });
+  log.info({ jobs: ALL_JOBS.map((job) => job.name) }, 'worker started');
+  tick();
+  await new Promise<void>((resolve) => {
+    const shutdown = (signal: string): void => {
+      log.info({ signal }, 'stopping: finishing the current batch');
+      scheduler.stop();
+      void task.stop();
+      resolve();
+    };
+    process.once('SIGTERM', () => shutdown('SIGTERM'));
+    process.once('SIGINT', () => shutdown('SIGINT'));
+  });
+  if (ticking) await ticking;
+  await close();
+  log.info('worker stopped');
+}
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv as string[]);
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version are "errors" to commander; they already printed what they had to.
+      return error.exitCode;
+    }
+    const verbose = argv.includes('--verbose');
+    if (error instanceof KessaiError) {
+      console.error(`kessai: ${error.code}${error.param ? ` (${error.param})` : ''}: ${error.message}`);
+    } else {
+      console.error(`kessai: ${(error as Error).message ?? String(error)}`);
+    }
+    if (verbose && error instanceof Error && error.stack) console.error(error.stack);
+    return 1;
+  }
+}
+
+// Run when executed directly (bin/kessai.mjs or tsx src/cli/main.ts).
+const invokedDirectly = process.argv[1] !== undefined && /(?:^|[\\/])(?:main\.ts|kessai(?:\.mjs)?)$/.test(process.argv[1]);
+if (invokedDirectly) {
+  main(process.argv).then((code) => process.exit(code));
+}

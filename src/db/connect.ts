@@ -1,0 +1,114 @@
+/**
+ * Opens the engine's storage: PostgreSQL through pg when a connection string is given, otherwise
+ * embedded PGlite in a local data folder. Both speak the same SQL and return the same values
+ * (see type-parsers.ts); callers see one `Store`.
+ */
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import { PGliteDialect } from 'kysely-pglite-dialect';
+import pg from 'pg';
+import type { Database } from './schema';
+import { SHARED_PARSERS } from './type-parsers';
+
+export type StoreKind = 'postgres' | 'pglite';
+
+export interface Store {
+  readonly kind: StoreKind;
+  readonly db: Kysely<Database>;
+  /** Where the data lives, for messages: a redacted URL or a folder. */
+  readonly location: string;
+  /**
+   * Runs a script of several SQL statements (a migration) on the given executor's session.
+   * Kept apart from `db` because PGlite runs multi-statement text only through `exec`.
+   */
+  executeScript(executor: Kysely<Database>, script: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface OpenStoreOptions {
+  /** PostgreSQL connection string; when absent, embedded PGlite is used. */
+  readonly databaseUrl?: string | undefined;
+  /** PGlite data folder (default `.kessai/` in the working directory); `memory://` keeps it in memory. */
+  readonly dataDir?: string | undefined;
+  /** Pool size for PostgreSQL (default 10). */
+  readonly poolSize?: number;
+  /** Application name shown in pg_stat_activity. */
+  readonly applicationName?: string;
+}
+
+export const DEFAULT_DATA_DIR = '.kessai';
+
+/** `postgres://user:secret@host/db` → `postgres://user:***@host/db`, for logs and errors. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '<unparseable database url>';
+  }
+}
+
+export async function openStore(options: OpenStoreOptions = {}): Promise<Store> {
+  return options.databaseUrl ? openPostgres(options.databaseUrl, options) : openPglite(options.dataDir ?? DEFAULT_DATA_DIR);
+}
+
+async function openPostgres(url: string, options: OpenStoreOptions): Promise<Store> {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    application_name: options.applicationName ?? 'kessai',
+    // Instants are stored and read in UTC, whatever the server's default.
+    options: '-c TimeZone=UTC',
+    connectionTimeoutMillis: 10_000,
+    types: {
+      getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+        const shared = SHARED_PARSERS[oid];
+        if (shared && format !== 'binary') return shared;
+        return pg.types.getTypeParser(oid, format as 'text');
+      }) as typeof pg.types.getTypeParser,
+    },
+  });
+  // An idle client that loses its server must not crash the process; the next query reports it.
+  pool.on('error', () => {});
+  // Fail fast with a clear message when the server is unreachable.
+  const client = await pool.connect().catch(async (error: unknown) => {
+    await pool.end().catch(() => {});
+    throw new Error(`cannot connect to PostgreSQL at ${redactUrl(url)}: ${(error as Error).message}`, { cause: error });
+  });
+  client.release();
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    kind: 'postgres',
+    db,
+    location: redactUrl(url),
+    async executeScript(executor, script) {
+      // Without parameters pg uses the simple query protocol, which accepts several statements.
+      await sql.raw(script).execute(executor);
+    },
+    close: () => db.destroy(),
+  };
+}
+
+async function openPglite(dataDir: string): Promise<Store> {
+  const inMemory = dataDir.startsWith('memory://');
+  const location = inMemory ? dataDir : resolve(dataDir);
+  if (!inMemory) mkdirSync(location, { recursive: true });
+  const pglite = await PGlite.create(inMemory ? dataDir : location, {
+    parsers: SHARED_PARSERS as Record<number, (text: string) => unknown>,
+  });
+  await pglite.exec(`SET TIME ZONE 'UTC'`);
+  const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+  return {
+    kind: 'pglite',
+    db,
+    location,
+    async executeScript(_executor, script) {
+      // PGlite is a single session, so `exec` runs inside whatever transaction the executor opened.
+      await pglite.exec(script);
+    },
+    close: () => db.destroy(),
+  };
+}

@@ -1,0 +1,92 @@
+/**
+ * Applies the numbered SQL migrations in sql/ (graphile-worker style): files named
+ * `NNNNNN_name.sql`, applied in order, each recorded with a checksum. A landed migration is never
+ * edited; if its text no longer matches what was applied, migrating stops with a clear error.
+ *
+ * Everything happens in one transaction under an advisory lock, so concurrent migrators queue up:
+ * the first applies, the others find nothing left to do.
+ */
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { sql } from 'kysely';
+import type { Store } from './connect';
+
+export const SQL_DIR = fileURLToPath(new URL('../../sql/', import.meta.url));
+
+const MIGRATION_FILE = /^(\d{6})_[a-z0-9_]+\.sql$/;
+/** Arbitrary, fixed: the advisory lock key that serialises migrators. */
+const MIGRATION_LOCK_KEY = 7_305_101;
+
+export interface MigrationFile {
+  readonly name: string;
+  readonly text: string;
+  readonly checksum: string;
+}
+
+export interface MigrationResult {
+  readonly applied: readonly string[];
+  readonly alreadyApplied: number;
+}
+
+export class MigrationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MigrationError';
+  }
+}
+
+export function checksumOf(text: string): string {
+  // Line endings are normalised so a checkout with CRLF is not mistaken for an edit.
+  return createHash('sha256').update(text.replace(/\r\n/g, '\n')).digest('hex');
+}
+
+export function readMigrations(dir: string = SQL_DIR): MigrationFile[] {
+  const names = readdirSync(dir).filter((name) => name.endsWith('.sql')).sort();
+  const seen = new Set<string>();
+  return names.map((name) => {
+    const match = MIGRATION_FILE.exec(name);
+    if (!match) throw new MigrationError(`sql/${name}: migration files are named NNNNNN_lower_snake.sql`);
+    const number = match[1]!;
+    if (seen.has(number)) throw new MigrationError(`sql/${name}: migration number ${number} is used twice`);
+    seen.add(number);
+    const text = readFileSync(`${dir}/${name}`, 'utf8');
+    return { name, text, checksum: checksumOf(text) };
+  });
+}
+
+export async function migrate(store: Store, dir: string = SQL_DIR): Promise<MigrationResult> {
+  const files = readMigrations(dir);
+  return store.db.transaction().execute(async (trx) => {
+    await sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`.execute(trx);
+    await sql`CREATE TABLE IF NOT EXISTS kessai_migrations (
+      name       text PRIMARY KEY,
+      checksum   text NOT NULL,
+      applied_at timestamptz NOT NULL DEFAULT now()
+    )`.execute(trx);
+    const applied = await trx.selectFrom('kessai_migrations').select(['name', 'checksum']).orderBy('name').execute();
+    const byName = new Map(files.map((file) => [file.name, file]));
+    for (const row of applied) {
+      const file = byName.get(row.name);
+      if (!file) throw new MigrationError(`migration ${row.name} was applied to this database but is missing from sql/`);
+      if (file.checksum !== row.checksum) {
+        throw new MigrationError(
+          `sql/${row.name} was edited after it was applied (checksum ${file.checksum.slice(0, 12)} ≠ applied ${row.checksum.slice(0, 12)}); ` +
+            'landed migrations are immutable: restore the file and add a new numbered migration instead',
+        );
+      }
+    }
+    const lastApplied = applied.at(-1)?.name;
+    const pending = files.filter((file) => !applied.some((row) => row.name === file.name));
+    for (const file of pending) {
+      if (lastApplied !== undefined && file.name < lastApplied) {
+        throw new MigrationError(`sql/${file.name} sorts before the already applied ${lastApplied}; number new migrations after the last one`);
+      }
+    }
+    for (const file of pending) {
+      await store.executeScript(trx, file.text);
+      await trx.insertInto('kessai_migrations').values({ name: file.name, checksum: file.checksum, applied_at: sql<Date>`now()` as never }).execute();
+    }
+    return { applied: pending.map((file) => file.name), alreadyApplied: applied.length };
+  });
+}

@@ -1,0 +1,86 @@
+/**
+ * Kysely's view of the tables in sql/. Kept by hand beside the migrations: a column added in a
+ * migration is added here in the same commit.
+ */
+import type { ColumnType, Generated } from 'kysely';
+
+/** A JSON column: written as a string or value, read back as parsed JSON. */
+export type Json<T = unknown> = ColumnType<T, string, string>;
+
+export interface AccountsTable {
+  account_id: string;
+  name: string;
+  live_enabled: Generated<boolean>;
+  term_cycle: Generated<'monthly' | 'semi_monthly'>;
+  created_at: Date;
+}
+
+export interface AccountFeeRatesTable {
+  account_id: string;
+  brand: string;
+  /** numeric(5,2), read as a string such as "3.00". */
+  fee_rate: string;
+}
+
+export interface ApiKeysTable {
+  account_id: string;
+  key_digest: string;
+  kind: 'secret' | 'public';
+  livemode: boolean;
+  key_hint: string;
+  created_at: Date;
+  revoked_at: Date | null;
+}
+
+export interface EventsTable {
+  account_id: string;
+  event_id: string;
+  livemode: boolean;
+  api_version: 'v1' | 'v2';
+  type: string;
+  object_type: string;
+  resource_id: string;
+  data: Json<Record<string, unknown>>;
+  created_at: Date;
+  seq: Generated<number>;
+  pending_webhooks: Generated<number>;
+}
+
+export type JobRunStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'abandoned';
+
+export interface JobRunsTable {
+  job: string;
+  slot: Date;
+  status: JobRunStatus;
+  attempt: Generated<number>;
+  owner: string | null;
+  lease_until: Date | null;
+  started_at: Date | null;
+  finished_at: Date | null;
+  duration_ms: number | null;
+  counts: Json<Record<string, number>> | null;
+  error: string | null;
+  retry_at: Date | null;
+}
+
+export interface JobScheduleTable {
+  job: string;
+  high_water: Date;
+  updated_at: Date;
+}
+
+export interface MigrationsTable {
+  name: string;
+  checksum: string;
+  applied_at: Date;
+}
+
+export interface Database {
+  accounts: AccountsTable;
+  account_fee_rates: AccountFeeRatesTable;
+  api_keys: ApiKeysTable;
+  events: EventsTable;
+  job_runs: JobRunsTable;
+  job_schedule: JobScheduleTable;
+  kessai_migrations: MigrationsTable;
+}

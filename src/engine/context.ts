@@ -1,0 +1,47 @@
+/**
+ * The one object passed everywhere: `{ db, clock, ids, log, config }` (ARCHITECTURE.md). Features
+ * and jobs take what they need from it; nothing reaches for globals.
+ */
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema';
+import type { Store } from '../db/connect';
+import type { IdGenerator } from '../domain/ids';
+import type { Clock } from './clock';
+import type { Logger } from './logger';
+
+export interface EngineConfig {
+  /** Rows a batch job takes per transaction. */
+  readonly batchSize: number;
+  /** How far back the scheduler backfills slots missed while no worker ran. */
+  readonly backfillWindowMs: number;
+  /** How long a claimed slot stays reserved for its worker before another may take it over. */
+  readonly leaseMs: number;
+  /** Attempts of one slot before it is given up as `abandoned`. */
+  readonly maxAttempts: number;
+  /** Delay before the first retry of a failed slot; doubles with each further attempt. */
+  readonly retryDelayMs: number;
+  /** True in simulation: nothing leaves the process (webhooks are recorded, not sent). */
+  readonly simulation: boolean;
+}
+
+export const DEFAULT_CONFIG: EngineConfig = {
+  batchSize: 5_000,
+  backfillWindowMs: 24 * 60 * 60 * 1000,
+  leaseMs: 5 * 60 * 1000,
+  maxAttempts: 5,
+  retryDelayMs: 60 * 1000,
+  simulation: false,
+};
+
+export interface Context {
+  readonly db: Kysely<Database>;
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly ids: IdGenerator;
+  readonly log: Logger;
+  readonly config: EngineConfig;
+}
+
+export function createContext(parts: Omit<Context, 'config'> & { config?: Partial<EngineConfig> }): Context {
+  return { ...parts, config: { ...DEFAULT_CONFIG, ...parts.config } };
+}

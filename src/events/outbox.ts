@@ -1,0 +1,116 @@
+/**
+ * The event outbox (service rules §5): every state change writes its event in the same
+ * transaction as the change, so an event exists exactly when the change it reports does.
+ * Delivery (webhooks) reads the outbox later; nothing here talks to the network.
+ */
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../db/schema';
+import type { IdGenerator } from '../domain/ids';
+import { toIsoSeconds, toUnixSeconds } from '../domain/time';
+
+export type ApiVersion = 'v1' | 'v2';
+
+/** The resource an event reports: an API-shaped object with its id and object type. */
+export interface EventResource {
+  readonly id: string;
+  readonly object: string;
+  readonly [field: string]: unknown;
+}
+
+export interface EventInput {
+  readonly accountId: string;
+  readonly livemode: boolean;
+  readonly type: string;
+  readonly data: EventResource;
+  /** The business instant of the change (a renewal's due instant, not when the job woke up). */
+  readonly at: Date;
+  readonly apiVersion?: ApiVersion;
+}
+
+export interface StoredEvent {
+  readonly accountId: string;
+  readonly id: string;
+  readonly livemode: boolean;
+  readonly apiVersion: ApiVersion;
+  readonly type: string;
+  readonly data: EventResource;
+  readonly createdAt: Date;
+  readonly pendingWebhooks: number;
+}
+
+/**
+ * Writes events in one statement, however many: jobs record thousands per batch. Ids are drawn in
+ * input order, so a seeded generator gives the same ids for the same batch.
+ * Must run on the executor (transaction) that makes the state change.
+ */
+export async function recordEvents(executor: Kysely<Database>, ids: IdGenerator, events: readonly EventInput[]): Promise<string[]> {
+  if (events.length === 0) return [];
+  const eventIds = events.map((event) => ids.next((event.apiVersion ?? 'v1') === 'v1' ? 'eventV1' : 'eventV2'));
+  await sql`
+    INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at)
+    SELECT * FROM unnest(
+      ${events.map((e) => e.accountId)}::text[],
+      ${eventIds}::text[],
+      ${events.map((e) => e.livemode)}::boolean[],
+      ${events.map((e) => e.apiVersion ?? 'v1')}::text[],
+      ${events.map((e) => e.type)}::text[],
+      ${events.map((e) => e.data.object)}::text[],
+      ${events.map((e) => e.data.id)}::text[],
+      ${events.map((e) => JSON.stringify(e.data))}::jsonb[],
+      ${events.map((e) => e.at.toISOString())}::timestamptz[]
+    )`.execute(executor);
+  return eventIds;
+}
+
+/** Writes one event; see recordEvents. */
+export async function recordEvent(executor: Kysely<Database>, ids: IdGenerator, event: EventInput): Promise<string> {
+  const [id] = await recordEvents(executor, ids, [event]);
+  return id!;
+}
+
+/** Events of an account in the order they were written (oldest first). */
+export async function listEvents(
+  executor: Kysely<Database>,
+  accountId: string,
+  filter: { readonly type?: string; readonly resourceId?: string } = {},
+): Promise<StoredEvent[]> {
+  let query = executor.selectFrom('events').selectAll().where('account_id', '=', accountId);
+  if (filter.type !== undefined) query = query.where('type', '=', filter.type);
+  if (filter.resourceId !== undefined) query = query.where('resource_id', '=', filter.resourceId);
+  const rows = await query.orderBy('created_at').orderBy('seq').execute();
+  return rows.map((row) => ({
+    accountId: row.account_id,
+    id: row.event_id,
+    livemode: row.livemode,
+    apiVersion: row.api_version,
+    type: row.type,
+    data: row.data as EventResource,
+    createdAt: row.created_at,
+    pendingWebhooks: row.pending_webhooks,
+  }));
+}
+
+/** The event as the API shows it: v1 with `created` in UNIX seconds, v2 with ISO instants. */
+export function renderEvent(event: StoredEvent): Record<string, unknown> {
+  if (event.apiVersion === 'v1') {
+    return {
+      id: event.id,
+      object: 'event',
+      livemode: event.livemode,
+      created: toUnixSeconds(event.createdAt),
+      type: event.type,
+      pending_webhooks: event.pendingWebhooks,
+      data: event.data,
+    };
+  }
+  return {
+    id: event.id,
+    object: 'event',
+    livemode: event.livemode,
+    created_at: toIsoSeconds(event.createdAt),
+    updated_at: toIsoSeconds(event.createdAt),
+    type: event.type,
+    pending_webhooks: event.pendingWebhooks,
+    data: event.data,
+  };
+}

@@ -1,0 +1,257 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { sql, type Kysely } from 'kysely';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { Scheduler } from '../../src/engine/scheduler';
+import type { JobDefinition } from '../../src/engine/job';
+import { batchWriterJob, createBatchWriterTables, seedItems } from '../support/batch-writer-job';
+import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
+
+const MINUTE = 60_000;
+const at = (offsetMinutes: number): Date => new Date(REFERENCE_INSTANT.getTime() + offsetMinutes * MINUTE);
+
+let database: TestDatabase;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+let db: Kysely<any>;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  db = database.store.db;
+  await createBatchWriterTables(db);
+});
+afterAll(async () => database?.drop());
+beforeEach(async () => {
+  await sql`TRUNCATE test_items, test_effects, test_slot_runs, job_runs, job_schedule`.execute(db);
+});
+
+async function slotRuns(job = 'test.batch-writer'): Promise<{ slot: Date; attempt: number; owner: string }[]> {
+  const result = await sql<{ slot: Date; attempt: number; owner: string }>`SELECT slot, attempt, owner FROM test_slot_runs WHERE job = ${job} ORDER BY slot, attempt`.execute(db);
+  return result.rows;
+}
+
+async function effectCounts(): Promise<{ items: number; processed: number; effects: number; duplicates: number }> {
+  const result = await sql<{ items: number; processed: number; effects: number; duplicates: number }>`
+    SELECT (SELECT count(*) FROM test_items) AS items,
+           (SELECT count(*) FROM test_items WHERE processed_at IS NOT NULL) AS processed,
+           (SELECT count(*) FROM test_effects) AS effects,
+           (SELECT count(*) FROM (SELECT item_id FROM test_effects GROUP BY account_id, item_id HAVING count(*) > 1) d) AS duplicates`.execute(db);
+  return result.rows[0]!;
+}
+
+describe('scheduler with a manual clock', () => {
+  it('runs the slot that is due now, and each slot once however often it wakes', async () => {
+    const ctx = testContext(database.store);
+    const scheduler = new Scheduler(ctx, [batchWriterJob({ owner: 'w1', schedule: '*/10 * * * *' })], { owner: 'w1' });
+    const first = await scheduler.tick();
+    expect(first.map((o) => [o.slot.toISOString(), o.status])).toContainEqual([REFERENCE_INSTANT.toISOString(), 'succeeded']);
+    const before = (await slotRuns()).length;
+    expect(await scheduler.tick()).toEqual([]);
+    expect(await scheduler.tick()).toEqual([]);
+    expect((await slotRuns()).length).toBe(before);
+  });
+
+  it('backfills the slots missed while no worker ran, in order', async () => {
+    const ctx = testContext(database.store);
+    const scheduler = new Scheduler(ctx, [batchWriterJob({ owner: 'w1', schedule: '*/10 * * * *' })], { owner: 'w1' });
+    await scheduler.tick();
+    ctx.clock.set(at(65)); // down for an hour and five minutes
+    const outcomes = await scheduler.tick();
+    expect(outcomes.map((o) => o.slot.toISOString())).toEqual([10, 20, 30, 40, 50, 60].map((m) => at(m).toISOString()));
+    expect(outcomes.every((o) => o.status === 'succeeded')).toBe(true);
+  });
+
+  it('backfills no further back than the configured window', async () => {
+    const ctx = testContext(database.store, { config: { backfillWindowMs: 30 * MINUTE } });
+    const scheduler = new Scheduler(ctx, [batchWriterJob({ owner: 'w1', schedule: '*/10 * * * *' })], { owner: 'w1' });
+    await scheduler.tick();
+    ctx.clock.set(at(3 * 24 * 60)); // three days later
+    const outcomes = await scheduler.tick();
+    expect(outcomes.map((o) => o.slot.toISOString())).toEqual([-30, -20, -10, 0].map((m) => at(3 * 24 * 60 + m).toISOString()));
+  });
+
+  it('the clock went backwards: nothing runs twice, and new slots run once time passes them', async () => {
+    const ctx = testContext(database.store);
+    await seedItems(db, 25, at(0));
+    const scheduler = new Scheduler(ctx, [batchWriterJob({ owner: 'w1', schedule: '*/10 * * * *' })], { owner: 'w1' });
+    ctx.clock.set(at(60));
+    await scheduler.tick();
+    const ran = (await slotRuns()).length;
+    ctx.clock.set(at(25)); // the clock jumps back 35 minutes
+    expect(await scheduler.tick()).toEqual([]);
+    ctx.clock.set(at(60));
+    expect(await scheduler.tick()).toEqual([]);
+    expect((await slotRuns()).length).toBe(ran);
+    ctx.clock.set(at(70));
+    expect((await scheduler.tick()).map((o) => o.slot.toISOString())).toEqual([at(70).toISOString()]);
+    expect(await effectCounts()).toEqual({ items: 25, processed: 25, effects: 25, duplicates: 0 });
+  });
+
+  it('records a failing slot with its error and retries it after the delay, then succeeds', async () => {
+    const ctx = testContext(database.store, { config: { retryDelayMs: 2 * MINUTE, maxAttempts: 5 } });
+    await seedItems(db, 3, at(0));
+    const scheduler = new Scheduler(ctx, [batchWriterJob({ owner: 'w1', schedule: '0 * * * *', failAttempts: 2 })], { owner: 'w1' });
+    const [first] = await scheduler.tick();
+    expect(first).toMatchObject({ status: 'failed', attempt: 1, error: 'planned failure on attempt 1' });
+    const row = await ctx.db.selectFrom('job_runs').selectAll().executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ status: 'failed', attempt: 1, retry_at: at(2) });
+    expect(row.error).toContain('planned failure on attempt 1');
+
+    ctx.clock.set(at(1)); // before the retry time: nothing
+    expect(await scheduler.tick()).toEqual([]);
+    ctx.clock.set(at(2)); // first retry, delay 2 min
+    expect((await scheduler.tick()).map((o) => [o.attempt, o.status])).toEqual([[2, 'failed']]);
+    ctx.clock.set(at(5)); // second retry waits twice as long (2 + 4 = 6)
+    expect(await scheduler.tick()).toEqual([]);
+    ctx.clock.set(at(6));
+    expect((await scheduler.tick()).map((o) => [o.attempt, o.status])).toEqual([[3, 'succeeded']]);
+    const done = await ctx.db.selectFrom('job_runs').selectAll().executeTakeFirstOrThrow();
+    expect(done).toMatchObject({ status: 'succeeded', attempt: 3, counts: { processed: 3, batches: 1 } });
+    expect(await effectCounts()).toEqual({ items: 3, processed: 3, effects: 3, duplicates: 0 });
+  });
+
+  it('abandons a slot after its last attempt, and later slots still run', async () => {
+    const ctx = testContext(database.store, { config: { retryDelayMs: MINUTE, maxAttempts: 2 } });
+    const failing: JobDefinition = { name: 'test.always-fails', schedule: '0 * * * *', description: 'fails', run: () => Promise.reject(new Error('boom')) };
+    const scheduler = new Scheduler(ctx, [failing], { owner: 'w1' });
+    expect((await scheduler.tick()).map((o) => o.status)).toEqual(['failed']);
+    ctx.clock.set(at(1));
+    expect((await scheduler.tick()).map((o) => o.status)).toEqual(['abandoned']);
+    ctx.clock.set(at(30));
+    expect(await scheduler.tick()).toEqual([]);
+    ctx.clock.set(at(60));
+    expect((await scheduler.tick()).map((o) => [o.slot.toISOString(), o.attempt])).toEqual([[at(60).toISOString(), 1]]);
+  });
+
+  it('takes over a slot whose worker died once its lease has lapsed, and not before', async () => {
+    const ctx = testContext(database.store, { config: { leaseMs: 5 * MINUTE } });
+    await seedItems(db, 10, at(0));
+    await ctx.db.insertInto('job_runs').values({ job: 'test.batch-writer', slot: at(0), status: 'running', attempt: 1, owner: 'dead-worker', lease_until: at(5), started_at: at(0) }).execute();
+    await ctx.db.insertInto('job_schedule').values({ job: 'test.batch-writer', high_water: at(0), updated_at: at(0) }).execute();
+    const scheduler = new Scheduler(ctx, [batchWriterJob({ owner: 'w2', schedule: '0 * * * *' })], { owner: 'w2' });
+    ctx.clock.set(at(4));
+    expect(await scheduler.tick()).toEqual([]);
+    ctx.clock.set(at(6));
+    expect((await scheduler.tick()).map((o) => [o.attempt, o.status])).toEqual([[2, 'succeeded']]);
+    expect(await ctx.db.selectFrom('job_runs').select(['owner', 'status']).executeTakeFirstOrThrow()).toEqual({ owner: 'w2', status: 'succeeded' });
+  });
+
+  it('replays a finished slot with `runSlot` without creating anything twice', async () => {
+    const ctx = testContext(database.store);
+    await seedItems(db, 12, at(0));
+    const scheduler = new Scheduler(ctx, [batchWriterJob({ owner: 'w1', schedule: '0 * * * *' })], { owner: 'w1' });
+    await scheduler.tick();
+    const replay = await scheduler.runSlot('test.batch-writer', at(0));
+    expect(replay).toMatchObject({ status: 'succeeded', attempt: 2, counts: { processed: 0 } });
+    expect(await effectCounts()).toEqual({ items: 12, processed: 12, effects: 12, duplicates: 0 });
+    await expect(scheduler.runSlot('test.batch-writer', at(30))).rejects.toThrow(/not a slot of test.batch-writer/);
+    await expect(scheduler.runSlot('test.batch-writer', at(60))).rejects.toThrow(/in the future/);
+    await expect(scheduler.runSlot('nope', at(0))).rejects.toThrow(/no job named "nope"/);
+  });
+
+  it('stopping mid-run finishes the current batch and hands the slot back; the next run completes it', async () => {
+    const ctx = testContext(database.store, { config: { batchSize: 10 } });
+    await seedItems(db, 35, at(0));
+    const stopAfterSecondBatch = { scheduler: null as Scheduler | null };
+    const job = batchWriterJob({ owner: 'w1', schedule: '0 * * * *', onBatch: (batch) => batch === 2 && stopAfterSecondBatch.scheduler?.stop() });
+    const scheduler = new Scheduler(ctx, [job], { owner: 'w1' });
+    stopAfterSecondBatch.scheduler = scheduler;
+    expect((await scheduler.tick()).map((o) => o.status)).toEqual(['released']);
+    expect(await effectCounts()).toMatchObject({ processed: 20, effects: 20 });
+    expect(await ctx.db.selectFrom('job_runs').select(['status', 'attempt']).executeTakeFirstOrThrow()).toEqual({ status: 'pending', attempt: 0 });
+    const next = new Scheduler(ctx, [batchWriterJob({ owner: 'w2', schedule: '0 * * * *' })], { owner: 'w2' });
+    expect((await next.tick()).map((o) => [o.status, o.attempt])).toEqual([['succeeded', 1]]);
+    expect(await effectCounts()).toEqual({ items: 35, processed: 35, effects: 35, duplicates: 0 });
+  });
+
+  it('runs jobs due at the same instant in registry order, and earlier slots before later ones', async () => {
+    const ctx = testContext(database.store);
+    const order: string[] = [];
+    const job = (name: string, schedule: string): JobDefinition => ({
+      name,
+      schedule,
+      description: name,
+      run: async (_ctx, run) => {
+        order.push(`${name}@${(run.slot.getTime() - REFERENCE_INSTANT.getTime()) / MINUTE}`);
+        return {};
+      },
+    });
+    const scheduler = new Scheduler(ctx, [job('b', '*/30 * * * *'), job('a', '0 * * * *')], { owner: 'w1' });
+    await scheduler.tick();
+    ctx.clock.set(at(60));
+    order.length = 0;
+    await scheduler.tick();
+    expect(order).toEqual(['b@30', 'b@60', 'a@60']);
+  });
+});
+
+// Real concurrency and a real crash need separate processes on one server; PGlite is an
+// in-process database, so these run where PostgreSQL is available (always in CI).
+describe.runIf(isPostgres())('scheduler across processes (PostgreSQL)', () => {
+  const workerScript = fileURLToPath(new URL('../support/worker-process.ts', import.meta.url));
+
+  function startWorker(env: Record<string, string>) {
+    // node itself with tsx's loader (not the tsx binary, which would run the script in a grandchild
+    // that a SIGKILL of the child does not reach).
+    const child = spawn(process.execPath, ['--import', 'tsx', workerScript], { env: { ...process.env, DATABASE_URL: database.url!, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+    return { child, exited, output: () => stdout, errors: () => stderr };
+  }
+
+  it('two schedulers in two processes run each slot exactly once', async () => {
+    await seedItems(db, 2_000, at(0));
+    // Both wake at minute 30 after a downtime: 31 per-minute slots (minute 0 to 30) to share.
+    await db.insertInto('job_schedule').values({ job: 'test.batch-writer', high_water: at(-1), updated_at: at(-1) }).execute();
+    const env = { KESSAI_AT: at(30).toISOString(), KESSAI_BATCH_SIZE: '50' };
+    const workers = [startWorker({ ...env, KESSAI_OWNER: 'proc-a' }), startWorker({ ...env, KESSAI_OWNER: 'proc-b' })];
+    const results = await Promise.all(workers.map((w) => w.exited));
+    for (const [i, result] of results.entries()) expect(result, workers[i]!.errors()).toEqual({ code: 0, signal: null });
+
+    // 31 slots (minute 0..30 of a per-minute job, within the backfill window), each run once.
+    const runs = await slotRuns();
+    const slots = runs.map((r) => r.slot.toISOString());
+    expect(new Set(slots).size).toBe(slots.length);
+    const ledger = await sql<{ n: number; ok: number }>`SELECT count(*) AS n, count(*) FILTER (WHERE status = 'succeeded') AS ok FROM job_runs WHERE slot >= ${at(0)}`.execute(db);
+    expect(ledger.rows[0]).toEqual({ n: 31, ok: 31 });
+    expect(runs.filter((r) => r.slot.getTime() >= at(0).getTime())).toHaveLength(31);
+    expect(await effectCounts()).toEqual({ items: 2_000, processed: 2_000, effects: 2_000, duplicates: 0 });
+  });
+
+  it('a worker killed with SIGKILL mid-slot leaves no partial batch, and the slot completes on the next run', async () => {
+    await seedItems(db, 500, at(0));
+    // An hourly job, so that no later slot of it comes due during the test and picks up the work.
+    const env = { KESSAI_AT: at(0).toISOString(), KESSAI_BATCH_SIZE: '40', KESSAI_PAUSE_MS: '300', KESSAI_LEASE_MS: String(5 * MINUTE), KESSAI_SCHEDULE: '0 * * * *' };
+    const victim = startWorker({ ...env, KESSAI_OWNER: 'victim' });
+    await new Promise<void>((resolve) => {
+      const poll = setInterval(() => {
+        if (victim.output().includes('batch 2 committed')) {
+          clearInterval(poll);
+          victim.child.kill('SIGKILL');
+          resolve();
+        }
+      }, 20);
+    });
+    expect(await victim.exited).toMatchObject({ signal: 'SIGKILL' });
+
+    // Whole batches only: every processed item has its effect and no effect lacks its item.
+    const partial = await effectCounts();
+    expect(partial.processed).toBe(partial.effects);
+    expect(partial.processed % 40).toBe(0);
+    expect(partial.processed).toBeLessThan(500);
+    const stuck = await sql<{ status: string; owner: string }>`SELECT status, owner FROM job_runs WHERE slot = ${at(0)}`.execute(db);
+    expect(stuck.rows[0]).toEqual({ status: 'running', owner: 'victim' });
+
+    // Within the lease nobody takes the slot; after it, the next worker finishes the work.
+    const early = startWorker({ ...env, KESSAI_OWNER: 'early', KESSAI_AT: at(4).toISOString(), KESSAI_PAUSE_MS: '0' });
+    expect(await early.exited).toEqual({ code: 0, signal: null });
+    expect((await effectCounts()).processed).toBe(partial.processed);
+    const rescuer = startWorker({ ...env, KESSAI_OWNER: 'rescuer', KESSAI_AT: at(6).toISOString(), KESSAI_PAUSE_MS: '0' });
+    expect(await rescuer.exited, rescuer.errors()).toEqual({ code: 0, signal: null });
+    expect(await effectCounts()).toEqual({ items: 500, processed: 500, effects: 500, duplicates: 0 });
+    const done = await sql<{ status: string; owner: string; attempt: number }>`SELECT status, owner, attempt FROM job_runs WHERE slot = ${at(0)}`.execute(db);
+    expect(done.rows[0]).toEqual({ status: 'succeeded', owner: 'rescuer', attempt: 2 });
+  });
+});

@@ -1,0 +1,65 @@
+/**
+ * Runs once per test run: picks the backend (backend.ts) and, on PostgreSQL, prepares a migrated
+ * template database that every test file clones (CREATE DATABASE … TEMPLATE is much faster than
+ * migrating each time). The template's name carries the migrations' checksum, so an added
+ * migration makes a new template.
+ */
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+import type { TestProject } from 'vitest/node';
+import { openStore } from '../../src/db/connect';
+import { migrate, readMigrations } from '../../src/db/migrate';
+import { containerRuntimeAnswers, withDatabase, type TestBackend } from './backend';
+
+export const TEST_DB_PREFIX = 'kessai_t_';
+
+async function pickBackend(): Promise<{ backend: TestBackend; teardown?: () => Promise<void> }> {
+  if (process.env.DATABASE_URL) return { backend: { kind: 'postgres', serverUrl: process.env.DATABASE_URL, source: 'DATABASE_URL' } };
+  if (await containerRuntimeAnswers()) {
+    const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
+    const container = await new PostgreSqlContainer('postgres:16-alpine').start();
+    return {
+      backend: { kind: 'postgres', serverUrl: container.getConnectionUri(), source: 'testcontainers' },
+      teardown: async () => {
+        await container.stop();
+      },
+    };
+  }
+  return { backend: { kind: 'pglite' } };
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const { backend, teardown } = await pickBackend();
+  project.provide('kessaiBackend', backend);
+  if (backend.kind === 'pglite') {
+    project.provide('kessaiTemplate', null);
+    console.log('[kessai tests] database: PGlite (no DATABASE_URL, no container runtime)');
+    return async () => {};
+  }
+  const checksum = createHash('sha256').update(readMigrations().map((file) => `${file.name}:${file.checksum}`).join('\n')).digest('hex').slice(0, 16);
+  const template = `kessai_tpl_${checksum}`;
+  const admin = new pg.Client({ connectionString: backend.serverUrl });
+  await admin.connect();
+  try {
+    // Databases left behind by an interrupted run.
+    const stale = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE '${TEST_DB_PREFIX}%' OR (datname LIKE 'kessai_tpl_%' AND datname <> $1)`, [template]);
+    for (const row of stale.rows) await admin.query(`DROP DATABASE IF EXISTS "${row.datname}" WITH (FORCE)`);
+    const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [template]);
+    if (exists.rowCount === 0) {
+      await admin.query(`CREATE DATABASE "${template}"`);
+      const store = await openStore({ databaseUrl: withDatabase(backend.serverUrl, template), poolSize: 1 });
+      try {
+        await migrate(store);
+      } finally {
+        await store.close();
+      }
+    }
+  } finally {
+    await admin.end();
+  }
+  project.provide('kessaiTemplate', template);
+  console.log(`[kessai tests] database: PostgreSQL from ${backend.source}, template ${template}`);
+  return async () => {
+    await teardown?.();
+  };
+}

@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    // Each test file gets its own database (see test/support/database.ts); files run in
+    // parallel on separate forks, which keeps PGlite's in-process engine out of the way of others.
+    pool: 'forks',
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    globalSetup: ['test/support/global-setup.ts'],
+  },
+});

@@ -196,7 +196,7 @@ export function buildProgram(): Command {
     .option('--batch-size <n>', 'rows per batch transaction', positiveIntArg)
     .action(async (options: { once?: boolean; at?: Date; leaseSeconds?: number; batchSize?: number }, command: Command) => {
       const g = globals(command);
-      if (options.at && !options.once) throw new InvalidArgumentError('--at goes with --once (a running worker follows the real clock)');
+      if (options.at && !options.once) throw new Error('--at goes with --once (a running worker follows the real clock)');
       const log = createLogger({ level: g.verbose ? 'debug' : g.logLevel === 'warn' ? 'info' : g.logLevel });
       const clock = options.at ? new FixedClock(options.at) : systemClock;
       const rt = await openRuntime({
@@ -230,6 +230,18 @@ export function buildProgram(): Command {
 
 /** The long-running worker: a tick now, then one per minute until SIGTERM or SIGINT. */
 async function runWorker(scheduler: Scheduler, log: Logger, close: () => Promise<void>): Promise<void> {
+  // Signal handlers come first: until they exist, SIGTERM's default action kills the process.
+  // They stay for the whole shutdown, so a repeated signal cannot cut the current batch short.
+  let signalled = false;
+  const stopped = new Promise<string>((resolve) => {
+    const onSignal = (signal: string): void => {
+      if (signalled) log.info({ signal }, 'already stopping: the current batch finishes first');
+      signalled = true;
+      resolve(signal);
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  });
   let ticking: Promise<unknown> | null = null;
   const tick = (): void => {
     if (ticking || scheduler.stopping) {
@@ -246,16 +258,10 @@ async function runWorker(scheduler: Scheduler, log: Logger, close: () => Promise
   const task = cron.schedule('* * * * *', tick, { timezone: 'Asia/Tokyo', noOverlap: true });
   log.info({ jobs: ALL_JOBS.map((job) => job.name) }, 'worker started');
   tick();
-  await new Promise<void>((resolve) => {
-    const shutdown = (signal: string): void => {
-      log.info({ signal }, 'stopping: finishing the current batch');
-      scheduler.stop();
-      void task.stop();
-      resolve();
-    };
-    process.once('SIGTERM', () => shutdown('SIGTERM'));
-    process.once('SIGINT', () => shutdown('SIGINT'));
-  });
+  const signal = await stopped;
+  log.info({ signal }, 'stopping: finishing the current batch');
+  scheduler.stop();
+  await task.stop();
   if (ticking) await ticking;
   await close();
   log.info('worker stopped');
@@ -282,8 +288,8 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
-// Run when executed directly (bin/kessai.mjs or tsx src/cli/main.ts).
-const invokedDirectly = process.argv[1] !== undefined && /(?:^|[\\/])(?:main\.ts|kessai(?:\.mjs)?)$/.test(process.argv[1]);
+// Run when executed directly (`tsx src/cli/main.ts`); bin/kessai.mjs imports and calls main itself.
+const invokedDirectly = process.argv[1] !== undefined && /(?:^|[\\/])src[\\/]cli[\\/]main\.ts$/.test(process.argv[1]);
 if (invokedDirectly) {
   main(process.argv).then((code) => process.exit(code));
 }

@@ -52,6 +52,8 @@ const LOCAL_DATE_TIME = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?)?$
 export function parseInstant(text: string): Date {
   const trimmed = text.trim();
   if (INSTANT_WITH_ZONE.test(trimmed)) {
+    // Date() would roll 2027-02-30 over into March; an impossible date is an error instead.
+    assertCalendarDate(trimmed.slice(0, 10));
     const value = new Date(trimmed);
     if (!Number.isNaN(value.getTime())) return value;
   } else if (LOCAL_DATE_TIME.test(trimmed)) {

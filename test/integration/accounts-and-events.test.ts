@@ -1,0 +1,122 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { authenticate, createAccount, DEFAULT_FEE_RATES, getAccount } from '../../src/accounts/accounts';
+import { KessaiError } from '../../src/domain/errors';
+import { listEvents, recordEvent, recordEvents, renderEvent } from '../../src/events/outbox';
+import { createTestDatabase, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
+
+let database: TestDatabase;
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+afterAll(async () => database?.drop());
+
+async function rejection(promise: Promise<unknown>): Promise<KessaiError> {
+  const error = await promise.then(
+    () => {
+      throw new Error('expected a rejection');
+    },
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(KessaiError);
+  return error as KessaiError;
+}
+
+describe('accounts', () => {
+  it('provisions an account with test and live keys; a key authenticates to its account and mode', async () => {
+    const ctx = testContext(database.store);
+    const { account, keys } = await createAccount(ctx, { name: 'Tokyo Coffee', id: 'acct_tokyo', feeRates: { Visa: '2.59' }, liveEnabled: true });
+    expect(account).toMatchObject({ id: 'acct_tokyo', termCycle: 'monthly', liveEnabled: true, createdAt: REFERENCE_INSTANT });
+    expect(keys.test.secret).toMatch(/^sk_test_[0-9a-f]{30}$/);
+    expect(keys.live.public).toMatch(/^pk_live_[0-9a-f]{30}$/);
+    expect(await authenticate(ctx, keys.test.secret)).toEqual({ accountId: 'acct_tokyo', livemode: false, kind: 'secret' });
+    expect(await authenticate(ctx, keys.live.secret)).toEqual({ accountId: 'acct_tokyo', livemode: true, kind: 'secret' });
+    expect(await authenticate(ctx, keys.test.public)).toEqual({ accountId: 'acct_tokyo', livemode: false, kind: 'public' });
+    const stored = await getAccount(ctx, 'acct_tokyo');
+    expect(stored.feeRates).toEqual({ ...DEFAULT_FEE_RATES, Visa: '2.59' });
+  });
+
+  it('keeps only digests of the keys', async () => {
+    const ctx = testContext(database.store, { seed: 2 });
+    const { keys } = await createAccount(ctx, { name: 'Digest Check' });
+    const rows = await ctx.db.selectFrom('api_keys').selectAll().execute();
+    const stored = JSON.stringify(rows);
+    for (const key of [keys.test.secret, keys.test.public, keys.live.secret, keys.live.public]) expect(stored).not.toContain(key);
+  });
+
+  it('"Missing key: no_api_key; wrong key: invalid_api_key; both give status 401 with type auth_error"', async () => {
+    const ctx = testContext(database.store);
+    const missing = await rejection(authenticate(ctx, undefined));
+    expect([missing.code, missing.status, missing.type]).toEqual(['no_api_key', 401, 'auth_error']);
+    const wrong = await rejection(authenticate(ctx, 'sk_test_000000000000000000000000000000'));
+    expect([wrong.code, wrong.status, wrong.type]).toEqual(['invalid_api_key', 401, 'auth_error']);
+  });
+
+  it('"an account without live permission gives not_activated_account"', async () => {
+    const ctx = testContext(database.store, { seed: 3 });
+    const { keys } = await createAccount(ctx, { name: 'Test Only' });
+    expect((await rejection(authenticate(ctx, keys.live.secret))).code).toBe('not_activated_account');
+  });
+
+  it('rejects bad input with the catalogue code and parameter, and creates nothing', async () => {
+    const ctx = testContext(database.store);
+    const before = await ctx.db.selectFrom('accounts').select(({ fn }) => fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const cases: [Parameters<typeof createAccount>[1], string, string][] = [
+      [{ name: '' }, 'invalid_string_length', 'name'],
+      [{ name: 'x', id: 'shop_1' }, 'invalid_flexible_id', 'id'],
+      [{ name: 'x', feeRates: { Visa: '3.001' } }, 'invalid_param_key', 'fee_rates[Visa]'],
+      [{ name: 'x', feeRates: { Bitcoin: '1.00' } }, 'unacceptable_brand', 'fee_rates[Bitcoin]'],
+      [{ name: 'x', id: 'acct_tokyo' }, 'already_exist_id', 'id'],
+    ];
+    for (const [input, code, param] of cases) {
+      const error = await rejection(createAccount(ctx, input));
+      expect([error.code, error.param], JSON.stringify(input)).toEqual([code, param]);
+    }
+    const after = await ctx.db.selectFrom('accounts').select(({ fn }) => fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    expect(after.n).toBe(before.n);
+  });
+});
+
+describe('event outbox', () => {
+  const resource = { id: 'cus_1', object: 'customer', email: null } as const;
+
+  it('an event written in a transaction that rolls back does not exist, like the change it reports', async () => {
+    const ctx = testContext(database.store);
+    await ctx.db
+      .transaction()
+      .execute(async (trx) => {
+        await recordEvent(trx, ctx.ids, { accountId: 'acct_ev', livemode: false, type: 'customer.created', data: resource, at: ctx.clock.now() });
+        throw new Error('the state change failed');
+      })
+      .catch(() => {});
+    expect(await listEvents(ctx.db, 'acct_ev')).toEqual([]);
+    await ctx.db.transaction().execute((trx) => recordEvent(trx, ctx.ids, { accountId: 'acct_ev', livemode: false, type: 'customer.created', data: resource, at: ctx.clock.now() }));
+    expect(await listEvents(ctx.db, 'acct_ev')).toHaveLength(1);
+  });
+
+  it('writes a batch in one statement, in order, with ids from the seeded generator', async () => {
+    const ctx = testContext(database.store, { seed: 42 });
+    const at = new Date('2027-02-01T00:00:00Z');
+    const batch = Array.from({ length: 300 }, (_, i) => ({ accountId: 'acct_batch', livemode: false, type: 'subscription.renewed', data: { id: `sub_${i}`, object: 'subscription' }, at }));
+    const ids = await recordEvents(ctx.db, ctx.ids, batch);
+    const stored = await listEvents(ctx.db, 'acct_batch');
+    expect(stored.map((e) => e.id)).toEqual(ids);
+    expect(stored.map((e) => e.data.id)).toEqual(batch.map((e) => e.data.id));
+    expect(ids.every((id) => id.startsWith('evnt_'))).toBe(true);
+    // The same seed draws the same ids, in the same order.
+    const replay = testContext(database.store, { seed: 42 }).ids;
+    expect(batch.map(() => replay.next('eventV1'))).toEqual(ids);
+    expect(await recordEvents(ctx.db, ctx.ids, [])).toEqual([]);
+  });
+
+  it('renders v1 events with `created` in UNIX seconds and v2 events with ISO instants', async () => {
+    const ctx = testContext(database.store);
+    const at = new Date('2027-03-01T00:00:00Z');
+    await recordEvent(ctx.db, ctx.ids, { accountId: 'acct_render', livemode: true, type: 'charge.succeeded', data: { id: 'ch_1', object: 'charge' }, at });
+    await recordEvent(ctx.db, ctx.ids, { accountId: 'acct_render', livemode: false, type: 'payment_flow.succeeded', data: { id: 'pfw_1', object: 'payment_flow' }, at, apiVersion: 'v2' });
+    const [v1, v2] = (await listEvents(ctx.db, 'acct_render')).map(renderEvent);
+    expect(v1).toMatchObject({ object: 'event', livemode: true, created: 1_803_859_200, type: 'charge.succeeded', data: { id: 'ch_1' } });
+    expect(String(v1!.id)).toMatch(/^evnt_/);
+    expect(v2).toMatchObject({ object: 'event', created_at: '2027-03-01T00:00:00Z', updated_at: '2027-03-01T00:00:00Z', pending_webhooks: 0 });
+    expect(String(v2!.id)).toMatch(/^evt_/);
+  });
+});

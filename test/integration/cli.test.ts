@@ -1,0 +1,101 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, isPostgres, type TestDatabase } from '../support/database';
+
+const BIN = fileURLToPath(new URL('../../bin/kessai.mjs', import.meta.url));
+const dataDir = mkdtempSync(join(tmpdir(), 'kessai-cli-'));
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+/** Runs the real command as a user would, with the environment it gets on a fresh machine. */
+function kessai(args: string[], env: Record<string, string | undefined> = {}) {
+  const { DATABASE_URL: _ignored, ...base } = process.env;
+  const result = spawnSync(process.execPath, [BIN, ...args], { env: { ...base, KESSAI_DATA_DIR: dataDir, ...env }, encoding: 'utf8', timeout: 60_000 });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+describe('kessai CLI on the embedded database', () => {
+  it('migrate applies once, then reports up to date', () => {
+    const first = kessai(['migrate']);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toMatch(/^pglite .*: applied 000001_engine\.sql/);
+    const second = kessai(['migrate']);
+    expect(second.stdout).toMatch(/up to date \(\d+ migrations\)/);
+  });
+
+  it('accounts create prints the account and its four keys; accounts list shows it', () => {
+    const created = kessai(['accounts', 'create', '--name', 'Shibuya Books', '--id', 'acct_shibuya', '--fee-rate', 'Visa=2.59', '--json']);
+    expect(created.code, created.stderr).toBe(0);
+    const parsed = JSON.parse(created.stdout) as { account: { id: string; feeRates: Record<string, string> }; keys: { test: { secret: string } } };
+    expect(parsed.account.id).toBe('acct_shibuya');
+    expect(parsed.account.feeRates.Visa).toBe('2.59');
+    expect(parsed.keys.test.secret).toMatch(/^sk_test_/);
+    const listed = kessai(['accounts', 'list']);
+    expect(listed.stdout).toContain('acct_shibuya\tShibuya Books');
+  });
+
+  it('bad arguments get one clear line and a non-zero exit, with no stack trace', () => {
+    const cases = [
+      { args: ['accounts', 'create', '--name', 'X', '--fee-rate', 'Visa=abc'], line: /^kessai: invalid_param_key \(fee_rates\[Visa\]\): fee rate of Visa must be a percentage/ },
+      { args: ['accounts', 'create', '--name', 'Again', '--id', 'acct_shibuya'], line: /^kessai: already_exist_id \(id\): account acct_shibuya already exists/ },
+      { args: ['jobs', 'run', 'no.such.job', '--at', '2027-01-01'], line: /^kessai: no job named "no.such.job"/ },
+      { args: ['jobs', 'run', 'x', '--at', 'yesterday'], line: /argument 'yesterday' is invalid\. not an instant/ },
+      { args: ['worker', '--at', '2027-01-01'], line: /--at goes with --once/ },
+      { args: ['no-such-command'], line: /unknown command 'no-such-command'/ },
+    ];
+    for (const { args, line } of cases) {
+      const result = kessai(args);
+      expect(result.code, args.join(' ')).not.toBe(0);
+      expect(result.stderr.split('\n')[0], args.join(' ')).toMatch(line);
+      expect(result.stderr, args.join(' ')).not.toMatch(/\n\s+at /);
+    }
+  });
+
+  it('an unreachable database is one line and exit 1; --verbose adds the stack', () => {
+    const url = 'postgres://postgres@127.0.0.1:1/nowhere';
+    const plain = kessai(['migrate', '--database-url', url]);
+    expect(plain.code).toBe(1);
+    expect(plain.stderr.trim()).toBe('kessai: cannot connect to PostgreSQL at postgres://postgres@127.0.0.1:1/nowhere: connect ECONNREFUSED 127.0.0.1:1');
+    const verbose = kessai(['migrate', '--database-url', url, '--verbose']);
+    expect(verbose.stderr).toMatch(/\n\s+at /);
+  });
+
+  it('worker stops cleanly on SIGTERM', async () => {
+    const { DATABASE_URL: _ignored, ...base } = process.env;
+    const child = spawn(process.execPath, [BIN, 'worker', '--log-level', 'info'], { env: { ...base, KESSAI_DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      // Twice, as an impatient operator would: the second must not cut the shutdown short.
+      if (stderr.includes('"worker started"') && child.signalCode === null && !stderr.includes('stopping')) child.kill('SIGTERM');
+    });
+    const exit = await new Promise<{ code: number | null; signal: string | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+    expect(exit, stderr).toEqual({ code: 0, signal: null });
+    expect(stderr).toContain('"msg":"worker stopped"');
+  });
+});
+
+describe.runIf(isPostgres())('kessai CLI on PostgreSQL', () => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+  });
+  afterAll(async () => database?.drop());
+
+  it('uses DATABASE_URL: migrate is a no-op on a migrated database, accounts create writes there', async () => {
+    const env = { DATABASE_URL: database.url! };
+    const migrated = kessai(['migrate'], env);
+    expect(migrated.code, migrated.stderr).toBe(0);
+    expect(migrated.stdout).toMatch(/^postgres .*: up to date/);
+    const created = kessai(['accounts', 'create', '--name', 'Osaka Tea', '--id', 'acct_osaka'], env);
+    expect(created.code, created.stderr).toBe(0);
+    const row = await database.store.db.selectFrom('accounts').select('name').where('account_id', '=', 'acct_osaka').executeTakeFirst();
+    expect(row).toEqual({ name: 'Osaka Tea' });
+    const once = kessai(['worker', '--once', '--at', '2027-01-01T09:00'], env);
+    expect(once.code, once.stderr).toBe(0);
+    expect(once.stdout).toMatch(/slot\(s\) run for \d+ job\(s\) on postgres/);
+  });
+});

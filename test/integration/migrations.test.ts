@@ -1,0 +1,119 @@
+import { cpSync, mkdtempSync, readdirSync, rmSync, appendFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openStore, type Store } from '../../src/db/connect';
+import { migrate, MigrationError, readMigrations, SQL_DIR } from '../../src/db/migrate';
+import { createTestDatabase, isPostgres, type TestDatabase } from '../support/database';
+
+const scratch: string[] = [];
+afterAll(() => scratch.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+
+/** A private copy of sql/ that a test may edit. */
+function copyOfSqlDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'kessai-sql-'));
+  cpSync(SQL_DIR, dir, { recursive: true });
+  scratch.push(dir);
+  return dir;
+}
+
+const ENGINE_TABLES = ['account_fee_rates', 'accounts', 'api_keys', 'events', 'job_runs', 'job_schedule', 'kessai_migrations'];
+
+async function tables(store: Store): Promise<string[]> {
+  const result = await sql<{ table_name: string }>`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`.execute(store.db);
+  return result.rows.map((row) => row.table_name);
+}
+
+function migrationContract(name: string, open: () => Promise<{ store: Store; close(): Promise<void> }>) {
+  describe(`migrations on ${name}`, () => {
+    it('apply every file in order, and a second apply is a no-op', async () => {
+      const { store, close } = await open();
+      try {
+        const dir = copyOfSqlDir();
+        const first = await migrate(store, dir);
+        expect(first.applied).toEqual(readdirSync(dir).filter((f) => f.endsWith('.sql')).sort());
+        expect(await tables(store)).toEqual(expect.arrayContaining(ENGINE_TABLES));
+        const second = await migrate(store, dir);
+        expect(second).toEqual({ applied: [], alreadyApplied: first.applied.length });
+      } finally {
+        await close();
+      }
+    });
+
+    it('a landed migration edited afterwards is detected with a clear error, and nothing is applied', async () => {
+      const { store, close } = await open();
+      try {
+        const dir = copyOfSqlDir();
+        await migrate(store, dir);
+        const [firstFile] = readMigrations(dir);
+        appendFileSync(join(dir, firstFile!.name), '\n-- an innocent-looking edit\n');
+        writeFileSync(join(dir, '999999_later.sql'), 'CREATE TABLE should_not_exist (id integer);');
+        const error = await migrate(store, dir).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(MigrationError);
+        expect((error as Error).message).toMatch(new RegExp(`sql/${firstFile!.name} was edited after it was applied`));
+        expect(await tables(store)).not.toContain('should_not_exist');
+      } finally {
+        await close();
+      }
+    });
+
+    it('a new migration numbered before the last applied one is refused', async () => {
+      const { store, close } = await open();
+      try {
+        const dir = copyOfSqlDir();
+        writeFileSync(join(dir, '900000_late.sql'), 'CREATE TABLE late_one (id integer);');
+        await migrate(store, dir);
+        writeFileSync(join(dir, '500000_out_of_order.sql'), 'CREATE TABLE out_of_order (id integer);');
+        await expect(migrate(store, dir)).rejects.toThrow(/sorts before the already applied 900000_late.sql/);
+        expect(await tables(store)).not.toContain('out_of_order');
+      } finally {
+        await close();
+      }
+    });
+
+    it('a migration that fails leaves the database as it was', async () => {
+      const { store, close } = await open();
+      try {
+        const dir = copyOfSqlDir();
+        writeFileSync(join(dir, '900001_broken.sql'), 'CREATE TABLE half_done (id integer);\nSELECT no_such_function();');
+        await expect(migrate(store, dir)).rejects.toThrow(/no_such_function/);
+        expect(await tables(store)).not.toContain('half_done');
+        expect(await tables(store)).not.toContain('accounts');
+      } finally {
+        await close();
+      }
+    });
+  });
+}
+
+migrationContract('PGlite', async () => {
+  const store = await openStore({ dataDir: 'memory://' });
+  return { store, close: () => store.close() };
+});
+
+describe.runIf(isPostgres())('migrations on PostgreSQL', () => {
+  let database: TestDatabase;
+  const freshDatabase = async () => {
+    // The harness's databases come migrated; start from an empty schema in a fresh one.
+    database = await createTestDatabase();
+    await sql`DROP SCHEMA public CASCADE; CREATE SCHEMA public`.execute(database.store.db);
+    return { store: database.store, close: () => database.drop() };
+  };
+  migrationContract('PostgreSQL', freshDatabase);
+
+  it('concurrent migrators are safe: one applies, the others find nothing to do', async () => {
+    const { store, close } = await freshDatabase();
+    try {
+      const others = await Promise.all([database.openAnother(), database.openAnother(), database.openAnother()]);
+      const results = await Promise.all([store, ...others].map((s) => migrate(s)));
+      const appliers = results.filter((r) => r.applied.length > 0);
+      expect(appliers).toHaveLength(1);
+      expect(appliers[0]!.applied).toEqual(readMigrations().map((m) => m.name));
+      const count = await sql<{ n: number }>`SELECT count(*) AS n FROM kessai_migrations`.execute(store.db);
+      expect(count.rows[0]!.n).toBe(readMigrations().length);
+    } finally {
+      await close();
+    }
+  });
+});

@@ -1,0 +1,108 @@
+/**
+ * The lint boundaries of STYLE.md, proved through ESLint's Node API on the repository's own
+ * eslint.config.js: engine and domain code take time and randomness as inputs, and src/domain is
+ * pure. The file paths below do not exist on disk; the config is not type-aware, so lintText only
+ * uses them to pick the rules.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ESLint, type Linter } from 'eslint';
+import { beforeAll, describe, expect, it } from 'vitest';
+
+const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+
+let eslint: ESLint;
+beforeAll(() => {
+  eslint = new ESLint({ cwd: repoRoot });
+});
+
+async function lint(code: string, filePath: string): Promise<Linter.LintMessage[]> {
+  const results = await eslint.lintText(code, { filePath });
+  expect(results).toHaveLength(1);
+  return results[0]!.messages;
+}
+
+/** The rule ids reported, one per message, in order. */
+async function ruleIds(code: string, filePath: string): Promise<(string | null)[]> {
+  return (await lint(code, filePath)).map((message) => message.ruleId);
+}
+
+const WALL_CLOCK_AND_RANDOMNESS = {
+  'Date.now()': 'export const at = Date.now();\n',
+  'new Date()': 'export const at = new Date();\n',
+  'Math.random()': 'export const r = Math.random();\n',
+} as const;
+
+const IMPURE_IMPORTS = {
+  pg: "import pg from 'pg';\nexport const used = pg;\n",
+  kysely: "import { Kysely } from 'kysely';\nexport const used = Kysely;\n",
+  pino: "import pino from 'pino';\nexport const used = pino;\n",
+  'node-cron': "import cron from 'node-cron';\nexport const used = cron;\n",
+  '../db/connect': "import { openStore } from '../db/connect';\nexport const used = openStore;\n",
+} as const;
+
+describe('lintText works on paths that do not exist on disk', () => {
+  it.each(['src/engine/example.ts', 'src/domain/example.ts', 'src/cli/example.ts'])('%s is linted, not ignored, and clean code passes', async (filePath) => {
+    expect(existsSync(join(repoRoot, filePath))).toBe(false);
+    const messages = await lint('export const answer: number = 42;\n', filePath);
+    expect(messages).toEqual([]);
+    // A lint error of the recommended config is still reported, so the file was really linted.
+    expect(await ruleIds('export const answer: any = 42;\n', filePath)).toEqual(['@typescript-eslint/no-explicit-any']);
+  });
+});
+
+describe('time and randomness are inputs in src/domain and src/engine', () => {
+  for (const dir of ['src/domain', 'src/engine']) {
+    it.each(Object.entries(WALL_CLOCK_AND_RANDOMNESS))(`${dir}: %s is an error (no-restricted-syntax)`, async (_name, code) => {
+      const messages = await lint(code, `${dir}/example.ts`);
+      expect(messages.map((m) => [m.ruleId, m.severity])).toEqual([['no-restricted-syntax', 2]]);
+      expect(messages[0]!.message).toMatch(/is an input: use ctx\.(clock\.now\(\)|ids)/);
+    });
+
+    it(`${dir}: new Date(0) and new Date(instant) are fine`, async () => {
+      expect(await lint('export const epoch = new Date(0);\nexport const copy = (d: Date): Date => new Date(d.getTime());\n', `${dir}/example.ts`)).toEqual([]);
+    });
+  }
+
+  it('jobs/: Date.now() is an error too', async () => {
+    expect(await ruleIds(WALL_CLOCK_AND_RANDOMNESS['Date.now()'], 'jobs/example.ts')).toEqual(['no-restricted-syntax']);
+  });
+
+  it('reports each use, on its line', async () => {
+    const messages = await lint('export const a = Date.now();\nexport const b = new Date();\nexport const c = Math.random();\n', 'src/engine/example.ts');
+    expect(messages.map((m) => [m.ruleId, m.line])).toEqual([
+      ['no-restricted-syntax', 1],
+      ['no-restricted-syntax', 2],
+      ['no-restricted-syntax', 3],
+    ]);
+  });
+});
+
+describe('the composition roots may read the wall clock', () => {
+  it.each(Object.entries(WALL_CLOCK_AND_RANDOMNESS))('src/cli: %s is allowed', async (_name, code) => {
+    expect(await lint(code, 'src/cli/example.ts')).toEqual([]);
+  });
+
+  it('src/engine/system-clock.ts: new Date() is allowed', async () => {
+    expect(await lint(WALL_CLOCK_AND_RANDOMNESS['new Date()'], 'src/engine/system-clock.ts')).toEqual([]);
+  });
+});
+
+describe('src/domain is pure: no database, logger or scheduler imports', () => {
+  it.each(Object.entries(IMPURE_IMPORTS))("importing '%s' in src/domain is an error (no-restricted-imports)", async (source, code) => {
+    const messages = await lint(code, 'src/domain/example.ts');
+    expect(messages.map((m) => [m.ruleId, m.severity])).toEqual([['no-restricted-imports', 2]]);
+    expect(messages[0]!.message).toContain(`'${source}'`);
+    expect(messages[0]!.message).toContain('src/domain is pure');
+  });
+
+  it.each(Object.entries(IMPURE_IMPORTS))("importing '%s' in src/engine is fine", async (_source, code) => {
+    expect(await lint(code, 'src/engine/example.ts')).toEqual([]);
+  });
+
+  it('importing another domain module or decimal.js in src/domain is fine', async () => {
+    const code = "import Decimal from 'decimal.js';\nimport { jstDate } from './time';\nexport const used = [Decimal, jstDate];\n";
+    expect(await lint(code, 'src/domain/example.ts')).toEqual([]);
+  });
+});

@@ -1,25 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authenticate, createAccount, DEFAULT_FEE_RATES, getAccount } from '../../src/accounts/accounts';
-import { KessaiError } from '../../src/domain/errors';
 import { listEvents, recordEvent, recordEvents, renderEvent } from '../../src/events/outbox';
 import { createTestDatabase, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
+import { rejection } from '../support/rejections';
 
 let database: TestDatabase;
 beforeAll(async () => {
   database = await createTestDatabase();
 });
 afterAll(async () => database?.drop());
-
-async function rejection(promise: Promise<unknown>): Promise<KessaiError> {
-  const error = await promise.then(
-    () => {
-      throw new Error('expected a rejection');
-    },
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(KessaiError);
-  return error as KessaiError;
-}
 
 describe('accounts', () => {
   it('provisions an account with test and live keys; a key authenticates to its account and mode', async () => {

@@ -16,7 +16,7 @@ import {
   utcCalendarDaysBetween,
   type PlanSchedule,
 } from '../../src/domain/billing-calendar';
-import { KessaiError } from '../../src/domain/errors';
+import { rejectionOf } from '../support/rejections';
 
 const at = (iso: string): Date => new Date(iso);
 const iso = (instant: Date): string => instant.toISOString();
@@ -29,15 +29,6 @@ function renewals(plan: PlanSchedule, start: string, count: number): string[] {
   return successivePeriods(plan, at(start), count).map((period) => iso(period.end));
 }
 
-function rejectionOf(action: () => unknown): { code: string; param: string | undefined } {
-  try {
-    action();
-  } catch (error) {
-    if (error instanceof KessaiError) return { code: error.code, param: error.param };
-    throw error;
-  }
-  throw new Error('expected a KessaiError');
-}
 
 // Instants from 1970 to 2200, whole milliseconds: the engine's plausible range, with the leap rules of 2100.
 const instantArb = fc.integer({ min: 0, max: Date.UTC(2200, 0, 1) }).map((ms) => new Date(ms));

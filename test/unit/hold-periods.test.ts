@@ -15,6 +15,7 @@ import {
   type CardIssuer,
   type HoldMethod,
 } from '../../src/domain/hold-periods';
+import { thrown } from '../support/rejections';
 
 const HOUR = 60 * 60 * 1000;
 const DAY = 24 * HOUR;
@@ -25,15 +26,6 @@ const LAST_OLD_MS = new Date(CHANGE.getTime() - 1);
 const OLD = new Date('2026-06-01T03:00:00Z');
 const NEW = new Date('2026-10-01T03:00:00Z');
 
-function thrown(fn: () => unknown): KessaiError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof KessaiError) return error;
-    throw error;
-  }
-  throw new Error('expected a KessaiError');
-}
 
 describe('hold rule table (service rules §2.1)', () => {
   // | method / issuer | authorized before 2026-09-14 | from 2026-09-14 |

@@ -11,16 +11,8 @@ import {
   type Metadata,
   type MetadataFlavour,
 } from '../../src/domain/metadata';
+import { thrown } from '../support/rejections';
 
-function thrown(fn: () => unknown): KessaiError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof KessaiError) return error;
-    throw error;
-  }
-  throw new Error('expected a KessaiError');
-}
 
 function keys(count: number, prefix = 'k'): Record<string, string> {
   return Object.fromEntries(Array.from({ length: count }, (_, i) => [`${prefix}${i}`, `v${i}`]));

@@ -12,19 +12,10 @@ import {
   prorateFirstPeriod,
   type SubscribablePlan,
 } from '../../src/domain/proration';
-import { KessaiError } from '../../src/domain/errors';
+import { rejectionOf } from '../support/rejections';
 
 const at = (iso: string): Date => new Date(iso);
 
-function rejectionOf(action: () => unknown): { code: string; param: string | undefined } {
-  try {
-    action();
-  } catch (error) {
-    if (error instanceof KessaiError) return { code: error.code, param: error.param };
-    throw error;
-  }
-  throw new Error('expected a KessaiError');
-}
 
 const plan = (overrides: Partial<SubscribablePlan> = {}): SubscribablePlan => ({
   interval: 'month',

@@ -19,20 +19,12 @@ import {
   type CardDataInput,
   type TestCardName,
 } from '../../src/processor/test-cards';
+import { thrown } from '../support/rejections';
 
 /** 2026-05-20 12:00 JST. */
 const NOW = new Date('2026-05-20T03:00:00Z');
 const GOOD: CardDataInput = { number: '4242424242424242', exp_month: '12', exp_year: '2030', cvc: '123', name: 'TARO YAMADA' };
 
-function thrown(fn: () => unknown): KessaiError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof KessaiError) return error;
-    throw error;
-  }
-  throw new Error('expected a KessaiError');
-}
 
 function expectRejection(fn: () => unknown, code: ErrorCode, param: string | undefined): KessaiError {
   const error = thrown(fn);

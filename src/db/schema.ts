@@ -84,3 +84,73 @@ export interface Database {
   job_schedule: JobScheduleTable;
   kessai_migrations: MigrationsTable;
 }
+
+// ---- 000002_customers_cards.sql -------------------------------------------------------------
+// Declaration merging adds the new tables to `Database` without editing the block above.
+
+/** A single-use card token (tok_); the card fields it carries become the stored card. */
+export interface TokensTable {
+  account_id: string;
+  livemode: boolean;
+  token_id: string;
+  card_id: string;
+  fingerprint: string;
+  brand: string;
+  last4: string;
+  exp_month: number;
+  exp_year: number;
+  funding: string;
+  country: string | null;
+  issuer: string;
+  name: string | null;
+  cvc_check: string;
+  created_at: Date;
+  used_at: Date | null;
+}
+
+export interface CustomersTable {
+  account_id: string;
+  livemode: boolean;
+  customer_id: string;
+  email: string | null;
+  description: string | null;
+  default_card_id: string | null;
+  metadata: Json<Record<string, string>>;
+  created_at: Date;
+  updated_at: Date;
+  deleted_at: Date | null;
+}
+
+export interface CardsTable {
+  account_id: string;
+  livemode: boolean;
+  card_id: string;
+  customer_id: string;
+  fingerprint: string;
+  brand: string;
+  last4: string;
+  exp_month: number;
+  exp_year: number;
+  funding: string;
+  country: string | null;
+  issuer: string;
+  name: string | null;
+  address_zip: string | null;
+  address_state: string | null;
+  address_city: string | null;
+  address_line1: string | null;
+  address_line2: string | null;
+  email: string | null;
+  phone: string | null;
+  cvc_check: string;
+  metadata: Json<Record<string, string>>;
+  created_at: Date;
+  updated_at: Date;
+  deleted_at: Date | null;
+}
+
+export interface Database {
+  tokens: TokensTable;
+  customers: CustomersTable;
+  cards: CardsTable;
+}

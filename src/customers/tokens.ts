@@ -1,0 +1,103 @@
+/**
+ * Card tokens (tok_, service rules §2): the only way card data enters the engine. Token creation
+ * runs the card through the simulated network; what comes back (fingerprint, brand, last4, expiry)
+ * is stored, the number and CVC never are. A token is used once: to create a customer's card.
+ */
+import type { Kysely, Selectable } from 'kysely';
+import type { Caller } from '../accounts/accounts';
+import type { Database, TokensTable } from '../db/schema';
+import { reject } from '../domain/errors';
+import { toUnixSeconds } from '../domain/time';
+import type { Context } from '../engine/context';
+import { recordEvent } from '../events/outbox';
+import { defineOperation } from '../operations/define';
+import { readParams } from '../operations/params';
+import { tokenizeTestCard } from '../processor/test-cards';
+import { renderCard, type CardObject } from './card-object';
+
+export type TokenRow = Selectable<TokensTable>;
+
+// A type alias, not an interface: it must be assignable to the outbox's indexed EventResource.
+export type TokenObject = {
+  readonly id: string;
+  readonly object: 'token';
+  readonly livemode: boolean;
+  readonly created: number;
+  readonly used: boolean;
+  readonly card: CardObject;
+};
+
+export function renderToken(row: TokenRow): TokenObject {
+  return {
+    id: row.token_id,
+    object: 'token',
+    livemode: row.livemode,
+    created: toUnixSeconds(row.created_at),
+    used: row.used_at !== null,
+    card: renderCard({ ...row, customer_id: null }),
+  };
+}
+
+const CARD_KEYS = ['number', 'exp_month', 'exp_year', 'cvc', 'name'] as const;
+
+/** `tokens.create`: `card[number]`, `card[exp_month]`, `card[exp_year]`, `card[cvc]`, `card[name]`. */
+export async function createToken(ctx: Context, caller: Caller, input: unknown): Promise<TokenObject> {
+  const params = readParams(input, ['card']);
+  const card = readParams(params.card, CARD_KEYS, 'card');
+  const now = ctx.clock.now();
+  const tokenized = tokenizeTestCard(card, { livemode: caller.livemode, now });
+  const row: TokenRow = {
+    account_id: caller.accountId,
+    livemode: caller.livemode,
+    token_id: ctx.ids.next('token'),
+    card_id: ctx.ids.next('card'),
+    fingerprint: tokenized.fingerprint,
+    brand: tokenized.brand,
+    last4: tokenized.last4,
+    exp_month: tokenized.expMonth,
+    exp_year: tokenized.expYear,
+    funding: tokenized.funding,
+    country: tokenized.country,
+    issuer: tokenized.issuer,
+    name: tokenized.name,
+    cvc_check: tokenized.cvcCheck,
+    created_at: now,
+    used_at: null,
+  };
+  const token = renderToken(row);
+  await ctx.db.transaction().execute(async (trx) => {
+    await trx.insertInto('tokens').values(row).execute();
+    await recordEvent(trx, ctx.ids, { accountId: caller.accountId, livemode: caller.livemode, type: 'token.created', data: token, at: now });
+  });
+  return token;
+}
+
+/**
+ * Marks a token used and returns it, inside the caller's transaction (so a later rejection in the
+ * same operation rolls the use back). The conditional UPDATE makes two concurrent uses impossible:
+ * exactly one of them finds `used_at IS NULL`.
+ * Unknown token (in this account and mode): `invalid_id`; used before: `token_already_used`.
+ */
+export async function consumeToken(trx: Kysely<Database>, caller: Caller, tokenId: string, param: string, at: Date): Promise<TokenRow> {
+  const used = await trx
+    .updateTable('tokens')
+    .set({ used_at: at })
+    .where('account_id', '=', caller.accountId)
+    .where('livemode', '=', caller.livemode)
+    .where('token_id', '=', tokenId)
+    .where('used_at', 'is', null)
+    .returningAll()
+    .executeTakeFirst();
+  if (used) return used;
+  const exists = await trx
+    .selectFrom('tokens')
+    .select('token_id')
+    .where('account_id', '=', caller.accountId)
+    .where('livemode', '=', caller.livemode)
+    .where('token_id', '=', tokenId)
+    .executeTakeFirst();
+  if (exists) return reject('token_already_used', param, `Token ${tokenId} has already been used.`);
+  return reject('invalid_id', param, `No such token: ${tokenId}`);
+}
+
+export const TOKEN_OPERATIONS = [defineOperation('tokens.create', createToken, { keys: 'secret_or_public' })] as const;

@@ -1,0 +1,28 @@
+/**
+ * What an operation is. Kept apart from registry.ts so feature modules can define operations
+ * without importing the registry, which imports them (no import cycle).
+ */
+import type { Caller } from '../accounts/accounts';
+import type { Context } from '../engine/context';
+
+/**
+ * Runs one operation for an authenticated caller: returns the API-shaped object (v1 JSON) or
+ * throws a KessaiError. `params` is raw input; the handler checks it (see params.ts).
+ */
+export type OperationHandler = (ctx: Context, caller: Caller, params: unknown) => Promise<object>;
+
+export interface Operation {
+  /** `<resource>.<verb>`, e.g. `customers.create`. */
+  readonly name: string;
+  /** Which API keys may call it: the public key only creates tokens (v1 §5). */
+  readonly keys: 'secret' | 'secret_or_public';
+  readonly handler: OperationHandler;
+}
+
+export interface OperationOptions {
+  readonly keys?: Operation['keys'];
+}
+
+export function defineOperation(name: string, handler: OperationHandler, options: OperationOptions = {}): Operation {
+  return { name, keys: options.keys ?? 'secret', handler };
+}

@@ -1,0 +1,49 @@
+/**
+ * The one registry of operations (ARCHITECTURE.md): operation name → handler. Scenario timelines,
+ * tests and, later, the HTTP routes all call `runOperation`, so every entry point gets the same
+ * checks, the same objects and the same errors.
+ */
+import type { Caller } from '../accounts/accounts';
+import { CARD_OPERATIONS } from '../customers/cards';
+import { CUSTOMER_OPERATIONS } from '../customers/customers';
+import { TOKEN_OPERATIONS } from '../customers/tokens';
+import { reject } from '../domain/errors';
+import type { Context } from '../engine/context';
+import type { Operation } from './define';
+
+export { defineOperation, type Operation, type OperationHandler } from './define';
+
+function buildRegistry(groups: readonly (readonly Operation[])[]): ReadonlyMap<string, Operation> {
+  const registry = new Map<string, Operation>();
+  for (const operation of groups.flat()) {
+    // A second definition would silently shadow the first; fail at start-up instead.
+    if (registry.has(operation.name)) throw new Error(`operation ${operation.name} is defined twice`);
+    registry.set(operation.name, operation);
+  }
+  return registry;
+}
+
+const REGISTRY = buildRegistry([TOKEN_OPERATIONS, CUSTOMER_OPERATIONS, CARD_OPERATIONS]);
+
+/** Every operation name, sorted, for help texts and scenario validation. */
+export function operationNames(): string[] {
+  return [...REGISTRY.keys()].sort();
+}
+
+export function findOperation(name: string): Operation | undefined {
+  return REGISTRY.get(name);
+}
+
+/**
+ * Runs an operation by name for an authenticated caller. An unknown name is `not_found` (404, like
+ * an unknown URL in v1 §7) naming `op`; a public key may only run operations that allow it (v1 §5:
+ * the public key is "used only for creating card tokens"), otherwise `invalid_api_key` (401).
+ */
+export async function runOperation(ctx: Context, caller: Caller, name: string, params?: unknown): Promise<object> {
+  const operation = REGISTRY.get(name);
+  if (!operation) return reject('not_found', 'op', `Unknown operation: ${name}`);
+  if (caller.kind === 'public' && operation.keys !== 'secret_or_public') {
+    return reject('invalid_api_key', undefined, `A public key cannot run ${name}; use the secret key.`);
+  }
+  return operation.handler(ctx, caller, params);
+}

@@ -6,6 +6,7 @@ import { listEvents } from '../../src/events/outbox';
 import { operationNames, runOperation } from '../../src/operations/registry';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
+import { rejection } from '../support/rejections';
 
 type Json = Record<string, unknown> & { id: string };
 type List = { object: string; count: number; data: Json[]; has_more: boolean; url: string };
@@ -28,17 +29,6 @@ afterAll(async () => database?.drop());
 
 async function run<T = Json>(name: string, params?: unknown, caller: Caller = test): Promise<T> {
   return (await runOperation(ctx, caller, name, params)) as T;
-}
-
-async function rejection(promise: Promise<unknown>): Promise<KessaiError> {
-  const error = await promise.then(
-    () => {
-      throw new Error('expected a rejection');
-    },
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(KessaiError);
-  return error as KessaiError;
 }
 
 /** Asserts the call is refused with the code and param, and that no row or event was written. */

@@ -9,7 +9,7 @@ import { ALL_JOBS } from '../../jobs/index';
 import { createAccount, listAccounts, type TermCycle } from '../accounts/accounts';
 import { openStore } from '../db/connect';
 import { migrate } from '../db/migrate';
-import { KessaiError } from '../domain/errors';
+import { KessaiError, toError } from '../domain/errors';
 import { parseInstant } from '../domain/time';
 import { nextSlotAfter } from '../engine/cron';
 import { createLogger, silentLogger, type Logger } from '../engine/logger';
@@ -32,6 +32,12 @@ function instantArg(value: string): Date {
   } catch (error) {
     throw new InvalidArgumentError((error as Error).message);
   }
+}
+
+function leaseSecondsArg(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 10) throw new InvalidArgumentError(`expected whole seconds, at least 10 (a heartbeat renews the lease every third of it), got ${JSON.stringify(value)}`);
+  return n;
 }
 
 function positiveIntArg(value: string): number {
@@ -61,8 +67,7 @@ async function runtime(options: GlobalOptions, log: Logger, clock = systemClock)
 function describeOutcome(outcome: SlotOutcome): string {
   const head = `${outcome.job} @ ${outcome.slot.toISOString()} (attempt ${outcome.attempt}): ${outcome.status}`;
   if (outcome.status === 'succeeded') return `${head} ${JSON.stringify(outcome.counts)}`;
-  if (outcome.status === 'released') return head;
-  return `${head}: ${outcome.error}`;
+  return 'error' in outcome ? `${head}: ${outcome.error}` : head;
 }
 
 export function buildProgram(): Command {
@@ -192,7 +197,7 @@ export function buildProgram(): Command {
     .description('run the scheduler: wake every minute (node-cron), run every due slot, backfill missed ones')
     .option('--once', 'run the due slots once and exit')
     .option('--at <instant>', 'with --once: act as if it were this instant (JST unless it has a zone)', instantArg)
-    .option('--lease-seconds <n>', 'how long a claimed slot is reserved for this worker', positiveIntArg)
+    .option('--lease-seconds <n>', 'how long a claimed slot is reserved for this worker (at least 10)', leaseSecondsArg)
     .option('--batch-size <n>', 'rows per batch transaction', positiveIntArg)
     .action(async (options: { once?: boolean; at?: Date; leaseSeconds?: number; batchSize?: number }, command: Command) => {
       const g = globals(command);
@@ -210,7 +215,8 @@ export function buildProgram(): Command {
           ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
         },
       });
-      const scheduler = new Scheduler(rt.ctx, ALL_JOBS, { owner: workerName() });
+      // Leases follow the real clock even when the slots follow --at (docs/decisions.md).
+      const scheduler = new Scheduler(rt.ctx, ALL_JOBS, { owner: workerName(), ledgerClock: systemClock });
       if (options.once) {
         try {
           const outcomes = await scheduler.tick();
@@ -278,12 +284,13 @@ export async function main(argv: readonly string[]): Promise<number> {
       return error.exitCode;
     }
     const verbose = argv.includes('--verbose');
-    if (error instanceof KessaiError) {
-      console.error(`kessai: ${error.code}${error.param ? ` (${error.param})` : ''}: ${error.message}`);
+    const normalised = toError(error);
+    if (normalised instanceof KessaiError) {
+      console.error(`kessai: ${normalised.code}${normalised.param ? ` (${normalised.param})` : ''}: ${normalised.message}`);
     } else {
-      console.error(`kessai: ${(error as Error).message ?? String(error)}`);
+      console.error(`kessai: ${normalised.message}`);
     }
-    if (verbose && error instanceof Error && error.stack) console.error(error.stack);
+    if (verbose && normalised.stack) console.error(normalised.stack);
     return 1;
   }
 }

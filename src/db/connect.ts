@@ -3,8 +3,8 @@
  * embedded PGlite in a local data folder. Both speak the same SQL and return the same values
  * (see type-parsers.ts); callers see one `Store`.
  */
-import { mkdirSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
@@ -92,13 +92,59 @@ async function openPostgres(url: string, options: OpenStoreOptions): Promise<Sto
   };
 }
 
+/**
+ * PGlite is a database inside one process: a second process opening the same folder would
+ * silently lose writes. A lock file naming the owning process keeps the folder to one process at a
+ * time; a lock left by a process that no longer exists is taken over.
+ */
+function lockDataDir(location: string): () => void {
+  const lockFile = join(location, 'kessai.lock');
+  const mine = String(process.pid);
+  for (let attempt = 0; attempt < 2; attempt += 1) {
+    try {
+      writeFileSync(lockFile, mine, { flag: 'wx' });
+      return () => {
+        try {
+          if (readFileSync(lockFile, 'utf8') === mine) unlinkSync(lockFile);
+        } catch {
+          // Already gone: nothing to release.
+        }
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const owner = Number(readFileSync(lockFile, 'utf8'));
+      if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && processExists(owner)) {
+        throw new Error(`the embedded database at ${location} is in use by process ${owner}; stop it first, or set DATABASE_URL to share a PostgreSQL server between processes`);
+      }
+      unlinkSync(lockFile);
+    }
+  }
+  throw new Error(`cannot lock the embedded database at ${location}`);
+}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 async function openPglite(dataDir: string): Promise<Store> {
   const inMemory = dataDir.startsWith('memory://');
   const location = inMemory ? dataDir : resolve(dataDir);
   if (!inMemory) mkdirSync(location, { recursive: true });
-  const pglite = await PGlite.create(inMemory ? dataDir : location, {
-    parsers: SHARED_PARSERS as Record<number, (text: string) => unknown>,
-  });
+  const unlock = inMemory ? () => {} : lockDataDir(location);
+  let pglite: PGlite;
+  try {
+    pglite = await PGlite.create(inMemory ? dataDir : location, {
+      parsers: SHARED_PARSERS as Record<number, (text: string) => unknown>,
+    });
+  } catch (error) {
+    unlock();
+    throw error;
+  }
   await pglite.exec(`SET TIME ZONE 'UTC'`);
   const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
   return {
@@ -109,6 +155,9 @@ async function openPglite(dataDir: string): Promise<Store> {
       // PGlite is a single session, so `exec` runs inside whatever transaction the executor opened.
       await pglite.exec(script);
     },
-    close: () => db.destroy(),
+    close: async () => {
+      await db.destroy();
+      unlock();
+    },
   };
 }

@@ -2,6 +2,8 @@
  * What a scheduled job is: a name, a cron schedule in Asia/Tokyo, and a run function that
  * processes everything due as of its slot. Jobs live one per file in jobs/.
  */
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema';
 import type { Context } from './context';
 
 /** What a run reports: counts by name (renewed, failed, released, …), stored in the ledger. */
@@ -12,8 +14,17 @@ export interface SlotRun {
   readonly slot: Date;
   /** 1 for the first claim of the slot; more when a failed or lapsed run is tried again. */
   readonly attempt: number;
-  /** Aborted when the worker is asked to stop: finish the current batch, then return. */
+  /**
+   * Aborted when the worker is asked to stop, or when this run lost its claim (another worker took
+   * the slot over): finish or abandon the current batch, then return.
+   */
   readonly signal: AbortSignal;
+  /**
+   * Call inside each batch transaction, before writing: throws RunLost unless this run still holds
+   * the slot, and keeps the claim from being taken over until the transaction ends. A run that lost
+   * its slot then writes nothing more.
+   */
+  assertClaim(executor: Kysely<Database>): Promise<void>;
 }
 
 export interface JobDefinition {
@@ -42,7 +53,27 @@ export class RunAborted extends Error {
   }
 }
 
+/** Thrown when a run finds that its claim was taken over by another worker. */
+export class RunLost extends Error {
+  constructor(job: string, slot: Date) {
+    super(`run of ${job} @ ${slot.toISOString()} lost its claim to another worker; it stops without writing more`);
+    this.name = 'RunLost';
+  }
+}
+
 /** Call between batches: stops the run cleanly when the worker is asked to stop. */
 export function checkpoint(run: SlotRun): void {
-  if (run.signal.aborted) throw new RunAborted();
+  if (!run.signal.aborted) return;
+  if (run.signal.reason instanceof RunLost) throw run.signal.reason;
+  throw new RunAborted();
+}
+
+/** Whether an error, or any error in its `cause` chain, is of the given class. */
+export function causedBy(error: unknown, kind: abstract new (...args: never[]) => Error): boolean {
+  let current: unknown = error;
+  for (let depth = 0; current instanceof Error && depth < 10; depth += 1) {
+    if ((current as unknown) instanceof kind) return true;
+    current = (current as Error).cause;
+  }
+  return false;
 }

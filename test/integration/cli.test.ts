@@ -74,6 +74,25 @@ describe('kessai CLI on the embedded database', () => {
     });
     const exit = await new Promise<{ code: number | null; signal: string | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
     expect(exit, stderr).toEqual({ code: 0, signal: null });
+    expect(kessai(['accounts', 'list']).code).toBe(0);
+  });
+
+  it('a second process cannot open the embedded database while a worker holds it', async () => {
+    const { DATABASE_URL: _ignored, ...base } = process.env;
+    const child = spawn(process.execPath, [BIN, 'worker', '--log-level', 'info'], { env: { ...base, KESSAI_DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    const started = new Promise<void>((resolve) =>
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+        if (stderr.includes('"worker started"')) resolve();
+      }),
+    );
+    await started;
+    const second = kessai(['accounts', 'list']);
+    child.kill('SIGTERM');
+    await new Promise((resolve) => child.on('exit', resolve));
+    expect(second.code).toBe(1);
+    expect(second.stderr.trim()).toBe(`kessai: the embedded database at ${dataDir} is in use by process ${child.pid}; stop it first, or set DATABASE_URL to share a PostgreSQL server between processes`);
     expect(stderr).toContain('"msg":"worker stopped"');
   });
 });

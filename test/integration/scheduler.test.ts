@@ -163,6 +163,67 @@ describe('scheduler with a manual clock', () => {
     expect(await effectCounts()).toEqual({ items: 35, processed: 35, effects: 35, duplicates: 0 });
   });
 
+  it('a run that lost its claim to another worker writes nothing more and records nothing', async () => {
+    const ctx = testContext(database.store, { config: { batchSize: 10 } });
+    await seedItems(db, 50, at(0));
+    // After the second batch another worker takes the slot over (as after a lapsed lease).
+    const thief = async () => {
+      await sql`UPDATE job_runs SET owner = 'thief', attempt = attempt + 1 WHERE slot = ${at(0)}`.execute(db);
+    };
+    let pending: Promise<void> | null = null;
+    const job = batchWriterJob({ owner: 'w1', schedule: '0 * * * *', onBatch: (batch) => { if (batch === 2) pending = thief(); } });
+    const wrapped: JobDefinition = { ...job, run: async (c, run) => job.run(c, { ...run, assertClaim: async (trx) => { await pending; return run.assertClaim(trx); } }) };
+    const scheduler = new Scheduler(ctx, [wrapped], { owner: 'w1' });
+    expect((await scheduler.tick()).map((o) => o.status)).toEqual(['lost']);
+    expect(await effectCounts()).toMatchObject({ processed: 20, effects: 20 });
+    expect(await ctx.db.selectFrom('job_runs').select(['owner', 'status', 'attempt']).executeTakeFirstOrThrow()).toEqual({ owner: 'thief', status: 'running', attempt: 2 });
+  });
+
+  it('gives up a slot whose worker died on its last attempt, instead of taking it over forever', async () => {
+    const ctx = testContext(database.store, { config: { maxAttempts: 3, leaseMs: 5 * MINUTE } });
+    await ctx.db.insertInto('job_runs').values({ job: 'test.batch-writer', slot: at(0), status: 'running', attempt: 3, owner: 'crashing-worker', lease_until: at(5), started_at: at(0) }).execute();
+    await ctx.db.insertInto('job_schedule').values({ job: 'test.batch-writer', high_water: at(0), updated_at: at(0) }).execute();
+    const scheduler = new Scheduler(ctx, [batchWriterJob({ owner: 'w2', schedule: '0 * * * *' })], { owner: 'w2' });
+    ctx.clock.set(at(6));
+    expect(await scheduler.tick()).toEqual([]);
+    const row = await ctx.db.selectFrom('job_runs').selectAll().executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ status: 'abandoned', attempt: 3, owner: 'crashing-worker' });
+    expect(row.error).toMatch(/lease lapsed on the last attempt/);
+  });
+
+  it('a long catch-up claims each slot with a lease counted from the claim, not from the wake-up', async () => {
+    const ctx = testContext(database.store, { config: { leaseMs: 5 * MINUTE } });
+    await ctx.db.insertInto('job_schedule').values({ job: 'test.slow', high_water: at(-1), updated_at: at(-1) }).execute();
+    const slow: JobDefinition = {
+      name: 'test.slow',
+      schedule: '* * * * *',
+      description: 'takes six minutes a slot',
+      run: async () => {
+        ctx.clock.advance(6 * MINUTE);
+        return {};
+      },
+    };
+    const leases: { slot: Date; lease_until: Date | null; started_at: Date | null }[] = [];
+    const spy: JobDefinition = {
+      ...slow,
+      run: async (c, run) => {
+        leases.push(await c.db.selectFrom('job_runs').select(['slot', 'lease_until', 'started_at']).where('slot', '=', run.slot).executeTakeFirstOrThrow());
+        return slow.run(c, run);
+      },
+    };
+    ctx.clock.set(at(1));
+    await new Scheduler(ctx, [spy], { owner: 'w1' }).tick();
+    expect(leases.map((l) => l.slot.toISOString())).toEqual([at(0).toISOString(), at(1).toISOString()]);
+    // The second slot was claimed six minutes after the first: its lease starts then.
+    expect(leases[1]!.started_at!.getTime() - leases[0]!.started_at!.getTime()).toBe(6 * MINUTE);
+    expect(leases[1]!.lease_until!.getTime()).toBe(leases[1]!.started_at!.getTime() + 5 * MINUTE);
+  });
+
+  it('refuses a lease shorter than 10 seconds', () => {
+    const ctx = testContext(database.store, { config: { leaseMs: 2_000 } });
+    expect(() => new Scheduler(ctx, [], { owner: 'w1' })).toThrow(/lease must be at least 10 s/);
+  });
+
   it('runs jobs due at the same instant in registry order, and earlier slots before later ones', async () => {
     const ctx = testContext(database.store);
     const order: string[] = [];

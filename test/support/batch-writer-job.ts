@@ -64,6 +64,7 @@ export function batchWriterJob(options: BatchWriterOptions): JobDefinition {
       for (;;) {
         checkpoint(run);
         const rows = await db.transaction().execute(async (trx) => {
+          await run.assertClaim(trx as never);
           const due = await sql<{ account_id: string; item_id: string; amount: number }>`
             SELECT account_id, item_id, amount FROM test_items
             WHERE processed_at IS NULL AND due_at <= ${run.slot}

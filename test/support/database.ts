@@ -45,7 +45,8 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     };
   }
   const template = inject('kessaiTemplate')!;
-  const name = `kessai_t_${randomBytes(6).toString('hex')}`;
+  // The creation time in the name lets a later run tell an abandoned database from a live one.
+  const name = `kessai_t_${Math.floor(Date.now() / 1000)}_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: backend.serverUrl });
   await admin.connect();
   try {

@@ -41,18 +41,25 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const admin = new pg.Client({ connectionString: backend.serverUrl });
   await admin.connect();
   try {
-    // Databases left behind by an interrupted run.
-    const stale = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE '${TEST_DB_PREFIX}%' OR (datname LIKE 'kessai_tpl_%' AND datname <> $1)`, [template]);
-    for (const row of stale.rows) await admin.query(`DROP DATABASE IF EXISTS "${row.datname}" WITH (FORCE)`);
+    // One setup at a time on this server prepares templates (two runs may start together).
+    await admin.query('SELECT pg_advisory_lock(7305102)');
+    // Test databases of interrupted runs: named kessai_t_<unix seconds>_…, dropped once they are
+    // six hours old and nobody is connected; a run in progress elsewhere is left alone.
+    const stale = await admin.query<{ datname: string }>(
+      `SELECT datname FROM pg_database d
+       WHERE datname ~ '^${TEST_DB_PREFIX}[0-9]+_'
+         AND split_part(substr(datname, ${TEST_DB_PREFIX.length + 1}), '_', 1)::bigint < extract(epoch FROM now()) - 6 * 3600
+         AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datname = d.datname)`,
+    );
+    for (const row of stale.rows) await admin.query(`DROP DATABASE IF EXISTS "${row.datname}"`);
     const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [template]);
-    if (exists.rowCount === 0) {
-      await admin.query(`CREATE DATABASE "${template}"`);
-      const store = await openStore({ databaseUrl: withDatabase(backend.serverUrl, template), poolSize: 1 });
-      try {
-        await migrate(store);
-      } finally {
-        await store.close();
-      }
+    if (exists.rowCount === 0) await admin.query(`CREATE DATABASE "${template}"`);
+    // Always migrate: a no-op when the template is complete, a repair when a setup died midway.
+    const store = await openStore({ databaseUrl: withDatabase(backend.serverUrl, template), poolSize: 1 });
+    try {
+      await migrate(store);
+    } finally {
+      await store.close();
     }
   } finally {
     await admin.end();

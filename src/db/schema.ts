@@ -154,3 +154,80 @@ export interface Database {
   customers: CustomersTable;
   cards: CardsTable;
 }
+
+export interface PlansTable {
+  account_id: string;
+  livemode: boolean;
+  plan_id: string;
+  amount: number;
+  currency: Generated<string>;
+  interval: 'month' | 'year';
+  name: string | null;
+  trial_days: Generated<number>;
+  billing_day: number | null;
+  metadata: Json<Record<string, string>>;
+  created_at: Date;
+  updated_at: Date;
+  deleted_at: Date | null;
+}
+
+export type SubscriptionStatus = 'trial' | 'active' | 'canceled' | 'paused';
+
+export interface SubscriptionsTable {
+  account_id: string;
+  livemode: boolean;
+  subscription_id: string;
+  customer_id: string;
+  plan_id: string;
+  next_cycle_plan_id: string | null;
+  status: SubscriptionStatus;
+  prorate: Generated<boolean>;
+  start_at: Date;
+  current_period_start: Date;
+  current_period_end: Date;
+  trial_start: Date | null;
+  trial_end: Date | null;
+  paused_at: Date | null;
+  canceled_at: Date | null;
+  resumed_at: Date | null;
+  renews_at: Date | null;
+  last_charge_id: string | null;
+  metadata: Json<Record<string, string>>;
+  created_at: Date;
+  updated_at: Date;
+  deleted_at: Date | null;
+}
+
+export interface ChargesTable {
+  account_id: string;
+  livemode: boolean;
+  charge_id: string;
+  amount: number;
+  currency: Generated<string>;
+  paid: boolean;
+  captured: boolean;
+  captured_at: Date | null;
+  expired_at: Date | null;
+  card_id: string;
+  customer_id: string | null;
+  subscription_id: string | null;
+  period_start: Date | null;
+  description: string | null;
+  failure_code: string | null;
+  failure_message: string | null;
+  /** numeric(5,2), read as a string such as "3.00". */
+  fee_rate: string;
+  refunded: Generated<boolean>;
+  amount_refunded: Generated<number>;
+  refund_reason: string | null;
+  three_d_secure_status: string | null;
+  metadata: Json<Record<string, string>>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface Database {
+  plans: PlansTable;
+  subscriptions: SubscriptionsTable;
+  charges: ChargesTable;
+}

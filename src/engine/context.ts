@@ -6,6 +6,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema';
 import type { Store } from '../db/connect';
 import type { IdGenerator } from '../domain/ids';
+import { simulatedCardNetwork, type CardNetwork } from '../processor/card-network';
 import type { Clock } from './clock';
 import type { Logger } from './logger';
 
@@ -38,10 +39,12 @@ export interface Context {
   readonly store: Store;
   readonly clock: Clock;
   readonly ids: IdGenerator;
+  /** The card network every charge goes through; kessai ships the deterministic simulator. */
+  readonly processor: CardNetwork;
   readonly log: Logger;
   readonly config: EngineConfig;
 }
 
-export function createContext(parts: Omit<Context, 'config'> & { config?: Partial<EngineConfig> }): Context {
-  return { ...parts, config: { ...DEFAULT_CONFIG, ...parts.config } };
+export function createContext(parts: Omit<Context, 'config' | 'processor'> & { config?: Partial<EngineConfig>; processor?: CardNetwork }): Context {
+  return { ...parts, processor: parts.processor ?? simulatedCardNetwork(), config: { ...DEFAULT_CONFIG, ...parts.config } };
 }

@@ -1,0 +1,211 @@
+/**
+ * Charging stored cards, one or thousands at a time: every charge a subscription makes (creation,
+ * plan change, resume, renewal) goes through `chargeCards`, which authorizes the whole batch with
+ * the card network in one call and writes the charge rows and their events with a handful of
+ * statements. Must run inside the caller's transaction, so a charge exists exactly when the
+ * subscription change that needed it does.
+ */
+import { sql, type Kysely, type Selectable } from 'kysely';
+import type { ChargesTable, Database } from '../db/schema';
+import type { ErrorCode } from '../domain/errors';
+import { toUnixSeconds } from '../domain/time';
+import type { Context } from '../engine/context';
+import { recordEvents, type EventInput } from '../events/outbox';
+import type { AuthorizationKind } from '../processor/card-network';
+import { renderCard, type CardObject, type CardRow } from '../customers/card-object';
+import { DEFAULT_FEE_RATES } from '../accounts/accounts';
+
+export type ChargeRow = Selectable<ChargesTable>;
+
+/** The card a charge is made on: the stored card's row (the charge embeds its object). */
+export type ChargeCard = Pick<CardRow, 'card_id' | 'livemode' | 'created_at' | 'brand' | 'last4' | 'exp_month' | 'exp_year' | 'fingerprint' | 'name' | 'country' | 'cvc_check'> &
+  Partial<CardRow>;
+
+export interface ChargeRequest {
+  readonly accountId: string;
+  readonly livemode: boolean;
+  readonly customerId: string | null;
+  readonly card: ChargeCard;
+  /** Integer yen, 50 or more for API-made charges; any positive amount for pro-rated ones. */
+  readonly amount: number;
+  /** The business instant of the charge: the renewal's due instant, not when the job ran. */
+  readonly at: Date;
+  readonly kind: Extract<AuthorizationKind, 'charge' | 'renewal'>;
+  readonly subscriptionId?: string;
+  /** With subscriptionId: the start of the period this charge pays for (the natural key). */
+  readonly periodStart?: Date;
+  readonly description?: string | null;
+}
+
+export type ChargeOutcome =
+  | { readonly status: 'succeeded'; readonly charge: ChargeObject; readonly row: ChargeRow }
+  | { readonly status: 'failed'; readonly charge: ChargeObject; readonly row: ChargeRow; readonly code: ErrorCode; readonly message: string }
+  /** A charge for this subscription and period already existed; the new authorization was voided. */
+  | { readonly status: 'duplicate' };
+
+// A type alias, not an interface: it must be assignable to the outbox's indexed EventResource.
+export type ChargeObject = {
+  readonly id: string;
+  readonly object: 'charge';
+  readonly livemode: boolean;
+  readonly created: number;
+  readonly amount: number;
+  readonly currency: string;
+  readonly paid: boolean;
+  readonly expired_at: number | null;
+  readonly captured: boolean;
+  readonly captured_at: number | null;
+  readonly card: CardObject;
+  readonly customer: string | null;
+  readonly description: string | null;
+  readonly failure_code: string | null;
+  readonly failure_message: string | null;
+  readonly fee_rate: string;
+  readonly refunded: boolean;
+  readonly amount_refunded: number;
+  readonly refund_reason: string | null;
+  readonly subscription: string | null;
+  readonly metadata: Readonly<Record<string, string>>;
+  readonly platform_fee: number | null;
+  readonly tenant: string | null;
+  readonly platform_fee_rate: string | null;
+  readonly total_platform_fee: number;
+  readonly three_d_secure_status: string | null;
+  readonly term_id: string | null;
+};
+
+/** The v1 charge object (§2.2). Platform and term fields are filled in by settlement. */
+export function renderCharge(row: ChargeRow, card: ChargeCard): ChargeObject {
+  return {
+    id: row.charge_id,
+    object: 'charge',
+    livemode: row.livemode,
+    created: toUnixSeconds(row.created_at),
+    amount: row.amount,
+    currency: row.currency,
+    paid: row.paid,
+    expired_at: row.expired_at === null ? null : toUnixSeconds(row.expired_at),
+    captured: row.captured,
+    captured_at: row.captured_at === null ? null : toUnixSeconds(row.captured_at),
+    card: renderCard(card),
+    customer: row.customer_id,
+    description: row.description,
+    failure_code: row.failure_code,
+    failure_message: row.failure_message,
+    fee_rate: row.fee_rate,
+    refunded: row.refunded,
+    amount_refunded: row.amount_refunded,
+    refund_reason: row.refund_reason,
+    subscription: row.subscription_id,
+    metadata: row.metadata,
+    platform_fee: null,
+    tenant: null,
+    platform_fee_rate: null,
+    total_platform_fee: 0,
+    three_d_secure_status: row.three_d_secure_status,
+    term_id: null,
+  };
+}
+
+/** Fee rates of the given accounts by brand, in one query (a batch spans many accounts). */
+async function feeRates(executor: Kysely<Database>, accountIds: readonly string[]): Promise<Map<string, string>> {
+  const unique = [...new Set(accountIds)];
+  const rows = await executor.selectFrom('account_fee_rates').select(['account_id', 'brand', 'fee_rate']).where('account_id', 'in', unique).execute();
+  return new Map(rows.map((row) => [`${row.account_id}\u0000${row.brand}`, row.fee_rate]));
+}
+
+/**
+ * Authorizes and records a batch of charges, captured at once (subscription charges are never
+ * held). Declined charges are recorded too (`paid` false, with the failure code), as the v1 API
+ * shows them. Writes `charge.succeeded` / `charge.failed` events. Outcomes come back in request
+ * order. A charge that would repeat an existing (subscription, period start) is not written and
+ * its authorization is voided: the unique index is the last line of defence, and callers lock the
+ * subscriptions they bill so it should never fire.
+ */
+export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor'>, requests: readonly ChargeRequest[]): Promise<ChargeOutcome[]> {
+  if (requests.length === 0) return [];
+  const chargeIds = requests.map(() => ctx.ids.next('charge'));
+  const results = await ctx.processor.authorize(
+    requests.map((request, i) => ({
+      reference: chargeIds[i]!,
+      fingerprint: request.card.fingerprint,
+      expMonth: request.card.exp_month,
+      expYear: request.card.exp_year,
+      amount: request.amount,
+      currency: 'jpy' as const,
+      livemode: request.livemode,
+      at: request.at,
+      kind: request.kind,
+    })),
+  );
+  const rates = await feeRates(trx, requests.map((r) => r.accountId));
+  const rows: ChargeRow[] = requests.map((request, i) => {
+    const result = results[i]!;
+    const approved = result.approved;
+    const feeRate = rates.get(`${request.accountId}\u0000${request.card.brand}`) ?? DEFAULT_FEE_RATES[request.card.brand as keyof typeof DEFAULT_FEE_RATES] ?? '3.00';
+    return {
+      account_id: request.accountId,
+      livemode: request.livemode,
+      charge_id: chargeIds[i]!,
+      amount: request.amount,
+      currency: 'jpy',
+      paid: approved,
+      captured: approved,
+      captured_at: approved ? request.at : null,
+      expired_at: null,
+      card_id: request.card.card_id,
+      customer_id: request.customerId,
+      subscription_id: request.subscriptionId ?? null,
+      period_start: request.periodStart ?? null,
+      description: request.description ?? null,
+      failure_code: approved ? null : result.code,
+      failure_message: approved ? null : result.message,
+      fee_rate: feeRate,
+      refunded: false,
+      amount_refunded: 0,
+      refund_reason: null,
+      three_d_secure_status: null,
+      metadata: {},
+      created_at: request.at,
+      updated_at: request.at,
+    };
+  });
+  const column = <K extends keyof ChargeRow>(key: K) => rows.map((row) => row[key]);
+  const iso = (values: (Date | null)[]) => values.map((value) => (value === null ? null : value.toISOString()));
+  const inserted = await sql<{ charge_id: string }>`
+    INSERT INTO charges (account_id, livemode, charge_id, amount, currency, paid, captured, captured_at, card_id, customer_id,
+                         subscription_id, period_start, description, failure_code, failure_message, fee_rate, created_at, updated_at)
+    SELECT a, l, c, amt, 'jpy', p, p, cap, card, cus, sub, ps, d, fc, fm, fr, t, t
+    FROM unnest(
+      ${column('account_id')}::text[], ${column('livemode')}::boolean[], ${column('charge_id')}::text[], ${column('amount')}::bigint[],
+      ${column('paid')}::boolean[], ${iso(column('captured_at'))}::timestamptz[], ${column('card_id')}::text[], ${column('customer_id')}::text[],
+      ${column('subscription_id')}::text[], ${iso(column('period_start'))}::timestamptz[], ${column('description')}::text[],
+      ${column('failure_code')}::text[], ${column('failure_message')}::text[], ${column('fee_rate')}::numeric[], ${iso(column('created_at'))}::timestamptz[]
+    ) AS t(a, l, c, amt, p, cap, card, cus, sub, ps, d, fc, fm, fr, t)
+    ON CONFLICT (account_id, livemode, subscription_id, period_start) WHERE subscription_id IS NOT NULL AND period_start IS NOT NULL DO NOTHING
+    RETURNING charge_id`.execute(trx);
+  const written = new Set(inserted.rows.map((row) => row.charge_id));
+  const voided = rows.filter((row, i) => !written.has(row.charge_id) && results[i]!.approved);
+  if (voided.length > 0) {
+    await ctx.processor.release(
+      voided.map((row) => {
+        const result = results[chargeIds.indexOf(row.charge_id)]!;
+        return { reference: row.charge_id, authorizationCode: result.approved ? result.authorizationCode : '', amount: row.amount, at: row.created_at };
+      }),
+    );
+  }
+  const outcomes: ChargeOutcome[] = [];
+  const events: EventInput[] = [];
+  rows.forEach((row, i) => {
+    if (!written.has(row.charge_id)) {
+      outcomes.push({ status: 'duplicate' });
+      return;
+    }
+    const charge = renderCharge(row, requests[i]!.card);
+    const result = results[i]!;
+    events.push({ accountId: row.account_id, livemode: row.livemode, type: result.approved ? 'charge.succeeded' : 'charge.failed', data: charge, at: row.created_at });
+    outcomes.push(result.approved ? { status: 'succeeded', charge, row } : { status: 'failed', charge, row, code: result.code, message: result.message });
+  });
+  await recordEvents(trx, ctx.ids, events);
+  return outcomes;
+}

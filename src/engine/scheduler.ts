@@ -92,6 +92,7 @@ export class Scheduler {
         this.#ctx.log.error({ err: toError(error), job: job.name }, 'scheduling failed; the job is tried again at the next wake-up');
       }
     }
+    await this.#abandonLapsedLastAttempts();
     const outcomes: SlotOutcome[] = [];
     while (!this.stopping) {
       const claim = await this.#claimNext(cutoff);
@@ -157,25 +158,41 @@ export class Scheduler {
     });
   }
 
+  /**
+   * A slot whose worker died on every attempt (a crash, not an error) is given up like one that
+   * failed on every attempt, instead of being taken over forever. Once per wake-up: a lease that
+   * lapses during this tick is dealt with at the next one.
+   */
+  async #abandonLapsedLastAttempts(): Promise<void> {
+    const now = this.#ledgerClock.now();
+    await sql`
+      UPDATE job_runs SET status = 'abandoned', finished_at = ${now}, error = 'the lease lapsed on the last attempt: the worker stopped without recording an outcome'
+      WHERE job = ANY(${[...this.#order]}::text[]) AND status = 'running' AND lease_until < ${now} AND attempt >= ${this.#ctx.config.maxAttempts}`.execute(this.#ctx.db);
+  }
+
   /** Claims the oldest claimable slot (due by `cutoff`) of any registered job, or returns null. */
   async #claimNext(cutoff: Date): Promise<Claim | null> {
     const now = this.#ledgerClock.now();
     const leaseUntil = new Date(now.getTime() + this.#ctx.config.leaseMs);
-    // A slot whose worker died on every attempt (a crash, not an error) is given up like one that
-    // failed on every attempt, instead of being taken over forever.
-    await sql`
-      UPDATE job_runs SET status = 'abandoned', finished_at = ${now}, error = 'the lease lapsed on the last attempt: the worker stopped without recording an outcome'
-      WHERE job = ANY(${[...this.#order]}::text[]) AND status = 'running' AND lease_until < ${now} AND attempt >= ${this.#ctx.config.maxAttempts}`.execute(this.#ctx.db);
     const result = await sql<{ job: string; slot: Date; attempt: number }>`
       UPDATE job_runs SET status = 'running', attempt = job_runs.attempt + 1, owner = ${this.#owner},
              lease_until = ${leaseUntil}, started_at = ${now}, finished_at = NULL, retry_at = NULL
       FROM (
+        -- The oldest claimable slot first (an index scan in slot order that stops at the first
+        -- match), then among the jobs due at that instant the first in registry order. Sorting
+        -- every claimable row by (slot, registry position) instead would cost a sort per claim.
         SELECT job, slot FROM job_runs
-        WHERE job = ANY(${[...this.#order]}::text[]) AND slot <= ${cutoff}
+        WHERE job = ANY(${[...this.#order]}::text[])
+          AND slot = (
+            SELECT min(slot) FROM job_runs
+            WHERE job = ANY(${[...this.#order]}::text[]) AND slot <= ${cutoff}
+              AND (status = 'pending'
+                   OR (status = 'running' AND lease_until < ${now})
+                   OR (status = 'failed' AND retry_at <= ${now})))
           AND (status = 'pending'
                OR (status = 'running' AND lease_until < ${now})
                OR (status = 'failed' AND retry_at <= ${now}))
-        ORDER BY slot, array_position(${[...this.#order]}::text[], job)
+        ORDER BY array_position(${[...this.#order]}::text[], job)
         LIMIT 1
         FOR UPDATE SKIP LOCKED
       ) AS next

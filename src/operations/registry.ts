@@ -9,6 +9,8 @@ import { CUSTOMER_OPERATIONS } from '../customers/customers';
 import { TOKEN_OPERATIONS } from '../customers/tokens';
 import { reject } from '../domain/errors';
 import type { Context } from '../engine/context';
+import { PLAN_OPERATIONS } from '../plans/plans';
+import { SUBSCRIPTION_OPERATIONS } from '../subscriptions/subscriptions';
 import type { Operation } from './define';
 
 export { defineOperation, type Operation, type OperationHandler } from './define';
@@ -23,7 +25,7 @@ function buildRegistry(groups: readonly (readonly Operation[])[]): ReadonlyMap<s
   return registry;
 }
 
-const REGISTRY = buildRegistry([TOKEN_OPERATIONS, CUSTOMER_OPERATIONS, CARD_OPERATIONS]);
+const REGISTRY = buildRegistry([TOKEN_OPERATIONS, CUSTOMER_OPERATIONS, CARD_OPERATIONS, PLAN_OPERATIONS, SUBSCRIPTION_OPERATIONS]);
 
 /** Every operation name, sorted, for help texts and scenario validation. */
 export function operationNames(): string[] {

@@ -1,0 +1,393 @@
+/**
+ * Subscriptions (v1 §2.5, §3.2, §4.6; service rules §1): create, retrieve, list, update (trial,
+ * plan change, next_cycle_plan, metadata), pause, resume, cancel, delete. Renewals, trial ends and
+ * the deletion of canceled subscriptions at period end are the renewal job's (./renewals).
+ *
+ * Every operation runs in one transaction and checks everything before it writes, so a rejected
+ * call changes nothing. The one exception is a declined card: the failed charge row and its
+ * `charge.failed` event are kept and the subscription is left as it was ("charge first", §1.3).
+ * Lock order, everywhere: subscription, then customer, then plan.
+ */
+import type { Kysely } from 'kysely';
+import type { Caller } from '../accounts/accounts';
+import type { CardRow } from '../customers/card-object';
+import type { DeletedObject } from '../customers/cards';
+import { findCustomer } from '../customers/customer-record';
+import type { Database, SubscriptionStatus } from '../db/schema';
+import { trialFor, type TrialEndRequest } from '../domain/billing-calendar';
+import { reject } from '../domain/errors';
+import { createMetadata, mergeMetadata } from '../domain/metadata';
+import { planCreation, planTrialEnd, proratedPlanChangeCharge, type SubscribablePlan } from '../domain/proration';
+import { fromUnixSeconds } from '../domain/time';
+import type { Context } from '../engine/context';
+import { recordEvent, type EventInput } from '../events/outbox';
+import { defineOperation } from '../operations/define';
+import { listObject, PAGINATION_PARAMS, readPage, type ListObject } from '../operations/pagination';
+import { hasParam, optionalBoolean, optionalInteger, optionalString, readParams, requireString, type Params } from '../operations/params';
+import { findPlan } from '../plans/plan-record';
+import { chargeSubscription, refundRemainder, settle, type RefundRequest, type Settled } from './subscription-charges';
+import { renewsAt, type SubscriptionObject, type SubscriptionRow } from './subscription-object';
+import { assertNotSubscribed, assertSubscribableAs, defaultCardOf, findSubscription, storeSubscription, subscribablePlanOf, subscriptionObject, subscriptionObjects } from './subscription-record';
+
+export const SUBSCRIPTIONS_URL = '/v1/subscriptions';
+
+const STATUSES: readonly SubscriptionStatus[] = ['trial', 'active', 'canceled', 'paused'];
+
+/** `trial_end`: UNIX seconds or the word `now` (v1 §4.6 rule 2); anything else is `invalid_trial_end`. */
+function readTrialEnd(params: Params): TrialEndRequest {
+  if (params.trial_end === 'now') return 'now';
+  const seconds = optionalInteger(params, 'trial_end', { min: 0, code: 'invalid_trial_end' });
+  return seconds === undefined ? undefined : fromUnixSeconds(seconds);
+}
+
+function eventOf(caller: Caller, type: string, data: SubscriptionObject, at: Date): EventInput {
+  return { accountId: caller.accountId, livemode: caller.livemode, type, data, at };
+}
+
+/** The customer's default card, which every subscription charge uses; `doesnt_have_card` without one. */
+async function requireDefaultCard(trx: Kysely<Database>, caller: Caller, customerId: string, param: string | undefined): Promise<CardRow> {
+  const card = await defaultCardOf(trx, caller, customerId);
+  if (!card) return reject('doesnt_have_card', param, `Customer ${customerId} has no default card.`);
+  return card;
+}
+
+/** The plan a subscription is on now (never deleted while subscribed, so always found). */
+async function currentPlan(trx: Kysely<Database>, caller: Caller, row: SubscriptionRow): Promise<SubscribablePlan> {
+  return subscribablePlanOf(await findPlan(trx, caller, row.plan_id, 'plan'));
+}
+
+/**
+ * Takes the customer's row lock without requiring the customer to be live: a plan change of a
+ * deleted customer's subscription must still serialise with other plan changes.
+ */
+async function lockCustomer(trx: Kysely<Database>, caller: Caller, customerId: string): Promise<void> {
+  await trx
+    .selectFrom('customers')
+    .select('customer_id')
+    .where('account_id', '=', caller.accountId)
+    .where('livemode', '=', caller.livemode)
+    .where('customer_id', '=', customerId)
+    .forUpdate()
+    .execute();
+}
+
+/** A charge an operation makes now, and the period it pays for. */
+type ChargeNow = { readonly amount: number; readonly periodStart: Date };
+
+/**
+ * Makes `charge` (if any) at `at` and returns the row with `last_charge_id` set, or the decline.
+ * `at` is the operation's `now`, read once, so the charge instant and the period start agree. The
+ * row is not written here: on a decline the caller returns without writing it.
+ */
+async function chargeFirst(
+  trx: Kysely<Database>,
+  ctx: Context,
+  caller: Caller,
+  row: SubscriptionRow,
+  card: CardRow | undefined,
+  charge: ChargeNow | null,
+  at: Date,
+): Promise<Settled<SubscriptionRow>> {
+  if (charge === null || charge.amount <= 0) return { done: row };
+  if (card === undefined) throw new Error('a charge needs the card looked up before it');
+  const outcome = await chargeSubscription(trx, ctx, {
+    caller,
+    customerId: row.customer_id,
+    card,
+    amount: charge.amount,
+    at,
+    subscriptionId: row.subscription_id,
+    periodStart: charge.periodStart,
+  });
+  if (outcome.status === 'declined') return { declined: outcome.error };
+  return { done: { ...row, last_charge_id: outcome.row.charge_id } };
+}
+
+/** Stores a changed subscription and writes its event; returns the object the API answers with. */
+async function commitChange(trx: Kysely<Database>, ctx: Context, caller: Caller, row: SubscriptionRow, eventType: string, at: Date): Promise<SubscriptionObject> {
+  const stored = await storeSubscription(trx, row);
+  const subscription = await subscriptionObject(trx, caller, stored);
+  await recordEvent(trx, ctx.ids, eventOf(caller, eventType, subscription, at));
+  return subscription;
+}
+
+/**
+ * `subscriptions.create` (service rules §1.3): `customer`*, `plan`*, `trial_end`, `prorate`,
+ * `metadata`. Checks, in order: the customer and plan exist, the plan is subscribable
+ * (`invalid_plan`), `trial_end`, a default card (`doesnt_have_card`), no second subscription to
+ * the plan (`already_subscribed`). Then the first charge, if §1.3 makes one now; declined, nothing
+ * is created and the call fails with the card error.
+ */
+export async function createSubscription(ctx: Context, caller: Caller, input: unknown): Promise<SubscriptionObject> {
+  const params = readParams(input, ['customer', 'plan', 'trial_end', 'prorate', 'metadata']);
+  const customerId = requireString(params, 'customer');
+  const planId = requireString(params, 'plan');
+  const trialEnd = readTrialEnd(params);
+  const prorate = optionalBoolean(params, 'prorate');
+  const metadata = hasParam(params, 'metadata') ? (createMetadata(params.metadata, 'v1') as Record<string, string>) : {};
+  const now = ctx.clock.now();
+  const result = await ctx.db.transaction().execute(async (trx): Promise<Settled<SubscriptionObject>> => {
+    // The customer lock serialises the already_subscribed check; the plan lock keeps plans.delete out.
+    await findCustomer(trx, caller, customerId, 'customer', true);
+    const planRow = await findPlan(trx, caller, planId, 'plan', true);
+    const plan = assertSubscribableAs(planRow, 'plan');
+    const creation = planCreation({ plan, now, trialEnd, prorate });
+    const card = await requireDefaultCard(trx, caller, customerId, 'customer');
+    await assertNotSubscribed(trx, caller, customerId, planId, 'plan');
+    const draft: SubscriptionRow = {
+      account_id: caller.accountId,
+      livemode: caller.livemode,
+      subscription_id: ctx.ids.next('subscription'),
+      customer_id: customerId,
+      plan_id: planId,
+      next_cycle_plan_id: null,
+      status: creation.status,
+      prorate: creation.prorate,
+      start_at: now,
+      current_period_start: creation.currentPeriodStart,
+      current_period_end: creation.currentPeriodEnd,
+      trial_start: creation.trialStart,
+      trial_end: creation.trialEnd,
+      paused_at: null,
+      canceled_at: null,
+      resumed_at: null,
+      renews_at: null,
+      last_charge_id: null,
+      metadata,
+      created_at: now,
+      updated_at: now,
+      deleted_at: null,
+    };
+    const charged = await chargeFirst(trx, ctx, caller, draft, card, creation.chargeNow === null ? null : { amount: creation.chargeNow, periodStart: creation.currentPeriodStart }, now);
+    if ('declined' in charged) return charged;
+    const row: SubscriptionRow = { ...charged.done, renews_at: renewsAt(charged.done) };
+    await trx
+      .insertInto('subscriptions')
+      .values({ ...row, metadata: JSON.stringify(row.metadata) })
+      .execute();
+    const subscription = await subscriptionObject(trx, caller, row);
+    await recordEvent(trx, ctx.ids, eventOf(caller, 'subscription.created', subscription, now));
+    return { done: subscription };
+  });
+  return settle(result);
+}
+
+/**
+ * `subscriptions.retrieve`: `id`, and optionally `customer` for the customer's path (v1 §4.4), where
+ * a subscription of another customer is unknown.
+ */
+export async function retrieveSubscription(ctx: Context, caller: Caller, input: unknown): Promise<SubscriptionObject> {
+  const params = readParams(input, ['id', 'customer']);
+  const id = requireString(params, 'id');
+  const customerId = optionalString(params, 'customer');
+  const row = await findSubscription(ctx.db, caller, id, 'id', customerId === undefined ? {} : { customerId });
+  return subscriptionObject(ctx.db, caller, row);
+}
+
+/**
+ * `subscriptions.list`: pagination (v1 §4.1) and the filters `plan`, `customer`, `status`; newest
+ * first, ties broken by id (descending). A status outside the four is `invalid_querystring`, like
+ * the other list parameters.
+ */
+export async function listSubscriptions(ctx: Context, caller: Caller, input: unknown): Promise<ListObject<SubscriptionObject>> {
+  const params = readParams(input, [...PAGINATION_PARAMS, 'plan', 'customer', 'status']);
+  const page = readPage(params);
+  const planId = optionalString(params, 'plan', { code: 'invalid_querystring' });
+  const customerId = optionalString(params, 'customer', { code: 'invalid_querystring' });
+  const status = optionalString(params, 'status', { code: 'invalid_querystring' });
+  if (status !== undefined && !(STATUSES as readonly string[]).includes(status)) {
+    reject('invalid_querystring', 'status', `status must be one of ${STATUSES.join(', ')}, got ${JSON.stringify(status)}`);
+  }
+  const rows = await ctx.db
+    .selectFrom('subscriptions')
+    .selectAll()
+    .where('account_id', '=', caller.accountId)
+    .where('livemode', '=', caller.livemode)
+    .where('deleted_at', 'is', null)
+    .$if(planId !== undefined, (q) => q.where('plan_id', '=', planId!))
+    .$if(customerId !== undefined, (q) => q.where('customer_id', '=', customerId!))
+    .$if(status !== undefined, (q) => q.where('status', '=', status as SubscriptionStatus))
+    .$if(page.createdFrom !== undefined, (q) => q.where('created_at', '>=', page.createdFrom!))
+    .$if(page.createdBefore !== undefined, (q) => q.where('created_at', '<', page.createdBefore!))
+    .orderBy('created_at', 'desc')
+    .orderBy('subscription_id', 'desc')
+    .offset(page.offset)
+    .limit(page.limit + 1)
+    .execute();
+  return listObject(await subscriptionObjects(ctx.db, caller, rows), page, SUBSCRIPTIONS_URL);
+}
+
+/**
+ * `subscriptions.update`: `trial_end`, `plan`, `prorate`, `next_cycle_plan`, `metadata` (§1.6).
+ *
+ * - `plan` on an `active` subscription: the new plan is charged in full now and a new cycle starts
+ *   now (to the next billing instant for a billing_day plan). **Decision** with prorate (sent or
+ *   stored): floor(new amount × remaining days / period days), the period end kept. On a `trial`,
+ *   `paused` or `canceled` subscription the plan switches without a charge: the next charge (trial
+ *   end, resume) bills the new plan. `already_subscribed` when the customer holds the new plan in
+ *   another subscription.
+ * - `trial_end` timestamp: a trial from now to then (moved onto a billing instant with billing_day
+ *   and `prorate=false`), no charge; the status becomes `trial` unless paused or canceled, whose
+ *   resume then finds the trial. `trial_end=now` on a trial ends it with the first charge now.
+ * - `prorate` changes only together with `plan` (`cannot_change_prorate_status`).
+ * - `next_cycle_plan`: a plan id schedules the switch at the next renewal; `''` clears it.
+ */
+export async function updateSubscription(ctx: Context, caller: Caller, input: unknown): Promise<SubscriptionObject> {
+  const params = readParams(input, ['id', 'trial_end', 'plan', 'prorate', 'next_cycle_plan', 'metadata']);
+  const id = requireString(params, 'id');
+  const trialEnd = readTrialEnd(params);
+  const newPlanId = optionalString(params, 'plan');
+  const prorate = optionalBoolean(params, 'prorate');
+  const nextCyclePlanId = optionalString(params, 'next_cycle_plan');
+  const now = ctx.clock.now();
+  const result = await ctx.db.transaction().execute(async (trx): Promise<Settled<SubscriptionObject>> => {
+    const current = await findSubscription(trx, caller, id, 'id', { lock: true });
+    if (prorate !== undefined && newPlanId === undefined && prorate !== current.prorate) {
+      reject('cannot_change_prorate_status', 'prorate', 'prorate can only be changed together with plan');
+    }
+    const metadata = hasParam(params, 'metadata') ? (mergeMetadata(current.metadata, params.metadata, 'v1') as Record<string, string>) : current.metadata;
+    let row: SubscriptionRow = { ...current, metadata, updated_at: now };
+    let plan: SubscribablePlan;
+    if (newPlanId !== undefined) {
+      await lockCustomer(trx, caller, current.customer_id);
+      const planRow = await findPlan(trx, caller, newPlanId, 'plan', true);
+      plan = assertSubscribableAs(planRow, 'plan');
+      await assertNotSubscribed(trx, caller, current.customer_id, newPlanId, 'plan', current.subscription_id);
+      row = { ...row, plan_id: newPlanId, prorate: prorate ?? current.prorate };
+    } else {
+      plan = await currentPlan(trx, caller, current);
+    }
+    if (nextCyclePlanId !== undefined) {
+      if (nextCyclePlanId === '') row = { ...row, next_cycle_plan_id: null };
+      else {
+        assertSubscribableAs(await findPlan(trx, caller, nextCyclePlanId, 'next_cycle_plan', true), 'next_cycle_plan');
+        row = { ...row, next_cycle_plan_id: nextCyclePlanId };
+      }
+    }
+
+    let charge: ChargeNow | null = null;
+    if (trialEnd instanceof Date) {
+      const trial = trialFor({ plan, now, trialEnd, prorate })!;
+      const status = current.status === 'paused' || current.status === 'canceled' ? current.status : 'trial';
+      row = { ...row, status, trial_start: trial.trialStart, trial_end: trial.trialEnd, current_period_start: now, current_period_end: trial.trialEnd };
+    } else if (trialEnd === 'now' && current.status === 'trial') {
+      // The trial ends now: its first charge, as the renewal job would make it at trial end (§1.3).
+      const period = planTrialEnd({ plan, trialEnd: now, prorate: row.prorate });
+      charge = { amount: period.amount, periodStart: period.periodStart };
+      row = { ...row, status: 'active', trial_end: now, current_period_start: period.periodStart, current_period_end: period.periodEnd };
+    } else if (newPlanId !== undefined && current.status === 'active') {
+      if (row.prorate) {
+        charge = { amount: proratedPlanChangeCharge(plan.amount, current.current_period_start, current.current_period_end, now), periodStart: now };
+      } else {
+        const period = planTrialEnd({ plan, trialEnd: now, prorate: false });
+        charge = { amount: period.amount, periodStart: period.periodStart };
+        row = { ...row, current_period_start: period.periodStart, current_period_end: period.periodEnd };
+      }
+    }
+    const card = charge === null ? undefined : await requireDefaultCard(trx, caller, current.customer_id, undefined);
+    const charged = await chargeFirst(trx, ctx, caller, row, card, charge, now);
+    if ('declined' in charged) return charged;
+    return { done: await commitChange(trx, ctx, caller, charged.done, 'subscription.updated', now) };
+  });
+  return settle(result);
+}
+
+/** `subscriptions.pause`: no charges until resumed (§1.6); `already_paused` when paused. */
+export async function pauseSubscription(ctx: Context, caller: Caller, input: unknown): Promise<SubscriptionObject> {
+  const params = readParams(input, ['id']);
+  const id = requireString(params, 'id');
+  const now = ctx.clock.now();
+  return ctx.db.transaction().execute(async (trx) => {
+    const current = await findSubscription(trx, caller, id, 'id', { lock: true });
+    if (current.status === 'paused') reject('already_paused', undefined, `Subscription ${id} is already paused.`);
+    return commitChange(trx, ctx, caller, { ...current, status: 'paused', paused_at: now, updated_at: now }, 'subscription.paused', now);
+  });
+}
+
+/**
+ * `subscriptions.resume` (§1.6), from `paused` or `canceled` (`subscription_worked` otherwise):
+ * - `trial_end` timestamp: a new trial to then;
+ * - inside the trial (and `trial_end` not `now`): back to `trial`;
+ * - the current period is over, or `trial_end=now` cuts the trial short: charged now (the full
+ *   amount, or pro-rated to the billing day with prorate, sent or stored) and a new period starts
+ *   now; a declined charge leaves the subscription as it was and fails the call;
+ * - otherwise: `active` with the same period.
+ * `paused_at` and `canceled_at` are cleared and `resumed_at` set.
+ */
+export async function resumeSubscription(ctx: Context, caller: Caller, input: unknown): Promise<SubscriptionObject> {
+  const params = readParams(input, ['id', 'trial_end', 'prorate']);
+  const id = requireString(params, 'id');
+  const trialEnd = readTrialEnd(params);
+  const prorate = optionalBoolean(params, 'prorate');
+  const now = ctx.clock.now();
+  const result = await ctx.db.transaction().execute(async (trx): Promise<Settled<SubscriptionObject>> => {
+    const current = await findSubscription(trx, caller, id, 'id', { lock: true });
+    if (current.status !== 'paused' && current.status !== 'canceled') reject('subscription_worked', undefined, `Subscription ${id} is ${current.status}, not paused or canceled.`);
+    const plan = await currentPlan(trx, caller, current);
+    let row: SubscriptionRow = { ...current, paused_at: null, canceled_at: null, resumed_at: now, updated_at: now };
+    let charge: ChargeNow | null = null;
+    const insideTrial = current.trial_end !== null && current.trial_end.getTime() > now.getTime();
+    if (trialEnd instanceof Date) {
+      const trial = trialFor({ plan, now, trialEnd, prorate })!;
+      row = { ...row, status: 'trial', trial_start: trial.trialStart, trial_end: trial.trialEnd, current_period_start: now, current_period_end: trial.trialEnd };
+    } else if (insideTrial && trialEnd !== 'now') {
+      row = { ...row, status: 'trial' };
+    } else if (current.current_period_end.getTime() <= now.getTime() || (insideTrial && trialEnd === 'now')) {
+      const period = planTrialEnd({ plan, trialEnd: now, prorate: prorate ?? current.prorate });
+      charge = { amount: period.amount, periodStart: period.periodStart };
+      row = { ...row, status: 'active', current_period_start: period.periodStart, current_period_end: period.periodEnd, ...(insideTrial ? { trial_end: now } : {}) };
+    } else {
+      row = { ...row, status: 'active' };
+    }
+    const card = charge === null ? undefined : await requireDefaultCard(trx, caller, current.customer_id, undefined);
+    const charged = await chargeFirst(trx, ctx, caller, row, card, charge, now);
+    if ('declined' in charged) return charged;
+    return { done: await commitChange(trx, ctx, caller, charged.done, 'subscription.resumed', now) };
+  });
+  return settle(result);
+}
+
+/** `subscriptions.cancel`: ends (is deleted) at the current period end (§1.6); `already_canceled` when canceled. */
+export async function cancelSubscription(ctx: Context, caller: Caller, input: unknown): Promise<SubscriptionObject> {
+  const params = readParams(input, ['id']);
+  const id = requireString(params, 'id');
+  const now = ctx.clock.now();
+  return ctx.db.transaction().execute(async (trx) => {
+    const current = await findSubscription(trx, caller, id, 'id', { lock: true });
+    if (current.status === 'canceled') reject('already_canceled', undefined, `Subscription ${id} is already canceled.`);
+    return commitChange(trx, ctx, caller, { ...current, status: 'canceled', canceled_at: now, updated_at: now }, 'subscription.canceled', now);
+  });
+}
+
+/**
+ * `subscriptions.delete`: at once, softly (charges keep pointing at the row). `prorate=true` refunds
+ * the unused part of the last charge (§1.6); when `prorate` is not sent, the subscription's own
+ * prorate flag asks for it (v1 §4.6 rule 3). Answers with the deleted-object response.
+ */
+export async function deleteSubscription(ctx: Context, caller: Caller, input: unknown): Promise<DeletedObject> {
+  const params = readParams(input, ['id', 'prorate']);
+  const id = requireString(params, 'id');
+  const prorate = optionalBoolean(params, 'prorate');
+  const now = ctx.clock.now();
+  return ctx.db.transaction().execute(async (trx) => {
+    const current = await findSubscription(trx, caller, id, 'id', { lock: true });
+    const refund: RefundRequest | null = prorate === true ? 'explicit' : prorate === undefined && current.prorate ? 'by_subscription' : null;
+    // The refund comes first: its 180-day check may still reject the call before anything is written.
+    if (refund !== null) await refundRemainder(trx, ctx, current, now, refund);
+    const subscription = await subscriptionObject(trx, caller, current);
+    await storeSubscription(trx, { ...current, deleted_at: now, updated_at: now });
+    await recordEvent(trx, ctx.ids, eventOf(caller, 'subscription.deleted', subscription, now));
+    return { deleted: true, id, livemode: caller.livemode } as const;
+  });
+}
+
+export const SUBSCRIPTION_OPERATIONS = [
+  defineOperation('subscriptions.create', createSubscription),
+  defineOperation('subscriptions.retrieve', retrieveSubscription),
+  defineOperation('subscriptions.list', listSubscriptions),
+  defineOperation('subscriptions.update', updateSubscription),
+  defineOperation('subscriptions.pause', pauseSubscription),
+  defineOperation('subscriptions.resume', resumeSubscription),
+  defineOperation('subscriptions.cancel', cancelSubscription),
+  defineOperation('subscriptions.delete', deleteSubscription),
+] as const;

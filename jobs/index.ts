@@ -3,5 +3,6 @@
  * One module per job in this folder; each is thin and calls feature code.
  */
 import type { JobDefinition } from '../src/engine/job';
+import { subscriptionRenewalsJob } from './subscription-renewals';
 
-export const ALL_JOBS: readonly JobDefinition[] = [];
+export const ALL_JOBS: readonly JobDefinition[] = [subscriptionRenewalsJob];

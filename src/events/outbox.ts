@@ -46,18 +46,21 @@ export interface StoredEvent {
 export async function recordEvents(executor: Kysely<Database>, ids: IdGenerator, events: readonly EventInput[]): Promise<string[]> {
   if (events.length === 0) return [];
   const eventIds = events.map((event) => ids.next((event.apiVersion ?? 'v1') === 'v1' ? 'eventV1' : 'eventV2'));
+  // The data travel as one JSON array, not a jsonb[] parameter: an array literal of large JSON
+  // texts is escaped element by element on both ends, several times slower than one JSON document
+  // (a renewal batch writes megabytes of event data). ROWS FROM zips the columns by position.
   await sql`
     INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at)
-    SELECT * FROM unnest(
-      ${events.map((e) => e.accountId)}::text[],
-      ${eventIds}::text[],
-      ${events.map((e) => e.livemode)}::boolean[],
-      ${events.map((e) => e.apiVersion ?? 'v1')}::text[],
-      ${events.map((e) => e.type)}::text[],
-      ${events.map((e) => e.data.object)}::text[],
-      ${events.map((e) => e.data.id)}::text[],
-      ${events.map((e) => JSON.stringify(e.data))}::jsonb[],
-      ${events.map((e) => e.at.toISOString())}::timestamptz[]
+    SELECT * FROM ROWS FROM (
+      unnest(${events.map((e) => e.accountId)}::text[]),
+      unnest(${eventIds}::text[]),
+      unnest(${events.map((e) => e.livemode)}::boolean[]),
+      unnest(${events.map((e) => e.apiVersion ?? 'v1')}::text[]),
+      unnest(${events.map((e) => e.type)}::text[]),
+      unnest(${events.map((e) => e.data.object)}::text[]),
+      unnest(${events.map((e) => e.data.id)}::text[]),
+      jsonb_array_elements(${`[${events.map((e) => JSON.stringify(e.data)).join(',')}]`}::jsonb),
+      unnest(${events.map((e) => e.at.toISOString())}::timestamptz[])
     )`.execute(executor);
   return eventIds;
 }

@@ -1,0 +1,362 @@
+/**
+ * The renewal job's feature code (service rules §1.5, with §1.3 at trial end): everything whose
+ * `renews_at` has come by the slot is renewed, ended or charged for the first time, in batches,
+ * each batch one transaction written with a handful of set-based statements:
+ *
+ *   1. lock the due subscriptions (ORDER BY renews_at …, FOR UPDATE SKIP LOCKED, LIMIT batch size);
+ *   2. read their plans and their customers' default cards (one query each, whole batch);
+ *   3. decide each subscription in memory (pure rules from src/domain/proration.ts);
+ *   4. authorize and write every charge with `chargeCards` (one network call, one INSERT);
+ *   5. write every subscription change with one `UPDATE … FROM unnest(…)`;
+ *   6. write the subscription events with one `recordEvents`.
+ *
+ * Exactly-once: a subscription is locked while its batch runs, and the same transaction moves its
+ * `renews_at` past the due instant (or clears it), so a replayed slot or a second worker finds
+ * nothing left to do; the charges' (subscription, period start) unique index is the last line of
+ * defence should anything slip through.
+ *
+ * Every instant written is the subscription's own due instant (`renews_at`), never the slot or the
+ * wall clock: a late run renews with the instants it should have used.
+ */
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../db/schema';
+import { toError } from '../domain/errors';
+import { planRenewal, planTrialEnd, type ChargedPeriod, type SubscribablePlan } from '../domain/proration';
+import { chargeCards, type ChargeOutcome, type ChargeRequest } from '../charges/charges';
+import type { CardRow } from '../customers/card-object';
+import type { Context } from '../engine/context';
+import { checkpoint, type JobCounts, type SlotRun } from '../engine/job';
+import { recordEvents, type EventInput } from '../events/outbox';
+import { renderPlan, type PlanObject, type PlanRow } from '../plans/plan-record';
+import { renderSubscription, type SubscriptionRow } from './subscription-object';
+
+/** What one renewal run did, stored in the run ledger. */
+export type RenewalCounts = {
+  /** Active subscriptions charged for a new period. */
+  readonly renewed: number;
+  /** Renewals and trial ends whose charge failed (or that had no card to charge): now paused. */
+  readonly failed: number;
+  /** Trials that ended with a successful first charge, now active. */
+  readonly trials_ended: number;
+  /** Canceled subscriptions that reached their period end, now deleted. */
+  readonly deleted: number;
+  /** Transactions committed. */
+  readonly batches: number;
+};
+
+type BatchCounts = Omit<RenewalCounts, 'batches'> & { readonly selected: number };
+
+const key3 = (accountId: string, livemode: boolean, id: string): string => `${accountId}\u0000${livemode ? 1 : 0}\u0000${id}`;
+
+/**
+ * Processes everything due as of `run.slot`, batch after batch, until nothing due is left (or the
+ * worker asks to stop, between batches). Rows locked by a concurrent API call are skipped and are
+ * picked up by the next slot.
+ */
+export async function renewDueSubscriptions(ctx: Context, run: SlotRun): Promise<RenewalCounts & JobCounts> {
+  let renewed = 0;
+  let failed = 0;
+  let trialsEnded = 0;
+  let deleted = 0;
+  let batches = 0;
+  for (;;) {
+    checkpoint(run);
+    const counts = await ctx.db.transaction().execute(async (trx) => {
+      // Must come first: a run that lost its slot writes nothing, and a take-over waits for this batch.
+      await run.assertClaim(trx);
+      return renewBatch(trx, ctx, run.slot, ctx.config.batchSize);
+    });
+    if (counts.selected === 0) break;
+    renewed += counts.renewed;
+    failed += counts.failed;
+    trialsEnded += counts.trials_ended;
+    deleted += counts.deleted;
+    batches += 1;
+    ctx.log.debug({ job: 'subscriptions.renew', slot: run.slot.toISOString(), batch: batches, ...counts }, 'renewal batch committed');
+  }
+  return { renewed, failed, trials_ended: trialsEnded, deleted, batches };
+}
+
+/** The earliest `renews_at` strictly after `after`, or null: where the simulator jumps next. */
+export async function nextRenewalDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
+  const row = await db
+    .selectFrom('subscriptions')
+    .select(({ fn }) => fn.min('renews_at').as('due'))
+    .where('renews_at', 'is not', null)
+    .where('renews_at', '>', after)
+    .executeTakeFirst();
+  return row?.due ?? null;
+}
+
+/** The new state of one subscription, as the batch UPDATE writes it. */
+type SubscriptionChange = Pick<
+  SubscriptionRow,
+  'status' | 'plan_id' | 'next_cycle_plan_id' | 'current_period_start' | 'current_period_end' | 'paused_at' | 'renews_at' | 'last_charge_id' | 'deleted_at' | 'updated_at'
+>;
+
+/** One due subscription and what the rules decided for it before any write. */
+type Decision =
+  | { readonly kind: 'delete'; readonly row: SubscriptionRow }
+  /** Nothing to do but take it off the due list (a paused or deleted row that still had renews_at). */
+  | { readonly kind: 'clear'; readonly row: SubscriptionRow }
+  /** Could not be charged at all (no default card, deleted customer, a rule error): paused. */
+  | { readonly kind: 'uncharged'; readonly row: SubscriptionRow; readonly plan: PlanRow; readonly reason: string }
+  | { readonly kind: 'charge'; readonly row: SubscriptionRow; readonly plan: PlanRow; readonly period: ChargedPeriod; readonly trial: boolean; readonly request: ChargeRequest };
+
+function subscribable(plan: PlanRow): SubscribablePlan {
+  return { interval: plan.interval, billingDay: plan.billing_day, amount: plan.amount, trialDays: plan.trial_days };
+}
+
+/**
+ * One batch inside the caller's transaction. Returns how many subscriptions it took (0: nothing
+ * due is left) and what became of them.
+ */
+export async function renewBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'log'>, asOf: Date, limit: number): Promise<BatchCounts> {
+  // 1. The due subscriptions, oldest due first, locked; rows another transaction holds are skipped.
+  const due = await trx
+    .selectFrom('subscriptions')
+    .selectAll()
+    .where('renews_at', 'is not', null)
+    .where('renews_at', '<=', asOf)
+    .orderBy('renews_at')
+    .orderBy('account_id')
+    .orderBy('livemode')
+    .orderBy('subscription_id')
+    .limit(limit)
+    .forUpdate()
+    .skipLocked()
+    .execute();
+  if (due.length === 0) return { selected: 0, renewed: 0, failed: 0, trials_ended: 0, deleted: 0 };
+
+  // 2. Plans (current and next-cycle) and default cards of the whole batch, one query each.
+  const [plans, cards] = await Promise.all([loadPlans(trx, due), loadDefaultCards(trx, due)]);
+
+  // 3. Decide every subscription in memory.
+  const decisions = due.map((row) => decide(row, plans, cards, ctx));
+
+  // 4. Charge every chargeable subscription in one call (writes charges and charge events).
+  const charged = decisions.filter((d): d is Extract<Decision, { kind: 'charge' }> => d.kind === 'charge');
+  const outcomes = await chargeCards(trx, ctx, charged.map((d) => d.request));
+  const duplicates = await existingCharges(trx, charged.filter((_, i) => outcomes[i]!.status === 'duplicate'));
+  const outcomeOf = new Map<Decision, ChargeOutcome | ExistingCharge>();
+  charged.forEach((decision, i) => {
+    const outcome = outcomes[i]!;
+    // A duplicate's stored charge always exists (the unique index said so); "failed" is only the type's fallback.
+    const existing = duplicates.get(key3(decision.row.account_id, decision.row.livemode, decision.row.subscription_id)) ?? { status: 'failed', row: { charge_id: '' } };
+    outcomeOf.set(decision, outcome.status === 'duplicate' ? existing : outcome);
+  });
+
+  // 5 + 6. The new state of every subscription and the event that reports it.
+  const changes: { row: SubscriptionRow; change: SubscriptionChange }[] = [];
+  const events: EventInput[] = [];
+  const rendered = new Map<string, PlanObject>();
+  const planObject = (plan: PlanRow): PlanObject => {
+    const key = key3(plan.account_id, plan.livemode, plan.plan_id);
+    let object = rendered.get(key);
+    if (object === undefined) {
+      object = renderPlan(plan);
+      rendered.set(key, object);
+    }
+    return object;
+  };
+  let renewed = 0;
+  let failed = 0;
+  let trialsEnded = 0;
+  let deleted = 0;
+  for (const decision of decisions) {
+    const { row } = decision;
+    const at = row.renews_at!;
+    const unchanged: SubscriptionChange = {
+      status: row.status,
+      plan_id: row.plan_id,
+      next_cycle_plan_id: row.next_cycle_plan_id,
+      current_period_start: row.current_period_start,
+      current_period_end: row.current_period_end,
+      paused_at: row.paused_at,
+      renews_at: null,
+      last_charge_id: row.last_charge_id,
+      deleted_at: row.deleted_at,
+      updated_at: at,
+    };
+    let change: SubscriptionChange;
+    let type: string | null;
+    let plan: PlanRow | undefined;
+    switch (decision.kind) {
+      case 'clear':
+        change = { ...unchanged, updated_at: row.updated_at };
+        type = null;
+        break;
+      case 'delete':
+        // §1.6: a canceled subscription ends (is deleted) at its period end.
+        change = { ...unchanged, deleted_at: at };
+        type = 'subscription.deleted';
+        deleted += 1;
+        break;
+      case 'uncharged':
+        ctx.log.warn({ account: row.account_id, subscription: row.subscription_id, reason: decision.reason }, 'renewal not charged; subscription paused');
+        plan = decision.plan;
+        change = { ...unchanged, status: 'paused', plan_id: plan.plan_id, next_cycle_plan_id: null, paused_at: at };
+        type = 'subscription.paused';
+        failed += 1;
+        break;
+      case 'charge': {
+        plan = decision.plan;
+        const outcome = outcomeOf.get(decision)!;
+        if (outcome.status === 'succeeded') {
+          // Prepaid: the new period starts at the old period end (or the trial end), never at the slot.
+          change = {
+            ...unchanged,
+            status: 'active',
+            plan_id: plan.plan_id,
+            next_cycle_plan_id: null,
+            current_period_start: decision.period.periodStart,
+            current_period_end: decision.period.periodEnd,
+            renews_at: decision.period.periodEnd,
+            last_charge_id: outcome.row.charge_id,
+          };
+          type = 'subscription.renewed';
+          if (decision.trial) trialsEnded += 1;
+          else renewed += 1;
+        } else {
+          // §1.5: the cycle stops; current_period_end stays (now in the past); no automatic retry.
+          // The plan switch has still happened ("the switch always happens").
+          change = { ...unchanged, status: 'paused', plan_id: plan.plan_id, next_cycle_plan_id: null, paused_at: at };
+          type = 'subscription.paused';
+          failed += 1;
+        }
+        break;
+      }
+    }
+    changes.push({ row, change });
+    if (type !== null) {
+      const after: SubscriptionRow = { ...row, ...change };
+      const current = plan ?? plans.get(key3(row.account_id, row.livemode, row.plan_id));
+      const next = after.next_cycle_plan_id === null ? undefined : plans.get(key3(row.account_id, row.livemode, after.next_cycle_plan_id));
+      if (current !== undefined) {
+        events.push({
+          accountId: row.account_id,
+          livemode: row.livemode,
+          type,
+          data: renderSubscription(after, planObject(current), next === undefined ? null : planObject(next)),
+          at,
+        });
+      }
+    }
+  }
+  await writeChanges(trx, changes);
+  await recordEvents(trx, ctx.ids, events);
+  return { selected: due.length, renewed, failed, trials_ended: trialsEnded, deleted };
+}
+
+function decide(row: SubscriptionRow, plans: ReadonlyMap<string, PlanRow>, cards: ReadonlyMap<string, CardRow>, ctx: Pick<Context, 'log'>): Decision {
+  if (row.deleted_at !== null || row.status === 'paused') return { kind: 'clear', row };
+  if (row.status === 'canceled') return { kind: 'delete', row };
+  const at = row.renews_at!;
+  const current = plans.get(key3(row.account_id, row.livemode, row.plan_id));
+  // §1.5 "if next_cycle_plan is set, the plan switches to it first (the switch always happens)".
+  // Applied at a trial end too: the rule is stated for both, and the first charge then uses the
+  // plan the subscription will actually run on.
+  const switched = row.next_cycle_plan_id === null ? current : plans.get(key3(row.account_id, row.livemode, row.next_cycle_plan_id));
+  const plan = switched ?? current;
+  if (plan === undefined) {
+    // Plans are deleted softly and never hard-deleted, so this is a broken reference; leave the row
+    // off the due list rather than stall every later batch behind it.
+    ctx.log.error({ account: row.account_id, subscription: row.subscription_id, plan: row.plan_id }, 'subscription names a plan that does not exist; taken off the renewal list');
+    return { kind: 'clear', row };
+  }
+  // **Decision:** no default card (none registered, or it was deleted) or a deleted customer is a
+  // failed renewal: the subscription is paused at the due instant like a declined one, so the
+  // merchant sees the same state and can resume it once a card is there. No charge row is written
+  // (a charge needs a card), so only `subscription.paused` is recorded, no `charge.failed`.
+  const card = cards.get(key3(row.account_id, row.livemode, row.customer_id));
+  if (card === undefined) return { kind: 'uncharged', row, plan, reason: 'the customer has no default card (or was deleted)' };
+  let period: ChargedPeriod;
+  try {
+    period = row.status === 'trial' ? planTrialEnd({ plan: subscribable(plan), trialEnd: at, prorate: row.prorate }) : planRenewal(subscribable(plan), row.current_period_end);
+  } catch (error) {
+    // A rule refusing a stored plan (e.g. a yearly plan with billing_day) must not stall the job:
+    // one bad subscription is paused, the batch goes on.
+    return { kind: 'uncharged', row, plan, reason: toError(error).message };
+  }
+  return {
+    kind: 'charge',
+    row,
+    plan,
+    period,
+    trial: row.status === 'trial',
+    request: {
+      accountId: row.account_id,
+      livemode: row.livemode,
+      customerId: row.customer_id,
+      card,
+      amount: period.amount,
+      at,
+      kind: 'renewal',
+      subscriptionId: row.subscription_id,
+      periodStart: period.periodStart,
+    },
+  };
+}
+
+/** Plans named by the batch (current and next-cycle), by (account, mode, plan id). */
+async function loadPlans(trx: Kysely<Database>, due: readonly SubscriptionRow[]): Promise<Map<string, PlanRow>> {
+  const wanted = new Map<string, [string, boolean, string]>();
+  for (const row of due) {
+    wanted.set(key3(row.account_id, row.livemode, row.plan_id), [row.account_id, row.livemode, row.plan_id]);
+    if (row.next_cycle_plan_id !== null) wanted.set(key3(row.account_id, row.livemode, row.next_cycle_plan_id), [row.account_id, row.livemode, row.next_cycle_plan_id]);
+  }
+  const keys = [...wanted.values()];
+  // Deleted plans are read too: a subscription keeps billing on the plan it has.
+  const result = await sql<PlanRow>`
+    SELECT p.* FROM plans p
+    JOIN unnest(${keys.map((k) => k[0])}::text[], ${keys.map((k) => k[1])}::boolean[], ${keys.map((k) => k[2])}::text[]) AS k(a, l, id)
+      ON p.account_id = k.a AND p.livemode = k.l AND p.plan_id = k.id`.execute(trx);
+  return new Map(result.rows.map((plan) => [key3(plan.account_id, plan.livemode, plan.plan_id), plan]));
+}
+
+/** The live default card of each live customer in the batch, by (account, mode, customer id). */
+async function loadDefaultCards(trx: Kysely<Database>, due: readonly SubscriptionRow[]): Promise<Map<string, CardRow>> {
+  const wanted = new Map<string, [string, boolean, string]>();
+  for (const row of due) wanted.set(key3(row.account_id, row.livemode, row.customer_id), [row.account_id, row.livemode, row.customer_id]);
+  const keys = [...wanted.values()];
+  const result = await sql<CardRow>`
+    SELECT card.* FROM unnest(${keys.map((k) => k[0])}::text[], ${keys.map((k) => k[1])}::boolean[], ${keys.map((k) => k[2])}::text[]) AS k(a, l, id)
+    JOIN customers cu ON cu.account_id = k.a AND cu.livemode = k.l AND cu.customer_id = k.id AND cu.deleted_at IS NULL
+    JOIN cards card ON card.account_id = cu.account_id AND card.livemode = cu.livemode AND card.card_id = cu.default_card_id AND card.deleted_at IS NULL`.execute(trx);
+  return new Map(result.rows.map((card) => [key3(card.account_id, card.livemode, card.customer_id), card]));
+}
+
+type ExistingCharge = { readonly status: 'succeeded' | 'failed'; readonly row: { readonly charge_id: string } };
+
+/**
+ * The charges that already existed for a (subscription, period start) — the unique index fired.
+ * With the rows locked this should never happen; if it does, the stored charge decides the outcome,
+ * so the subscription still moves on instead of coming back due in every batch.
+ */
+async function existingCharges(trx: Kysely<Database>, decisions: readonly Extract<Decision, { kind: 'charge' }>[]): Promise<Map<string, ExistingCharge>> {
+  if (decisions.length === 0) return new Map();
+  const result = await sql<{ account_id: string; livemode: boolean; subscription_id: string; charge_id: string; paid: boolean }>`
+    SELECT c.account_id, c.livemode, c.subscription_id, c.charge_id, c.paid FROM charges c
+    JOIN unnest(${decisions.map((d) => d.row.account_id)}::text[], ${decisions.map((d) => d.row.livemode)}::boolean[],
+                ${decisions.map((d) => d.row.subscription_id)}::text[], ${decisions.map((d) => d.period.periodStart.toISOString())}::timestamptz[]) AS k(a, l, s, ps)
+      ON c.account_id = k.a AND c.livemode = k.l AND c.subscription_id = k.s AND c.period_start = k.ps`.execute(trx);
+  return new Map(result.rows.map((c) => [key3(c.account_id, c.livemode, c.subscription_id), { status: c.paid ? 'succeeded' : 'failed', row: { charge_id: c.charge_id } }]));
+}
+
+/** Every subscription change of the batch in one statement. */
+async function writeChanges(trx: Kysely<Database>, changes: readonly { row: SubscriptionRow; change: SubscriptionChange }[]): Promise<void> {
+  const iso = (value: Date | null): string | null => (value === null ? null : value.toISOString());
+  await sql`
+    UPDATE subscriptions s SET
+      status = u.status, plan_id = u.plan_id, next_cycle_plan_id = u.next_plan, current_period_start = u.ps, current_period_end = u.pe,
+      paused_at = u.paused_at, renews_at = u.renews_at, last_charge_id = u.last_charge, deleted_at = u.deleted_at, updated_at = u.updated_at
+    FROM unnest(
+      ${changes.map((c) => c.row.account_id)}::text[], ${changes.map((c) => c.row.livemode)}::boolean[], ${changes.map((c) => c.row.subscription_id)}::text[],
+      ${changes.map((c) => c.change.status)}::text[], ${changes.map((c) => c.change.plan_id)}::text[], ${changes.map((c) => c.change.next_cycle_plan_id)}::text[],
+      ${changes.map((c) => iso(c.change.current_period_start))}::timestamptz[], ${changes.map((c) => iso(c.change.current_period_end))}::timestamptz[],
+      ${changes.map((c) => iso(c.change.paused_at))}::timestamptz[], ${changes.map((c) => iso(c.change.renews_at))}::timestamptz[],
+      ${changes.map((c) => c.change.last_charge_id)}::text[], ${changes.map((c) => iso(c.change.deleted_at))}::timestamptz[],
+      ${changes.map((c) => iso(c.change.updated_at))}::timestamptz[]
+    ) AS u(a, l, id, status, plan_id, next_plan, ps, pe, paused_at, renews_at, last_charge, deleted_at, updated_at)
+    WHERE s.account_id = u.a AND s.livemode = u.l AND s.subscription_id = u.id`.execute(trx);
+}

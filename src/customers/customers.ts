@@ -12,7 +12,7 @@ import { toUnixSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvents, type EventInput } from '../events/outbox';
 import { defineOperation } from '../operations/define';
-import { DEFAULT_LIMIT, listObject, PAGINATION_PARAMS, readPage, type ListObject } from '../operations/pagination';
+import { DEFAULT_LIMIT, listObject, PAGINATION_PARAMS, readPage, type ListObject, inPage } from '../operations/pagination';
 import { hasParam, optionalString, readParams, requireString, type Params } from '../operations/params';
 import { renderCard, type CardObject } from './card-object';
 import { attachCardFromToken, cardDeletionEvents, cardPagesOf, cardsUrl, EMAIL_PATTERN, requireCustomerCard, setDefaultCard, type DeletedObject } from './cards';
@@ -215,12 +215,7 @@ export async function listCustomers(ctx: Context, caller: Caller, input: unknown
     .where('account_id', '=', caller.accountId)
     .where('livemode', '=', caller.livemode)
     .where('deleted_at', 'is', null)
-    .$if(page.createdFrom !== undefined, (q) => q.where('created_at', '>=', page.createdFrom!))
-    .$if(page.createdBefore !== undefined, (q) => q.where('created_at', '<', page.createdBefore!))
-    .orderBy('created_at', 'desc')
-    .orderBy('customer_id', 'desc')
-    .offset(page.offset)
-    .limit(page.limit + 1)
+    .$call(inPage(page, 'customer_id'))
     .execute();
   // One query for the cards of every customer on the page, not one per customer.
   const cardPages = await cardPagesOf(ctx.db, caller, rows.slice(0, page.limit).map((row) => row.customer_id));

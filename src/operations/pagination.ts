@@ -1,6 +1,7 @@
 /**
  * v1 pagination (§4.1) and the list object (§2.8), shared by every v1 list operation.
  */
+import { sql, type SelectQueryBuilder } from 'kysely';
 import { fromUnixSeconds } from '../domain/time';
 import { optionalInteger, type Params } from './params';
 
@@ -58,4 +59,20 @@ export interface ListObject<T> {
 export function listObject<T>(fetched: readonly T[], page: Pick<Page, 'limit'>, url: string): ListObject<T> {
   const data = fetched.slice(0, page.limit);
   return { object: 'list', count: data.length, data, has_more: fetched.length > page.limit, url };
+}
+
+/**
+ * Applies a page to a list query of one resource table: the `since`/`until` window on
+ * `created_at`, newest first with the id (descending) breaking ties, the offset, and one row past
+ * the limit so that `listObject` can tell `has_more`. Use with `.$call(inPage(page, 'plan_id'))`.
+ */
+export function inPage(page: Page, idColumn: string) {
+  return <DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O> =>
+    query
+      .$if(page.createdFrom !== undefined, (q) => q.where(sql.ref('created_at'), '>=', page.createdFrom!))
+      .$if(page.createdBefore !== undefined, (q) => q.where(sql.ref('created_at'), '<', page.createdBefore!))
+      .orderBy(sql.ref('created_at'), 'desc')
+      .orderBy(sql.ref(idColumn), 'desc')
+      .offset(page.offset)
+      .limit(page.limit + 1);
 }

@@ -11,7 +11,7 @@ import { createMetadata, mergeMetadata } from '../domain/metadata';
 import type { Context } from '../engine/context';
 import { recordEvent, type EventInput } from '../events/outbox';
 import { defineOperation } from '../operations/define';
-import { listObject, PAGINATION_PARAMS, readPage, type ListObject } from '../operations/pagination';
+import { listObject, PAGINATION_PARAMS, readPage, type ListObject, inPage } from '../operations/pagination';
 import { hasParam, optionalInteger, optionalString, readParams, requireString, type Params } from '../operations/params';
 import { findPlan, renderPlan, type PlanObject, type PlanRow } from './plan-record';
 
@@ -187,12 +187,7 @@ export async function listPlans(ctx: Context, caller: Caller, input: unknown): P
     .where('account_id', '=', caller.accountId)
     .where('livemode', '=', caller.livemode)
     .where('deleted_at', 'is', null)
-    .$if(page.createdFrom !== undefined, (q) => q.where('created_at', '>=', page.createdFrom!))
-    .$if(page.createdBefore !== undefined, (q) => q.where('created_at', '<', page.createdBefore!))
-    .orderBy('created_at', 'desc')
-    .orderBy('plan_id', 'desc')
-    .offset(page.offset)
-    .limit(page.limit + 1)
+    .$call(inPage(page, 'plan_id'))
     .execute();
   return listObject(rows.map(renderPlan), page, PLANS_URL);
 }

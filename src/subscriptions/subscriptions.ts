@@ -22,7 +22,7 @@ import { fromUnixSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvent, type EventInput } from '../events/outbox';
 import { defineOperation } from '../operations/define';
-import { listObject, PAGINATION_PARAMS, readPage, type ListObject } from '../operations/pagination';
+import { listObject, PAGINATION_PARAMS, readPage, type ListObject, inPage } from '../operations/pagination';
 import { hasParam, optionalBoolean, optionalInteger, optionalString, readParams, requireString, type Params } from '../operations/params';
 import { findPlan } from '../plans/plan-record';
 import { chargeSubscription, refundRemainder, settle, type RefundRequest, type Settled } from './subscription-charges';
@@ -207,12 +207,7 @@ export async function listSubscriptions(ctx: Context, caller: Caller, input: unk
     .$if(planId !== undefined, (q) => q.where('plan_id', '=', planId!))
     .$if(customerId !== undefined, (q) => q.where('customer_id', '=', customerId!))
     .$if(status !== undefined, (q) => q.where('status', '=', status as SubscriptionStatus))
-    .$if(page.createdFrom !== undefined, (q) => q.where('created_at', '>=', page.createdFrom!))
-    .$if(page.createdBefore !== undefined, (q) => q.where('created_at', '<', page.createdBefore!))
-    .orderBy('created_at', 'desc')
-    .orderBy('subscription_id', 'desc')
-    .offset(page.offset)
-    .limit(page.limit + 1)
+    .$call(inPage(page, 'subscription_id'))
     .execute();
   return listObject(await subscriptionObjects(ctx.db, caller, rows), page, SUBSCRIPTIONS_URL);
 }

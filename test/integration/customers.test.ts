@@ -6,7 +6,7 @@ import { listEvents } from '../../src/events/outbox';
 import { operationNames, runOperation } from '../../src/operations/registry';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
-import { rejection } from '../support/rejections';
+import { expectRefused } from '../support/rejections';
 
 type Json = Record<string, unknown> & { id: string };
 type List = { object: string; count: number; data: Json[]; has_more: boolean; url: string };
@@ -33,11 +33,7 @@ async function run<T = Json>(name: string, params?: unknown, caller: Caller = te
 
 /** Asserts the call is refused with the code and param, and that no row or event was written. */
 async function refused(name: string, params: unknown, code: string, param: string | undefined, caller: Caller = test): Promise<KessaiError> {
-  const before = await snapshot();
-  const error = await rejection(runOperation(ctx, caller, name, params));
-  expect([error.code, error.param], `${name} ${JSON.stringify(params)}`).toEqual([code, param]);
-  expect(await snapshot(), `${name} changed state although refused`).toEqual(before);
-  return error;
+  return expectRefused(`${name} ${JSON.stringify(params)}`, () => runOperation(ctx, caller, name, params), code, param, snapshot);
 }
 
 /** Every row this file's account owns, so "a rejected call changes nothing" compares whole tables. */

@@ -6,7 +6,7 @@ import { listEvents } from '../../src/events/outbox';
 import { operationNames, runOperation } from '../../src/operations/registry';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
-import { rejection } from '../support/rejections';
+import { rejection, expectRefused } from '../support/rejections';
 
 type Json = Record<string, unknown> & { id: string };
 type List = { object: string; count: number; data: Json[]; has_more: boolean; url: string };
@@ -44,11 +44,7 @@ async function snapshot(): Promise<unknown> {
 
 /** Asserts the call is refused with the code and param, and that no row or event was written. */
 async function refused(name: string, params: unknown, code: string, param: string | undefined): Promise<KessaiError> {
-  const before = await snapshot();
-  const error = await rejection(runOperation(ctx, test, name, params));
-  expect([error.code, error.param], `${name} ${JSON.stringify(params)}`).toEqual([code, param]);
-  expect(await snapshot(), `${name} changed state although refused`).toEqual(before);
-  return error;
+  return expectRefused(`${name} ${JSON.stringify(params)}`, () => runOperation(ctx, test, name, params), code, param, snapshot);
 }
 
 async function token(number: string = TEST_CARDS.visa.number): Promise<string> {

@@ -54,7 +54,7 @@ export function renderPlan(row: PlanRow): PlanObject {
  * subscription, or the attach waits for the delete and finds the plan gone.
  * Unknown or deleted: `invalid_id` naming `param` (404, "No such plan: pln_x").
  */
-export async function findPlan(executor: Kysely<Database>, caller: Caller, planId: string, param: string, lock = false): Promise<PlanRow> {
+export async function findPlan(executor: Kysely<Database>, caller: Caller, planId: string, param: string, lock: boolean | 'share' = false): Promise<PlanRow> {
   let query = executor
     .selectFrom('plans')
     .selectAll()
@@ -62,7 +62,10 @@ export async function findPlan(executor: Kysely<Database>, caller: Caller, planI
     .where('livemode', '=', caller.livemode)
     .where('plan_id', '=', planId)
     .where('deleted_at', 'is', null);
-  if (lock) query = query.forUpdate();
+  // 'share' for code that attaches the plan to a subscription (blocks plans.delete, not other
+  // subscribers); true (FOR UPDATE) for changing or deleting the plan itself.
+  if (lock === 'share') query = query.forShare();
+  else if (lock) query = query.forUpdate();
   const row = await query.executeTakeFirst();
   if (!row) return reject('invalid_id', param, `No such plan: ${planId}`);
   return row;

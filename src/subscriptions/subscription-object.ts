@@ -60,17 +60,20 @@ export function renderSubscription(row: SubscriptionRow, plan: EmbeddedPlan, nex
 
 /**
  * When the renewal job next has work for a subscription in this state (the `renews_at` column):
- * a trial ends at trial_end, an active period renews and a canceled one ends at the period end; a
- * paused subscription waits for resume.
+ * a trial ends at trial_end, an active period renews and a canceled one ends at the period end (or
+ * at the cancel, when that came later); a paused subscription waits for resume.
  */
-export function renewsAt(row: Pick<SubscriptionRow, 'status' | 'trial_end' | 'current_period_end' | 'deleted_at'>): Date | null {
+export function renewsAt(row: Pick<SubscriptionRow, 'status' | 'trial_end' | 'current_period_end' | 'deleted_at' | 'canceled_at'>): Date | null {
   if (row.deleted_at !== null) return null;
   switch (row.status) {
     case 'trial':
       return row.trial_end;
     case 'active':
-    case 'canceled':
       return row.current_period_end;
+    case 'canceled':
+      // Deleted at its period end; one canceled after its period had already ended (a paused
+      // subscription with a past period end) is deleted at the cancel, never before it.
+      return row.canceled_at !== null && row.canceled_at.getTime() > row.current_period_end.getTime() ? row.canceled_at : row.current_period_end;
     case 'paused':
       return null;
   }

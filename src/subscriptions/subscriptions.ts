@@ -127,9 +127,10 @@ export async function createSubscription(ctx: Context, caller: Caller, input: un
   const metadata = hasParam(params, 'metadata') ? (createMetadata(params.metadata, 'v1') as Record<string, string>) : {};
   const now = ctx.clock.now();
   const result = await ctx.db.transaction().execute(async (trx): Promise<Settled<SubscriptionObject>> => {
-    // The customer lock serialises the already_subscribed check; the plan lock keeps plans.delete out.
+    // The customer lock serialises the already_subscribed check; the plan lock (shared: subscribers
+    // do not wait on each other, and no two plan locks can deadlock) keeps plans.delete out.
     await findCustomer(trx, caller, customerId, 'customer', true);
-    const planRow = await findPlan(trx, caller, planId, 'plan', true);
+    const planRow = await findPlan(trx, caller, planId, 'plan', 'share');
     const plan = assertSubscribableAs(planRow, 'plan');
     const creation = planCreation({ plan, now, trialEnd, prorate });
     const card = await requireDefaultCard(trx, caller, customerId, 'customer');
@@ -234,19 +235,25 @@ export async function updateSubscription(ctx: Context, caller: Caller, input: un
   const newPlanId = optionalString(params, 'plan');
   const prorate = optionalBoolean(params, 'prorate');
   const nextCyclePlanId = optionalString(params, 'next_cycle_plan');
-  const now = ctx.clock.now();
   const result = await ctx.db.transaction().execute(async (trx): Promise<Settled<SubscriptionObject>> => {
     const current = await findSubscription(trx, caller, id, 'id', { lock: true });
+    // Read after the row lock: a renewal committed while this call waited is then in the past.
+    const now = ctx.clock.now();
     if (prorate !== undefined && newPlanId === undefined && prorate !== current.prorate) {
       reject('cannot_change_prorate_status', 'prorate', 'prorate can only be changed together with plan');
     }
     const metadata = hasParam(params, 'metadata') ? (mergeMetadata(current.metadata, params.metadata, 'v1') as Record<string, string>) : current.metadata;
     let row: SubscriptionRow = { ...current, metadata, updated_at: now };
     let plan: SubscribablePlan;
+    let sameCalendar = true;
     if (newPlanId !== undefined) {
+      const before = await currentPlan(trx, caller, current);
       await lockCustomer(trx, caller, current.customer_id);
-      const planRow = await findPlan(trx, caller, newPlanId, 'plan', true);
+      const planRow = await findPlan(trx, caller, newPlanId, 'plan', 'share');
       plan = assertSubscribableAs(planRow, 'plan');
+      // Pro-rating keeps the current period end, which is only meaningful when the new plan bills
+      // on the same calendar (same interval and billing_day) as the old one.
+      sameCalendar = before.interval === plan.interval && before.billingDay === plan.billingDay;
       await assertNotSubscribed(trx, caller, current.customer_id, newPlanId, 'plan', current.subscription_id);
       row = { ...row, plan_id: newPlanId, prorate: prorate ?? current.prorate };
     } else {
@@ -255,7 +262,7 @@ export async function updateSubscription(ctx: Context, caller: Caller, input: un
     if (nextCyclePlanId !== undefined) {
       if (nextCyclePlanId === '') row = { ...row, next_cycle_plan_id: null };
       else {
-        assertSubscribableAs(await findPlan(trx, caller, nextCyclePlanId, 'next_cycle_plan', true), 'next_cycle_plan');
+        assertSubscribableAs(await findPlan(trx, caller, nextCyclePlanId, 'next_cycle_plan', 'share'), 'next_cycle_plan');
         row = { ...row, next_cycle_plan_id: nextCyclePlanId };
       }
     }
@@ -271,7 +278,7 @@ export async function updateSubscription(ctx: Context, caller: Caller, input: un
       charge = { amount: period.amount, periodStart: period.periodStart };
       row = { ...row, status: 'active', trial_end: now, current_period_start: period.periodStart, current_period_end: period.periodEnd };
     } else if (newPlanId !== undefined && current.status === 'active') {
-      if (row.prorate) {
+      if (row.prorate && sameCalendar) {
         charge = { amount: proratedPlanChangeCharge(plan.amount, current.current_period_start, current.current_period_end, now), periodStart: now };
       } else {
         const period = planTrialEnd({ plan, trialEnd: now, prorate: false });
@@ -291,9 +298,10 @@ export async function updateSubscription(ctx: Context, caller: Caller, input: un
 export async function pauseSubscription(ctx: Context, caller: Caller, input: unknown): Promise<SubscriptionObject> {
   const params = readParams(input, ['id']);
   const id = requireString(params, 'id');
-  const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
     const current = await findSubscription(trx, caller, id, 'id', { lock: true });
+    // Read after the row lock: a renewal committed while this call waited is then in the past.
+    const now = ctx.clock.now();
     if (current.status === 'paused') reject('already_paused', undefined, `Subscription ${id} is already paused.`);
     return commitChange(trx, ctx, caller, { ...current, status: 'paused', paused_at: now, updated_at: now }, 'subscription.paused', now);
   });
@@ -314,9 +322,10 @@ export async function resumeSubscription(ctx: Context, caller: Caller, input: un
   const id = requireString(params, 'id');
   const trialEnd = readTrialEnd(params);
   const prorate = optionalBoolean(params, 'prorate');
-  const now = ctx.clock.now();
   const result = await ctx.db.transaction().execute(async (trx): Promise<Settled<SubscriptionObject>> => {
     const current = await findSubscription(trx, caller, id, 'id', { lock: true });
+    // Read after the row lock: a renewal committed while this call waited is then in the past.
+    const now = ctx.clock.now();
     if (current.status !== 'paused' && current.status !== 'canceled') reject('subscription_worked', undefined, `Subscription ${id} is ${current.status}, not paused or canceled.`);
     const plan = await currentPlan(trx, caller, current);
     let row: SubscriptionRow = { ...current, paused_at: null, canceled_at: null, resumed_at: now, updated_at: now };
@@ -346,9 +355,10 @@ export async function resumeSubscription(ctx: Context, caller: Caller, input: un
 export async function cancelSubscription(ctx: Context, caller: Caller, input: unknown): Promise<SubscriptionObject> {
   const params = readParams(input, ['id']);
   const id = requireString(params, 'id');
-  const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
     const current = await findSubscription(trx, caller, id, 'id', { lock: true });
+    // Read after the row lock: a renewal committed while this call waited is then in the past.
+    const now = ctx.clock.now();
     if (current.status === 'canceled') reject('already_canceled', undefined, `Subscription ${id} is already canceled.`);
     return commitChange(trx, ctx, caller, { ...current, status: 'canceled', canceled_at: now, updated_at: now }, 'subscription.canceled', now);
   });
@@ -363,9 +373,10 @@ export async function deleteSubscription(ctx: Context, caller: Caller, input: un
   const params = readParams(input, ['id', 'prorate']);
   const id = requireString(params, 'id');
   const prorate = optionalBoolean(params, 'prorate');
-  const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
     const current = await findSubscription(trx, caller, id, 'id', { lock: true });
+    // Read after the row lock: a renewal committed while this call waited is then in the past.
+    const now = ctx.clock.now();
     const refund: RefundRequest | null = prorate === true ? 'explicit' : prorate === undefined && current.prorate ? 'by_subscription' : null;
     // The refund comes first: its 180-day check may still reject the call before anything is written.
     if (refund !== null) await refundRemainder(trx, ctx, current, now, refund);

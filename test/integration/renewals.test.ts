@@ -114,7 +114,7 @@ async function subscription(fields: SubscriptionFields): Promise<void> {
       updated_at: start,
       deleted_at: null,
       ...row,
-      renews_at: renewsAt({ status: row.status, trial_end: row.trial_end as Date | null, current_period_end: row.current_period_end as Date, deleted_at: null }),
+      renews_at: renewsAt({ status: row.status, trial_end: row.trial_end as Date | null, current_period_end: row.current_period_end as Date, deleted_at: null, canceled_at: (row.canceled_at as Date | null | undefined) ?? null }),
     })
     .execute();
 }

@@ -364,6 +364,17 @@ describe('cancel (service rules §1.6)', () => {
   });
 });
 
+describe('cancel after the period has ended', () => {
+  it('a paused subscription canceled after its period end is deleted at the cancel, never before it', async () => {
+    ctx.clock.set(REFERENCE_INSTANT);
+    const sub = await run('subscriptions.create', { customer: await customer(), plan: (await plan()).id });
+    await run('subscriptions.pause', { id: sub.id });
+    ctx.clock.set(at('2027-04-01T00:00:00Z')); // two months past the period end
+    await run('subscriptions.cancel', { id: sub.id });
+    expect(await renewsAtOf(sub.id)).toBe(seconds('2027-04-01T00:00:00Z'));
+  });
+});
+
 describe('delete (service rules §1.6)', () => {
   it('"with prorate=true refund floor(last charge amount × remaining UTC days / period days) of the last charge"', async () => {
     ctx.clock.set(REFERENCE_INSTANT); // period 2027-01-01 .. 2027-02-01: 31 days
@@ -449,6 +460,16 @@ describe('update (service rules §1.6)', () => {
     expect(changed).toMatchObject({ prorate: true, current_period_start: sub.current_period_start, current_period_end: sub.current_period_end });
     expect((await chargesOf(sub.id)).map((c) => c.amount)).toEqual([1000, 2100]);
     expect(await renewsAtOf(sub.id)).toBe(sub.current_period_end as number);
+  });
+
+  it('prorate=true across calendars (monthly → yearly) is not pro-rated: the yearly plan is charged in full and a new cycle starts', async () => {
+    ctx.clock.set(REFERENCE_INSTANT);
+    const sub = await run('subscriptions.create', { customer: await customer(), plan: (await plan({ amount: '1000' })).id });
+    ctx.clock.set(at('2027-01-16T00:00:00Z'));
+    const yearly = await plan({ amount: '12000', interval: 'year' });
+    const changed = await run('subscriptions.update', { id: sub.id, plan: yearly.id, prorate: 'true' });
+    expect(changed).toMatchObject({ prorate: true, current_period_start: seconds('2027-01-16T00:00:00Z'), current_period_end: seconds('2028-01-16T00:00:00Z') });
+    expect((await chargesOf(sub.id)).map((c) => c.amount)).toEqual([1000, 12000]);
   });
 
   it('plan change with trial_end starts a trial instead of charging', async () => {

@@ -170,18 +170,42 @@ export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids
       updated_at: request.at,
     };
   });
-  const column = <K extends keyof ChargeRow>(key: K) => rows.map((row) => row[key]);
-  const iso = (values: (Date | null)[]) => values.map((value) => (value === null ? null : value.toISOString()));
+  // The rows travel as one JSON document expanded server-side by json_to_recordset: one text
+  // parameter instead of fifteen typed arrays, which node-postgres escaped element by element and
+  // the server parsed again in BIND (10,000 rows: 66–75 ms BIND + 450–660 ms execute before,
+  // 340–410 ms execute after). Instants travel as epoch milliseconds: Date's toJSON/toISOString
+  // cost several times more in Node than a number (30,000 dates: ~110 ms vs ~15 ms). They are
+  // rebuilt exactly, whole seconds and milliseconds apart: to_timestamp of a fractional double
+  // would round far-future instants.
+  const ms = (value: Date | null): number | null => (value === null ? null : value.getTime());
+  const instant = (column: string) => sql.raw(`(to_timestamp(${column} / 1000) + ${column} % 1000 * interval '1 millisecond')`);
+  const payload = JSON.stringify(
+    rows.map((row) => ({
+      a: row.account_id,
+      l: row.livemode,
+      c: row.charge_id,
+      amt: row.amount,
+      p: row.paid,
+      cap: ms(row.captured_at),
+      card: row.card_id,
+      cus: row.customer_id,
+      sub: row.subscription_id,
+      ps: ms(row.period_start),
+      d: row.description,
+      fc: row.failure_code,
+      fm: row.failure_message,
+      fr: row.fee_rate,
+      t: ms(row.created_at),
+    })),
+  );
   const inserted = await sql<{ charge_id: string }>`
     INSERT INTO charges (account_id, livemode, charge_id, amount, currency, paid, captured, captured_at, card_id, customer_id,
                          subscription_id, period_start, description, failure_code, failure_message, fee_rate, created_at, updated_at)
-    SELECT a, l, c, amt, 'jpy', p, p, cap, card, cus, sub, ps, d, fc, fm, fr, t, t
-    FROM unnest(
-      ${column('account_id')}::text[], ${column('livemode')}::boolean[], ${column('charge_id')}::text[], ${column('amount')}::bigint[],
-      ${column('paid')}::boolean[], ${iso(column('captured_at'))}::timestamptz[], ${column('card_id')}::text[], ${column('customer_id')}::text[],
-      ${column('subscription_id')}::text[], ${iso(column('period_start'))}::timestamptz[], ${column('description')}::text[],
-      ${column('failure_code')}::text[], ${column('failure_message')}::text[], ${column('fee_rate')}::numeric[], ${iso(column('created_at'))}::timestamptz[]
-    ) AS t(a, l, c, amt, p, cap, card, cus, sub, ps, d, fc, fm, fr, t)
+    SELECT a, l, c, amt, 'jpy', p, p, ${instant('cap')}, card, cus, sub, ${instant('ps')}, d, fc, fm, fr,
+           ${instant('t')}, ${instant('t')}
+    FROM json_to_recordset(${payload}::json)
+      AS r(a text, l boolean, c text, amt bigint, p boolean, cap bigint, card text, cus text, sub text, ps bigint, d text,
+           fc text, fm text, fr numeric, t bigint)
     ON CONFLICT (account_id, livemode, subscription_id, period_start) WHERE subscription_id IS NOT NULL AND period_start IS NOT NULL DO NOTHING
     RETURNING charge_id`.execute(trx);
   const written = new Set(inserted.rows.map((row) => row.charge_id));

@@ -46,12 +46,15 @@ export interface StoredEvent {
 export async function recordEvents(executor: Kysely<Database>, ids: IdGenerator, events: readonly EventInput[]): Promise<string[]> {
   if (events.length === 0) return [];
   const eventIds = events.map((event) => ids.next((event.apiVersion ?? 'v1') === 'v1' ? 'eventV1' : 'eventV2'));
-  // The data travel as one JSON array, not a jsonb[] parameter: an array literal of large JSON
-  // texts is escaped element by element on both ends, several times slower than one JSON document
-  // (a renewal batch writes megabytes of event data). ROWS FROM zips the columns by position.
+  // The data travel as one text value of newline-separated JSON documents (JSON.stringify never
+  // emits a raw newline), split server-side and parsed per element. Measured on a 10,000-event
+  // batch: a jsonb array parameter spent 230–480 ms in BIND parsing one giant jsonb and as long
+  // again extracting its elements; a text[] parameter is escaped element by element on both ends.
+  // Instants travel as epoch milliseconds, rebuilt exactly (whole seconds and milliseconds apart):
+  // Date's toISOString costs several times a number in Node. ROWS FROM zips the columns by position.
   await sql`
     INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at)
-    SELECT * FROM ROWS FROM (
+    SELECT a, id, l, v, t, o, r, d::jsonb, to_timestamp(c / 1000) + c % 1000 * interval '1 millisecond' FROM ROWS FROM (
       unnest(${events.map((e) => e.accountId)}::text[]),
       unnest(${eventIds}::text[]),
       unnest(${events.map((e) => e.livemode)}::boolean[]),
@@ -59,9 +62,9 @@ export async function recordEvents(executor: Kysely<Database>, ids: IdGenerator,
       unnest(${events.map((e) => e.type)}::text[]),
       unnest(${events.map((e) => e.data.object)}::text[]),
       unnest(${events.map((e) => e.data.id)}::text[]),
-      jsonb_array_elements(${`[${events.map((e) => JSON.stringify(e.data)).join(',')}]`}::jsonb),
-      unnest(${events.map((e) => e.at.toISOString())}::timestamptz[])
-    )`.execute(executor);
+      string_to_table(${events.map((e) => JSON.stringify(e.data)).join('\n')}::text, E'\n'),
+      unnest(${events.map((e) => e.at.getTime())}::bigint[])
+    ) AS x(a, id, l, v, t, o, r, d, c)`.execute(executor);
   return eventIds;
 }
 

@@ -343,20 +343,41 @@ async function existingCharges(trx: Kysely<Database>, decisions: readonly Extrac
   return new Map(result.rows.map((c) => [key3(c.account_id, c.livemode, c.subscription_id), { status: c.paid ? 'succeeded' : 'failed', row: { charge_id: c.charge_id } }]));
 }
 
-/** Every subscription change of the batch in one statement. */
+/**
+ * Every subscription change of the batch in one statement. The rows travel as one JSON document
+ * expanded by json_to_recordset (one text parameter instead of thirteen typed arrays escaped
+ * element by element by node-postgres and parsed again in BIND). 10,000 rows: 55–75 ms BIND +
+ * 490–690 ms execute before, ~400 ms execute after. Instants travel as epoch milliseconds (see
+ * chargeCards: Date's toJSON costs several times a number) and are rebuilt exactly, whole seconds
+ * and milliseconds apart (to_timestamp of a fractional double would round far-future instants).
+ */
 async function writeChanges(trx: Kysely<Database>, changes: readonly { row: SubscriptionRow; change: SubscriptionChange }[]): Promise<void> {
-  const iso = (value: Date | null): string | null => (value === null ? null : value.toISOString());
+  const ms = (value: Date | null): number | null => (value === null ? null : value.getTime());
+  const instant = (column: string) => sql.raw(`(to_timestamp(${column} / 1000) + ${column} % 1000 * interval '1 millisecond')`);
+  const payload = JSON.stringify(
+    changes.map(({ row, change }) => ({
+      a: row.account_id,
+      l: row.livemode,
+      id: row.subscription_id,
+      status: change.status,
+      plan_id: change.plan_id,
+      next_plan: change.next_cycle_plan_id,
+      ps: ms(change.current_period_start),
+      pe: ms(change.current_period_end),
+      paused_at: ms(change.paused_at),
+      renews_at: ms(change.renews_at),
+      last_charge: change.last_charge_id,
+      deleted_at: ms(change.deleted_at),
+      updated_at: ms(change.updated_at),
+    })),
+  );
   await sql`
     UPDATE subscriptions s SET
-      status = u.status, plan_id = u.plan_id, next_cycle_plan_id = u.next_plan, current_period_start = u.ps, current_period_end = u.pe,
-      paused_at = u.paused_at, renews_at = u.renews_at, last_charge_id = u.last_charge, deleted_at = u.deleted_at, updated_at = u.updated_at
-    FROM unnest(
-      ${changes.map((c) => c.row.account_id)}::text[], ${changes.map((c) => c.row.livemode)}::boolean[], ${changes.map((c) => c.row.subscription_id)}::text[],
-      ${changes.map((c) => c.change.status)}::text[], ${changes.map((c) => c.change.plan_id)}::text[], ${changes.map((c) => c.change.next_cycle_plan_id)}::text[],
-      ${changes.map((c) => iso(c.change.current_period_start))}::timestamptz[], ${changes.map((c) => iso(c.change.current_period_end))}::timestamptz[],
-      ${changes.map((c) => iso(c.change.paused_at))}::timestamptz[], ${changes.map((c) => iso(c.change.renews_at))}::timestamptz[],
-      ${changes.map((c) => c.change.last_charge_id)}::text[], ${changes.map((c) => iso(c.change.deleted_at))}::timestamptz[],
-      ${changes.map((c) => iso(c.change.updated_at))}::timestamptz[]
-    ) AS u(a, l, id, status, plan_id, next_plan, ps, pe, paused_at, renews_at, last_charge, deleted_at, updated_at)
+      status = u.status, plan_id = u.plan_id, next_cycle_plan_id = u.next_plan, current_period_start = ${instant('u.ps')},
+      current_period_end = ${instant('u.pe')}, paused_at = ${instant('u.paused_at')}, renews_at = ${instant('u.renews_at')},
+      last_charge_id = u.last_charge, deleted_at = ${instant('u.deleted_at')}, updated_at = ${instant('u.updated_at')}
+    FROM json_to_recordset(${payload}::json)
+      AS u(a text, l boolean, id text, status text, plan_id text, next_plan text, ps bigint, pe bigint, paused_at bigint,
+           renews_at bigint, last_charge text, deleted_at bigint, updated_at bigint)
     WHERE s.account_id = u.a AND s.livemode = u.l AND s.subscription_id = u.id`.execute(trx);
 }

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { sql, type Insertable, type Kysely } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -12,6 +11,7 @@ import { listEvents } from '../../src/events/outbox';
 import { cardFingerprint, findTestCard } from '../../src/processor/test-cards';
 import { renewsAt } from '../../src/subscriptions/subscription-object';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
+import { spawnWorker } from '../support/spawn-worker';
 import { seedDueSubscriptions, tallyRenewals } from '../support/renewal-seed';
 
 const ACCOUNT = 'acct_renew';
@@ -325,16 +325,7 @@ describe.runIf(isPostgres())('subscriptions.renew across processes (PostgreSQL)'
   const workerScript = fileURLToPath(new URL('../support/renewal-worker-process.ts', import.meta.url));
   const at = (minutes: number): Date => new Date(REFERENCE_INSTANT.getTime() + minutes * MINUTE);
 
-  function startWorker(env: Record<string, string>) {
-    // node with tsx's loader (not the tsx binary, whose grandchild a SIGKILL would not reach).
-    const child = spawn(process.execPath, ['--import', 'tsx', workerScript], { env: { ...process.env, DATABASE_URL: database.url!, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-    return { child, exited, output: () => stdout, errors: () => stderr };
-  }
+  const startWorker = (env: Record<string, string>) => spawnWorker(workerScript, database.url!, env);
 
   it('two schedulers in two processes: every due subscription is charged exactly once', async () => {
     const due = at(0);

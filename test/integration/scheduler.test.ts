@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -6,6 +5,7 @@ import { Scheduler } from '../../src/engine/scheduler';
 import type { JobDefinition } from '../../src/engine/job';
 import { batchWriterJob, createBatchWriterTables, seedItems } from '../support/batch-writer-job';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
+import { spawnWorker } from '../support/spawn-worker';
 
 const MINUTE = 60_000;
 const at = (offsetMinutes: number): Date => new Date(REFERENCE_INSTANT.getTime() + offsetMinutes * MINUTE);
@@ -250,17 +250,7 @@ describe('scheduler with a manual clock', () => {
 describe.runIf(isPostgres())('scheduler across processes (PostgreSQL)', () => {
   const workerScript = fileURLToPath(new URL('../support/worker-process.ts', import.meta.url));
 
-  function startWorker(env: Record<string, string>) {
-    // node itself with tsx's loader (not the tsx binary, which would run the script in a grandchild
-    // that a SIGKILL of the child does not reach).
-    const child = spawn(process.execPath, ['--import', 'tsx', workerScript], { env: { ...process.env, DATABASE_URL: database.url!, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-    return { child, exited, output: () => stdout, errors: () => stderr };
-  }
+  const startWorker = (env: Record<string, string>) => spawnWorker(workerScript, database.url!, env);
 
   it('two schedulers in two processes run each slot exactly once', async () => {
     await seedItems(db, 2_000, at(0));

@@ -165,6 +165,7 @@ export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids
       amount_refunded: 0,
       refund_reason: null,
       three_d_secure_status: null,
+      amount_captured: approved ? request.amount : null,
       metadata: {},
       created_at: request.at,
       updated_at: request.at,
@@ -199,9 +200,9 @@ export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids
     })),
   );
   const inserted = await sql<{ charge_id: string }>`
-    INSERT INTO charges (account_id, livemode, charge_id, amount, currency, paid, captured, captured_at, card_id, customer_id,
+    INSERT INTO charges (account_id, livemode, charge_id, amount, currency, paid, captured, captured_at, amount_captured, card_id, customer_id,
                          subscription_id, period_start, description, failure_code, failure_message, fee_rate, created_at, updated_at)
-    SELECT a, l, c, amt, 'jpy', p, p, ${instant('cap')}, card, cus, sub, ${instant('ps')}, d, fc, fm, fr,
+    SELECT a, l, c, amt, 'jpy', p, p, ${instant('cap')}, CASE WHEN p THEN amt END, card, cus, sub, ${instant('ps')}, d, fc, fm, fr,
            ${instant('t')}, ${instant('t')}
     FROM json_to_recordset(${payload}::json)
       AS r(a text, l boolean, c text, amt bigint, p boolean, cap bigint, card text, cus text, sub text, ps bigint, d text,

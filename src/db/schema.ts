@@ -224,10 +224,24 @@ export interface ChargesTable {
   metadata: Json<Record<string, string>>;
   created_at: Date;
   updated_at: Date;
+  /** The captured yen (the held amount, or less after a smaller capture); null until captured. */
+  amount_captured: number | null;
+}
+
+/** One refund of a charge (000004): settlement counts it in the term of its `created_at`. */
+export interface RefundsTable {
+  account_id: string;
+  livemode: boolean;
+  refund_id: string;
+  charge_id: string;
+  amount: number;
+  reason: string | null;
+  created_at: Date;
 }
 
 export interface Database {
   plans: PlansTable;
   subscriptions: SubscriptionsTable;
   charges: ChargesTable;
+  refunds: RefundsTable;
 }

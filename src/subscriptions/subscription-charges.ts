@@ -73,7 +73,8 @@ export type RefundRequest = 'explicit' | 'by_subscription';
 
 /**
  * §1.6 delete with prorate: refunds floor(last charge × remaining UTC days / period days) of the
- * last charge, recorded on the charge row (`amount_refunded`, `refunded` when full, no reason),
+ * last charge, recorded on the charge row (`amount_refunded`, `refunded` when full, no reason)
+ * and as a `refunds` row (settlement counts it in the term of the delete),
  * with a `charge.refunded` event. Returns the refunded yen (0 when nothing is left to refund).
  *
  * The period the last charge paid for runs from its `period_start` to the current period end; a
@@ -115,6 +116,10 @@ export async function refundRemainder(trx: Kysely<Database>, ctx: Pick<Context, 
     .where('account_id', '=', charge.account_id)
     .where('livemode', '=', charge.livemode)
     .where('charge_id', '=', charge.charge_id)
+    .execute();
+  await trx
+    .insertInto('refunds')
+    .values({ account_id: charge.account_id, livemode: charge.livemode, refund_id: ctx.ids.next('refund'), charge_id: charge.charge_id, amount: refund, reason: null, created_at: at })
     .execute();
   const card = await trx
     .selectFrom('cards')

@@ -383,7 +383,10 @@ describe('delete (service rules §1.6)', () => {
     const deleted = await run('subscriptions.delete', { id: sub.id, prorate: 'true' });
     expect(deleted).toEqual({ deleted: true, id: sub.id, livemode: false });
     const [charge] = await chargesOf(sub.id);
-    expect([charge!.amount_refunded, charge!.refunded, charge!.refund_reason]).toEqual([2100, false, null]);
+    expect([charge!.amount_refunded, charge!.refunded, charge!.refund_reason, charge!.amount_captured]).toEqual([2100, false, null, 3100]);
+    // Settlement reads the refund as a row of its own, dated at the delete.
+    const refunds = await ctx.db.selectFrom('refunds').selectAll().where('charge_id', '=', charge!.charge_id).execute();
+    expect(refunds.map((r) => [r.refund_id.slice(0, 3), r.amount, r.reason, r.created_at.toISOString()])).toEqual([['re_', 2100, null, '2027-01-11T15:00:00.000Z']]);
     const stored = await row(sub.id);
     expect(stored.deleted_at?.toISOString()).toBe('2027-01-11T15:00:00.000Z');
     expect(stored.renews_at).toBeNull();

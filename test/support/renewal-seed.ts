@@ -11,7 +11,7 @@ export interface DueSeed {
   readonly count: number;
   /** Every subscription's current_period_end (= renews_at). */
   readonly dueAt: Date;
-  /** Accounts the rows spread over (ids acct_r0 …); they need no accounts row. */
+  /** Accounts the rows spread over (ids acct_r0 …), created when missing (settlement reads their term cycle). */
   readonly accounts?: number;
   /** Test card number of every card; default Visa 4242…, approved for renewals. */
   readonly cardNumber?: string;
@@ -25,6 +25,11 @@ export async function seedDueSubscriptions(db: Kysely<Database>, seed: DueSeed):
   const prefix = seed.prefix ?? 'r';
   const fingerprint = cardFingerprint(seed.cardNumber ?? '4242424242424242');
   const start = new Date(seed.dueAt.getTime() - 31 * 24 * 60 * 60 * 1000);
+  await sql`
+    INSERT INTO accounts (account_id, name, term_cycle, created_at)
+    SELECT 'acct_r' || a, 'Renewal seed ' || a, 'monthly', ${start}
+    FROM generate_series(0, ${accounts - 1}) AS a
+    ON CONFLICT DO NOTHING`.execute(db);
   await sql`
     INSERT INTO plans (account_id, livemode, plan_id, amount, interval, created_at, updated_at)
     SELECT 'acct_r' || a, false, 'pln_' || ${prefix} || p, 1000 * p, 'month', ${start}, ${start}

@@ -1,0 +1,64 @@
+/**
+ * The balance close (service rules §4: "A balance is `closed` when its payout (or claim) is settled
+ * on `due_date`"): every fixed balance (`transfer` or `claim`) whose due date has come as of the
+ * slot is closed at 00:00 JST of its due date, with `balance.closed`. Batches of balances, each one
+ * transaction with one UPDATE and one event insert; every instant written is the balance's own due
+ * instant.
+ */
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../db/schema';
+import type { Context } from '../engine/context';
+import { checkpoint, type JobCounts, type SlotRun } from '../engine/job';
+import { recordEvents } from '../events/outbox';
+import { balanceObjects, type BalanceRow } from './statements';
+
+export type BalanceCloseCounts = { readonly balances_closed: number; readonly batches: number };
+
+export async function closeDueBalances(ctx: Context, run: SlotRun): Promise<BalanceCloseCounts & JobCounts> {
+  let closed = 0;
+  let batches = 0;
+  for (;;) {
+    checkpoint(run);
+    const count = await ctx.db.transaction().execute(async (trx) => {
+      await run.assertClaim(trx);
+      return closeBalanceBatch(trx, ctx, run.slot, ctx.config.batchSize);
+    });
+    if (count === 0) break;
+    closed += count;
+    batches += 1;
+  }
+  return { balances_closed: closed, batches };
+}
+
+export async function nextBalanceCloseDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
+  const row = await db
+    .selectFrom('balances')
+    .select(({ fn }) => fn.min('due_at').as('due'))
+    .where('closed', '=', false)
+    .where('due_at', 'is not', null)
+    .where('due_at', '>', after)
+    .executeTakeFirst();
+  return row?.due ?? null;
+}
+
+export async function closeBalanceBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, asOf: Date, limit: number): Promise<number> {
+  const due = await sql<BalanceRow>`
+    SELECT b.* FROM balances b
+    WHERE NOT b.closed AND b.due_at IS NOT NULL AND b.due_at <= ${asOf}
+    ORDER BY b.due_at, b.account_id, b.livemode, b.balance_id
+    LIMIT ${limit}
+    FOR UPDATE SKIP LOCKED`.execute(trx);
+  if (due.rows.length === 0) return 0;
+  const closed = due.rows.map((b) => ({ ...b, closed: true, closed_date: b.due_date, updated_at: b.due_at! }));
+  await sql`
+    UPDATE balances b SET closed = true, closed_date = b.due_date, updated_at = b.due_at
+    FROM json_to_recordset(${JSON.stringify(closed.map((b) => ({ a: b.account_id, l: b.livemode, id: b.balance_id })))}::json) AS x(a text, l boolean, id text)
+    WHERE b.account_id = x.a AND b.livemode = x.l AND b.balance_id = x.id`.execute(trx);
+  const objects = await balanceObjects(trx, closed);
+  await recordEvents(
+    trx,
+    ctx.ids,
+    closed.map((b, i) => ({ accountId: b.account_id, livemode: b.livemode, type: 'balance.closed', data: objects[i]!, at: b.due_at! })),
+  );
+  return closed.length;
+}

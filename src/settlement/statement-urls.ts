@@ -1,0 +1,141 @@
+/**
+ * Statement download URLs (v1 §2.7, §4.7; service rules §4): `statements.statement_urls` issues a
+ * URL valid for 1 hour; issuing a new one for the same statement and `platformer` value invalidates
+ * the older. The URL carries a signed token (HMAC-SHA256 with the configured secret) naming the
+ * statement, the `platformer` flag, a nonce and the expiry; `statementCsv` checks it and renders
+ * the CSV the URL serves (the HTTP side comes later). An expired, replaced or forged token is
+ * `not_found` (v1 §4.7: "An expired URL leads to a not-found page").
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { Caller } from '../accounts/accounts';
+import { reject } from '../domain/errors';
+import { toUnixSeconds } from '../domain/time';
+import type { Context, EngineConfig } from '../engine/context';
+import { defineOperation } from '../operations/define';
+import { optionalBoolean, readParams, requireString } from '../operations/params';
+import { findStatement, statementObjects, type StatementObject } from './statements';
+
+/** v1 §4.7: "A URL expires 1 hour after issue". */
+export const STATEMENT_URL_TTL_MS = 60 * 60 * 1000;
+export const DEFAULT_STATEMENT_DOWNLOAD_BASE = 'https://kessai.invalid/v1/statements/download';
+
+/** The statement URL settings of EngineConfig (set by the composition root). */
+export type StatementUrlConfig = Pick<EngineConfig, 'statementUrlSecret' | 'statementDownloadBaseUrl'>;
+
+export type StatementUrlObject = { readonly object: 'statement_url'; readonly url: string; readonly expires: number };
+
+interface TokenPayload {
+  readonly a: string;
+  readonly l: boolean;
+  readonly s: string;
+  readonly p: boolean;
+  readonly n: string;
+  /** Expiry, epoch ms. */
+  readonly e: number;
+}
+
+function secretOf(config: EngineConfig): string {
+  const secret = config.statementUrlSecret;
+  if (secret === undefined || secret.length < 16) throw new Error('statement URLs need config.statementUrlSecret (at least 16 characters)');
+  return secret;
+}
+
+function sign(secret: string, body: string): string {
+  return createHmac('sha256', secret).update(body).digest('base64url');
+}
+
+export function statementUrlToken(secret: string, payload: TokenPayload): string {
+  const body = Buffer.from(JSON.stringify(payload)).toString('base64url');
+  return `${body}.${sign(secret, body)}`;
+}
+
+/** `statements.statement_urls`: `id` (path) and `platformer` (boolean, default false). */
+export async function issueStatementUrl(ctx: Context, caller: Caller, input: unknown): Promise<StatementUrlObject> {
+  const params = readParams(input, ['id', 'platformer']);
+  const statementId = requireString(params, 'id');
+  const platformer = optionalBoolean(params, 'platformer') ?? false;
+  const secret = secretOf(ctx.config);
+  const now = ctx.clock.now();
+  const expires = new Date(now.getTime() + STATEMENT_URL_TTL_MS);
+  return ctx.db.transaction().execute(async (trx) => {
+    await findStatement(trx, caller, statementId, 'id');
+    const nonce = ctx.ids.next('statement').slice(3);
+    // One row per (statement, platformer): the new nonce replaces the old, which stops matching.
+    await trx
+      .insertInto('statement_urls')
+      .values({ account_id: caller.accountId, livemode: caller.livemode, statement_id: statementId, platformer, nonce, issued_at: now, expires_at: expires })
+      .onConflict((oc) => oc.columns(['account_id', 'livemode', 'statement_id', 'platformer']).doUpdateSet({ nonce, issued_at: now, expires_at: expires }))
+      .execute();
+    const token = statementUrlToken(secret, { a: caller.accountId, l: caller.livemode, s: statementId, p: platformer, n: nonce, e: expires.getTime() });
+    const base = ctx.config.statementDownloadBaseUrl ?? DEFAULT_STATEMENT_DOWNLOAD_BASE;
+    return { object: 'statement_url', url: `${base}?token=${token}`, expires: toUnixSeconds(expires) } as const;
+  });
+}
+
+/** Checks a download token as of the context clock and returns the statement it names. */
+export async function statementOfToken(ctx: Pick<Context, 'db' | 'clock' | 'config'>, token: string): Promise<{ statement: StatementObject; platformer: boolean }> {
+  const secret = secretOf(ctx.config);
+  const notFound = (): never => reject('not_found', 'token', 'This statement URL does not exist or has expired.');
+  const [body, signature, extra] = token.split('.');
+  if (body === undefined || signature === undefined || extra !== undefined) return notFound();
+  const expected = Buffer.from(sign(secret, body));
+  const given = Buffer.from(signature);
+  if (expected.length !== given.length || !timingSafeEqual(expected, given)) return notFound();
+  let payload: TokenPayload;
+  try {
+    payload = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as TokenPayload;
+  } catch {
+    return notFound();
+  }
+  if (ctx.clock.now().getTime() >= payload.e) return notFound();
+  const current = await ctx.db
+    .selectFrom('statement_urls')
+    .select('nonce')
+    .where('account_id', '=', payload.a)
+    .where('livemode', '=', payload.l)
+    .where('statement_id', '=', payload.s)
+    .where('platformer', '=', payload.p)
+    .executeTakeFirst();
+  if (current?.nonce !== payload.n) return notFound();
+  const row = await findStatement(ctx.db, { accountId: payload.a, livemode: payload.l }, payload.s, 'token');
+  return { statement: (await statementObjects(ctx.db, [row]))[0]!, platformer: payload.p };
+}
+
+/** Subjects shown on the platformer's (platform-fee) version of a statement. */
+const PLATFORM_FEE_SUBJECTS = new Set(['platform_fee', 'refund_platform_fee_offset', 'chargeback_platform_fee_offset']);
+
+function csvField(value: string | number | null): string {
+  const text = value === null ? '' : String(value);
+  return /[",\n\r]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+/**
+ * The CSV a statement URL serves: a header block (statement, term, owner) and one line per item.
+ * With `platformer` only the platform-fee items are listed and the operator's report lines (the
+ * service's fee items) are left out (v1 §4.7).
+ */
+export function renderStatementCsv(statement: StatementObject, platformer: boolean): string {
+  const items = platformer ? statement.items.filter((item) => PLATFORM_FEE_SUBJECTS.has(item.subject)) : statement.items;
+  const net = items.reduce((sum, item) => sum + item.amount, 0);
+  const lines = [
+    ['statement_id', statement.id],
+    ['type', statement.type],
+    ['tenant_id', statement.tenant_id],
+    ['term_id', statement.term?.id ?? null],
+    ['term_start', statement.term === null ? null : new Date(statement.term.start_at * 1000).toISOString()],
+    ['term_end', statement.term?.end_at === null || statement.term === null ? null : new Date(statement.term.end_at * 1000).toISOString()],
+    ['net', net],
+    [],
+    ['subject', 'name', 'amount', 'tax_rate'],
+    ...items.map((item) => [item.subject, item.name, item.amount, item.tax_rate]),
+  ];
+  return lines.map((line) => line.map(csvField).join(',')).join('\r\n') + '\r\n';
+}
+
+/** The download: checks the token and renders the CSV. */
+export async function statementCsv(ctx: Pick<Context, 'db' | 'clock' | 'config'>, token: string): Promise<string> {
+  const { statement, platformer } = await statementOfToken(ctx, token);
+  return renderStatementCsv(statement, platformer);
+}
+
+export const STATEMENT_URL_OPERATIONS = [defineOperation('statements.statement_urls', issueStatementUrl)] as const;

@@ -1,0 +1,202 @@
+/**
+ * Settlement terms (service rules §4 "Term", `tm_`): opening them where captures and refunds need
+ * them, rendering them, and the `terms.retrieve|list` operations. A term is stored with its real
+ * end (the close job's due instant); the API shows `end_at` null while the term is open.
+ */
+import { sql, type Kysely, type Selectable } from 'kysely';
+import type { Caller } from '../accounts/accounts';
+import type { Database, TermsTable } from '../db/schema';
+import { reject } from '../domain/errors';
+import type { IdGenerator } from '../domain/ids';
+import { termContaining, type TermBounds, type TermCycle } from '../domain/terms';
+import { JST_OFFSET_MS, MS_PER_DAY, toUnixSeconds } from '../domain/time';
+import type { Context } from '../engine/context';
+import { recordEvents, type EventInput } from '../events/outbox';
+import { defineOperation } from '../operations/define';
+import { inPage, listObject, PAGINATION_PARAMS, readPage, type ListObject } from '../operations/pagination';
+import { readParams, requireString } from '../operations/params';
+
+export const TERMS_URL = '/v1/terms';
+
+export type TermRow = Selectable<TermsTable>;
+
+export type TermObject = {
+  readonly id: string;
+  readonly object: 'term';
+  readonly livemode: boolean;
+  readonly created: number;
+  readonly start_at: number;
+  /** null while the term is open (service rules §4). */
+  readonly end_at: number | null;
+  readonly closed: boolean;
+  readonly charge_count: number;
+  readonly refund_count: number;
+  readonly dispute_count: number;
+};
+
+/** Live counts of an open term, stored counts once closed. */
+export function renderTerm(row: TermRow, counts?: { readonly charges: number; readonly refunds: number }): TermObject {
+  return {
+    id: row.term_id,
+    object: 'term',
+    livemode: row.livemode,
+    created: toUnixSeconds(row.created_at),
+    start_at: toUnixSeconds(row.start_at),
+    end_at: row.closed ? toUnixSeconds(row.end_at) : null,
+    closed: row.closed,
+    charge_count: row.closed || counts === undefined ? row.charge_count : counts.charges,
+    refund_count: row.closed || counts === undefined ? row.refund_count : counts.refunds,
+    dispute_count: row.dispute_count,
+  };
+}
+
+/** A term somebody needs: the one of `cycle` containing `at` for (account, mode). */
+export interface TermWant {
+  readonly accountId: string;
+  readonly livemode: boolean;
+  readonly cycle: TermCycle;
+  readonly at: Date;
+}
+
+/**
+ * termContaining, memoised per JST calendar day: every instant of one JST day lies in one term
+ * (terms change at 00:00 JST), and a batch of thousands of captures spans a few days at most.
+ */
+function termBoundsCache(): (cycle: TermCycle, at: Date) => TermBounds {
+  const cache = new Map<string, TermBounds>();
+  return (cycle, at) => {
+    const day = `${cycle}:${Math.floor((at.getTime() + JST_OFFSET_MS) / MS_PER_DAY)}`;
+    let bounds = cache.get(day);
+    if (bounds === undefined) {
+      bounds = termContaining(cycle, at);
+      cache.set(day, bounds);
+    }
+    return bounds;
+  };
+}
+
+/**
+ * Opens (idempotently, on the (account, mode, start) key) the terms containing the wanted instants
+ * and writes `term.created` for those that are new, at the wanted instant (the capture, refund or
+ * close that needed the term). Returns nothing: callers look the term up with openTermIds.
+ */
+export async function openTerms(trx: Kysely<Database>, ids: IdGenerator, wants: readonly TermWant[]): Promise<void> {
+  if (wants.length === 0) return;
+  const byKey = new Map<string, { a: string; l: boolean; c: TermCycle; s: number; e: number; t: number }>();
+  const boundsOf = termBoundsCache();
+  for (const want of wants) {
+    const bounds = boundsOf(want.cycle, want.at);
+    const key = `${want.accountId}\u0000${want.livemode ? 1 : 0}\u0000${bounds.start.getTime()}`;
+    const current = byKey.get(key);
+    if (current === undefined) byKey.set(key, { a: want.accountId, l: want.livemode, c: want.cycle, s: bounds.start.getTime(), e: bounds.end.getTime(), t: want.at.getTime() });
+    else if (want.at.getTime() < current.t) current.t = want.at.getTime();
+  }
+  // Skip the ones that exist already, so ids are drawn only for new terms (deterministic sequences).
+  const candidates = [...byKey.values()];
+  const existing = await sql<{ a: string; l: boolean; s: number }>`
+    SELECT k.a, k.l, k.s FROM json_to_recordset(${JSON.stringify(candidates)}::json) AS k(a text, l boolean, s bigint)
+    JOIN terms t ON t.account_id = k.a AND t.livemode = k.l AND t.start_at = to_timestamp(k.s / 1000.0)`.execute(trx);
+  const have = new Set(existing.rows.map((row) => `${row.a}\u0000${row.l ? 1 : 0}\u0000${Number(row.s)}`));
+  const fresh = candidates.filter((c) => !have.has(`${c.a}\u0000${c.l ? 1 : 0}\u0000${c.s}`)).map((c) => ({ ...c, id: ids.next('term') }));
+  if (fresh.length === 0) return;
+  const inserted = await sql<TermRow>`
+    INSERT INTO terms (account_id, livemode, term_id, cycle, start_at, end_at, created_at)
+    SELECT k.a, k.l, k.id, k.c, to_timestamp(k.s / 1000.0), to_timestamp(k.e / 1000.0), to_timestamp(k.t / 1000) + k.t % 1000 * interval '1 millisecond'
+    FROM json_to_recordset(${JSON.stringify(fresh)}::json) AS k(a text, l boolean, id text, c text, s bigint, e bigint, t bigint)
+    ON CONFLICT (account_id, livemode, start_at) DO NOTHING
+    RETURNING *`.execute(trx);
+  const events: EventInput[] = inserted.rows
+    .sort((x, y) => x.start_at.getTime() - y.start_at.getTime() || (x.account_id < y.account_id ? -1 : x.account_id > y.account_id ? 1 : 0))
+    .map((row) => ({ accountId: row.account_id, livemode: row.livemode, type: 'term.created', data: renderTerm(row, { charges: 0, refunds: 0 }), at: row.created_at }));
+  await recordEvents(trx, ids, events);
+}
+
+/**
+ * For each wanted instant, the open term it is settled in, read FOR SHARE (a close of that term
+ * waits for this transaction, so nothing is settled into a term that has just closed): the term
+ * containing the instant, or — if that one has already closed (a capture recorded after its term
+ * was closed) — the first open term after it. Call openTerms first. Looked up once per distinct
+ * containing term (a renewal batch of thousands of charges usually needs one per account).
+ */
+export async function openTermIds(trx: Kysely<Database>, wants: readonly TermWant[]): Promise<string[]> {
+  if (wants.length === 0) return [];
+  const boundsOf = termBoundsCache();
+  const keyOf = (want: TermWant): { key: string; start: number } => {
+    const start = boundsOf(want.cycle, want.at).start.getTime();
+    return { key: `${want.accountId}\u0000${want.livemode ? 1 : 0}\u0000${start}`, start };
+  };
+  const distinct = new Map<string, { i: number; a: string; l: boolean; t: number }>();
+  const keys = wants.map((want) => {
+    const { key, start } = keyOf(want);
+    // The containing term's start stands for every instant in it: no term boundary lies between.
+    if (!distinct.has(key)) distinct.set(key, { i: distinct.size, a: want.accountId, l: want.livemode, t: start });
+    return key;
+  });
+  const result = await sql<{ i: number; term_id: string }>`
+    SELECT k.i, x.term_id FROM json_to_recordset(${JSON.stringify([...distinct.values()])}::json) AS k(i int, a text, l boolean, t bigint)
+    CROSS JOIN LATERAL (
+      SELECT t.term_id FROM terms t
+      WHERE t.account_id = k.a AND t.livemode = k.l AND NOT t.closed AND t.end_at > to_timestamp(k.t / 1000.0)
+      ORDER BY t.start_at LIMIT 1 FOR SHARE
+    ) x`.execute(trx);
+  const byIndex = new Map(result.rows.map((row) => [row.i, row.term_id]));
+  return keys.map((key, n) => {
+    const id = byIndex.get(distinct.get(key)!.i);
+    if (id === undefined) throw new Error(`no open term for ${wants[n]!.accountId} at ${wants[n]!.at.toISOString()}; openTerms must run first`);
+    return id;
+  });
+}
+
+/** Live charge and refund counts of open terms, by term id. */
+export async function openTermCounts(executor: Kysely<Database>, terms: readonly TermRow[]): Promise<Map<string, { charges: number; refunds: number }>> {
+  const open = terms.filter((t) => !t.closed);
+  const counts = new Map<string, { charges: number; refunds: number }>();
+  if (open.length === 0) return counts;
+  const keys = JSON.stringify(open.map((t) => ({ a: t.account_id, l: t.livemode, t: t.term_id })));
+  const result = await sql<{ t: string; charges: number; refunds: number }>`
+    SELECT k.t,
+      (SELECT count(*)::int FROM charges c WHERE c.account_id = k.a AND c.livemode = k.l AND c.term_id = k.t) AS charges,
+      (SELECT count(*)::int FROM refunds r WHERE r.account_id = k.a AND r.livemode = k.l AND r.term_id = k.t) AS refunds
+    FROM json_to_recordset(${keys}::json) AS k(a text, l boolean, t text)`.execute(executor);
+  for (const row of result.rows) counts.set(row.t, { charges: row.charges, refunds: row.refunds });
+  return counts;
+}
+
+export async function findTerm(executor: Kysely<Database>, caller: Pick<Caller, 'accountId' | 'livemode'>, termId: string, param: string): Promise<TermRow> {
+  const row = await executor
+    .selectFrom('terms')
+    .selectAll()
+    .where('account_id', '=', caller.accountId)
+    .where('livemode', '=', caller.livemode)
+    .where('term_id', '=', termId)
+    .executeTakeFirst();
+  if (!row) return reject('invalid_id', param, `No such term: ${termId}`);
+  return row;
+}
+
+export async function retrieveTerm(ctx: Context, caller: Caller, input: unknown): Promise<TermObject> {
+  const params = readParams(input, ['id']);
+  const row = await findTerm(ctx.db, caller, requireString(params, 'id'), 'id');
+  return renderTerm(row, (await openTermCounts(ctx.db, [row])).get(row.term_id));
+}
+
+/** `terms.list`: pagination (v1 §4.1) on the term's creation instant, newest first. */
+export async function listTerms(ctx: Context, caller: Caller, input: unknown): Promise<ListObject<TermObject>> {
+  const params = readParams(input, PAGINATION_PARAMS);
+  const page = readPage(params);
+  const rows = await ctx.db
+    .selectFrom('terms')
+    .selectAll()
+    .where('account_id', '=', caller.accountId)
+    .where('livemode', '=', caller.livemode)
+    .$call(inPage(page, 'term_id'))
+    .execute();
+  const counts = await openTermCounts(ctx.db, rows);
+  return listObject(
+    rows.map((row) => renderTerm(row, counts.get(row.term_id))),
+    page,
+    TERMS_URL,
+  );
+}
+
+export const TERM_OPERATIONS = [defineOperation('terms.retrieve', retrieveTerm), defineOperation('terms.list', listTerms)] as const;

@@ -1,0 +1,85 @@
+/**
+ * Property through the database (service rules §4): over random charges and refunds written
+ * through the settlement hooks and closed by the term-close job, money in (captured − refunded) =
+ * all owners' statement nets + the service's fees, and every statement's net is its items' sum.
+ */
+import fc from 'fast-check';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { termCloseJob } from '../../jobs/term-close';
+import { createAccount } from '../../src/accounts/accounts';
+import { Scheduler } from '../../src/engine/scheduler';
+import { runOperation } from '../../src/operations/registry';
+import { createTestDatabase, testContext, type TestDatabase } from '../support/database';
+import { captureCharge, refundCharge } from '../support/settlement-seed';
+
+const jst = (local: string): Date => new Date(`${local}+09:00`);
+let database: TestDatabase;
+let ctx: ReturnType<typeof testContext>;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  ctx = testContext(database.store, { seed: 5 });
+});
+afterAll(async () => database?.drop());
+
+describe('conservation over random charges and refunds', () => {
+  it('property: captured − refunded = Σ statement nets + Σ fee − Σ refund_fee_offset, for every closed term', async () => {
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.record({
+            amount: fc.integer({ min: 50, max: 500_000 }),
+            feeRate: fc.constantFrom('3.00', '3.30', '2.59'),
+            tenant: fc.integer({ min: 0, max: 3 }),
+            day: fc.integer({ min: 1, max: 28 }),
+            refund: fc.option(fc.integer({ min: 1, max: 100 }), { nil: null }),
+          }),
+          { minLength: 1, maxLength: 12 },
+        ),
+        async (charges) => {
+          run += 1;
+          const accountId = `acct_prop${run}`;
+          await createAccount(ctx, { name: accountId, id: accountId });
+          const caller = { accountId, livemode: false, kind: 'secret' as const };
+          const tenantIds = [null] as (string | null)[];
+          for (const [rate, inc] of [['10.00', false], ['7.25', true], ['0.50', false]] as const) {
+            tenantIds.push(((await runOperation(ctx, caller, 'tenants.create', { platform_fee_rate: rate, payjp_fee_included: inc })) as { id: string }).id);
+          }
+          let i = 0;
+          for (const c of charges) {
+            i += 1;
+            const chargeId = `ch_p${run}_${i}`;
+            const at = jst(`2027-03-${String(c.day).padStart(2, '0')}T12:00:00`);
+            await captureCharge(ctx.db, ctx, { accountId, chargeId, amount: c.amount, at, feeRate: c.feeRate, tenant: tenantIds[c.tenant] ?? undefined });
+            if (c.refund !== null) {
+              const refunded = Math.max(1, Math.floor((c.amount * c.refund) / 100));
+              await refundCharge(ctx.db, ctx, { accountId, chargeId, refundId: `re_p${run}_${i}`, amount: refunded, at: jst('2027-03-29T12:00:00') });
+            }
+          }
+          const runCtx = testContext(database.store, { at: jst('2027-04-01T00:00:00'), seed: 900 + run });
+          const outcome = await new Scheduler(runCtx, [termCloseJob], { owner: 'test' }).runSlot(termCloseJob.name, jst('2027-04-01T00:00:00'));
+          expect(outcome.status).toBe('succeeded');
+          const totals = await sql<{ money_in: number; nets: number; service: number; bad_items: number }>`
+            SELECT
+              (SELECT coalesce(sum(amount_captured), 0) FROM charges WHERE account_id = ${accountId})::bigint
+                - (SELECT coalesce(sum(amount), 0) FROM refunds WHERE account_id = ${accountId})::bigint AS money_in,
+              (SELECT coalesce(sum(net), 0) FROM statements WHERE account_id = ${accountId} AND type = 'sales')::bigint AS nets,
+              ((SELECT coalesce(sum(fee), 0) FROM charges WHERE account_id = ${accountId})
+                - (SELECT coalesce(sum(refund_fee_offset), 0) FROM refunds WHERE account_id = ${accountId}))::bigint AS service,
+              (SELECT count(*) FROM statements s WHERE s.account_id = ${accountId}
+                 AND s.net <> (SELECT coalesce(sum(amount), 0) FROM statement_items i WHERE i.account_id = s.account_id AND i.statement_id = s.statement_id))::int AS bad_items`.execute(ctx.db);
+          const t = totals.rows[0]!;
+          expect(t.money_in).toBe(t.nets + t.service);
+          expect(t.bad_items).toBe(0);
+          // Every charge and refund was settled into the closed term.
+          const unsettled = await sql<{ n: number }>`SELECT (SELECT count(*) FROM charges WHERE account_id = ${accountId} AND term_id IS NULL)::int
+            + (SELECT count(*) FROM refunds WHERE account_id = ${accountId} AND term_id IS NULL)::int AS n`.execute(ctx.db);
+          expect(unsettled.rows[0]!.n).toBe(0);
+        },
+      ),
+      { numRuns: 8 },
+    );
+  });
+});

@@ -1,0 +1,85 @@
+/**
+ * The sales statements of a term (service rules §4 "Statement"): conservation and "every yen lands
+ * in exactly one statement", as a property over random charges and refunds.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { captureBreakdown, refundBreakdown, type PlatformSplit } from '../../src/domain/fees';
+import { termSalesStatements, type ChargeAggregate, type RefundAggregate } from '../../src/domain/sales-statements';
+
+const tenants = ['ten_a', 'ten_b', 'ten_c'] as const;
+const included: Readonly<Record<string, boolean>> = { ten_a: false, ten_b: true, ten_c: true };
+
+const chargeArb = fc.record({
+  amount: fc.integer({ min: 50, max: 9_999_999 }),
+  feeRate: fc.constantFrom('3.00', '3.30', '2.59', '3.25', '0.00'),
+  tenant: fc.constantFrom(null, ...tenants),
+  platformPercent: fc.integer({ min: 0, max: 9_500 }),
+  refunds: fc.array(fc.integer({ min: 1, max: 100 }), { maxLength: 3 }),
+});
+
+describe('termSalesStatements', () => {
+  it('property: money in (captured − refunded) = Σ owners\' nets + the service\'s fees, and each owner\'s net is exactly its shares', () => {
+    fc.assert(
+      fc.property(fc.array(chargeArb, { maxLength: 40 }), (charges) => {
+        const chargeAgg = new Map<string, ChargeAggregate>();
+        const refundAgg = new Map<string, RefundAggregate>();
+        const expected = new Map<string, number>();
+        const credit = (owner: string, amount: number) => expected.set(owner, (expected.get(owner) ?? 0) + amount);
+        for (const c of charges) {
+          const inc = c.tenant === null ? false : included[c.tenant]!;
+          // A platform fee within v1 §4.2 of the amount: 0–95 % (5–95 % when included).
+          const percent = inc ? Math.max(500, c.platformPercent) : c.platformPercent;
+          const platformFee = c.tenant === null ? 0 : Math.floor((c.amount * percent) / 10_000);
+          const platform: PlatformSplit | null = c.tenant === null ? null : { platformFee, payjpFeeIncluded: inc };
+          const split = captureBreakdown({ amount: c.amount, feeRate: c.feeRate, platform });
+          const key = `${c.tenant}|${inc}`;
+          const agg = chargeAgg.get(key) ?? { tenantId: c.tenant, payjpFeeIncluded: inc, count: 0, gross: 0, fee: 0, platformFee: 0 };
+          chargeAgg.set(key, { ...agg, count: agg.count + 1, gross: agg.gross + c.amount, fee: agg.fee + split.fee, platformFee: agg.platformFee + split.platformFee });
+          credit(c.tenant ?? 'merchant', split.ownerShare);
+          if (c.tenant !== null) credit('platform', split.platformShare);
+          let left = c.amount;
+          for (const percentOfLeft of c.refunds) {
+            const refunded = Math.max(1, Math.floor((left * percentOfLeft) / 100));
+            if (refunded > left) break;
+            left -= refunded;
+            const r = refundBreakdown({ amount: c.amount, refunded, feeRate: c.feeRate, platform });
+            const ragg = refundAgg.get(key) ?? { tenantId: c.tenant, payjpFeeIncluded: inc, count: 0, refunded: 0, refundFeeOffset: 0, refundPlatformFeeOffset: 0 };
+            refundAgg.set(key, {
+              ...ragg,
+              count: ragg.count + 1,
+              refunded: ragg.refunded + refunded,
+              refundFeeOffset: ragg.refundFeeOffset + r.refundFeeOffset,
+              refundPlatformFeeOffset: ragg.refundPlatformFeeOffset + r.refundPlatformFeeOffset,
+            });
+            credit(c.tenant ?? 'merchant', -r.ownerShare);
+            if (c.tenant !== null) credit('platform', -r.platformShare);
+            if (left === 0) break;
+          }
+        }
+        const sales = termSalesStatements([...chargeAgg.values()], [...refundAgg.values()]);
+        const nets = sales.statements.reduce((sum, s) => sum + s.net, 0);
+        expect(sales.moneyIn).toBe(nets + sales.serviceFees);
+        // Every yen lands in exactly one statement: each owner's net is the sum of its own shares.
+        for (const statement of sales.statements) {
+          expect(statement.net).toBe(expected.get(statement.ownerRef) ?? 0);
+          expect(statement.net).toBe(statement.items.reduce((sum, i) => sum + i.amount, 0));
+        }
+        expect(new Set(sales.statements.map((s) => s.ownerRef)).size).toBe(sales.statements.length);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('the worked example (10,000, 10 %, 3 %): tenant 8,700 / platform 1,000 when the fee is not included', () => {
+    const sales = termSalesStatements([{ tenantId: 'ten_x', payjpFeeIncluded: false, count: 1, gross: 10_000, fee: 300, platformFee: 1_000 }], []);
+    expect(sales.statements.map((s) => [s.ownerRef, s.net])).toEqual([
+      ['platform', 1_000],
+      ['ten_x', 8_700],
+    ]);
+  });
+
+  it('an empty term has no statements and balances trivially', () => {
+    expect(termSalesStatements([], [])).toMatchObject({ statements: [], moneyIn: 0, serviceFees: 0 });
+  });
+});

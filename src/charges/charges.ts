@@ -14,12 +14,31 @@ import { recordEvents, type EventInput } from '../events/outbox';
 import type { AuthorizationKind } from '../processor/card-network';
 import { renderCard, type CardObject, type CardRow } from '../customers/card-object';
 import { DEFAULT_FEE_RATES } from '../accounts/accounts';
+import { settlementOfCaptures } from '../settlement/capture';
 
 export type ChargeRow = Selectable<ChargesTable>;
 
+/** The columns of a charge that the charge and hold code writes (000003–000005). */
+export type ChargeFields = Pick<
+  ChargeRow,
+  | 'account_id' | 'livemode' | 'charge_id' | 'amount' | 'currency' | 'paid' | 'captured' | 'captured_at' | 'expired_at' | 'card_id' | 'customer_id'
+  | 'subscription_id' | 'period_start' | 'description' | 'failure_code' | 'failure_message' | 'fee_rate' | 'refunded' | 'amount_refunded'
+  | 'refund_reason' | 'three_d_secure_status' | 'metadata' | 'created_at' | 'updated_at' | 'amount_captured' | 'capture_requested' | 'expiry_days'
+  | 'card_funding' | 'card_issuer' | 'authorization_code' | 'authorized_at' | 'tds_expires_at' | 'released_at' | 'reauth_count' | 'reauth_tried_expired_at'
+>;
+
+/**
+ * A charge row as this module builds it in memory, before the database or settlement has filled
+ * the columns others own (their defaults: null until the charge is settled). Read such columns
+ * with `?? null` when rendering.
+ */
+export function chargeRow(fields: ChargeFields): ChargeRow {
+  return fields as ChargeRow;
+}
+
 /** The card a charge is made on: the stored card's row (the charge embeds its object). */
 export type ChargeCard = Pick<CardRow, 'card_id' | 'livemode' | 'created_at' | 'brand' | 'last4' | 'exp_month' | 'exp_year' | 'fingerprint' | 'name' | 'country' | 'cvc_check'> &
-  Partial<CardRow>;
+  Partial<Omit<CardRow, 'customer_id'>> & { readonly customer_id?: string | null };
 
 export interface ChargeRequest {
   readonly accountId: string;
@@ -98,12 +117,12 @@ export function renderCharge(row: ChargeRow, card: ChargeCard): ChargeObject {
     refund_reason: row.refund_reason,
     subscription: row.subscription_id,
     metadata: row.metadata,
-    platform_fee: null,
-    tenant: null,
-    platform_fee_rate: null,
-    total_platform_fee: 0,
+    platform_fee: row.platform_fee,
+    tenant: row.tenant_id,
+    platform_fee_rate: row.platform_fee_rate,
+    total_platform_fee: row.total_platform_fee,
     three_d_secure_status: row.three_d_secure_status,
-    term_id: null,
+    term_id: row.term_id,
   };
 }
 
@@ -122,7 +141,7 @@ async function feeRates(executor: Kysely<Database>, accountIds: readonly string[
  * its authorization is voided: the unique index is the last line of defence, and callers lock the
  * subscriptions they bill so it should never fire.
  */
-export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor'>, requests: readonly ChargeRequest[]): Promise<ChargeOutcome[]> {
+export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'clock'>, requests: readonly ChargeRequest[]): Promise<ChargeOutcome[]> {
   if (requests.length === 0) return [];
   const chargeIds = requests.map(() => ctx.ids.next('charge'));
   const results = await ctx.processor.authorize(
@@ -139,11 +158,11 @@ export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids
     })),
   );
   const rates = await feeRates(trx, requests.map((r) => r.accountId));
-  const rows: ChargeRow[] = requests.map((request, i) => {
+  const rows: ChargeRow[] = requests.map((request, i): ChargeRow => {
     const result = results[i]!;
     const approved = result.approved;
     const feeRate = rates.get(`${request.accountId}\u0000${request.card.brand}`) ?? DEFAULT_FEE_RATES[request.card.brand as keyof typeof DEFAULT_FEE_RATES] ?? '3.00';
-    return {
+    return chargeRow({
       account_id: request.accountId,
       livemode: request.livemode,
       charge_id: chargeIds[i]!,
@@ -166,9 +185,54 @@ export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids
       refund_reason: null,
       three_d_secure_status: null,
       amount_captured: approved ? request.amount : null,
+      capture_requested: null,
+      expiry_days: null,
+      // Hold bookkeeping (000005) stays empty: these charges are captured at once, never held.
+      card_funding: null,
+      card_issuer: null,
+      authorization_code: null,
+      authorized_at: null,
+      tds_expires_at: null,
+      released_at: null,
+      reauth_count: 0,
+      reauth_tried_expired_at: null,
       metadata: {},
       created_at: request.at,
       updated_at: request.at,
+    });
+  });
+  // Settlement's columns (fee, term) are computed before the INSERT and written with the rows:
+  // settling afterwards would write every row twice (an UPDATE of each new charge) and read it
+  // back. These charges never have a tenant.
+  const approvedAt = rows.flatMap((row, i) => (results[i]!.approved ? [i] : []));
+  const settlements = await settlementOfCaptures(
+    trx,
+    ctx,
+    approvedAt.map((i) => ({
+      accountId: rows[i]!.account_id,
+      livemode: rows[i]!.livemode,
+      amount: rows[i]!.amount,
+      amountCaptured: rows[i]!.amount,
+      capturedAt: rows[i]!.created_at,
+      feeRate: rows[i]!.fee_rate,
+      tenantId: null,
+      platformFee: null,
+      platformFeeRate: null,
+      payjpFeeIncluded: null,
+    })),
+  );
+  const settlementOf = new Map(approvedAt.map((i, k) => [i, settlements[k]!]));
+  const settledRows: ChargeRow[] = rows.map((row, i) => {
+    const settled = settlementOf.get(i);
+    return {
+      ...row,
+      tenant_id: null,
+      platform_fee: null,
+      platform_fee_rate: null,
+      payjp_fee_included: null,
+      fee: settled?.fee ?? null,
+      total_platform_fee: 0,
+      term_id: settled?.term_id ?? null,
     };
   });
   // The rows travel as one JSON document expanded server-side by json_to_recordset: one text
@@ -181,7 +245,7 @@ export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids
   const ms = (value: Date | null): number | null => (value === null ? null : value.getTime());
   const instant = (column: string) => sql.raw(`(to_timestamp(${column} / 1000) + ${column} % 1000 * interval '1 millisecond')`);
   const payload = JSON.stringify(
-    rows.map((row) => ({
+    settledRows.map((row) => ({
       a: row.account_id,
       l: row.livemode,
       c: row.charge_id,
@@ -197,16 +261,19 @@ export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids
       fm: row.failure_message,
       fr: row.fee_rate,
       t: ms(row.created_at),
+      fee: row.fee,
+      tm: row.term_id,
     })),
   );
   const inserted = await sql<{ charge_id: string }>`
     INSERT INTO charges (account_id, livemode, charge_id, amount, currency, paid, captured, captured_at, amount_captured, card_id, customer_id,
-                         subscription_id, period_start, description, failure_code, failure_message, fee_rate, created_at, updated_at)
+                         subscription_id, period_start, description, failure_code, failure_message, fee_rate, created_at, updated_at,
+                         fee, total_platform_fee, term_id)
     SELECT a, l, c, amt, 'jpy', p, p, ${instant('cap')}, CASE WHEN p THEN amt END, card, cus, sub, ${instant('ps')}, d, fc, fm, fr,
-           ${instant('t')}, ${instant('t')}
+           ${instant('t')}, ${instant('t')}, fee, 0, tm
     FROM json_to_recordset(${payload}::json)
       AS r(a text, l boolean, c text, amt bigint, p boolean, cap bigint, card text, cus text, sub text, ps bigint, d text,
-           fc text, fm text, fr numeric, t bigint)
+           fc text, fm text, fr numeric, t bigint, fee bigint, tm text)
     ON CONFLICT (account_id, livemode, subscription_id, period_start) WHERE subscription_id IS NOT NULL AND period_start IS NOT NULL DO NOTHING
     RETURNING charge_id`.execute(trx);
   const written = new Set(inserted.rows.map((row) => row.charge_id));
@@ -221,7 +288,7 @@ export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids
   }
   const outcomes: ChargeOutcome[] = [];
   const events: EventInput[] = [];
-  rows.forEach((row, i) => {
+  settledRows.forEach((row, i) => {
     if (!written.has(row.charge_id)) {
       outcomes.push({ status: 'duplicate' });
       return;

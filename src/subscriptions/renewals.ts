@@ -111,7 +111,7 @@ function subscribable(plan: PlanRow): SubscribablePlan {
  * One batch inside the caller's transaction. Returns how many subscriptions it took (0: nothing
  * due is left) and what became of them.
  */
-export async function renewBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'log'>, asOf: Date, limit: number): Promise<BatchCounts> {
+export async function renewBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'log' | 'clock'>, asOf: Date, limit: number): Promise<BatchCounts> {
   // 1. The due subscriptions, oldest due first, locked; rows another transaction holds are skipped.
   const due = await trx
     .selectFrom('subscriptions')

@@ -12,6 +12,7 @@ import { KessaiError } from '../domain/errors';
 import { assertProratedRefundAllowed, proratedRefund } from '../domain/proration';
 import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
+import { settleRefunds } from '../settlement/capture';
 import type { SubscriptionRow } from './subscription-object';
 
 /**
@@ -44,7 +45,7 @@ export type SubscriptionChargeOutcome = { readonly status: 'succeeded'; readonly
  * One customer-present charge for a subscription (kind `charge`: the buyer is acting, unlike a
  * renewal). Writes the charge row and its event either way.
  */
-export async function chargeSubscription(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor'>, request: SubscriptionChargeRequest): Promise<SubscriptionChargeOutcome> {
+export async function chargeSubscription(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'clock'>, request: SubscriptionChargeRequest): Promise<SubscriptionChargeOutcome> {
   const [outcome] = await chargeCards(trx, ctx, [
     {
       accountId: request.caller.accountId,
@@ -83,7 +84,7 @@ export type RefundRequest = 'explicit' | 'by_subscription';
  * when prorate was sent; a refund asked for only by the subscription's flag is skipped instead,
  * so that a plain delete always succeeds.
  */
-export async function refundRemainder(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, subscription: SubscriptionRow, at: Date, request: RefundRequest): Promise<number> {
+export async function refundRemainder(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'clock'>, subscription: SubscriptionRow, at: Date, request: RefundRequest): Promise<number> {
   if (subscription.last_charge_id === null) return 0;
   const charge = await trx
     .selectFrom('charges')
@@ -117,10 +118,12 @@ export async function refundRemainder(trx: Kysely<Database>, ctx: Pick<Context, 
     .where('livemode', '=', charge.livemode)
     .where('charge_id', '=', charge.charge_id)
     .execute();
+  const refundId = ctx.ids.next('refund');
   await trx
     .insertInto('refunds')
-    .values({ account_id: charge.account_id, livemode: charge.livemode, refund_id: ctx.ids.next('refund'), charge_id: charge.charge_id, amount: refund, reason: null, created_at: at })
+    .values({ account_id: charge.account_id, livemode: charge.livemode, refund_id: refundId, charge_id: charge.charge_id, amount: refund, reason: null, created_at: at })
     .execute();
+  await settleRefunds(trx, ctx, [{ accountId: charge.account_id, livemode: charge.livemode, refundId }]);
   const card = await trx
     .selectFrom('cards')
     .selectAll()

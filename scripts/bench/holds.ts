@@ -1,0 +1,251 @@
+/**
+ * Benchmark of the hold-expiry job (`npm run bench:holds -- --n 1000000 --batch 10000`).
+ *
+ * On the PostgreSQL server named by DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres)
+ * it creates a scratch database, migrates it, seeds N uncaptured v1 holds with set-based SQL (mixed
+ * brands, domestic and overseas issuers, credit, debit and prepaid funding; four in five on a
+ * customer's stored card, one in five on a token's card), half of them past `expired_at` at the
+ * slot and half not yet, copies the seed (CREATE DATABASE … TEMPLATE), then:
+ *
+ *   1. engine: runs the `charges.expire_holds` slot once through the Scheduler and checks with SQL
+ *      that every due hold was released exactly once (released_at = its own expired_at, one
+ *      `charge.updated` event at that instant) and no other hold was touched;
+ *   2. ceiling: on the copy, writes the same rows (charge updates and events with the charge
+ *      objects) with plain set-based SQL in batches of the same size, no network call, no engine
+ *      logic and no data through Node;
+ *
+ * and prints released holds/s, the ratio engine/ceiling and the process's peak RSS. Both databases
+ * are dropped at the end (also on failure) unless --keep. Not a timed test: targets are read by a person.
+ */
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import { sql, type Kysely } from 'kysely';
+import pg from 'pg';
+import { holdExpiryJob } from '../../jobs/hold-expiry';
+import { createAccount } from '../../src/accounts/accounts';
+import { openStore } from '../../src/db/connect';
+import { migrate } from '../../src/db/migrate';
+import type { Database } from '../../src/db/schema';
+import { seededIds } from '../../src/domain/ids';
+import { FixedClock } from '../../src/engine/clock';
+import { createContext } from '../../src/engine/context';
+import { silentLogger } from '../../src/engine/logger';
+import { Scheduler } from '../../src/engine/scheduler';
+import { cardFingerprint, TEST_CARDS } from '../../src/processor/test-cards';
+
+const { values: args } = parseArgs({
+  options: {
+    n: { type: 'string', default: '1000000' },
+    batch: { type: 'string', default: '10000' },
+    accounts: { type: 'string', default: '20' },
+    keep: { type: 'boolean', default: false },
+  },
+});
+const N = Number(args.n);
+const BATCH = Number(args.batch);
+const ACCOUNTS = Number(args.accounts);
+const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+/** The slot the job runs: 2027-01-01 09:00 JST. Odd holds lapsed in the hour before it, even ones lapse in the hour after. */
+const SLOT = new Date('2027-01-01T00:00:00.000Z');
+const JOB = holdExpiryJob.name;
+const DUE = Math.ceil(N / 2);
+
+function withDatabase(url: string, database: string): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${database}`;
+  return parsed.toString();
+}
+
+async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: SERVER });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+const seconds = (ms: number): string => (ms / 1000).toFixed(2);
+const log = (line: string): void => void process.stdout.write(`${line}\n`);
+
+/** The card mix: brand, last4, funding, issuer, country, fingerprint of real test cards. */
+const MIX = [TEST_CARDS.visa, TEST_CARDS.mastercard, TEST_CARDS.jcb, TEST_CARDS.overseas, TEST_CARDS.debit, TEST_CARDS.prepaid, TEST_CARDS.americanExpress];
+
+async function seed(db: Kysely<Database>): Promise<void> {
+  const ctx = { db, clock: new FixedClock(SLOT), ids: seededIds(1) };
+  for (let a = 0; a < ACCOUNTS; a += 1) await createAccount(ctx, { name: `Bench ${a}`, id: `acct_h${a}` });
+  const created = new Date(SLOT.getTime() - 10 * 24 * 3600 * 1000);
+  const mix = JSON.stringify(MIX.map((c, m) => ({ m, brand: c.brand, last4: c.last4, funding: c.funding, issuer: c.issuer, country: c.country, fp: cardFingerprint(c.number) })));
+  await sql`CREATE TEMP TABLE mix AS SELECT * FROM json_to_recordset(${mix}::json) AS x(m int, brand text, last4 text, funding text, issuer text, country text, fp text)`.execute(db);
+  // i % 5 = 0: the card of a token (charge without customer); otherwise a customer's stored card.
+  await sql`
+    INSERT INTO customers (account_id, livemode, customer_id, default_card_id, created_at, updated_at)
+    SELECT 'acct_h' || (i % ${ACCOUNTS}), false, 'cus_' || lpad(to_hex(i), 30, '0'), 'car_' || lpad(to_hex(i), 30, '0'), ${created}, ${created}
+    FROM generate_series(1, ${N}) AS i WHERE i % 5 <> 0`.execute(db);
+  await sql`
+    INSERT INTO cards (account_id, livemode, card_id, customer_id, fingerprint, brand, last4, exp_month, exp_year, funding, country, issuer, cvc_check, created_at, updated_at)
+    SELECT 'acct_h' || (i % ${ACCOUNTS}), false, 'car_' || lpad(to_hex(i), 30, '0'), 'cus_' || lpad(to_hex(i), 30, '0'), x.fp, x.brand, x.last4, 12, 2040,
+           x.funding, x.country, x.issuer, 'passed', ${created}, ${created}
+    FROM generate_series(1, ${N}) AS i JOIN mix x ON x.m = i % ${MIX.length} WHERE i % 5 <> 0`.execute(db);
+  await sql`
+    INSERT INTO tokens (account_id, livemode, token_id, card_id, fingerprint, brand, last4, exp_month, exp_year, funding, country, issuer, cvc_check, created_at, used_at)
+    SELECT 'acct_h' || (i % ${ACCOUNTS}), false, 'tok_' || lpad(to_hex(i), 30, '0'), 'car_' || lpad(to_hex(i), 30, '0'), x.fp, x.brand, x.last4, 12, 2040,
+           x.funding, x.country, x.issuer, 'passed', ${created}, ${created}
+    FROM generate_series(1, ${N}) AS i JOIN mix x ON x.m = i % ${MIX.length} WHERE i % 5 = 0`.execute(db);
+  // Odd i: expired_at in the hour before the slot (due); even i: in the hour after (not due).
+  await sql`
+    INSERT INTO charges (account_id, livemode, charge_id, amount, currency, paid, captured, expired_at, card_id, customer_id, fee_rate, metadata,
+                         created_at, updated_at, capture_requested, expiry_days, card_funding, card_issuer, authorization_code, authorized_at)
+    SELECT 'acct_h' || (i % ${ACCOUNTS}), false, 'ch_' || lpad(to_hex(i), 30, '0'), 100 + i % 9000, 'jpy', true, false, e.at,
+           'car_' || lpad(to_hex(i), 30, '0'), CASE WHEN i % 5 <> 0 THEN 'cus_' || lpad(to_hex(i), 30, '0') END, 3.00, '{}',
+           e.at - interval '7 days', e.at - interval '7 days', false, 7, x.funding, x.issuer, lpad(((i::bigint * 7919) % 1000000)::text, 6, '0'), e.at - interval '7 days'
+    FROM generate_series(1, ${N}) AS i JOIN mix x ON x.m = i % ${MIX.length},
+         LATERAL (SELECT ${SLOT}::timestamptz + CASE WHEN i % 2 = 1 THEN -1 ELSE 1 END * make_interval(secs => 1 + (i::bigint * 7919) % 3599) AS at) e`.execute(db);
+  await sql`VACUUM ANALYZE`.execute(db);
+}
+
+/** The plain-SQL ceiling: the same charge updates and events, batch by batch, computed in the server. */
+async function ceiling(db: Kysely<Database>): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const rows = await db.transaction().execute(async (trx) => {
+      const result = await sql<{ n: number }>`
+        WITH due AS (
+          SELECT account_id, livemode, charge_id FROM charges
+          WHERE paid AND NOT captured AND NOT refunded AND released_at IS NULL AND expired_at IS NOT NULL AND expired_at < ${SLOT}
+          ORDER BY expired_at, account_id, livemode, charge_id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED
+        ), released AS (
+          UPDATE charges c SET released_at = c.expired_at, updated_at = c.expired_at
+          FROM due WHERE c.account_id = due.account_id AND c.livemode = due.livemode AND c.charge_id = due.charge_id
+          RETURNING c.*
+        ), written AS (
+          INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at)
+          SELECT c.account_id, 'evnt_' || substr(md5(c.charge_id), 1, 30), c.livemode, 'v1', 'charge.updated', 'charge', c.charge_id,
+            jsonb_build_object(
+              'id', c.charge_id, 'object', 'charge', 'livemode', c.livemode, 'created', floor(extract(epoch FROM c.created_at))::bigint,
+              'amount', c.amount, 'currency', c.currency, 'paid', c.paid, 'expired_at', floor(extract(epoch FROM c.expired_at))::bigint,
+              'captured', c.captured, 'captured_at', NULL,
+              'card', jsonb_build_object(
+                'id', c.card_id, 'object', 'card', 'livemode', c.livemode, 'created', floor(extract(epoch FROM coalesce(cd.created_at, tk.created_at)))::bigint,
+                'customer', cd.customer_id, 'brand', coalesce(cd.brand, tk.brand), 'last4', coalesce(cd.last4, tk.last4),
+                'exp_month', coalesce(cd.exp_month, tk.exp_month), 'exp_year', coalesce(cd.exp_year, tk.exp_year),
+                'fingerprint', coalesce(cd.fingerprint, tk.fingerprint), 'name', coalesce(cd.name, tk.name), 'country', coalesce(cd.country, tk.country),
+                'address_zip', cd.address_zip, 'address_state', cd.address_state, 'address_city', cd.address_city,
+                'address_line1', cd.address_line1, 'address_line2', cd.address_line2, 'address_zip_check', 'unchecked',
+                'cvc_check', coalesce(cd.cvc_check, tk.cvc_check), 'three_d_secure_status', NULL, 'email', cd.email, 'phone', cd.phone,
+                'metadata', coalesce(cd.metadata, '{}'::jsonb)),
+              'customer', c.customer_id, 'description', c.description, 'failure_code', NULL, 'failure_message', NULL,
+              'fee_rate', c.fee_rate::text, 'refunded', false, 'amount_refunded', c.amount_refunded, 'refund_reason', NULL,
+              'subscription', NULL, 'metadata', c.metadata, 'platform_fee', c.platform_fee, 'tenant', c.tenant_id, 'platform_fee_rate', c.platform_fee_rate::text,
+              'total_platform_fee', c.total_platform_fee, 'three_d_secure_status', NULL, 'term_id', c.term_id),
+            c.expired_at
+          FROM released c
+          LEFT JOIN cards cd ON cd.account_id = c.account_id AND cd.livemode = c.livemode AND cd.card_id = c.card_id
+          LEFT JOIN tokens tk ON cd.card_id IS NULL AND tk.account_id = c.account_id AND tk.livemode = c.livemode AND tk.card_id = c.card_id
+          ORDER BY c.expired_at, c.account_id, c.charge_id
+        )
+        SELECT count(*)::int AS n FROM due`.execute(trx);
+      return result.rows[0]!.n;
+    });
+    if (rows === 0) return total;
+    total += rows;
+  }
+}
+
+interface Verification {
+  readonly holds: number;
+  readonly released: number;
+  readonly released_at_own_expiry: number;
+  readonly released_early: number;
+  readonly events: number;
+  readonly events_at_expiry: number;
+  readonly charges_with_two_events: number;
+}
+
+async function verify(db: Kysely<Database>): Promise<Verification> {
+  const result = await sql<Verification>`
+    SELECT (SELECT count(*) FROM charges)::int AS holds,
+           (SELECT count(*) FROM charges WHERE released_at IS NOT NULL)::int AS released,
+           (SELECT count(*) FROM charges WHERE released_at = expired_at AND expired_at < ${SLOT})::int AS released_at_own_expiry,
+           (SELECT count(*) FROM charges WHERE released_at IS NOT NULL AND expired_at >= ${SLOT})::int AS released_early,
+           (SELECT count(*) FROM events WHERE type = 'charge.updated')::int AS events,
+           (SELECT count(*) FROM events e JOIN charges c ON c.account_id = e.account_id AND c.charge_id = e.resource_id
+             WHERE e.type = 'charge.updated' AND e.created_at = c.expired_at)::int AS events_at_expiry,
+           (SELECT count(*) FROM (SELECT 1 FROM events WHERE type = 'charge.updated' GROUP BY account_id, resource_id HAVING count(*) > 1) d)::int AS charges_with_two_events`.execute(db);
+  return result.rows[0]!;
+}
+
+function exact(check: Verification): boolean {
+  return check.holds === N && check.released === DUE && check.released_at_own_expiry === DUE && check.released_early === 0 && check.events === DUE && check.events_at_expiry === DUE && check.charges_with_two_events === 0;
+}
+
+async function main(): Promise<void> {
+  const stamp = `${process.pid}_${Math.floor(performance.timeOrigin)}`;
+  const engineDb = `kessai_bench_holds_${stamp}`;
+  const rawDb = `kessai_bench_holds_raw_${stamp}`;
+  log(`hold-expiry benchmark: n=${N} (due ${DUE}) batch=${BATCH} accounts=${ACCOUNTS} server=${new URL(SERVER).host}`);
+  await admin((c) => c.query(`CREATE DATABASE "${engineDb}"`));
+  try {
+    let started = performance.now();
+    {
+      const store = await openStore({ databaseUrl: withDatabase(SERVER, engineDb), poolSize: 2 });
+      try {
+        await migrate(store);
+        await seed(store.db);
+      } finally {
+        await store.close();
+      }
+    }
+    await admin((c) => c.query(`CREATE DATABASE "${rawDb}" TEMPLATE "${engineDb}"`));
+    log(`seeded ${N} holds (and a copy) in ${seconds(performance.now() - started)} s`);
+
+    // 1. The engine: one slot of the real job through the scheduler.
+    const store = await openStore({ databaseUrl: withDatabase(SERVER, engineDb), poolSize: 4 });
+    let engineMs: number;
+    try {
+      const ctx = createContext({ db: store.db, store, clock: new FixedClock(SLOT), ids: seededIds(42), log: silentLogger(), config: { batchSize: BATCH } });
+      const scheduler = new Scheduler(ctx, [holdExpiryJob], { owner: 'bench' });
+      started = performance.now();
+      const outcome = await scheduler.runSlot(JOB, SLOT);
+      engineMs = performance.now() - started;
+      if (outcome.status !== 'succeeded') throw new Error(`the slot did not succeed: ${JSON.stringify(outcome)}`);
+      log(`engine:  ${JSON.stringify(outcome.counts)} in ${seconds(engineMs)} s`);
+      const check = await verify(store.db);
+      log(`verify:  ${JSON.stringify(check)}`);
+      if (!exact(check)) throw new Error('verification failed: not every due hold was released exactly once');
+    } finally {
+      await store.close();
+    }
+    const rssMb = process.resourceUsage().maxRSS / 1024;
+
+    // 2. The raw-SQL ceiling on the untouched copy of the seed.
+    const raw = await openStore({ databaseUrl: withDatabase(SERVER, rawDb), poolSize: 2 });
+    let rawMs: number;
+    try {
+      started = performance.now();
+      const written = await ceiling(raw.db);
+      rawMs = performance.now() - started;
+      log(`ceiling: ${written} releases by plain SQL in ${seconds(rawMs)} s`);
+      const check = await verify(raw.db);
+      if (!exact(check)) throw new Error(`the ceiling did not write the same rows: ${JSON.stringify(check)}`);
+    } finally {
+      await raw.close();
+    }
+
+    const engineRate = DUE / (engineMs / 1000);
+    const rawRate = DUE / (rawMs / 1000);
+    log(`released holds/s: ${Math.round(engineRate)} (ceiling ${Math.round(rawRate)}/s, ratio ${(engineRate / rawRate).toFixed(2)})`);
+    log(`peak RSS: ${rssMb.toFixed(0)} MB`);
+    log(`targets: >= 50000/s ${engineRate >= 50_000 ? 'met' : 'MISSED'}`);
+  } finally {
+    if (!args.keep) {
+      await admin(async (c) => {
+        await c.query(`DROP DATABASE IF EXISTS "${engineDb}" WITH (FORCE)`);
+        await c.query(`DROP DATABASE IF EXISTS "${rawDb}" WITH (FORCE)`);
+      });
+    }
+  }
+}
+
+await main();

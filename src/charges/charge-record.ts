@@ -1,0 +1,120 @@
+/**
+ * Finding, rendering and writing v1 charge rows for the charge operations and the hold jobs: the
+ * card a charge embeds (a customer's stored card, or the card of the token it was made with), and
+ * the `charge.*` events of many charges rendered server-side in one statement.
+ */
+import { sql, type Kysely } from 'kysely';
+import type { Caller } from '../accounts/accounts';
+import type { Database } from '../db/schema';
+import { reject } from '../domain/errors';
+import type { IdGenerator } from '../domain/ids';
+import { renderCharge, type ChargeCard, type ChargeObject, type ChargeRow } from './charges';
+
+/** The charge of the caller's account and mode, locked FOR UPDATE when asked; `invalid_id` on `id` otherwise. */
+export async function findCharge(executor: Kysely<Database>, caller: Caller, chargeId: string, lock = false): Promise<ChargeRow> {
+  let query = executor
+    .selectFrom('charges')
+    .selectAll()
+    .where('account_id', '=', caller.accountId)
+    .where('livemode', '=', caller.livemode)
+    .where('charge_id', '=', chargeId);
+  if (lock) query = query.forUpdate();
+  const row = await query.executeTakeFirst();
+  if (!row) return reject('invalid_id', 'id', `No such charge: ${chargeId}`);
+  return row;
+}
+
+const cardKey = (accountId: string, livemode: boolean, cardId: string): string => `${accountId}\u0000${livemode ? 1 : 0}\u0000${cardId}`;
+
+/**
+ * The cards the charges embed, by (account, mode, card id): stored cards (deleted ones too: a
+ * charge keeps showing the card it was made with), else the card of the token the charge used.
+ * Two queries whatever the number of charges.
+ */
+export async function chargeCardsOf(executor: Kysely<Database>, rows: readonly Pick<ChargeRow, 'account_id' | 'livemode' | 'card_id'>[]): Promise<Map<string, ChargeCard>> {
+  const found = new Map<string, ChargeCard>();
+  if (rows.length === 0) return found;
+  const accounts = rows.map((r) => r.account_id);
+  const modes = rows.map((r) => r.livemode);
+  const ids = rows.map((r) => r.card_id);
+  const cards = await sql<ChargeCard & { account_id: string }>`
+    SELECT c.* FROM cards c JOIN unnest(${accounts}::text[], ${modes}::boolean[], ${ids}::text[]) AS k(a, l, id)
+      ON c.account_id = k.a AND c.livemode = k.l AND c.card_id = k.id`.execute(executor);
+  for (const card of cards.rows) found.set(cardKey(card.account_id, card.livemode, card.card_id), card);
+  const missing = rows.filter((r) => !found.has(cardKey(r.account_id, r.livemode, r.card_id)));
+  if (missing.length > 0) {
+    const tokens = await sql<ChargeCard & { account_id: string }>`
+      SELECT t.* FROM tokens t JOIN unnest(${missing.map((r) => r.account_id)}::text[], ${missing.map((r) => r.livemode)}::boolean[], ${missing.map((r) => r.card_id)}::text[]) AS k(a, l, id)
+        ON t.account_id = k.a AND t.livemode = k.l AND t.card_id = k.id`.execute(executor);
+    for (const token of tokens.rows) found.set(cardKey(token.account_id, token.livemode, token.card_id), { ...token, customer_id: null });
+  }
+  return found;
+}
+
+/** The v1 objects of charge rows, in order, with their cards read in two queries. */
+export async function renderCharges(executor: Kysely<Database>, rows: readonly ChargeRow[]): Promise<ChargeObject[]> {
+  const cards = await chargeCardsOf(executor, rows);
+  return rows.map((row) => {
+    const card = cards.get(cardKey(row.account_id, row.livemode, row.card_id));
+    // Charges are only ever written with a stored card or a token's card, and neither is hard-deleted.
+    if (card === undefined) throw new Error(`charge ${row.charge_id} names card ${row.card_id}, which does not exist`);
+    return renderCharge(row, card);
+  });
+}
+
+export async function renderOneCharge(executor: Kysely<Database>, row: ChargeRow): Promise<ChargeObject> {
+  const [charge] = await renderCharges(executor, [row]);
+  return charge!;
+}
+
+/** One charge event to write: which charge, which type, at which business instant. */
+export interface ChargeEventKey {
+  readonly accountId: string;
+  readonly livemode: boolean;
+  readonly chargeId: string;
+  readonly type: string;
+  readonly at: Date;
+}
+
+const seconds = (column: string) => sql.raw(`floor(extract(epoch from ${column}))::bigint`);
+const secondsOrNull = (column: string) => sql.raw(`CASE WHEN ${column} IS NULL THEN NULL ELSE floor(extract(epoch from ${column}))::bigint END`);
+
+/**
+ * Writes `charge.*` events for many charges in one INSERT … SELECT: the charge objects are built
+ * by PostgreSQL from the rows as they are now (call it after the batch's UPDATE), so a batch of
+ * thousands of released holds ships no charge data through Node. The object is the same as
+ * `renderCharge` gives (test/integration/hold-jobs.test.ts compares them); keep the two in step.
+ * Event ids are drawn in input order, as recordEvents does.
+ */
+export async function recordChargeEvents(executor: Kysely<Database>, ids: IdGenerator, keys: readonly ChargeEventKey[]): Promise<void> {
+  if (keys.length === 0) return;
+  const eventIds = keys.map(() => ids.next('eventV1'));
+  await sql`
+    INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at)
+    SELECT c.account_id, k.eid, c.livemode, 'v1', k.t, 'charge', c.charge_id,
+      jsonb_build_object(
+        'id', c.charge_id, 'object', 'charge', 'livemode', c.livemode, 'created', ${seconds('c.created_at')},
+        'amount', c.amount, 'currency', c.currency, 'paid', c.paid, 'expired_at', ${secondsOrNull('c.expired_at')},
+        'captured', c.captured, 'captured_at', ${secondsOrNull('c.captured_at')},
+        'card', jsonb_build_object(
+          'id', c.card_id, 'object', 'card', 'livemode', c.livemode, 'created', ${seconds('coalesce(cd.created_at, tk.created_at)')},
+          'customer', cd.customer_id, 'brand', coalesce(cd.brand, tk.brand), 'last4', coalesce(cd.last4, tk.last4),
+          'exp_month', coalesce(cd.exp_month, tk.exp_month), 'exp_year', coalesce(cd.exp_year, tk.exp_year),
+          'fingerprint', coalesce(cd.fingerprint, tk.fingerprint), 'name', CASE WHEN cd.card_id IS NULL THEN tk.name ELSE cd.name END,
+          'country', CASE WHEN cd.card_id IS NULL THEN tk.country ELSE cd.country END,
+          'address_zip', cd.address_zip, 'address_state', cd.address_state, 'address_city', cd.address_city,
+          'address_line1', cd.address_line1, 'address_line2', cd.address_line2, 'address_zip_check', 'unchecked',
+          'cvc_check', coalesce(cd.cvc_check, tk.cvc_check), 'three_d_secure_status', NULL, 'email', cd.email, 'phone', cd.phone,
+          'metadata', coalesce(cd.metadata, '{}'::jsonb)),
+        'customer', c.customer_id, 'description', c.description, 'failure_code', c.failure_code, 'failure_message', c.failure_message,
+        'fee_rate', c.fee_rate::text, 'refunded', c.refunded, 'amount_refunded', c.amount_refunded, 'refund_reason', c.refund_reason,
+        'subscription', c.subscription_id, 'metadata', c.metadata, 'platform_fee', c.platform_fee, 'tenant', c.tenant_id, 'platform_fee_rate', c.platform_fee_rate::text,
+        'total_platform_fee', c.total_platform_fee, 'three_d_secure_status', c.three_d_secure_status, 'term_id', c.term_id),
+      to_timestamp(k.at / 1000) + k.at % 1000 * interval '1 millisecond'
+    FROM unnest(${keys.map((k) => k.accountId)}::text[], ${keys.map((k) => k.livemode)}::boolean[], ${keys.map((k) => k.chargeId)}::text[],
+                ${eventIds}::text[], ${keys.map((k) => k.type)}::text[], ${keys.map((k) => k.at.getTime())}::bigint[]) WITH ORDINALITY AS k(a, l, id, eid, t, at, n)
+    JOIN charges c ON c.account_id = k.a AND c.livemode = k.l AND c.charge_id = k.id
+    LEFT JOIN cards cd ON cd.account_id = c.account_id AND cd.livemode = c.livemode AND cd.card_id = c.card_id
+    LEFT JOIN tokens tk ON cd.card_id IS NULL AND tk.account_id = c.account_id AND tk.livemode = c.livemode AND tk.card_id = c.card_id
+    ORDER BY k.n`.execute(executor);
+}

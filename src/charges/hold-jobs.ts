@@ -1,0 +1,272 @@
+/**
+ * The scheduled work on v1 holds (service rules §2), set-based like the renewal job:
+ *
+ * - hold expiry: uncaptured holds past `expired_at` are released through the network in bulk and
+ *   marked `released_at` = their own `expired_at`, with a `charge.updated` event at that instant;
+ * - 3-D Secure timeouts: charges left pending past their 30-minute window are abandoned
+ *   (`failure_code` = `three_d_secure_expired`), with `charge.failed` at the window's end;
+ * - scheduled reauthorization (service rules §2 Decision): on accounts that opted in, credit-card
+ *   holds that lapse within the lead time get a new hold at `expired_at − lead`, up to the
+ *   configured count, each attempt a `reauthorizations` row and a `charge.updated` event.
+ *
+ * Each batch is one transaction: lock the due rows (FOR UPDATE SKIP LOCKED, oldest due first),
+ * one bulk network call, one UPDATE from arrays, one INSERT of events rendered server-side. The
+ * UPDATE moves every row off its due list in the same transaction, so a repeated slot or a second
+ * worker finds nothing left; every instant written is the item's own due instant.
+ */
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../db/schema';
+import { v1HoldExpiresAt, V1_EXPIRY_DAYS } from '../domain/hold-periods';
+import type { Context } from '../engine/context';
+import { checkpoint, type JobCounts, type SlotRun } from '../engine/job';
+import { recordChargeEvents, type ChargeEventKey } from './charge-record';
+
+/** The columns that make a hold live: authorized, not captured, not cancelled, not yet released. */
+const LIVE_HOLD = sql`paid AND NOT captured AND NOT refunded AND released_at IS NULL AND expired_at IS NOT NULL`;
+
+const ms = (column: string) => sql.raw(`(to_timestamp(${column} / 1000) + ${column} % 1000 * interval '1 millisecond')`);
+
+/** Runs `batch` in its own transaction (claim asserted first) until it reports 0 rows. */
+async function inBatches(ctx: Context, run: SlotRun, job: string, batch: (trx: Kysely<Database>) => Promise<Record<string, number> & { selected: number }>): Promise<Record<string, number>> {
+  const totals: Record<string, number> = { batches: 0 };
+  for (;;) {
+    checkpoint(run);
+    const counts = await ctx.db.transaction().execute(async (trx) => {
+      // Must come first: a run that lost its slot writes nothing, and a take-over waits for this batch.
+      await run.assertClaim(trx);
+      return batch(trx);
+    });
+    if (counts.selected === 0) break;
+    for (const [name, value] of Object.entries(counts)) if (name !== 'selected') totals[name] = (totals[name] ?? 0) + value;
+    totals.batches = (totals.batches ?? 0) + 1;
+    ctx.log.debug({ job, slot: run.slot.toISOString(), ...counts }, 'batch committed');
+  }
+  return totals;
+}
+
+// ---- hold expiry ---------------------------------------------------------------------------
+
+/**
+ * Service rules §2: "After expired_at the hold is released" — a hold is still good at the
+ * `expired_at` instant itself (holdLapsed), so it is due in slots strictly after it.
+ */
+export async function expireHolds(ctx: Context, run: SlotRun): Promise<JobCounts> {
+  const totals = await inBatches(ctx, run, 'charges.expire_holds', (trx) => expireHoldBatch(trx, ctx, run.slot, ctx.config.batchSize));
+  return { released: totals.released ?? 0, batches: totals.batches ?? 0 };
+}
+
+export async function expireHoldBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor'>, asOf: Date, limit: number): Promise<{ selected: number; released: number }> {
+  const due = await sql<{ a: string; l: boolean; id: string; amount: number; code: string | null; e: number }>`
+    SELECT account_id AS a, livemode AS l, charge_id AS id, amount, authorization_code AS code,
+           (extract(epoch from expired_at) * 1000)::bigint AS e
+    FROM charges WHERE ${LIVE_HOLD} AND expired_at < ${asOf}
+    ORDER BY expired_at, account_id, livemode, charge_id LIMIT ${limit}
+    FOR UPDATE SKIP LOCKED`.execute(trx);
+  const rows = due.rows;
+  if (rows.length === 0) return { selected: 0, released: 0 };
+  // The network gives the money back first; a batch that then fails releases again on the retry,
+  // which the network treats as the same release.
+  await ctx.processor.release(rows.map((r) => ({ reference: r.id, authorizationCode: r.code ?? '', amount: r.amount, at: new Date(Number(r.e)) })));
+  const updated = await sql<{ a: string; l: boolean; id: string; e: number }>`
+    UPDATE charges c SET released_at = c.expired_at, updated_at = c.expired_at
+    FROM unnest(${rows.map((r) => r.a)}::text[], ${rows.map((r) => r.l)}::boolean[], ${rows.map((r) => r.id)}::text[]) AS k(a, l, id)
+    WHERE c.account_id = k.a AND c.livemode = k.l AND c.charge_id = k.id AND c.released_at IS NULL
+    RETURNING c.account_id AS a, c.livemode AS l, c.charge_id AS id, (extract(epoch from c.expired_at) * 1000)::bigint AS e`.execute(trx);
+  // Events in the order the holds were due.
+  const released = new Set(updated.rows.map((r) => `${r.a}\u0000${r.l ? 1 : 0}\u0000${r.id}`));
+  const events: ChargeEventKey[] = rows
+    .filter((r) => released.has(`${r.a}\u0000${r.l ? 1 : 0}\u0000${r.id}`))
+    .map((r) => ({ accountId: r.a, livemode: r.l, chargeId: r.id, type: 'charge.updated', at: new Date(Number(r.e)) }));
+  await recordChargeEvents(trx, ctx.ids, events);
+  return { selected: rows.length, released: events.length };
+}
+
+/** The earliest instant after `after` at which a hold is due for release (1 ms past its expired_at). */
+export async function nextHoldExpiryDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
+  const row = await sql<{ due: Date | null }>`SELECT min(expired_at) AS due FROM charges WHERE ${LIVE_HOLD} AND expired_at >= ${after}`.execute(db);
+  const due = row.rows[0]?.due ?? null;
+  return due === null ? null : new Date(due.getTime() + 1);
+}
+
+// ---- 3-D Secure timeouts -------------------------------------------------------------------
+
+export const THREE_D_SECURE_EXPIRED_MESSAGE = '3-D Secure was not completed within 30 minutes; create the charge again';
+
+/** Service rules §2: a pending 3-D Secure charge "can be finished for 30 minutes after creation"; past that it is abandoned. */
+export async function abandonThreeDSecure(ctx: Context, run: SlotRun): Promise<JobCounts> {
+  const totals = await inBatches(ctx, run, 'charges.expire_three_d_secure', (trx) => abandonThreeDSecureBatch(trx, ctx, run.slot, ctx.config.batchSize));
+  return { abandoned: totals.abandoned ?? 0, batches: totals.batches ?? 0 };
+}
+
+export async function abandonThreeDSecureBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, asOf: Date, limit: number): Promise<{ selected: number; abandoned: number }> {
+  const updated = await sql<{ a: string; l: boolean; id: string; e: number }>`
+    WITH due AS (
+      SELECT account_id, livemode, charge_id FROM charges
+      WHERE tds_expires_at IS NOT NULL AND tds_expires_at < ${asOf}
+      ORDER BY tds_expires_at, account_id, livemode, charge_id LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED)
+    UPDATE charges c SET failure_code = 'three_d_secure_expired', failure_message = ${THREE_D_SECURE_EXPIRED_MESSAGE},
+                         updated_at = c.tds_expires_at, tds_expires_at = NULL
+    FROM due WHERE c.account_id = due.account_id AND c.livemode = due.livemode AND c.charge_id = due.charge_id
+    RETURNING c.account_id AS a, c.livemode AS l, c.charge_id AS id, (extract(epoch from c.updated_at) * 1000)::bigint AS e`.execute(trx);
+  const rows = [...updated.rows].sort((x, y) => Number(x.e) - Number(y.e) || (x.a < y.a ? -1 : x.a > y.a ? 1 : 0) || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
+  await recordChargeEvents(
+    trx,
+    ctx.ids,
+    rows.map((r) => ({ accountId: r.a, livemode: r.l, chargeId: r.id, type: 'charge.failed', at: new Date(Number(r.e)) })),
+  );
+  return { selected: rows.length, abandoned: rows.length };
+}
+
+export async function nextThreeDSecureTimeoutAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
+  const row = await sql<{ due: Date | null }>`SELECT min(tds_expires_at) AS due FROM charges WHERE tds_expires_at IS NOT NULL AND tds_expires_at >= ${after}`.execute(db);
+  const due = row.rows[0]?.due ?? null;
+  return due === null ? null : new Date(due.getTime() + 1);
+}
+
+// ---- scheduled reauthorization -------------------------------------------------------------
+
+export interface ReauthSettings {
+  readonly enabled: boolean;
+  /** Holds lapsing within this many hours are reauthorized (1..720). */
+  readonly leadHours?: number;
+  /** Scheduled attempts per charge at most (0..100). */
+  readonly maxCount?: number;
+}
+
+/** Opts an account in to (or out of) scheduled reauthorization (service rules §2 Decision). */
+export async function setReauthSettings(db: Kysely<Database>, accountId: string, settings: ReauthSettings): Promise<void> {
+  const { leadHours, maxCount } = settings;
+  if (leadHours !== undefined && !(Number.isInteger(leadHours) && leadHours >= 1 && leadHours <= 720)) throw new RangeError(`leadHours must be an integer from 1 to 720, got ${leadHours}`);
+  if (maxCount !== undefined && !(Number.isInteger(maxCount) && maxCount >= 0 && maxCount <= 100)) throw new RangeError(`maxCount must be an integer from 0 to 100, got ${maxCount}`);
+  await db
+    .updateTable('accounts')
+    .set({ reauth_enabled: settings.enabled, ...(leadHours === undefined ? {} : { reauth_lead_hours: leadHours }), ...(maxCount === undefined ? {} : { reauth_max_count: maxCount }) })
+    .where('account_id', '=', accountId)
+    .execute();
+}
+
+/**
+ * The due instant of a scheduled reauth: `expired_at − lead`, but never before the hold itself was
+ * authorized (a lead longer than the hold reauthorizes right after it).
+ */
+const REAUTH_DUE = sql`greatest(c.expired_at - a.reauth_lead_hours * interval '1 hour', coalesce(c.authorized_at, c.created_at))`;
+
+/**
+ * Holds due for a scheduled attempt: the account opted in; a credit card (never debit or prepaid:
+ * a second hold is a second debit); fewer attempts than allowed; this hold not attempted before
+ * (a failed attempt leaves the hold to lapse); the due instant come by the slot.
+ */
+/** The largest lead time an account may configure (accounts.reauth_lead_hours ≤ 720). */
+const MAX_LEAD_MS = 720 * 3600_000;
+
+const REAUTH_FROM = sql`charges c JOIN accounts a ON a.account_id = c.account_id AND a.reauth_enabled`;
+const REAUTH_WHERE = sql`
+  c.paid AND NOT c.captured AND NOT c.refunded AND c.released_at IS NULL AND c.expired_at IS NOT NULL
+  AND c.card_funding = 'credit' AND c.reauth_count < a.reauth_max_count
+  AND c.reauth_tried_expired_at IS DISTINCT FROM c.expired_at`;
+
+export async function reauthorizeHolds(ctx: Context, run: SlotRun): Promise<JobCounts> {
+  const totals = await inBatches(ctx, run, 'charges.reauthorize', (trx) => reauthorizeBatch(trx, ctx, run.slot, ctx.config.batchSize));
+  return { reauthorized: totals.reauthorized ?? 0, failed: totals.failed ?? 0, batches: totals.batches ?? 0 };
+}
+
+interface ReauthRow {
+  a: string;
+  l: boolean;
+  id: string;
+  amount: number;
+  expiry_days: number | null;
+  issuer: string | null;
+  expired: number;
+  due: number;
+  fingerprint: string;
+  exp_month: number;
+  exp_year: number;
+}
+
+export async function reauthorizeBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor'>, asOf: Date, limit: number): Promise<{ selected: number; reauthorized: number; failed: number }> {
+  const due = await sql<ReauthRow>`
+    SELECT c.account_id AS a, c.livemode AS l, c.charge_id AS id, c.amount, c.expiry_days, c.card_issuer AS issuer,
+           (extract(epoch from c.expired_at) * 1000)::bigint AS expired, (extract(epoch from ${REAUTH_DUE}) * 1000)::bigint AS due,
+           coalesce(cd.fingerprint, tk.fingerprint) AS fingerprint, coalesce(cd.exp_month, tk.exp_month) AS exp_month, coalesce(cd.exp_year, tk.exp_year) AS exp_year
+    FROM ${REAUTH_FROM}
+    LEFT JOIN cards cd ON cd.account_id = c.account_id AND cd.livemode = c.livemode AND cd.card_id = c.card_id
+    LEFT JOIN tokens tk ON cd.card_id IS NULL AND tk.account_id = c.account_id AND tk.livemode = c.livemode AND tk.card_id = c.card_id
+    WHERE ${REAUTH_WHERE} AND ${REAUTH_DUE} <= ${asOf}
+      -- Implied by the line above (lead ≤ 720 h); lets the planner use the hold-due index.
+      AND c.expired_at <= ${new Date(asOf.getTime() + MAX_LEAD_MS)}
+    ORDER BY 8, 1, 2, 3 LIMIT ${limit}
+    FOR UPDATE OF c SKIP LOCKED`.execute(trx);
+  const rows = due.rows;
+  if (rows.length === 0) return { selected: 0, reauthorized: 0, failed: 0 };
+  const reauthIds = rows.map(() => ctx.ids.next('reauthorization'));
+  const results = await ctx.processor.authorize(
+    rows.map((r, i) => ({
+      reference: reauthIds[i]!,
+      fingerprint: r.fingerprint,
+      expMonth: r.exp_month,
+      expYear: r.exp_year,
+      amount: r.amount,
+      currency: 'jpy' as const,
+      livemode: r.l,
+      // The attempt happens at its own due instant, never at the slot.
+      at: new Date(Number(r.due)),
+      kind: 'reauth' as const,
+    })),
+  );
+  const attempts = rows.map((r, i) => {
+    const result = results[i]!;
+    const at = new Date(Number(r.due));
+    const expiresAt = result.approved
+      ? v1HoldExpiresAt({ authorizedAt: at, expiryDays: r.expiry_days ?? V1_EXPIRY_DAYS.default, issuer: r.issuer === 'overseas' ? 'overseas' : 'domestic' }).expiresAt.getTime()
+      : null;
+    return {
+      a: r.a,
+      l: r.l,
+      rid: reauthIds[i]!,
+      id: r.id,
+      amt: r.amount,
+      ok: result.approved,
+      fc: result.approved ? null : result.code,
+      fm: result.approved ? null : result.message,
+      code: result.approved ? result.authorizationCode : null,
+      prev: Number(r.expired),
+      exp: expiresAt,
+      at: at.getTime(),
+    };
+  });
+  const payload = JSON.stringify(attempts);
+  // The unique index (one scheduled attempt per charge and hold) is the last line of defence: an
+  // attempt it refuses is not applied to the charge either.
+  const inserted = await sql<{ reauth_id: string }>`
+    INSERT INTO reauthorizations (account_id, livemode, reauth_id, charge_id, scheduled, amount, outcome, failure_code, failure_message,
+                                  authorization_code, previous_expired_at, expired_at, attempted_at)
+    SELECT a, l, rid, id, true, amt, CASE WHEN ok THEN 'succeeded' ELSE 'failed' END, fc, fm, code, ${ms('prev')}, ${ms('exp')}, ${ms('at')}
+    FROM json_to_recordset(${payload}::json) AS r(a text, l boolean, rid text, id text, amt bigint, ok boolean, fc text, fm text, code text, prev bigint, exp bigint, at bigint)
+    ON CONFLICT (account_id, livemode, charge_id, previous_expired_at) WHERE scheduled DO NOTHING
+    RETURNING reauth_id`.execute(trx);
+  const applied = new Set(inserted.rows.map((r) => r.reauth_id));
+  const kept = attempts.filter((attempt) => applied.has(attempt.rid));
+  await sql`
+    UPDATE charges c SET
+      reauth_count = c.reauth_count + 1, reauth_tried_expired_at = c.expired_at,
+      expired_at = CASE WHEN r.ok THEN ${ms('r.exp')} ELSE c.expired_at END,
+      authorized_at = CASE WHEN r.ok THEN ${ms('r.at')} ELSE c.authorized_at END,
+      authorization_code = CASE WHEN r.ok THEN r.code ELSE c.authorization_code END,
+      updated_at = ${ms('r.at')}
+    FROM json_to_recordset(${JSON.stringify(kept)}::json) AS r(a text, l boolean, id text, ok boolean, code text, exp bigint, at bigint)
+    WHERE c.account_id = r.a AND c.livemode = r.l AND c.charge_id = r.id`.execute(trx);
+  await recordChargeEvents(
+    trx,
+    ctx.ids,
+    kept.map((attempt) => ({ accountId: attempt.a, livemode: attempt.l, chargeId: attempt.id, type: 'charge.updated', at: new Date(attempt.at) })),
+  );
+  const reauthorized = kept.filter((attempt) => attempt.ok).length;
+  return { selected: rows.length, reauthorized, failed: kept.length - reauthorized };
+}
+
+export async function nextReauthDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
+  const row = await sql<{ due: Date | null }>`SELECT min(${REAUTH_DUE}) AS due FROM ${REAUTH_FROM} WHERE ${REAUTH_WHERE} AND ${REAUTH_DUE} > ${after}`.execute(db);
+  return row.rows[0]?.due ?? null;
+}

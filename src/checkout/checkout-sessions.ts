@@ -1,0 +1,385 @@
+/**
+ * Hosted checkout sessions (v2 §2.3, §4.1, §2.6 rule 6; service rules §3): create with line items
+ * of prices, redirect the buyer to the session's `url`; completing the session on the hosted page
+ * creates its payment flow (with `payment_flow_data.metadata` as the flow's metadata) and confirms
+ * it; `checkout.session.completed`. Sessions are `open` → `complete` or `expired`; an open session
+ * expires 24 hours after creation (session-expiry.ts) or when the merchant expires it.
+ */
+import { sql, type Kysely, type Selectable } from 'kysely';
+import type { Caller } from '../accounts/accounts';
+import type { CheckoutSessionLineItemsTable, CheckoutSessionsTable, Database, PaymentMethodType } from '../db/schema';
+import { KessaiError, reject } from '../domain/errors';
+import { createMetadata } from '../domain/metadata';
+import { toIsoSeconds } from '../domain/time';
+import type { Context } from '../engine/context';
+import { recordEvents, type EventInput } from '../events/outbox';
+import { defineOperation } from '../operations/define';
+import { hasParam, optionalInteger, optionalString, readParams, requireString, type Params } from '../operations/params';
+import { findPaymentFlow, type PaymentFlowRow } from '../payment-flows/payment-flow-object';
+import { confirmLockedFlow, flowEvent, insertPaymentFlow, MAX_FLOW_AMOUNT, MIN_FLOW_AMOUNT, readNestedObject, readPaymentMethodTypes } from '../payment-flows/payment-flows';
+import { isPaymentMethodType, resolvePaymentMethod } from '../payment-flows/payment-method';
+import { findPrices } from '../prices/prices';
+
+export type CheckoutSessionRow = Selectable<CheckoutSessionsTable>;
+export type LineItemRow = Selectable<CheckoutSessionLineItemsTable>;
+
+/** Service rules §3: "a session expires 24 hours after creation". */
+export const CHECKOUT_SESSION_LIFETIME_MS = 24 * 60 * 60 * 1000;
+/** Where the hosted payment page lives; the session id completes the address. */
+export const CHECKOUT_PAGE_BASE_URL = 'https://checkout.kessai.dev/pay/';
+/** v2 §4.1: "may contain the literal placeholder {CHECKOUT_SESSION_ID}, which is replaced by the session id". */
+export const CHECKOUT_SESSION_ID_PLACEHOLDER = '{CHECKOUT_SESSION_ID}';
+/** **Decision:** at most 100 line items of at most 9,999 each: a checkout page, not a catalogue. */
+export const MAX_LINE_ITEMS = 100;
+export const MAX_QUANTITY = 9_999;
+
+// A type alias, not an interface: it must be assignable to the outbox's indexed EventResource.
+export type CheckoutSessionObject = {
+  readonly id: string;
+  readonly object: 'checkout.session';
+  readonly livemode: boolean;
+  readonly status: CheckoutSessionRow['status'];
+  readonly mode: 'payment';
+  /** The hosted payment page; null once the session is no longer open. */
+  readonly url: string | null;
+  readonly success_url: string;
+  readonly cancel_url: string | null;
+  /** Where the buyer is sent after paying: `success_url` with the placeholder replaced; null until complete. */
+  readonly redirect_url: string | null;
+  readonly amount_total: number;
+  readonly currency: string;
+  readonly line_items: { readonly object: 'list'; readonly data: readonly { readonly price: string; readonly quantity: number; readonly unit_amount: number; readonly amount_total: number }[] };
+  readonly payment_method_types: readonly string[];
+  readonly customer: string | null;
+  readonly metadata: Readonly<Record<string, string | number | boolean>>;
+  readonly payment_flow_data: { readonly capture_method: string; readonly metadata: Readonly<Record<string, string | number | boolean>> };
+  readonly setup_flow_data: { readonly metadata: Readonly<Record<string, string | number | boolean>> };
+  readonly payment_flow: string | null;
+  readonly expires_at: string;
+  readonly completed_at: string | null;
+  readonly created_at: string;
+};
+
+/** `success_url` with every `{CHECKOUT_SESSION_ID}` replaced by the session id. */
+export function successRedirectUrl(successUrl: string, sessionId: string): string {
+  return successUrl.split(CHECKOUT_SESSION_ID_PLACEHOLDER).join(sessionId);
+}
+
+export function renderCheckoutSession(row: CheckoutSessionRow, items: readonly LineItemRow[]): CheckoutSessionObject {
+  return {
+    id: row.checkout_session_id,
+    object: 'checkout.session',
+    livemode: row.livemode,
+    status: row.status,
+    mode: row.mode,
+    url: row.status === 'open' ? CHECKOUT_PAGE_BASE_URL + row.checkout_session_id : null,
+    success_url: row.success_url,
+    cancel_url: row.cancel_url,
+    redirect_url: row.status === 'complete' ? successRedirectUrl(row.success_url, row.checkout_session_id) : null,
+    amount_total: row.amount_total,
+    currency: row.currency,
+    line_items: {
+      object: 'list',
+      data: [...items].sort((a, b) => a.position - b.position).map((item) => ({ price: item.price_id, quantity: item.quantity, unit_amount: item.unit_amount, amount_total: item.amount_total })),
+    },
+    payment_method_types: row.payment_method_types,
+    customer: row.customer_id,
+    metadata: row.metadata,
+    payment_flow_data: { capture_method: row.capture_method, metadata: row.payment_flow_metadata },
+    setup_flow_data: { metadata: row.setup_flow_metadata },
+    payment_flow: row.payment_flow_id,
+    expires_at: toIsoSeconds(row.expires_at),
+    completed_at: row.completed_at === null ? null : toIsoSeconds(row.completed_at),
+    created_at: toIsoSeconds(row.created_at),
+  };
+}
+
+function readUrl(params: Params, key: string, required: boolean): string | undefined {
+  const value = optionalString(params, key);
+  if (value === undefined) return required ? reject('missing_param', key, `${key} is required`) : undefined;
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(value);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === undefined || (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')) return reject('invalid_param_key', key, `${key} must be an http or https URL`);
+  return value;
+}
+
+interface LineItemInput {
+  readonly price: string;
+  readonly quantity: number;
+}
+
+function readLineItems(value: unknown): LineItemInput[] {
+  if (value === undefined || value === null) return reject('missing_param', 'line_items', 'line_items is required');
+  if (!Array.isArray(value) || value.length === 0 || value.length > MAX_LINE_ITEMS) {
+    return reject('invalid_param_key', 'line_items', `line_items must be an array of 1 to ${MAX_LINE_ITEMS} items`);
+  }
+  return value.map((entry, i) => {
+    const parent = `line_items[${i}]`;
+    const item = readParams(entry, ['price', 'quantity'], parent);
+    const price = requireString(item, 'price', { parent });
+    const quantity = optionalInteger(item, 'quantity', { parent, min: 1, max: MAX_QUANTITY }) ?? 1;
+    return { price, quantity };
+  });
+}
+
+/** Line items of many sessions, by (account, mode, session id). */
+export async function lineItemsOf(executor: Kysely<Database>, sessions: readonly Pick<CheckoutSessionRow, 'account_id' | 'livemode' | 'checkout_session_id'>[]): Promise<Map<string, LineItemRow[]>> {
+  const byKey = new Map<string, LineItemRow[]>();
+  if (sessions.length === 0) return byKey;
+  const result = await sql<LineItemRow>`
+    SELECT li.* FROM checkout_session_line_items li
+    JOIN unnest(${sessions.map((s) => s.account_id)}::text[], ${sessions.map((s) => s.livemode)}::boolean[], ${sessions.map((s) => s.checkout_session_id)}::text[]) AS k(a, l, id)
+      ON li.account_id = k.a AND li.livemode = k.l AND li.checkout_session_id = k.id
+    ORDER BY li.position`.execute(executor);
+  for (const item of result.rows) {
+    const key = sessionKey(item);
+    const list = byKey.get(key) ?? [];
+    list.push(item);
+    byKey.set(key, list);
+  }
+  return byKey;
+}
+
+export const sessionKey = (row: { readonly account_id: string; readonly livemode: boolean; readonly checkout_session_id: string }): string =>
+  `${row.account_id}\u0000${row.livemode ? 1 : 0}\u0000${row.checkout_session_id}`;
+
+async function findSession(executor: Kysely<Database>, caller: Caller, id: string, lock: boolean): Promise<CheckoutSessionRow> {
+  let query = executor.selectFrom('checkout_sessions').selectAll().where('account_id', '=', caller.accountId).where('livemode', '=', caller.livemode).where('checkout_session_id', '=', id);
+  if (lock) query = query.forUpdate();
+  const row = await query.executeTakeFirst();
+  if (!row) return reject('invalid_id', 'id', `No such checkout session: ${id}`);
+  return row;
+}
+
+async function renderOne(executor: Kysely<Database>, row: CheckoutSessionRow): Promise<CheckoutSessionObject> {
+  return renderCheckoutSession(row, (await lineItemsOf(executor, [row])).get(sessionKey(row)) ?? []);
+}
+
+/**
+ * `checkout.sessions.create` (v2 §4.1): `mode` (`payment`, the default; other modes are not shown),
+ * `line_items` (`price` + `quantity`, required), `payment_method_types` (default `[card]`),
+ * `success_url` (required; may hold `{CHECKOUT_SESSION_ID}`), `cancel_url`, `metadata`,
+ * `customer`, `payment_flow_data` (`metadata`, `capture_method`), `setup_flow_data` (`metadata`).
+ * The total (Σ price × quantity) must be a payable amount (`invalid_amount` on `line_items`).
+ */
+export async function createCheckoutSession(ctx: Context, caller: Caller, input: unknown): Promise<CheckoutSessionObject> {
+  const params = readParams(input, ['mode', 'line_items', 'payment_method_types', 'success_url', 'cancel_url', 'metadata', 'customer', 'payment_flow_data', 'setup_flow_data']);
+  const mode = optionalString(params, 'mode') ?? 'payment';
+  if (mode !== 'payment') return reject('invalid_param_key', 'mode', `mode must be payment, got ${JSON.stringify(mode)}`);
+  const items = readLineItems(params.line_items);
+  const types = hasParam(params, 'payment_method_types') ? readPaymentMethodTypes(params.payment_method_types) : (['card'] as PaymentMethodType[]);
+  const successUrl = readUrl(params, 'success_url', true)!;
+  const cancelUrl = readUrl(params, 'cancel_url', false) ?? null;
+  const metadata = hasParam(params, 'metadata') ? createMetadata(params.metadata, 'v2') : {};
+  const customerId = optionalString(params, 'customer', { code: 'invalid_customer' }) ?? null;
+  const flowData = readNestedObject(params, 'payment_flow_data', ['metadata', 'capture_method']) ?? {};
+  const setupData = readNestedObject(params, 'setup_flow_data', ['metadata']) ?? {};
+  const flowMetadata = hasParam(flowData, 'metadata') ? prefixed(() => createMetadata(flowData.metadata, 'v2'), 'payment_flow_data') : {};
+  const setupMetadata = hasParam(setupData, 'metadata') ? prefixed(() => createMetadata(setupData.metadata, 'v2'), 'setup_flow_data') : {};
+  const captureMethod = optionalString(flowData, 'capture_method', { parent: 'payment_flow_data' }) ?? 'automatic';
+  if (captureMethod !== 'automatic' && captureMethod !== 'manual') return reject('invalid_param_key', 'payment_flow_data[capture_method]', 'capture_method must be automatic or manual');
+  const now = ctx.clock.now();
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    const prices = await findPrices(trx, caller, items.map((item) => item.price));
+    const lines = items.map((item, i) => {
+      const price = prices.get(item.price);
+      if (!price || !price.active) return reject('invalid_id', `line_items[${i}][price]`, `No such price: ${item.price}`);
+      return { ...item, position: i, unitAmount: price.unit_amount, total: price.unit_amount * item.quantity };
+    });
+    const total = lines.reduce((sum, line) => sum + line.total, 0);
+    if (total < MIN_FLOW_AMOUNT || total > MAX_FLOW_AMOUNT) reject('invalid_amount', 'line_items', `the total ${total} yen must be from ${MIN_FLOW_AMOUNT} to ${MAX_FLOW_AMOUNT}`);
+    if (customerId !== null) {
+      const found = await trx.selectFrom('customers').select('customer_id').where('account_id', '=', caller.accountId).where('livemode', '=', caller.livemode).where('customer_id', '=', customerId).where('deleted_at', 'is', null).executeTakeFirst();
+      if (!found) reject('invalid_id', 'customer', `No such customer: ${customerId}`);
+    }
+    const id = ctx.ids.next('checkoutSession');
+    const session = await trx
+      .insertInto('checkout_sessions')
+      .values({
+        account_id: caller.accountId,
+        livemode: caller.livemode,
+        checkout_session_id: id,
+        status: 'open',
+        mode: 'payment',
+        amount_total: total,
+        payment_method_types: JSON.stringify(types),
+        capture_method: captureMethod,
+        success_url: successUrl,
+        cancel_url: cancelUrl,
+        customer_id: customerId,
+        metadata: JSON.stringify(metadata),
+        payment_flow_metadata: JSON.stringify(flowMetadata),
+        setup_flow_metadata: JSON.stringify(setupMetadata),
+        payment_flow_id: null,
+        expires_at: new Date(now.getTime() + CHECKOUT_SESSION_LIFETIME_MS),
+        completed_at: null,
+        expired_at: null,
+        created_at: now,
+        updated_at: now,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await trx
+      .insertInto('checkout_session_line_items')
+      .values(lines.map((line) => ({ account_id: caller.accountId, livemode: caller.livemode, checkout_session_id: id, position: line.position, price_id: line.price, quantity: line.quantity, unit_amount: line.unitAmount, amount_total: line.total })))
+      .execute();
+    return session;
+  });
+  return renderOne(ctx.db, row);
+}
+
+/** Metadata errors inside `payment_flow_data` name the nested parameter (`payment_flow_data[metadata][k]`). */
+function prefixed<T>(read: () => T, parent: string): T {
+  try {
+    return read();
+  } catch (error) {
+    if (error instanceof KessaiError && error.param !== undefined) {
+      throw new KessaiError(error.code, { param: error.param.replace(/^metadata/, `${parent}[metadata]`), message: error.message });
+    }
+    throw error;
+  }
+}
+
+export async function retrieveCheckoutSession(ctx: Context, caller: Caller, input: unknown): Promise<CheckoutSessionObject> {
+  const params = readParams(input, ['id']);
+  return renderOne(ctx.db, await findSession(ctx.db, caller, requireString(params, 'id'), false));
+}
+
+/**
+ * `checkout.sessions.complete`: the buyer pays on the hosted page with `payment_method` (a card
+ * token, or `payment_method_type` `paypay`). The session's payment flow is created on the first
+ * attempt (amount = the total, metadata = `payment_flow_data.metadata`, v2 §2.6 rule 6) and
+ * confirmed; the hosted page runs any 3-D Secure challenge itself, so confirmation ends in
+ * succeeded / requires_capture or in a decline. Success: the session is `complete` with
+ * `checkout.session.completed`; a decline leaves it open (the buyer may try another card) and
+ * fails with the card error. A session past `expires_at` cannot be completed, even before the
+ * expiry job has marked it.
+ */
+export async function completeCheckoutSession(ctx: Context, caller: Caller, input: unknown): Promise<CheckoutSessionObject> {
+  const params = readParams(input, ['id', 'payment_method', 'payment_method_type']);
+  const id = requireString(params, 'id');
+  const methodId = optionalString(params, 'payment_method');
+  const methodTypeText = optionalString(params, 'payment_method_type') ?? 'card';
+  if (!isPaymentMethodType(methodTypeText)) return reject('invalid_param_key', 'payment_method_type', 'payment_method_type must be card, paypay or apple_pay');
+  const result = await ctx.db.transaction().execute(async (trx) => {
+    const session = await findSession(trx, caller, id, true);
+    const now = ctx.clock.now();
+    if (session.status !== 'open' || session.expires_at.getTime() <= now.getTime()) {
+      return reject('invalid_status', undefined, `checkout session ${id} is ${session.status === 'open' ? 'expired' : session.status}`);
+    }
+    if (!session.payment_method_types.includes(methodTypeText)) reject('no_allowed_param', 'payment_method_type', `this session accepts ${session.payment_method_types.join(', ')}`);
+    let flow: PaymentFlowRow;
+    if (session.payment_flow_id === null) {
+      flow = await insertPaymentFlow(
+        trx,
+        ctx,
+        caller,
+        {
+          amount: session.amount_total,
+          captureMethod: session.capture_method,
+          paymentMethodTypes: session.payment_method_types,
+          extendedAuthorization: undefined,
+          metadata: session.payment_flow_metadata,
+          customerId: session.customer_id,
+          description: null,
+          checkoutSessionId: session.checkout_session_id,
+        },
+        now,
+      );
+    } else {
+      // The session's own flow: the hosted page needs no client secret for it.
+      flow = await findPaymentFlow(trx, { ...caller, kind: 'secret' }, session.payment_flow_id, { lock: true });
+    }
+    const snapshot = await resolvePaymentMethod(trx, caller, { type: methodTypeText, id: methodId, customerId: flow.customer_id, at: now });
+    const outcome = await confirmLockedFlow(trx, ctx, flow, snapshot, now, { authenticateInline: true });
+    const completed = outcome.failure === null;
+    const updated = await trx
+      .updateTable('checkout_sessions')
+      .set({ payment_flow_id: outcome.row.payment_flow_id, updated_at: now, ...(completed ? { status: 'complete' as const, completed_at: now } : {}) })
+      .where('account_id', '=', session.account_id)
+      .where('livemode', '=', session.livemode)
+      .where('checkout_session_id', '=', session.checkout_session_id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    const rendered = await renderOne(trx, updated);
+    if (completed) {
+      await recordEvents(trx, ctx.ids, [{ accountId: caller.accountId, livemode: caller.livemode, type: 'checkout.session.completed', data: rendered, at: now, apiVersion: 'v2' }]);
+    }
+    return { rendered, failure: outcome.failure };
+  });
+  if (result.failure !== null) throw new KessaiError(result.failure.code, { message: result.failure.message, param: 'payment_method' });
+  return result.rendered;
+}
+
+/**
+ * Expires open sessions, each at its own instant (`at(row)`): status `expired`,
+ * `checkout.session.expired`, and the session's payment flow, if a failed attempt left one
+ * unpaid, canceled with reason `abandoned` (`payment_flow.canceled`). Rows must be locked by the
+ * caller. Shared by `checkout.sessions.expire` and the expiry job (one UPDATE per table).
+ */
+export async function expireSessions(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, sessions: readonly CheckoutSessionRow[], at: (row: CheckoutSessionRow) => Date): Promise<number> {
+  if (sessions.length === 0) return 0;
+  const payload = JSON.stringify(sessions.map((s) => ({ a: s.account_id, l: s.livemode, id: s.checkout_session_id, t: at(s).getTime() })));
+  const instant = sql.raw(`(to_timestamp(u.t / 1000) + u.t % 1000 * interval '1 millisecond')`);
+  const expired = await sql<CheckoutSessionRow>`
+    UPDATE checkout_sessions s SET status = 'expired', expired_at = ${instant}, updated_at = ${instant}
+    FROM json_to_recordset(${payload}::json) AS u(a text, l boolean, id text, t bigint)
+    WHERE s.account_id = u.a AND s.livemode = u.l AND s.checkout_session_id = u.id AND s.status = 'open'
+    RETURNING s.*`.execute(trx);
+  const withFlow = expired.rows.filter((s) => s.payment_flow_id !== null);
+  const flowPayload = JSON.stringify(withFlow.map((s) => ({ a: s.account_id, l: s.livemode, id: s.payment_flow_id, t: at(s).getTime() })));
+  const canceled =
+    withFlow.length === 0
+      ? { rows: [] as PaymentFlowRow[] }
+      : await sql<PaymentFlowRow>`
+    UPDATE payment_flows f SET status = 'canceled', cancellation_reason = 'abandoned', canceled_at = ${instant}, updated_at = ${instant}, next_action = NULL
+    FROM json_to_recordset(${flowPayload}::json) AS u(a text, l boolean, id text, t bigint)
+    WHERE f.account_id = u.a AND f.livemode = u.l AND f.payment_flow_id = u.id
+      AND f.status IN ('requires_payment_method', 'requires_confirmation', 'requires_action')
+    RETURNING f.*`.execute(trx);
+  const items = await lineItemsOf(trx, expired.rows);
+  const events: EventInput[] = [];
+  const sorted = [...expired.rows].sort((x, y) => at(x).getTime() - at(y).getTime() || sessionKey(x).localeCompare(sessionKey(y)));
+  const flowBySession = new Map(canceled.rows.map((f) => [`${f.account_id}\u0000${f.livemode ? 1 : 0}\u0000${f.checkout_session_id ?? ''}`, f]));
+  for (const session of sorted) {
+    const flow = flowBySession.get(sessionKey(session));
+    if (flow) events.push(flowEvent(flow, 'payment_flow.canceled', at(session)));
+    events.push({
+      accountId: session.account_id,
+      livemode: session.livemode,
+      type: 'checkout.session.expired',
+      data: renderCheckoutSession(session, items.get(sessionKey(session)) ?? []),
+      at: at(session),
+      apiVersion: 'v2',
+    });
+  }
+  await recordEvents(trx, ctx.ids, events);
+  return expired.rows.length;
+}
+
+/** `checkout.sessions.expire`: the merchant ends an open session now (`invalid_status` otherwise). */
+export async function expireCheckoutSession(ctx: Context, caller: Caller, input: unknown): Promise<CheckoutSessionObject> {
+  const params = readParams(input, ['id']);
+  const id = requireString(params, 'id');
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    const session = await findSession(trx, caller, id, true);
+    const now = ctx.clock.now();
+    if (session.status !== 'open') return reject('invalid_status', undefined, `checkout session ${id} is ${session.status}`);
+    // An open session already past its lifetime expired at expires_at, not now.
+    const at = session.expires_at.getTime() <= now.getTime() ? session.expires_at : now;
+    await expireSessions(trx, ctx, [session], () => at);
+    return findSession(trx, caller, id, false);
+  });
+  return renderOne(ctx.db, row);
+}
+
+export const CHECKOUT_SESSION_OPERATIONS = [
+  defineOperation('checkout.sessions.create', createCheckoutSession),
+  defineOperation('checkout.sessions.retrieve', retrieveCheckoutSession),
+  defineOperation('checkout.sessions.complete', completeCheckoutSession, { keys: 'secret_or_public' }),
+  defineOperation('checkout.sessions.expire', expireCheckoutSession),
+] as const;

@@ -1,0 +1,62 @@
+/**
+ * The checkout-session expiry job's feature code (service rules §3: "a session expires 24 hours
+ * after creation (event `checkout.session.expired`)"): every open session whose `expires_at` has
+ * come by the slot is expired at its own `expires_at`, in batches, each one transaction (lock with
+ * FOR UPDATE SKIP LOCKED, one UPDATE per table, one recordEvents; see expireSessions). The status
+ * condition of the UPDATE makes a replayed slot or a second worker change nothing twice.
+ */
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema';
+import type { Context } from '../engine/context';
+import { checkpoint, type JobCounts, type SlotRun } from '../engine/job';
+import { expireSessions } from './checkout-sessions';
+
+export type SessionExpiryCounts = { readonly expired: number; readonly batches: number };
+
+export async function expireDueCheckoutSessions(ctx: Context, run: SlotRun): Promise<SessionExpiryCounts & JobCounts> {
+  let expired = 0;
+  let batches = 0;
+  for (;;) {
+    checkpoint(run);
+    const counts = await ctx.db.transaction().execute(async (trx) => {
+      // Must come first: a run that lost its slot writes nothing, and a take-over waits for this batch.
+      await run.assertClaim(trx);
+      return expireSessionBatch(trx, ctx, run.slot, ctx.config.batchSize);
+    });
+    if (counts.selected === 0) break;
+    expired += counts.expired;
+    batches += 1;
+    ctx.log.debug({ job: 'checkout_sessions.expire', slot: run.slot.toISOString(), batch: batches, ...counts }, 'checkout session expiry batch committed');
+  }
+  return { expired, batches };
+}
+
+/** The earliest `expires_at` of an open session strictly after `after`, or null. */
+export async function nextSessionExpiryDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
+  const row = await db
+    .selectFrom('checkout_sessions')
+    .select(({ fn }) => fn.min('expires_at').as('due'))
+    .where('status', '=', 'open')
+    .where('expires_at', '>', after)
+    .executeTakeFirst();
+  return row?.due ?? null;
+}
+
+export async function expireSessionBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, asOf: Date, limit: number): Promise<{ selected: number; expired: number }> {
+  const due = await trx
+    .selectFrom('checkout_sessions')
+    .selectAll()
+    .where('status', '=', 'open')
+    .where('expires_at', '<=', asOf)
+    .orderBy('expires_at')
+    .orderBy('account_id')
+    .orderBy('livemode')
+    .orderBy('checkout_session_id')
+    .limit(limit)
+    .forUpdate()
+    .skipLocked()
+    .execute();
+  if (due.length === 0) return { selected: 0, expired: 0 };
+  const expired = await expireSessions(trx, ctx, due, (row) => row.expires_at);
+  return { selected: due.length, expired };
+}

@@ -1,0 +1,126 @@
+/**
+ * The v2 hold-expiry job's feature code (service rules §3: "A hold that lapses cancels the flow
+ * with reason `expired` (event `payment_flow.canceled`)"): every flow in requires_capture whose
+ * `capture_before` has come by the slot gives its hold back, in batches, each one transaction:
+ *
+ *   1. lock the due flows (ORDER BY capture_before …, FOR UPDATE SKIP LOCKED, LIMIT batch size);
+ *   2. release their holds through the card network in one bulk call (PayPay holds have no card);
+ *   3. write every flow with one `UPDATE … FROM json_to_recordset(…)`;
+ *   4. write the events with one `recordEvents`.
+ *
+ * A flow that was never captured is `canceled` with `cancellation_reason` `expired`. **Decision:**
+ * a flow with one partial capture keeps the money it received: the remainder is released
+ * ("unconfirmed amount remaining after capture is cancelled automatically", v2 §3) and the flow is
+ * `succeeded` with `payment_flow.succeeded`, since a flow that took money was not canceled.
+ *
+ * Every instant written is the flow's own `capture_before`, never the slot or the wall clock. The
+ * same transaction moves the flow out of requires_capture, so a replayed slot or a second worker
+ * finds nothing left; the status condition of the UPDATE is the last line of defence.
+ */
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../db/schema';
+import type { Context } from '../engine/context';
+import { checkpoint, type JobCounts, type SlotRun } from '../engine/job';
+import { recordEvents } from '../events/outbox';
+import { flowEvent } from './payment-flows';
+import type { PaymentFlowRow } from './payment-flow-object';
+
+export type FlowExpiryCounts = {
+  /** Flows canceled with reason `expired`. */
+  readonly canceled: number;
+  /** Partially captured flows whose remainder was released (now succeeded). */
+  readonly remainder_released: number;
+  /** Holds given back through the card network. */
+  readonly released: number;
+  readonly batches: number;
+};
+
+export async function expireDuePaymentFlows(ctx: Context, run: SlotRun): Promise<FlowExpiryCounts & JobCounts> {
+  let canceled = 0;
+  let remainderReleased = 0;
+  let released = 0;
+  let batches = 0;
+  for (;;) {
+    checkpoint(run);
+    const counts = await ctx.db.transaction().execute(async (trx) => {
+      // Must come first: a run that lost its slot writes nothing, and a take-over waits for this batch.
+      await run.assertClaim(trx);
+      return expireFlowBatch(trx, ctx, run.slot, ctx.config.batchSize);
+    });
+    if (counts.selected === 0) break;
+    canceled += counts.canceled;
+    remainderReleased += counts.remainder_released;
+    released += counts.released;
+    batches += 1;
+    ctx.log.debug({ job: 'payment_flows.expire_holds', slot: run.slot.toISOString(), batch: batches, ...counts }, 'payment flow expiry batch committed');
+  }
+  return { canceled, remainder_released: remainderReleased, released, batches };
+}
+
+/** The earliest `capture_before` of a held flow strictly after `after`, or null. */
+export async function nextFlowExpiryDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
+  const row = await db
+    .selectFrom('payment_flows')
+    .select(({ fn }) => fn.min('capture_before').as('due'))
+    .where('status', '=', 'requires_capture')
+    .where('capture_before', '>', after)
+    .executeTakeFirst();
+  return row?.due ?? null;
+}
+
+/** One batch inside the caller's transaction; `selected` 0 means nothing due is left. */
+export async function expireFlowBatch(
+  trx: Kysely<Database>,
+  ctx: Pick<Context, 'ids' | 'processor' | 'log'>,
+  asOf: Date,
+  limit: number,
+): Promise<{ selected: number; canceled: number; remainder_released: number; released: number }> {
+  const due = await trx
+    .selectFrom('payment_flows')
+    .selectAll()
+    .where('status', '=', 'requires_capture')
+    .where('capture_before', '<=', asOf)
+    .orderBy('capture_before')
+    .orderBy('account_id')
+    .orderBy('livemode')
+    .orderBy('payment_flow_id')
+    .limit(limit)
+    .forUpdate()
+    .skipLocked()
+    .execute();
+  if (due.length === 0) return { selected: 0, canceled: 0, remainder_released: 0, released: 0 };
+
+  const withCard = due.filter((flow) => flow.card_fingerprint !== null && flow.amount_capturable > 0);
+  const results = await ctx.processor.release(
+    withCard.map((flow) => ({ reference: flow.payment_flow_id, authorizationCode: flow.authorization_code ?? '', amount: flow.amount_capturable, at: flow.capture_before! })),
+  );
+  // The simulated network never refuses a release; a real one that did would leave the hold to lapse
+  // at the issuer anyway, so the flow still ends here (logged, never stalling the batch).
+  for (const result of results) {
+    if (!result.ok) ctx.log.warn({ job: 'payment_flows.expire_holds', payment_flow: result.reference, code: result.code }, 'hold release refused by the network; the flow ends anyway');
+  }
+
+  const payload = JSON.stringify(
+    due.map((flow) => ({ a: flow.account_id, l: flow.livemode, id: flow.payment_flow_id, s: flow.amount_received > 0 ? 'succeeded' : 'canceled', t: flow.capture_before!.getTime() })),
+  );
+  const instant = sql.raw(`(to_timestamp(u.t / 1000) + u.t % 1000 * interval '1 millisecond')`);
+  const updated = await sql<PaymentFlowRow>`
+    UPDATE payment_flows f SET
+      status = u.s,
+      cancellation_reason = CASE WHEN u.s = 'canceled' THEN 'expired' ELSE f.cancellation_reason END,
+      canceled_at = CASE WHEN u.s = 'canceled' THEN ${instant} ELSE f.canceled_at END,
+      amount_capturable = 0,
+      updated_at = ${instant}
+    FROM json_to_recordset(${payload}::json) AS u(a text, l boolean, id text, s text, t bigint)
+    WHERE f.account_id = u.a AND f.livemode = u.l AND f.payment_flow_id = u.id AND f.status = 'requires_capture'
+    RETURNING f.*`.execute(trx);
+  // Events in due order, as the flows were selected.
+  const byKey = new Map(updated.rows.map((row) => [`${row.account_id}\u0000${row.livemode ? 1 : 0}\u0000${row.payment_flow_id}`, row]));
+  const events = due.flatMap((flow) => {
+    const row = byKey.get(`${flow.account_id}\u0000${flow.livemode ? 1 : 0}\u0000${flow.payment_flow_id}`);
+    return row === undefined ? [] : [flowEvent(row, row.status === 'canceled' ? 'payment_flow.canceled' : 'payment_flow.succeeded', flow.capture_before!)];
+  });
+  await recordEvents(trx, ctx.ids, events);
+  const canceled = updated.rows.filter((row) => row.status === 'canceled').length;
+  return { selected: due.length, canceled, remainder_released: updated.rows.length - canceled, released: results.filter((r) => r.ok).length };
+}

@@ -1,0 +1,570 @@
+/**
+ * v2 payment flows (v2 §2.2, §3, §4.2–§4.4, §4.8; service rules §2.1 and §3): create, retrieve,
+ * update, confirm (by the browser with the flow's `client_secret`), the completion of a 3-D Secure
+ * action, capture (full, or one partial capture then only the full remainder, never above the
+ * hold), cancel, and list. Every state change writes its v2 event in the same transaction.
+ *
+ * Statuses: requires_payment_method → (payment method attached) requires_confirmation → confirm →
+ * requires_action (3-D Secure) → requires_capture (manual) or succeeded (automatic); a declined
+ * payment goes back to requires_payment_method with `last_payment_error`; canceled from any status
+ * before money moved. A hold that lapses cancels the flow with reason `expired` (hold-expiry.ts).
+ */
+import { sql, type Kysely, type Updateable } from 'kysely';
+import type { Caller } from '../accounts/accounts';
+import type { Database, PaymentFlowsTable, PaymentMethodType } from '../db/schema';
+import { KessaiError, reject, type ErrorCode } from '../domain/errors';
+import { holdLapsed, parseExtendedAuthorizationRequest, v2HoldExpiresAt, type ExtendedAuthorizationRequest } from '../domain/hold-periods';
+import { createMetadata, mergeMetadata, type Metadata } from '../domain/metadata';
+import { toIsoSeconds } from '../domain/time';
+import type { Context } from '../engine/context';
+import { recordEvents, type EventInput } from '../events/outbox';
+import { defineOperation } from '../operations/define';
+import { hasParam, isPlainObject, optionalInteger, optionalString, readParams, requireString, type Params } from '../operations/params';
+import { recordFlowCaptures } from './flow-charges';
+import { findPaymentFlow, newClientSecret, PAYMENT_FLOWS_URL, renderPaymentFlow, type PaymentFlowObject, type PaymentFlowRow } from './payment-flow-object';
+import { isPaymentMethodType, needsThreeDSecure, paymentMethodColumns, resolvePaymentMethod, storedPaymentMethod, type PaymentMethodSnapshot } from './payment-method';
+
+/**
+ * **Decision:** v2 amount bounds are not shown; a flow takes what a v1 charge takes (v1 §8: 50 to
+ * 9,999,999 yen), since both end on the same card network and in the same settlement.
+ */
+export const MIN_FLOW_AMOUNT = 50;
+export const MAX_FLOW_AMOUNT = 9_999_999;
+export const FLOW_CURRENCY = 'jpy';
+export const MAX_DESCRIPTION_LENGTH = 255;
+
+/** Reasons a merchant may give when canceling (`expired` is the hold-expiry job's own). */
+export const CANCELLATION_REASONS = ['duplicate', 'fraudulent', 'requested_by_customer', 'abandoned'] as const;
+
+/** Statuses a flow can still be confirmed from. */
+const CONFIRMABLE = new Set<PaymentFlowRow['status']>(['requires_payment_method', 'requires_confirmation']);
+/** Statuses before confirmation, when amount and methods may still change. */
+const UNCONFIRMED = CONFIRMABLE;
+
+export function flowEvent(row: PaymentFlowRow, type: string, at: Date): EventInput {
+  return { accountId: row.account_id, livemode: row.livemode, type, data: renderPaymentFlow(row), at, apiVersion: 'v2' };
+}
+
+function readAmount(params: Params, key: string, required: boolean): number | undefined {
+  const amount = optionalInteger(params, key, { min: MIN_FLOW_AMOUNT, max: MAX_FLOW_AMOUNT, code: 'invalid_amount' });
+  if (amount === undefined && required) return reject('missing_param', key, `${key} is required`);
+  return amount;
+}
+
+/** `payment_method_types`: a non-empty array of distinct known methods. */
+export function readPaymentMethodTypes(value: unknown, param = 'payment_method_types'): PaymentMethodType[] {
+  if (!Array.isArray(value) || value.length === 0) return reject('invalid_param_key', param, `${param} must be a non-empty array of card, paypay or apple_pay`);
+  const seen = new Set<PaymentMethodType>();
+  value.forEach((entry, i) => {
+    if (!isPaymentMethodType(entry)) reject('invalid_param_key', `${param}[${i}]`, `unknown payment method type ${JSON.stringify(entry)}; use card, paypay or apple_pay`);
+    if (seen.has(entry)) reject('payment_method_duplicate', `${param}[${i}]`, `${entry} is listed twice`);
+    seen.add(entry);
+  });
+  return [...seen];
+}
+
+/** `payment_method_options[card][request_extended_authorization]`, the only option there is. */
+function readExtendedAuthorization(params: Params): ExtendedAuthorizationRequest | undefined {
+  if (!hasParam(params, 'payment_method_options')) return undefined;
+  const options = readParams(params.payment_method_options, ['card'], 'payment_method_options');
+  if (!hasParam(options, 'card')) return undefined;
+  const card = readParams(options.card, ['request_extended_authorization'], 'payment_method_options[card]');
+  return parseExtendedAuthorizationRequest(card.request_extended_authorization ?? undefined);
+}
+
+function readDescription(params: Params): string | null | undefined {
+  const description = optionalString(params, 'description', { code: 'invalid_string_length' });
+  if (description === undefined) return undefined;
+  if ([...description].length > MAX_DESCRIPTION_LENGTH) reject('invalid_string_length', 'description', `description must be at most ${MAX_DESCRIPTION_LENGTH} characters`);
+  return description === '' ? null : description;
+}
+
+function readMethodType(params: Params): PaymentMethodType | undefined {
+  const type = optionalString(params, 'payment_method_type');
+  if (type === undefined) return undefined;
+  if (!isPaymentMethodType(type)) return reject('invalid_param_key', 'payment_method_type', `payment_method_type must be card, paypay or apple_pay, got ${JSON.stringify(type)}`);
+  return type;
+}
+
+/** A method the flow does not accept is refused before anything else happens. */
+function assertMethodAllowed(types: readonly PaymentMethodType[], type: PaymentMethodType): void {
+  if (!types.includes(type)) reject('no_allowed_param', 'payment_method_type', `this payment flow accepts ${types.join(', ')}, not ${type}`);
+}
+
+/**
+ * The hold a manual-capture flow would take with this method at `at`: refuses `must_extend` where
+ * the rule cannot extend (service rules §2.1; v2 §4.2 "With must_extend on a card issued overseas
+ * the request fails"). `payment_method_options.card` applies to card payments, Apple Pay included
+ * (an Apple Pay payment is a card payment; §2.1 gives it the card rows); PayPay ignores it.
+ */
+export function holdFor(flow: Pick<PaymentFlowRow, 'request_extended_authorization'>, snapshot: PaymentMethodSnapshot, at: Date) {
+  const request = snapshot.type === 'paypay' ? undefined : (flow.request_extended_authorization ?? undefined);
+  return v2HoldExpiresAt(snapshot.type, snapshot.card?.issuer ?? 'domestic', at, request);
+}
+
+async function saveFlow(trx: Kysely<Database>, row: PaymentFlowRow, changes: Updateable<PaymentFlowsTable>): Promise<PaymentFlowRow> {
+  return trx
+    .updateTable('payment_flows')
+    .set(changes)
+    .where('account_id', '=', row.account_id)
+    .where('livemode', '=', row.livemode)
+    .where('payment_flow_id', '=', row.payment_flow_id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+async function assertCustomer(trx: Kysely<Database>, caller: Caller, customerId: string): Promise<void> {
+  const found = await trx
+    .selectFrom('customers')
+    .select('customer_id')
+    .where('account_id', '=', caller.accountId)
+    .where('livemode', '=', caller.livemode)
+    .where('customer_id', '=', customerId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  if (!found) reject('invalid_id', 'customer', `No such customer: ${customerId}`);
+}
+
+export interface NewFlowInput {
+  readonly amount: number;
+  readonly captureMethod: 'automatic' | 'manual';
+  readonly paymentMethodTypes: readonly PaymentMethodType[];
+  readonly extendedAuthorization: ExtendedAuthorizationRequest | undefined;
+  readonly metadata: Metadata;
+  readonly customerId: string | null;
+  readonly description: string | null;
+  readonly checkoutSessionId: string | null;
+}
+
+/** Inserts a new flow (status requires_payment_method) and writes `payment_flow.created`. */
+export async function insertPaymentFlow(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, caller: Caller, input: NewFlowInput, at: Date): Promise<PaymentFlowRow> {
+  const id = ctx.ids.next('paymentFlow');
+  const row = await trx
+    .insertInto('payment_flows')
+    .values({
+      account_id: caller.accountId,
+      livemode: caller.livemode,
+      payment_flow_id: id,
+      status: 'requires_payment_method',
+      amount: input.amount,
+      currency: FLOW_CURRENCY,
+      capture_method: input.captureMethod,
+      payment_method_types: JSON.stringify(input.paymentMethodTypes),
+      request_extended_authorization: input.extendedAuthorization ?? null,
+      client_secret: newClientSecret(ctx.ids, id),
+      customer_id: input.customerId,
+      description: input.description,
+      ...paymentMethodColumns(null),
+      authorization_code: null,
+      authorized_at: null,
+      capture_before: null,
+      three_d_secure_status: null,
+      next_action: null,
+      last_payment_error: null,
+      cancellation_reason: null,
+      canceled_at: null,
+      checkout_session_id: input.checkoutSessionId,
+      metadata: JSON.stringify(input.metadata),
+      created_at: at,
+      updated_at: at,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  await recordEvents(trx, ctx.ids, [flowEvent(row, 'payment_flow.created', at)]);
+  return row;
+}
+
+/**
+ * `payment_flows.create` (v2 §4.2): `amount` (required), `currency` (jpy), `capture_method`,
+ * `payment_method_types` (default `[card]`), `payment_method_options[card][request_extended_authorization]`,
+ * `metadata`, `customer`, `description`, and optionally `payment_method` (+ `payment_method_type`)
+ * to attach now (status requires_confirmation). With a card attached, `must_extend` on a card that
+ * cannot be extended is refused here, as v2 §4.2 says; otherwise at confirmation.
+ */
+export async function createPaymentFlow(ctx: Context, caller: Caller, input: unknown): Promise<PaymentFlowObject> {
+  const params = readParams(input, ['amount', 'currency', 'capture_method', 'payment_method_types', 'payment_method_options', 'metadata', 'customer', 'description', 'payment_method', 'payment_method_type']);
+  const amount = readAmount(params, 'amount', true)!;
+  const currency = optionalString(params, 'currency', { code: 'invalid_currency' }) ?? FLOW_CURRENCY;
+  if (currency !== FLOW_CURRENCY) reject('invalid_currency', 'currency', `currency must be ${FLOW_CURRENCY}, got ${JSON.stringify(currency)}`);
+  const captureMethod = optionalString(params, 'capture_method') ?? 'automatic';
+  if (captureMethod !== 'automatic' && captureMethod !== 'manual') return reject('invalid_param_key', 'capture_method', `capture_method must be automatic or manual, got ${JSON.stringify(captureMethod)}`);
+  const types = hasParam(params, 'payment_method_types') ? readPaymentMethodTypes(params.payment_method_types) : (['card'] as PaymentMethodType[]);
+  const extendedAuthorization = readExtendedAuthorization(params);
+  const metadata = hasParam(params, 'metadata') ? createMetadata(params.metadata, 'v2') : {};
+  const customerId = optionalString(params, 'customer', { code: 'invalid_customer' }) ?? null;
+  const description = readDescription(params) ?? null;
+  const methodId = optionalString(params, 'payment_method');
+  const methodType = readMethodType(params);
+  if (methodType !== undefined) assertMethodAllowed(types, methodType);
+  const now = ctx.clock.now();
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    if (customerId !== null) await assertCustomer(trx, caller, customerId);
+    let flow = await insertPaymentFlow(trx, ctx, caller, { amount, captureMethod, paymentMethodTypes: types, extendedAuthorization, metadata, customerId, description, checkoutSessionId: null }, now);
+    if (methodId !== undefined || methodType !== undefined) {
+      const snapshot = await resolvePaymentMethod(trx, caller, { type: methodType ?? 'card', id: methodId, customerId, at: now });
+      assertMethodAllowed(types, snapshot.type);
+      if (captureMethod === 'manual') holdFor(flow, snapshot, now);
+      flow = await saveFlow(trx, flow, { ...paymentMethodColumns(snapshot), status: 'requires_confirmation', updated_at: now });
+    }
+    return flow;
+  });
+  return renderPaymentFlow(row);
+}
+
+/**
+ * `payment_flows.retrieve` (v2 §4.3). With a public key (the browser, v2 §4.8 step 5) the flow's
+ * `client_secret` is required.
+ */
+export async function retrievePaymentFlow(ctx: Context, caller: Caller, input: unknown): Promise<PaymentFlowObject> {
+  const params = readParams(input, ['id', 'client_secret']);
+  const id = requireString(params, 'id');
+  const clientSecret = optionalString(params, 'client_secret');
+  return renderPaymentFlow(await findPaymentFlow(ctx.db, caller, id, { clientSecret }));
+}
+
+/**
+ * `payment_flows.update`: `metadata` (merge rules of v2 §2.6) and `description` at any time;
+ * `amount`, `payment_method_types` and the extended-authorization request only before
+ * confirmation (`invalid_status` after: the hold cannot be increased, v2 §3). No event: v2 §6.1 has
+ * no `payment_flow.updated`.
+ */
+export async function updatePaymentFlow(ctx: Context, caller: Caller, input: unknown): Promise<PaymentFlowObject> {
+  const params = readParams(input, ['id', 'amount', 'metadata', 'description', 'payment_method_types', 'payment_method_options']);
+  const id = requireString(params, 'id');
+  const amount = readAmount(params, 'amount', false);
+  const types = hasParam(params, 'payment_method_types') ? readPaymentMethodTypes(params.payment_method_types) : undefined;
+  const extendedAuthorization = hasParam(params, 'payment_method_options') ? (readExtendedAuthorization(params) ?? null) : undefined;
+  const description = readDescription(params);
+  const now = ctx.clock.now();
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    const flow = await findPaymentFlow(trx, caller, id, { lock: true });
+    const changesPayment = amount !== undefined || types !== undefined || extendedAuthorization !== undefined;
+    if (changesPayment && !UNCONFIRMED.has(flow.status)) {
+      reject('invalid_status', amount !== undefined ? 'amount' : types !== undefined ? 'payment_method_types' : 'payment_method_options', `amount, payment_method_types and payment_method_options can change only before confirmation; this payment flow is ${flow.status}`);
+    }
+    if (types !== undefined && flow.payment_method_type !== null && !types.includes(flow.payment_method_type)) {
+      reject('no_allowed_param', 'payment_method_types', `the attached payment method is ${flow.payment_method_type}, which these types leave out`);
+    }
+    const metadata = hasParam(params, 'metadata') ? mergeMetadata(flow.metadata, params.metadata, 'v2') : undefined;
+    return saveFlow(trx, flow, {
+      ...(amount === undefined ? {} : { amount }),
+      ...(types === undefined ? {} : { payment_method_types: JSON.stringify(types) }),
+      ...(extendedAuthorization === undefined ? {} : { request_extended_authorization: extendedAuthorization }),
+      ...(description === undefined ? {} : { description }),
+      ...(metadata === undefined ? {} : { metadata: JSON.stringify(metadata) }),
+      updated_at: now,
+    });
+  });
+  return renderPaymentFlow(row);
+}
+
+/** What a confirmation ended in; a declined payment still commits its state and event. */
+export interface ConfirmOutcome {
+  readonly row: PaymentFlowRow;
+  readonly failure: { readonly code: ErrorCode; readonly message: string } | null;
+}
+
+/**
+ * Confirms a locked flow with a payment method, inside the caller's transaction: checks
+ * (status, allowed method, the hold rule) come before any network call, so a refusal changes
+ * nothing. Then 3-D Secure (unless `authenticateInline`, the flow goes to requires_action and the
+ * browser completes the action later), authorization, and for automatic capture the capture.
+ */
+export async function confirmLockedFlow(
+  trx: Kysely<Database>,
+  ctx: Pick<Context, 'ids' | 'clock' | 'processor'>,
+  flow: PaymentFlowRow,
+  snapshot: PaymentMethodSnapshot,
+  at: Date,
+  options: { readonly authenticateInline: boolean },
+): Promise<ConfirmOutcome> {
+  if (!CONFIRMABLE.has(flow.status)) reject('invalid_status', undefined, `a payment flow that is ${flow.status} cannot be confirmed`);
+  assertMethodAllowed(flow.payment_method_types, snapshot.type);
+  if (flow.capture_method === 'manual') holdFor(flow, snapshot, at);
+  const attached = { ...paymentMethodColumns(snapshot), last_payment_error: null, next_action: null, three_d_secure_status: null, updated_at: at };
+  if (needsThreeDSecure(snapshot)) {
+    if (!options.authenticateInline) {
+      const row = await saveFlow(trx, flow, {
+        ...attached,
+        status: 'requires_action',
+        three_d_secure_status: 'unverified',
+        next_action: JSON.stringify({ type: 'three_d_secure', three_d_secure: { status: 'unverified' } }),
+      });
+      await recordEvents(trx, ctx.ids, [flowEvent(row, 'payment_flow.requires_action', at)]);
+      return { row, failure: null };
+    }
+    const pending = await saveFlow(trx, flow, { ...attached, status: 'requires_action', three_d_secure_status: 'unverified' });
+    return completeAuthentication(trx, ctx, pending, snapshot, at);
+  }
+  return authorizeFlow(trx, ctx, await saveFlow(trx, flow, attached), snapshot, at, undefined);
+}
+
+/** The buyer's 3-D Secure authentication (v1 §4.3 step 2 rules), then the authorization. */
+async function completeAuthentication(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'clock' | 'processor'>, flow: PaymentFlowRow, snapshot: PaymentMethodSnapshot, at: Date): Promise<ConfirmOutcome> {
+  const [result] = await ctx.processor.authenticate([{ reference: flow.payment_flow_id, fingerprint: snapshot.card!.fingerprint, livemode: flow.livemode, at }]);
+  const status = result!.status;
+  if (status !== 'verified' && status !== 'attempted') {
+    return failFlow(trx, ctx, flow, at, 'three_d_secure_failed', `3-D Secure authentication ended ${status}`, status);
+  }
+  return authorizeFlow(trx, ctx, flow, snapshot, at, status);
+}
+
+/** A declined payment: back to requires_payment_method with `last_payment_error` (v2 §6.1). */
+async function failFlow(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, flow: PaymentFlowRow, at: Date, code: ErrorCode, message: string, threeDSecure: string | null): Promise<ConfirmOutcome> {
+  const row = await saveFlow(trx, flow, {
+    ...paymentMethodColumns(null),
+    status: 'requires_payment_method',
+    three_d_secure_status: threeDSecure,
+    next_action: null,
+    last_payment_error: JSON.stringify({ type: 'card_error', code, message, payment_method: flow.payment_method_id }),
+    updated_at: at,
+  });
+  await recordEvents(trx, ctx.ids, [flowEvent(row, 'payment_flow.payment_failed', at)]);
+  return { row, failure: { code, message } };
+}
+
+async function authorizeFlow(
+  trx: Kysely<Database>,
+  ctx: Pick<Context, 'ids' | 'clock' | 'processor'>,
+  flow: PaymentFlowRow,
+  snapshot: PaymentMethodSnapshot,
+  at: Date,
+  threeDSecure: 'verified' | 'attempted' | undefined,
+): Promise<ConfirmOutcome> {
+  let authorizationCode: string;
+  if (snapshot.card === null) {
+    // **Decision:** PayPay is a wallet outside the card network; the simulated wallet approves
+    // every payment (v2 §4.8 step 3: the buyer approves in the wallet app).
+    authorizationCode = 'paypay';
+  } else {
+    const [result] = await ctx.processor.authorize([
+      {
+        reference: flow.payment_flow_id,
+        fingerprint: snapshot.card.fingerprint,
+        expMonth: snapshot.card.expMonth,
+        expYear: snapshot.card.expYear,
+        amount: flow.amount,
+        currency: 'jpy',
+        livemode: flow.livemode,
+        at,
+        kind: flow.capture_method === 'manual' ? 'hold' : 'charge',
+        ...(threeDSecure === undefined ? {} : { threeDSecure }),
+      },
+    ]);
+    if (!result!.approved) return failFlow(trx, ctx, flow, at, result!.code, result!.message, threeDSecure ?? null);
+    authorizationCode = result!.authorizationCode;
+  }
+  const authorized = { authorization_code: authorizationCode, authorized_at: at, three_d_secure_status: threeDSecure ?? null, next_action: null, last_payment_error: null, updated_at: at };
+  if (flow.capture_method === 'manual') {
+    const hold = holdFor(flow, snapshot, at);
+    const row = await saveFlow(trx, flow, { ...authorized, status: 'requires_capture', capture_before: hold.expiresAt, extended_authorization: hold.extended, amount_capturable: flow.amount });
+    await recordEvents(trx, ctx.ids, [flowEvent(row, 'payment_flow.amount_capturable_updated', at)]);
+    return { row, failure: null };
+  }
+  // Automatic capture (v2 §3): "captured automatically; event payment_flow.succeeded".
+  if (snapshot.card !== null) await settleWithNetwork(ctx, 'capture', flow.payment_flow_id, authorizationCode, flow.amount, at);
+  const row = await saveFlow(trx, flow, { ...authorized, status: 'succeeded', amount_received: flow.amount, amount_capturable: 0, capture_count: 1 });
+  await recordFlowCaptures(trx, ctx, [{ flow: row, captureNumber: 1, amount: flow.amount, at }]);
+  await recordEvents(trx, ctx.ids, [flowEvent(row, 'payment_flow.succeeded', at)]);
+  return { row, failure: null };
+}
+
+async function settleWithNetwork(ctx: Pick<Context, 'processor'>, kind: 'capture' | 'release', reference: string, authorizationCode: string, amount: number, at: Date): Promise<void> {
+  const [result] = await ctx.processor[kind]([{ reference, authorizationCode, amount, at }]);
+  if (result && !result.ok) reject(result.code, undefined, result.message);
+}
+
+/** Throws the card error of a declined confirmation after its state was committed. */
+function throwIfFailed(outcome: ConfirmOutcome): PaymentFlowObject {
+  if (outcome.failure !== null) {
+    throw new KessaiError(outcome.failure.code, { message: outcome.failure.message, param: 'payment_method' });
+  }
+  return renderPaymentFlow(outcome.row);
+}
+
+/**
+ * `payment_flows.confirm` (v2 §4.8): the browser (public key + `client_secret`) or the server
+ * (secret key) confirms with `payment_method` (`tok_…` or a card of the flow's customer) and
+ * `payment_method_type` (`card` default, `apple_pay`, `paypay`), or with the method attached at
+ * creation. `return_url` is accepted and echoed by the browser flow; the engine has no redirect.
+ * A declined payment commits its `payment_flow.payment_failed` and then fails with the card error
+ * (402), like a v1 charge.
+ */
+export async function confirmPaymentFlow(ctx: Context, caller: Caller, input: unknown): Promise<PaymentFlowObject> {
+  const params = readParams(input, ['id', 'client_secret', 'payment_method', 'payment_method_type', 'return_url']);
+  const id = requireString(params, 'id');
+  const clientSecret = optionalString(params, 'client_secret');
+  const methodId = optionalString(params, 'payment_method');
+  const methodType = readMethodType(params);
+  optionalString(params, 'return_url');
+  const now = ctx.clock.now();
+  const outcome = await ctx.db.transaction().execute(async (trx) => {
+    const flow = await findPaymentFlow(trx, caller, id, { lock: true, clientSecret });
+    if (!CONFIRMABLE.has(flow.status)) reject('invalid_status', undefined, `a payment flow that is ${flow.status} cannot be confirmed`);
+    if (methodType !== undefined) assertMethodAllowed(flow.payment_method_types, methodType);
+    let snapshot: PaymentMethodSnapshot | null;
+    if (methodId !== undefined || methodType !== undefined) {
+      snapshot = await resolvePaymentMethod(trx, caller, { type: methodType ?? 'card', id: methodId, customerId: flow.customer_id, at: now });
+    } else {
+      snapshot = storedPaymentMethod(flow);
+    }
+    if (snapshot === null) return reject('missing_param', 'payment_method', 'confirm needs a payment_method (none is attached to this payment flow)');
+    return confirmLockedFlow(trx, ctx, flow, snapshot, now, { authenticateInline: false });
+  });
+  return throwIfFailed(outcome);
+}
+
+/**
+ * `payment_flows.complete_action`: the browser returns from the 3-D Secure challenge of a flow in
+ * `requires_action` (public key + `client_secret`, or the secret key). The issuer's answer decides:
+ * `verified` / `attempted` → authorization (requires_capture or succeeded); `failed` / `error` →
+ * requires_payment_method with `last_payment_error` and `payment_flow.payment_failed`.
+ */
+export async function completePaymentFlowAction(ctx: Context, caller: Caller, input: unknown): Promise<PaymentFlowObject> {
+  const params = readParams(input, ['id', 'client_secret']);
+  const id = requireString(params, 'id');
+  const clientSecret = optionalString(params, 'client_secret');
+  const now = ctx.clock.now();
+  const outcome = await ctx.db.transaction().execute(async (trx) => {
+    const flow = await findPaymentFlow(trx, caller, id, { lock: true, clientSecret });
+    const snapshot = storedPaymentMethod(flow);
+    if (flow.status !== 'requires_action' || snapshot === null || snapshot.card === null) {
+      return reject('invalid_status', undefined, `a payment flow that is ${flow.status} has no action to complete`);
+    }
+    if (flow.capture_method === 'manual') holdFor(flow, snapshot, now);
+    return completeAuthentication(trx, ctx, flow, snapshot, now);
+  });
+  return throwIfFailed(outcome);
+}
+
+/**
+ * `payment_flows.capture` (v2 §4.4, §3, §8): from requires_capture only. Without
+ * `amount_to_capture` the whole remaining hold is captured. A first capture of less is the one
+ * partial capture allowed: the flow stays requires_capture with `amount_capturable` = the rest;
+ * after it only exactly the full remainder may be captured. Never above the hold
+ * (`capture_amount_gt_net`); after the hold lapsed `charge_expired`.
+ */
+export async function capturePaymentFlow(ctx: Context, caller: Caller, input: unknown): Promise<PaymentFlowObject> {
+  const params = readParams(input, ['id', 'amount_to_capture']);
+  const id = requireString(params, 'id');
+  const requested = optionalInteger(params, 'amount_to_capture', { min: 1, max: MAX_FLOW_AMOUNT, code: 'invalid_amount' });
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    const flow = await findPaymentFlow(trx, caller, id, { lock: true });
+    // Read after the lock: an expiry committed while this call waited is in its past.
+    const now = ctx.clock.now();
+    if (flow.status !== 'requires_capture') return reject('invalid_status', undefined, `a payment flow that is ${flow.status} cannot be captured`);
+    if (flow.capture_before !== null && holdLapsed(flow.capture_before, now)) {
+      return reject('charge_expired', undefined, `the hold lapsed at ${toIsoSeconds(flow.capture_before)}`);
+    }
+    const remaining = flow.amount_capturable;
+    const amount = requested ?? remaining;
+    if (amount > remaining) {
+      return reject('capture_amount_gt_net', 'amount_to_capture', `amount_to_capture ${amount} is above the ${remaining} yen still held; the hold cannot be increased`);
+    }
+    if (flow.capture_count >= 1 && amount !== remaining) {
+      return reject('invalid_amount', 'amount_to_capture', `a partial capture was made already; only the full remaining ${remaining} yen may be captured`);
+    }
+    if (flow.payment_method_type !== 'paypay') await settleWithNetwork(ctx, 'capture', flow.payment_flow_id, flow.authorization_code ?? '', amount, now);
+    const full = amount === remaining;
+    const captured = await saveFlow(trx, flow, {
+      status: full ? 'succeeded' : 'requires_capture',
+      amount_received: flow.amount_received + amount,
+      amount_capturable: remaining - amount,
+      capture_count: flow.capture_count + 1,
+      updated_at: now,
+    });
+    await recordFlowCaptures(trx, ctx, [{ flow: captured, captureNumber: captured.capture_count, amount, at: now }]);
+    await recordEvents(trx, ctx.ids, [flowEvent(captured, full ? 'payment_flow.succeeded' : 'payment_flow.amount_capturable_updated', now)]);
+    return captured;
+  });
+  return renderPaymentFlow(row);
+}
+
+/**
+ * `payment_flows.cancel` (`cancellation_reason` optional: duplicate, fraudulent,
+ * requested_by_customer, abandoned): from any status before money moved; a hold is released
+ * through the network. After a partial capture the flow cannot be canceled (money was taken): the
+ * remainder is captured in full or released when the hold lapses.
+ */
+export async function cancelPaymentFlow(ctx: Context, caller: Caller, input: unknown): Promise<PaymentFlowObject> {
+  const params = readParams(input, ['id', 'cancellation_reason']);
+  const id = requireString(params, 'id');
+  const reason = optionalString(params, 'cancellation_reason') ?? null;
+  if (reason !== null && !(CANCELLATION_REASONS as readonly string[]).includes(reason)) {
+    reject('invalid_param_key', 'cancellation_reason', `cancellation_reason must be one of ${CANCELLATION_REASONS.join(', ')}`);
+  }
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    const flow = await findPaymentFlow(trx, caller, id, { lock: true });
+    const now = ctx.clock.now();
+    if (flow.status === 'canceled' || flow.status === 'succeeded' || flow.status === 'processing' || flow.capture_count > 0) {
+      return reject('invalid_status', undefined, `a payment flow that is ${flow.status}${flow.capture_count > 0 ? ' and partially captured' : ''} cannot be canceled`);
+    }
+    if (flow.status === 'requires_capture' && flow.payment_method_type !== 'paypay') {
+      await settleWithNetwork(ctx, 'release', flow.payment_flow_id, flow.authorization_code ?? '', flow.amount_capturable, now);
+    }
+    const canceled = await saveFlow(trx, flow, { status: 'canceled', cancellation_reason: reason, canceled_at: now, amount_capturable: 0, next_action: null, updated_at: now });
+    await recordEvents(trx, ctx.ids, [flowEvent(canceled, 'payment_flow.canceled', now)]);
+    return canceled;
+  });
+  return renderPaymentFlow(row);
+}
+
+/** The v2 list object (service rules §3). */
+export interface V2List<T> {
+  readonly object: 'list';
+  readonly url: string;
+  readonly has_more: boolean;
+  readonly data: readonly T[];
+}
+
+export const V2_DEFAULT_LIMIT = 10;
+export const V2_MAX_LIMIT = 100;
+
+/**
+ * `payment_flows.list`: newest first (the id descending on ties), `limit` (default 10, at most 100),
+ * cursors `starting_after` / `ending_before` (a flow id: the page after / before it), and the
+ * optional `customer` filter.
+ */
+export async function listPaymentFlows(ctx: Context, caller: Caller, input: unknown): Promise<V2List<PaymentFlowObject>> {
+  const params = readParams(input, ['limit', 'starting_after', 'ending_before', 'customer']);
+  const limit = optionalInteger(params, 'limit', { min: 1, max: V2_MAX_LIMIT, code: 'invalid_querystring' }) ?? V2_DEFAULT_LIMIT;
+  const after = optionalString(params, 'starting_after', { code: 'invalid_querystring' });
+  const before = optionalString(params, 'ending_before', { code: 'invalid_querystring' });
+  if (after !== undefined && before !== undefined) reject('invalid_querystring', 'ending_before', 'give starting_after or ending_before, not both');
+  const customer = optionalString(params, 'customer', { code: 'invalid_querystring' });
+  const cursorId = after ?? before;
+  const cursor = cursorId === undefined ? undefined : await findPaymentFlow(ctx.db, caller, cursorId, { param: after !== undefined ? 'starting_after' : 'ending_before' });
+  let query = ctx.db.selectFrom('payment_flows').selectAll().where('account_id', '=', caller.accountId).where('livemode', '=', caller.livemode);
+  if (customer !== undefined) query = query.where('customer_id', '=', customer);
+  if (cursor !== undefined) {
+    const direction = after !== undefined ? '<' : '>';
+    query = query.where(sql<boolean>`(created_at, payment_flow_id) ${sql.raw(direction)} (${cursor.created_at}, ${cursor.payment_flow_id})`);
+  }
+  const ascending = before !== undefined;
+  const rows = await query
+    .orderBy('created_at', ascending ? 'asc' : 'desc')
+    .orderBy('payment_flow_id', ascending ? 'asc' : 'desc')
+    .limit(limit + 1)
+    .execute();
+  const page = rows.slice(0, limit);
+  if (ascending) page.reverse();
+  return { object: 'list', url: PAYMENT_FLOWS_URL, has_more: rows.length > limit, data: page.map(renderPaymentFlow) };
+}
+
+/** Exposed for checkout: a params object check shared by nested `*_data` parameters. */
+export function readNestedObject(params: Params, key: string, allowed: readonly string[]): Params | undefined {
+  if (!hasParam(params, key)) return undefined;
+  if (!isPlainObject(params[key])) return reject('invalid_param_key', key, `${key} must be an object`);
+  return readParams(params[key], allowed, key);
+}
+
+export const PAYMENT_FLOW_OPERATIONS = [
+  defineOperation('payment_flows.create', createPaymentFlow),
+  defineOperation('payment_flows.retrieve', retrievePaymentFlow, { keys: 'secret_or_public' }),
+  defineOperation('payment_flows.update', updatePaymentFlow),
+  defineOperation('payment_flows.confirm', confirmPaymentFlow, { keys: 'secret_or_public' }),
+  defineOperation('payment_flows.complete_action', completePaymentFlowAction, { keys: 'secret_or_public' }),
+  defineOperation('payment_flows.capture', capturePaymentFlow),
+  defineOperation('payment_flows.cancel', cancelPaymentFlow),
+  defineOperation('payment_flows.list', listPaymentFlows),
+] as const;

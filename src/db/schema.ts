@@ -245,3 +245,299 @@ export interface Database {
   charges: ChargesTable;
   refunds: RefundsTable;
 }
+
+// ---- 000005_charge_holds.sql ----------------------------------------------------------------
+
+export interface ChargesTable {
+  /** What creation asked for (`capture`), applied at tds_finish; null for never-held charges. */
+  capture_requested: ColumnType<boolean | null, boolean | null | undefined, boolean | null>;
+  expiry_days: ColumnType<number | null, number | null | undefined, number | null>;
+  card_funding: ColumnType<string | null, string | null | undefined, string | null>;
+  card_issuer: ColumnType<string | null, string | null | undefined, string | null>;
+  authorization_code: ColumnType<string | null, string | null | undefined, string | null>;
+  /** When the current hold was authorized (creation, tds_finish, last reauth). */
+  authorized_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** End of the 3-D Secure completion window while pending; null otherwise. */
+  tds_expires_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** When the lapsed hold was released (its own expired_at). */
+  released_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  reauth_count: Generated<number>;
+  reauth_tried_expired_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
+export interface AccountsTable {
+  reauth_enabled: Generated<boolean>;
+  reauth_lead_hours: Generated<number>;
+  reauth_max_count: Generated<number>;
+}
+
+/** One reauthorization attempt of a v1 hold (000005). */
+export interface ReauthorizationsTable {
+  account_id: string;
+  livemode: boolean;
+  reauth_id: string;
+  charge_id: string;
+  scheduled: boolean;
+  amount: number;
+  outcome: 'succeeded' | 'failed';
+  failure_code: string | null;
+  failure_message: string | null;
+  authorization_code: string | null;
+  previous_expired_at: Date | null;
+  expired_at: Date | null;
+  attempted_at: Date;
+}
+
+export interface Database {
+  reauthorizations: ReauthorizationsTable;
+}
+
+// ---- Settlement (000007) ----
+
+export interface TenantsTable {
+  account_id: string;
+  livemode: boolean;
+  tenant_id: string;
+  name: string | null;
+  /** numeric(5,2), read as a string such as "10.00". */
+  platform_fee_rate: string;
+  payjp_fee_included: boolean;
+  minimum_transfer_amount: Generated<number>;
+  metadata: Json<Record<string, string>>;
+  created_at: Date;
+  updated_at: Date;
+  deleted_at: Date | null;
+}
+
+/** Settlement columns of charges (000007); null until the charge is captured and settled. */
+export interface ChargesTable {
+  tenant_id: Generated<string | null>;
+  platform_fee: Generated<number | null>;
+  platform_fee_rate: Generated<string | null>;
+  payjp_fee_included: Generated<boolean | null>;
+  fee: Generated<number | null>;
+  total_platform_fee: Generated<number>;
+  term_id: Generated<string | null>;
+}
+
+/** Settlement columns of refunds (000007), filled by settleRefunds. */
+export interface RefundsTable {
+  tenant_id: Generated<string | null>;
+  payjp_fee_included: Generated<boolean | null>;
+  refund_fee_offset: Generated<number | null>;
+  refund_platform_fee_offset: Generated<number | null>;
+  term_id: Generated<string | null>;
+}
+
+export interface TermsTable {
+  account_id: string;
+  livemode: boolean;
+  term_id: string;
+  cycle: 'monthly' | 'semi_monthly';
+  start_at: Date;
+  end_at: Date;
+  closed: Generated<boolean>;
+  closed_at: Date | null;
+  charge_count: Generated<number>;
+  refund_count: Generated<number>;
+  dispute_count: Generated<number>;
+  created_at: Date;
+}
+
+export type SettlementOwner = 'merchant' | 'tenant' | 'platform';
+
+export interface BalancesTable {
+  account_id: string;
+  livemode: boolean;
+  balance_id: string;
+  owner: SettlementOwner;
+  owner_ref: string;
+  tenant_id: string | null;
+  state: 'collecting' | 'transfer' | 'claim';
+  net: number;
+  deadline: Date | null;
+  due_date: string | null;
+  due_at: Date | null;
+  closed: Generated<boolean>;
+  closed_date: string | null;
+  last_term_id: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface StatementsTable {
+  account_id: string;
+  livemode: boolean;
+  statement_id: string;
+  owner: SettlementOwner;
+  owner_ref: string;
+  tenant_id: string | null;
+  type: 'sales' | 'service_fee' | 'forfeit' | 'transfer_fee' | 'misc';
+  title: string | null;
+  term_id: string | null;
+  balance_id: string;
+  net: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface StatementItemsTable {
+  account_id: string;
+  livemode: boolean;
+  statement_id: string;
+  position: number;
+  subject: string;
+  amount: number;
+  /** numeric(5,2), read as a string such as "0.00". */
+  tax_rate: string;
+}
+
+export interface StatementUrlsTable {
+  account_id: string;
+  livemode: boolean;
+  statement_id: string;
+  platformer: boolean;
+  nonce: string;
+  issued_at: Date;
+  expires_at: Date;
+}
+
+export interface Database {
+  tenants: TenantsTable;
+  terms: TermsTable;
+  balances: BalancesTable;
+  statements: StatementsTable;
+  statement_items: StatementItemsTable;
+  statement_urls: StatementUrlsTable;
+}
+
+// ---- 000006_payment_flows.sql ---------------------------------------------------------------
+
+export type PaymentFlowStatus = 'requires_payment_method' | 'requires_confirmation' | 'requires_action' | 'processing' | 'requires_capture' | 'canceled' | 'succeeded';
+export type PaymentMethodType = 'card' | 'paypay' | 'apple_pay';
+
+/** A v2 payment flow (pfw_): one payment from creation through confirmation and capture. */
+export interface PaymentFlowsTable {
+  account_id: string;
+  livemode: boolean;
+  payment_flow_id: string;
+  status: PaymentFlowStatus;
+  amount: number;
+  currency: Generated<string>;
+  capture_method: 'automatic' | 'manual';
+  payment_method_types: Json<PaymentMethodType[]>;
+  request_extended_authorization: 'must_extend' | 'if_available' | null;
+  client_secret: string;
+  customer_id: string | null;
+  description: string | null;
+  payment_method_type: PaymentMethodType | null;
+  payment_method_id: string | null;
+  card_id: string | null;
+  card_fingerprint: string | null;
+  card_brand: string | null;
+  card_last4: string | null;
+  card_exp_month: number | null;
+  card_exp_year: number | null;
+  card_funding: string | null;
+  card_issuer: string | null;
+  authorization_code: string | null;
+  authorized_at: Date | null;
+  extended_authorization: Generated<boolean>;
+  capture_before: Date | null;
+  amount_received: Generated<number>;
+  amount_capturable: Generated<number>;
+  capture_count: Generated<number>;
+  three_d_secure_status: string | null;
+  next_action: Json<Record<string, unknown>> | null;
+  last_payment_error: Json<Record<string, unknown>> | null;
+  cancellation_reason: string | null;
+  canceled_at: Date | null;
+  checkout_session_id: string | null;
+  metadata: Json<Record<string, string | number | boolean>>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** A price (price_): an amount and currency that checkout line items refer to. */
+export interface PricesTable {
+  account_id: string;
+  livemode: boolean;
+  price_id: string;
+  unit_amount: number;
+  currency: Generated<string>;
+  active: Generated<boolean>;
+  metadata: Json<Record<string, string | number | boolean>>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export type CheckoutSessionStatus = 'open' | 'complete' | 'expired';
+
+/** A hosted checkout session (cs_). */
+export interface CheckoutSessionsTable {
+  account_id: string;
+  livemode: boolean;
+  checkout_session_id: string;
+  status: CheckoutSessionStatus;
+  mode: 'payment';
+  currency: Generated<string>;
+  amount_total: number;
+  payment_method_types: Json<PaymentMethodType[]>;
+  capture_method: Generated<'automatic' | 'manual'>;
+  success_url: string;
+  cancel_url: string | null;
+  customer_id: string | null;
+  metadata: Json<Record<string, string | number | boolean>>;
+  payment_flow_metadata: Json<Record<string, string | number | boolean>>;
+  setup_flow_metadata: Json<Record<string, string | number | boolean>>;
+  payment_flow_id: string | null;
+  expires_at: Date;
+  completed_at: Date | null;
+  expired_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface CheckoutSessionLineItemsTable {
+  account_id: string;
+  livemode: boolean;
+  checkout_session_id: string;
+  position: number;
+  price_id: string;
+  quantity: number;
+  unit_amount: number;
+  amount_total: number;
+}
+
+export type DisplayPreference = 'on' | 'off' | 'none';
+
+/** Per account and mode: which payment methods the payment screen shows (pmc_). */
+export interface PaymentMethodConfigurationsTable {
+  account_id: string;
+  livemode: boolean;
+  configuration_id: string;
+  name: string;
+  active: Generated<boolean>;
+  is_default: Generated<boolean>;
+  card_preference: Generated<DisplayPreference>;
+  paypay_preference: Generated<DisplayPreference>;
+  apple_pay_preference: Generated<DisplayPreference>;
+  usable_card_brands: Json<string[]>;
+  paypay_usable: Generated<boolean>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** Columns 000006 adds to `charges`: the flow a captured v2 payment belongs to, and which capture. */
+export interface ChargesTable {
+  payment_flow_id?: Generated<string | null>;
+  payment_flow_capture?: Generated<number | null>;
+}
+
+export interface Database {
+  payment_flows: PaymentFlowsTable;
+  prices: PricesTable;
+  checkout_sessions: CheckoutSessionsTable;
+  checkout_session_line_items: CheckoutSessionLineItemsTable;
+  payment_method_configurations: PaymentMethodConfigurationsTable;
+}

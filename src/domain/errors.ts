@@ -122,6 +122,8 @@ export const ERROR_CATALOGUE = {
   invalid_three_d_secure_state: client('invalid transition during 3-D Secure'),
   not_customer_card: client('not registered as a customer card, or deleted'),
   three_d_secure_expired: client('3-D Secure completion period expired'),
+  // v2 only (service rules §3): "a wrong state 400 (`invalid_status`)"; see problem-details.ts.
+  invalid_status: client('the object is not in a status that allows this operation'),
 } as const satisfies Record<string, CatalogueEntry>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;

@@ -23,6 +23,13 @@ export interface EngineConfig {
   readonly retryDelayMs: number;
   /** True in simulation: nothing leaves the process (webhooks are recorded, not sent). */
   readonly simulation: boolean;
+  /**
+   * HMAC secret of statement download URLs (at least 16 characters); issuing or checking a URL
+   * without it is a configuration error. The CLI reads KESSAI_STATEMENT_URL_SECRET.
+   */
+  readonly statementUrlSecret?: string | undefined;
+  /** Base of statement download URLs (default https://kessai.invalid/v1/statements/download). */
+  readonly statementDownloadBaseUrl?: string | undefined;
 }
 
 export const DEFAULT_CONFIG: EngineConfig = {

@@ -12,12 +12,14 @@ import { migrate } from '../db/migrate';
 import { KessaiError, toError } from '../domain/errors';
 import { parseInstant } from '../domain/time';
 import { nextSlotAfter } from '../engine/cron';
+import type { EngineConfig } from '../engine/context';
 import { createLogger, silentLogger, type Logger } from '../engine/logger';
 import { randomIds } from '../engine/random-ids';
 import { openRuntime, workerName } from '../engine/runtime';
 import { Scheduler, recentRuns, type SlotOutcome } from '../engine/scheduler';
 import { systemClock } from '../engine/system-clock';
 import { FixedClock } from '../engine/clock';
+import { registerSimulate } from './simulate';
 
 interface GlobalOptions {
   readonly databaseUrl?: string;
@@ -60,8 +62,16 @@ function logger(options: GlobalOptions): Logger {
   return options.logLevel === 'silent' ? silentLogger() : createLogger({ level: options.verbose ? 'debug' : options.logLevel });
 }
 
+/** Settings that come from the environment: secrets never travel on the command line. */
+function environmentConfig(): Partial<EngineConfig> {
+  return {
+    ...(process.env.KESSAI_STATEMENT_URL_SECRET ? { statementUrlSecret: process.env.KESSAI_STATEMENT_URL_SECRET } : {}),
+    ...(process.env.KESSAI_STATEMENT_DOWNLOAD_BASE_URL ? { statementDownloadBaseUrl: process.env.KESSAI_STATEMENT_DOWNLOAD_BASE_URL } : {}),
+  };
+}
+
 async function runtime(options: GlobalOptions, log: Logger, clock = systemClock) {
-  return openRuntime({ databaseUrl: options.databaseUrl, dataDir: options.dataDir, clock, ids: randomIds(), log });
+  return openRuntime({ databaseUrl: options.databaseUrl, dataDir: options.dataDir, clock, ids: randomIds(), log, config: environmentConfig() });
 }
 
 function describeOutcome(outcome: SlotOutcome): string {
@@ -192,6 +202,34 @@ export function buildProgram(): Command {
       }
     });
 
+  // Settlement (service rules §4): the nightly statement generation on demand. Runs the daily slot
+  // of terms.close, then of balances.close, at or before --at (default now), as `jobs run` would.
+  program
+    .command('statements')
+    .description('statement generation')
+    .command('run')
+    .description('close every term ended as of the slot at or before --at (default now), then close balances due by then')
+    .option('--at <instant>', 'e.g. 2027-02-01T00:00 (JST) or 2027-01-31T15:00:00Z; the daily 00:00 JST slot at or before it runs', instantArg)
+    .action(async (options: { at?: Date }, command: Command) => {
+      const g = globals(command);
+      // As `worker --once --at`: the engine acts as if it were --at (a past or a what-if instant);
+      // the run ledger's leases follow the real clock.
+      const at = options.at ?? systemClock.now();
+      const rt = await runtime(g, logger(g), new FixedClock(at));
+      try {
+        const scheduler = new Scheduler(rt.ctx, ALL_JOBS, { owner: workerName(), ledgerClock: systemClock });
+        for (const name of ['terms.close', 'balances.close']) {
+          const job = ALL_JOBS.find((candidate) => candidate.name === name)!;
+          // The latest slot at or before `at`: the first one strictly after `at` − 1 day (daily schedules).
+          const outcome = await scheduler.runSlot(name, nextSlotAfter(job.schedule, new Date(at.getTime() - 24 * 60 * 60 * 1000)));
+          console.log(describeOutcome(outcome));
+          if (outcome.status !== 'succeeded') process.exitCode = 1;
+        }
+      } finally {
+        await rt.close();
+      }
+    });
+
   program
     .command('worker')
     .description('run the scheduler: wake every minute (node-cron), run every due slot, backfill missed ones')
@@ -211,6 +249,7 @@ export function buildProgram(): Command {
         ids: randomIds(),
         log,
         config: {
+          ...environmentConfig(),
           ...(options.leaseSeconds === undefined ? {} : { leaseMs: options.leaseSeconds * 1000 }),
           ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
         },
@@ -231,6 +270,7 @@ export function buildProgram(): Command {
       await runWorker(scheduler, log, rt.close);
     });
 
+  registerSimulate(program);
   return program;
 }
 

@@ -1,0 +1,370 @@
+/**
+ * The simulation driver behind `kessai simulate`: loads a scenario into a fresh database and
+ * advances a virtual clock over [from, to), running the scenario's operation calls at their
+ * instants and the worker's own jobs, through the worker's own scheduler, in between.
+ *
+ * Stepping. Every job processes each item at the item's own due instant, whichever slot runs it
+ * (the renewal job dates a renewal due at 10:15 at 10:15 even when its slot is days later). So one
+ * slot run may cover many due instants, and the simulator only has to stop where the order of
+ * events could matter:
+ * - before each timeline step (it must see the world as the worker would have left it), and
+ * - where another job becomes due: the job with the earliest due slot runs at its last slot
+ *   before the next other job's due slot (or the next step), then the next job, and so on.
+ * A year of scattered renewals therefore costs a few stops per term close, not one per minute.
+ * A job that has work due at or before a slot it already ran is run at its next slot, so every
+ * stop makes progress.
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import type { Caller } from '../accounts/accounts';
+import { createAccount } from '../accounts/accounts';
+import { openStore, redactUrl, type Store } from '../db/connect';
+import { migrate } from '../db/migrate';
+import { KessaiError, toError } from '../domain/errors';
+import { seededIds } from '../domain/ids';
+import { runOperation } from '../operations/registry';
+import { simulatedCardNetwork } from '../processor/card-network';
+import { ITEM_LABEL, parseRef, scenarioAccounts, type JsonObject, type Scenario, type Step } from '../simulation/scenario';
+import { VirtualClock } from './clock';
+import { createContext, type Context } from './context';
+import { nextSlotAfter, slotAtOrAfter, slotAtOrBefore } from './cron';
+import type { JobCounts, JobDefinition } from './job';
+import { silentLogger, type Logger } from './logger';
+import { Scheduler } from './scheduler';
+
+export interface SimulationOptions {
+  readonly scenario: Scenario;
+  readonly steps: readonly Step[];
+  readonly from: Date;
+  readonly to: Date;
+  readonly seed: number;
+  /** The worker's jobs, in registry order (producers before consumers). */
+  readonly jobs: readonly JobDefinition[];
+  /** A PostgreSQL server on which a scratch database is created and dropped; PGlite in memory otherwise. */
+  readonly databaseUrl?: string | undefined;
+  /** Stop at the first failing step instead of recording it and going on. */
+  readonly strict?: boolean;
+  readonly batchSize?: number;
+  readonly log?: Logger;
+  /** Called after each stop with the simulated instant. */
+  readonly onProgress?: (at: Date, stats: SimulationStats) => void;
+}
+
+/** What one step did: its result's id, or the catalogue error it got. */
+export interface StepOutcome {
+  readonly entry: string;
+  readonly at: Date;
+  readonly op: string;
+  readonly ref: string | null;
+  readonly account: string;
+  readonly result: { readonly id: string | null; readonly object: string | null } | null;
+  readonly error: { readonly code: string; readonly status: number; readonly type: string; readonly param: string | null; readonly message: string } | null;
+}
+
+/** One slot run of one job. */
+export interface JobRun {
+  readonly job: string;
+  readonly slot: Date;
+  readonly counts: JobCounts;
+}
+
+export interface SimulationStats {
+  stops: number;
+  steps: number;
+  failedSteps: number;
+  jobRuns: number;
+}
+
+export interface SimulatedWorld {
+  readonly ctx: Context;
+  readonly outcomes: readonly StepOutcome[];
+  readonly jobRuns: readonly JobRun[];
+  readonly stats: SimulationStats;
+  /** The accounts the scenario ran on, in scenario order. */
+  readonly accounts: readonly string[];
+}
+
+/** A step that failed under --strict, or a job run that failed: the simulation stops. */
+export class SimulationError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'SimulationError';
+  }
+}
+
+/** A scratch database on a PostgreSQL server, dropped when the simulation ends. */
+async function scratchPostgres(url: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `kessai_sim_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect().catch((error: unknown) => {
+    throw new Error(`cannot connect to PostgreSQL at ${redactUrl(url)}: ${(error as Error).message}`, { cause: error });
+  });
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+    // A scratch database: losing the last commits in a server crash loses nothing of value, and
+    // not waiting for each commit's flush makes the many small transactions of a replay cheap.
+    await admin.query(`ALTER DATABASE ${name} SET synchronous_commit = off`);
+  } finally {
+    await admin.end();
+  }
+  const target = new URL(url);
+  target.pathname = `/${name}`;
+  return {
+    url: target.toString(),
+    async drop() {
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
+
+/** Replaces `$label` / `$label.field` strings by the earlier results they name (deep). */
+export function resolveParams(value: unknown, results: ReadonlyMap<string, Record<string, unknown> | KessaiError>, entry: string): unknown {
+  if (typeof value === 'string') {
+    if (value.startsWith('$$')) return value.slice(1);
+    const ref = parseRef(value);
+    if (!ref) return value;
+    const result = results.get(ref.label);
+    if (result === undefined) throw new KessaiError('invalid_param_key', { message: `${entry}: $${ref.label} does not name an earlier entry` });
+    if (result instanceof KessaiError) {
+      throw new KessaiError('invalid_param_key', { message: `${entry}: $${ref.label} refers to an entry that failed (${result.code})` });
+    }
+    let current: unknown = result;
+    for (const field of ref.path.length > 0 ? ref.path : ['id']) {
+      if (current === null || typeof current !== 'object' || !(field in current)) {
+        throw new KessaiError('invalid_param_key', { message: `${entry}: ${value}: the result of ${ref.label} has no field ${field}` });
+      }
+      current = (current as Record<string, unknown>)[field];
+    }
+    return current;
+  }
+  if (Array.isArray(value)) return value.map((item) => resolveParams(item, results, entry));
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, resolveParams(item, results, entry)]));
+  }
+  return value;
+}
+
+async function createAccounts(ctx: Context, scenario: Scenario): Promise<string[]> {
+  const ids: string[] = [];
+  for (const account of scenarioAccounts(scenario)) {
+    try {
+      await createAccount(ctx, { id: account.id, name: account.name ?? account.id, liveEnabled: account.live_enabled, termCycle: account.term_cycle, feeRates: account.fee_rates });
+    } catch (error) {
+      if (error instanceof KessaiError) throw new SimulationError(`accounts (${account.id}): ${error.param ?? ''} ${error.message}`.replace('  ', ' '));
+      throw error;
+    }
+    const options = Object.entries(account.options ?? {});
+    if (options.length > 0) {
+      // Options are account settings by column name; the columns are read from the database so
+      // that a setting added by a later migration is usable here without a change.
+      const columns = await ctx.db
+        .selectFrom('information_schema.columns' as never)
+        .select('column_name' as never)
+        .where('table_name' as never, '=', 'accounts' as never)
+        .execute();
+      const known = new Set((columns as { column_name: string }[]).map((row) => row.column_name));
+      for (const [key] of options) {
+        if (!known.has(key) || ['account_id', 'name', 'created_at', 'term_cycle', 'live_enabled'].includes(key)) {
+          throw new SimulationError(`accounts (${account.id}).options: unknown account setting ${JSON.stringify(key)}`);
+        }
+      }
+      await ctx.db
+        .updateTable('accounts')
+        .set(Object.fromEntries(options) as never)
+        .where('account_id', '=', account.id)
+        .execute();
+    }
+    ids.push(account.id);
+  }
+  return ids;
+}
+
+/**
+ * Runs a simulation and hands the resulting world to `consume` (for the report) before the
+ * database is closed, and dropped when it was a scratch database.
+ */
+export async function simulate<T>(options: SimulationOptions, consume: (world: SimulatedWorld) => Promise<T>): Promise<T> {
+  const scratch = options.databaseUrl ? await scratchPostgres(options.databaseUrl) : undefined;
+  let store: Store | undefined;
+  try {
+    store = await openStore(scratch ? { databaseUrl: scratch.url, poolSize: 2, applicationName: 'kessai simulate' } : { dataDir: 'memory://' });
+    await migrate(store);
+    const clock = new VirtualClock(options.from);
+    const ctx = createContext({
+      db: store.db,
+      store,
+      clock,
+      ids: seededIds(options.seed),
+      log: options.log ?? silentLogger(),
+      processor: simulatedCardNetwork({ seed: options.seed }),
+      config: {
+        simulation: true,
+        // Statement URLs in a simulation are signed with a key of the simulation itself.
+        statementUrlSecret: `kessai-simulation-seed-${options.seed}`,
+        ...(options.batchSize ? { batchSize: options.batchSize } : {}) },
+    });
+    const accounts = await createAccounts(ctx, options.scenario);
+    const world = await advance(ctx, clock, options, accounts);
+    return await consume(world);
+  } finally {
+    await store?.close();
+    await scratch?.drop();
+  }
+}
+
+async function advance(ctx: Context, clock: VirtualClock, options: SimulationOptions, accounts: string[]): Promise<SimulatedWorld> {
+  const { steps, jobs, to } = options;
+  const scheduler = new Scheduler(ctx, jobs, { owner: 'simulation' });
+  const order = new Map(jobs.map((job, i) => [job.name, i]));
+  const results = new Map<string, Record<string, unknown> | KessaiError>();
+  const outcomes: StepOutcome[] = [];
+  const jobRuns: JobRun[] = [];
+  const lastRun = new Map<string, Date>();
+  const stats: SimulationStats = { stops: 0, steps: 0, failedSteps: 0, jobRuns: 0 };
+  // Due work is looked up from before the range: anything not yet processed counts, however old.
+  const dueAfter = new Date(options.from.getTime() - 1);
+  const end = new Date(to.getTime() - 1);
+  let next = 0;
+  for (;;) {
+    const step = steps[next];
+    // Steps at one instant run back to back, as one burst of requests: work they make due runs
+    // at the next stop. (A generated subscriber is three steps at one instant.)
+    const previousStep = steps[next - 1];
+    if (step && previousStep && next > 0 && step.at.getTime() === previousStep.at.getTime() && clock.now().getTime() === step.at.getTime()) {
+      await runStep(ctx, step, results, outcomes, options.strict ?? false, stats);
+      next += 1;
+      continue;
+    }
+    // Jobs run at slots up to and including the next step's instant (the worker's slot at 10:30
+    // runs before a request at 10:30:00), or the last instant of the range.
+    const limit = step ? step.at : end;
+    const due: { job: JobDefinition; slot: Date }[] = [];
+    for (const job of jobs) {
+      const previous = lastRun.get(job.name);
+      let slot: Date;
+      if (job.nextDueAt) {
+        const at = await job.nextDueAt(ctx, dueAfter);
+        if (at === null) continue;
+        slot = slotAtOrAfter(job.schedule, at.getTime() > clock.now().getTime() ? at : clock.now());
+      } else {
+        // A job that cannot say when it has work runs before every step and at the end.
+        slot = slotAtOrBefore(job.schedule, limit);
+      }
+      if (previous && slot.getTime() <= previous.getTime()) slot = nextSlotAfter(job.schedule, previous);
+      if (slot.getTime() < clock.now().getTime() || slot.getTime() > limit.getTime()) continue;
+      due.push({ job, slot });
+    }
+    if (due.length === 0) {
+      if (!step) break;
+      clock.advanceTo(step.at);
+      await runStep(ctx, step, results, outcomes, options.strict ?? false, stats);
+      next += 1;
+      stats.stops += 1;
+      options.onProgress?.(step.at, stats);
+      continue;
+    }
+    due.sort((a, b) => a.slot.getTime() - b.slot.getTime() || order.get(a.job.name)! - order.get(b.job.name)!);
+    const first = due[0]!;
+    // Run it as late as possible without passing another job's due slot or the next step.
+    let horizon = limit;
+    for (const other of due.slice(1)) if (other.job !== first.job && other.slot.getTime() < horizon.getTime()) horizon = other.slot;
+    const slot = slotAtOrBefore(first.job.schedule, horizon);
+    const runAt = slot.getTime() < first.slot.getTime() ? first.slot : slot;
+    clock.advanceTo(runAt);
+    const outcome = await scheduler.runSlot(first.job.name, runAt);
+    lastRun.set(first.job.name, runAt);
+    stats.jobRuns += 1;
+    stats.stops += 1;
+    if (outcome.status !== 'succeeded') {
+      throw new SimulationError(`job ${first.job.name} at slot ${runAt.toISOString()} did not succeed (${outcome.status}${'error' in outcome ? `: ${outcome.error}` : ''})`);
+    }
+    jobRuns.push({ job: first.job.name, slot: runAt, counts: outcome.counts });
+    options.onProgress?.(runAt, stats);
+  }
+  return { ctx, outcomes, jobRuns, stats, accounts };
+}
+
+async function runStep(
+  ctx: Context,
+  step: Step,
+  results: Map<string, Record<string, unknown> | KessaiError>,
+  outcomes: StepOutcome[],
+  strict: boolean,
+  stats: SimulationStats,
+): Promise<void> {
+  if (!step.forEach) {
+    await runOne(ctx, step, results, outcomes, strict, stats);
+    return;
+  }
+  // for_each: list everything first (all pages, at this instant), then run the entry per object.
+  const caller: Caller = { accountId: step.account, livemode: step.livemode, kind: 'secret' };
+  const items: Record<string, unknown>[] = [];
+  try {
+    const params = resolveParams(step.forEach.params ?? {}, results, step.entry) as JsonObject;
+    for (let offset = 0; ; offset += 100) {
+      const page = (await runOperation(ctx, caller, step.forEach.op, { ...params, limit: 100, offset })) as { data?: Record<string, unknown>[]; has_more?: boolean };
+      items.push(...(page.data ?? []));
+      if (!page.has_more) break;
+    }
+  } catch (error) {
+    await recordFailure(step, error, results, outcomes, strict, stats);
+    return;
+  }
+  const scoped = new Map(results);
+  for (const [k, item] of items.entries()) {
+    scoped.set(ITEM_LABEL, item);
+    await runOne(ctx, { ...step, entry: `${step.entry} #${k + 1}` }, scoped, outcomes, strict, stats);
+  }
+}
+
+async function runOne(
+  ctx: Context,
+  step: Step,
+  results: Map<string, Record<string, unknown> | KessaiError>,
+  outcomes: StepOutcome[],
+  strict: boolean,
+  stats: SimulationStats,
+): Promise<void> {
+  const caller: Caller = { accountId: step.account, livemode: step.livemode, kind: 'secret' };
+  stats.steps += 1;
+  try {
+    const params = resolveParams(step.params, results, step.entry) as JsonObject;
+    const result = (await runOperation(ctx, caller, step.op, params)) as Record<string, unknown>;
+    if (step.ref !== undefined) results.set(step.ref, result);
+    outcomes.push({
+      entry: step.entry,
+      at: step.at,
+      op: step.op,
+      ref: step.ref ?? null,
+      account: step.account,
+      result: { id: typeof result.id === 'string' ? result.id : null, object: typeof result.object === 'string' ? result.object : null },
+      error: null,
+    });
+  } catch (error) {
+    await recordFailure(step, error, results, outcomes, strict, stats);
+  }
+}
+
+async function recordFailure(
+  step: Step,
+  error: unknown,
+  results: Map<string, Record<string, unknown> | KessaiError>,
+  outcomes: StepOutcome[],
+  strict: boolean,
+  stats: SimulationStats,
+): Promise<void> {
+  if (!(error instanceof KessaiError)) throw new SimulationError(`${step.entry} (${step.op} at ${step.at.toISOString()}) failed: ${toError(error).message}`, { cause: error });
+  stats.failedSteps += 1;
+  if (step.ref !== undefined) results.set(step.ref, error);
+  const failure = { code: error.code, status: error.status, type: error.type, param: error.param ?? null, message: error.message };
+  if (strict) {
+    throw new SimulationError(`${step.entry} (${step.op} at ${step.at.toISOString()}) failed: ${error.code}${error.param ? ` (param ${error.param})` : ''}: ${error.message}`);
+  }
+  outcomes.push({ entry: step.entry, at: step.at, op: step.op, ref: step.ref ?? null, account: step.account, result: null, error: failure });
+}

@@ -1,0 +1,465 @@
+/**
+ * What a simulation leaves behind: `report.json` (every step, job run, subscription, charge,
+ * refund, term, statement, balance and event, API-shaped), the monthly summary, CSV exports and a
+ * chart. Everything is read back from the simulated database in a fixed order (instant, then id),
+ * so the same world gives the same bytes; large sections are written piece by piece, never held as
+ * one string.
+ */
+import { once } from 'node:events';
+import { createWriteStream, mkdirSync, writeFileSync, type WriteStream } from 'node:fs';
+import { join } from 'node:path';
+import type { Kysely } from 'kysely';
+import type { Caller } from '../accounts/accounts';
+import { renderCharge } from '../charges/charges';
+import type { Database } from '../db/schema';
+import { parseInstant, toIsoSeconds } from '../domain/time';
+import type { SimulatedWorld } from '../engine/simulation';
+import { renderEvent } from '../events/outbox';
+import { findOperation, runOperation } from '../operations/registry';
+import { subscriptionObjects } from '../subscriptions/subscription-record';
+
+const PAGE = 5_000;
+
+/** The money of one JST month, from the simulated rows. */
+export interface MonthSummary {
+  month: string;
+  charges: number;
+  captured_charges: number;
+  captured_yen: number;
+  failed_charges: number;
+  failed_renewals: number;
+  refunds: number;
+  refunded_yen: number;
+  fees_yen: number;
+  /**
+   * Money that left for each owner (merchant account, tenant, platform) in balances closed in
+   * the month, by their closing date: transfers positive, collected claims negative.
+   */
+  paid_out_by_owner: Record<string, number>;
+}
+
+export interface Summary {
+  scenario: string | null;
+  from: string;
+  to: string;
+  seed: number;
+  steps: number;
+  failed_steps: number;
+  job_runs: number;
+  months: MonthSummary[];
+  totals: Omit<MonthSummary, 'month'>;
+}
+
+export interface DayPoint {
+  readonly day: string;
+  captured_yen: number;
+  failures: number;
+}
+
+export interface ReportHeader {
+  readonly scenario: string | null;
+  readonly from: Date;
+  readonly to: Date;
+  readonly seed: number;
+}
+
+/** `YYYY-MM` of an instant in JST. */
+export function jstMonth(at: Date): string {
+  return new Date(at.getTime() + 9 * 3_600_000).toISOString().slice(0, 7);
+}
+
+function jstDay(at: Date): string {
+  return new Date(at.getTime() + 9 * 3_600_000).toISOString().slice(0, 10);
+}
+
+function emptyMonth(month: string): MonthSummary {
+  return { month, charges: 0, captured_charges: 0, captured_yen: 0, failed_charges: 0, failed_renewals: 0, refunds: 0, refunded_yen: 0, fees_yen: 0, paid_out_by_owner: {} };
+}
+
+/** Writes a JSON document section by section; arrays one element per line. */
+class JsonSections {
+  #first = true;
+  constructor(private readonly out: WriteStream) {
+    this.#write('{');
+  }
+
+  #write(text: string): void | Promise<void> {
+    if (!this.out.write(text)) return once(this.out, 'drain').then(() => undefined);
+  }
+
+  #key(key: string): string {
+    const head = `${this.#first ? '\n' : ',\n'}  ${JSON.stringify(key)}: `;
+    this.#first = false;
+    return head;
+  }
+
+  async value(key: string, value: unknown): Promise<void> {
+    await this.#write(this.#key(key) + JSON.stringify(value));
+  }
+
+  async array<T>(key: string, pages: AsyncIterable<readonly T[]>, render: (item: T) => unknown = (item) => item): Promise<void> {
+    await this.#write(`${this.#key(key)}[`);
+    let count = 0;
+    for await (const page of pages) {
+      for (const item of page) {
+        await this.#write(`${count === 0 ? '\n    ' : ',\n    '}${JSON.stringify(render(item))}`);
+        count += 1;
+      }
+    }
+    await this.#write(count === 0 ? ']' : '\n  ]');
+  }
+
+  async end(): Promise<void> {
+    await this.#write('\n}\n');
+    this.out.end();
+    await once(this.out, 'finish');
+  }
+}
+
+async function* single<T>(items: readonly T[]): AsyncIterable<readonly T[]> {
+  yield items;
+}
+
+/** Charges in (account, created, id) order, a page at a time, with their cards. */
+async function* chargePages(db: Kysely<Database>) {
+  let after: { account: string; created: Date; id: string } | undefined;
+  for (;;) {
+    let query = db.selectFrom('charges').selectAll();
+    if (after) {
+      const { account, created, id } = after;
+      query = query.where((eb) =>
+        eb.or([
+          eb('account_id', '>', account),
+          eb.and([eb('account_id', '=', account), eb.or([eb('created_at', '>', created), eb.and([eb('created_at', '=', created), eb('charge_id', '>', id)])])]),
+        ]),
+      );
+    }
+    const rows = await query.orderBy('account_id').orderBy('created_at').orderBy('charge_id').limit(PAGE).execute();
+    if (rows.length === 0) return;
+    const cardIds = [...new Set(rows.map((row) => row.card_id))];
+    const cards = await db.selectFrom('cards').selectAll().where('card_id', 'in', cardIds).execute();
+    const byId = new Map(cards.map((card) => [`${card.account_id}\u0000${card.card_id}`, card]));
+    yield rows.map((row) => ({ row, card: byId.get(`${row.account_id}\u0000${row.card_id}`)! }));
+    const last = rows.at(-1)!;
+    after = { account: last.account_id, created: last.created_at, id: last.charge_id };
+  }
+}
+
+async function* eventPages(db: Kysely<Database>) {
+  let after: { account: string; seq: number } | undefined;
+  for (;;) {
+    let query = db.selectFrom('events').selectAll();
+    if (after) {
+      const { account, seq } = after;
+      query = query.where((eb) => eb.or([eb('account_id', '>', account), eb.and([eb('account_id', '=', account), eb('seq', '>', seq)])]));
+    }
+    const rows = await query.orderBy('account_id').orderBy('seq').limit(PAGE).execute();
+    if (rows.length === 0) return;
+    yield rows;
+    const last = rows.at(-1)!;
+    after = { account: last.account_id, seq: last.seq };
+  }
+}
+
+/** Every object a list operation returns, for every account (empty when the operation does not exist yet). */
+async function listAll(world: SimulatedWorld, op: string, params: Record<string, unknown> = {}): Promise<Record<string, unknown>[]> {
+  if (!findOperation(op)) return [];
+  const all: Record<string, unknown>[] = [];
+  for (const accountId of world.accounts) {
+    for (const livemode of [false, true]) {
+      const caller: Caller = { accountId, livemode, kind: 'secret' };
+      for (let offset = 0; ; offset += 100) {
+        const page = (await runOperation(world.ctx, caller, op, { ...params, limit: 100, offset })) as { data: Record<string, unknown>[]; has_more: boolean };
+        all.push(...page.data);
+        if (!page.has_more) break;
+      }
+    }
+  }
+  // Lists come newest first; the report reads oldest first, ties by id.
+  const created = (item: Record<string, unknown>) => Number(item.created ?? item.start_at ?? 0);
+  return all.sort((a, b) => created(a) - created(b) || String(a.id).localeCompare(String(b.id)));
+}
+
+export interface WrittenReport {
+  readonly summary: Summary;
+  readonly days: DayPoint[];
+}
+
+/**
+ * Writes report.json, charges.csv and statements.csv into `dir` and returns the summary and the
+ * daily series (for summary.json, the chart and a what-if diff).
+ */
+export async function writeReport(world: SimulatedWorld, header: ReportHeader, dir: string): Promise<WrittenReport> {
+  mkdirSync(dir, { recursive: true });
+  const { db } = world.ctx;
+  const months = new Map<string, MonthSummary>();
+  const month = (at: Date) => {
+    const key = jstMonth(at);
+    let entry = months.get(key);
+    if (!entry) months.set(key, (entry = emptyMonth(key)));
+    return entry;
+  };
+  const days = new Map<string, DayPoint>();
+  const day = (at: Date) => {
+    const key = jstDay(at);
+    let entry = days.get(key);
+    if (!entry) days.set(key, (entry = { day: key, captured_yen: 0, failures: 0 }));
+    return entry;
+  };
+
+  const json = new JsonSections(createWriteStream(join(dir, 'report.json')));
+  await json.value('report', 'kessai simulation');
+  await json.value('version', 1);
+  await json.value('scenario', header.scenario);
+  await json.value('from', toIsoSeconds(header.from));
+  await json.value('to', toIsoSeconds(header.to));
+  await json.value('seed', header.seed);
+  await json.value('accounts', world.accounts);
+  await json.array('steps', single(world.outcomes), (step) => ({ ...step, at: toIsoSeconds(step.at) }));
+  await json.array('job_runs', single(world.jobRuns), (run) => ({ job: run.job, slot: toIsoSeconds(run.slot), counts: run.counts }));
+
+  // Subscriptions as they stand at the end (deleted ones too), then every state change.
+  const subscriptions: Record<string, unknown>[] = [];
+  for (const accountId of world.accounts) {
+    for (const livemode of [false, true]) {
+      const rows = await db.selectFrom('subscriptions').selectAll().where('account_id', '=', accountId).where('livemode', '=', livemode).orderBy('created_at').orderBy('subscription_id').execute();
+      const objects = await subscriptionObjects(db, { accountId, livemode, kind: 'secret' }, rows);
+      objects.forEach((object, i) => subscriptions.push({ ...object, deleted: rows[i]!.deleted_at !== null }));
+    }
+  }
+  await json.array('subscriptions', single(subscriptions));
+  const changes = await db
+    .selectFrom('events')
+    .select(['account_id', 'created_at', 'type', 'resource_id', 'data'])
+    .where('type', 'like', 'subscription.%')
+    .orderBy('account_id')
+    .orderBy('seq')
+    .execute();
+  await json.array('subscription_changes', single(changes), (change) => ({
+    at: toIsoSeconds(change.created_at),
+    account: change.account_id,
+    subscription: change.resource_id,
+    type: change.type,
+    status: (change.data as { status?: unknown }).status ?? null,
+  }));
+
+  const chargesCsv = createWriteStream(join(dir, 'charges.csv'));
+  chargesCsv.write('id,account,created_at,customer,subscription,amount,paid,captured,captured_at,amount_captured,amount_refunded,refunded,failure_code,fee_rate,term_id\n');
+  await json.array('charges', chargePages(db), ({ row, card }) => {
+    const object = renderCharge(row, card);
+    const created = month(row.created_at);
+    created.charges += 1;
+    if (!row.paid) {
+      created.failed_charges += 1;
+      if (row.subscription_id !== null) created.failed_renewals += 1;
+      day(row.created_at).failures += 1;
+    }
+    if (row.captured_at !== null && row.amount_captured !== null) {
+      const captured = month(row.captured_at);
+      captured.captured_charges += 1;
+      captured.captured_yen += row.amount_captured;
+      day(row.captured_at).captured_yen += row.amount_captured;
+    }
+    const fee = (row as { fee?: number | null }).fee;
+    if (row.captured_at !== null && typeof fee === 'number') month(row.captured_at).fees_yen += fee;
+    chargesCsv.write(
+      [
+        row.charge_id,
+        row.account_id,
+        toIsoSeconds(row.created_at),
+        row.customer_id ?? '',
+        row.subscription_id ?? '',
+        row.amount,
+        row.paid,
+        row.captured,
+        row.captured_at ? toIsoSeconds(row.captured_at) : '',
+        row.amount_captured ?? '',
+        row.amount_refunded,
+        row.refunded,
+        row.failure_code ?? '',
+        row.fee_rate,
+        (object as { term_id?: string | null }).term_id ?? '',
+      ].join(',') + '\n',
+    );
+    return object;
+  });
+  // Listen before ending: 'finish' may come before the later awaits are done.
+  const chargesWritten = once(chargesCsv, 'finish');
+  chargesCsv.end();
+
+  const refunds = await db.selectFrom('refunds').selectAll().orderBy('account_id').orderBy('created_at').orderBy('refund_id').execute();
+  await json.array('refunds', single(refunds), (refund) => {
+    const m = month(refund.created_at);
+    m.refunds += 1;
+    m.refunded_yen += refund.amount;
+    const offset = (refund as { refund_fee_offset?: number | null }).refund_fee_offset;
+    if (typeof offset === 'number') m.fees_yen -= offset;
+    return { id: refund.refund_id, object: 'refund', livemode: refund.livemode, account: refund.account_id, charge: refund.charge_id, amount: refund.amount, reason: refund.reason, created: Math.floor(refund.created_at.getTime() / 1000) };
+  });
+
+  const terms = await listAll(world, 'terms.list');
+  await json.array('terms', single(terms));
+  const statements = await listAll(world, 'statements.list');
+  const statementsCsv = createWriteStream(join(dir, 'statements.csv'));
+  statementsCsv.write('statement,term,owner,tenant,type,title,subject,name,amount,net\n');
+  const balances = await listAll(world, 'balances.list');
+  const ownerOfBalance = new Map(balances.map((balance) => [String(balance.id), balance]));
+  const ownerOf = (record: Record<string, unknown>): string => {
+    if (typeof record.tenant_id === 'string') return record.tenant_id;
+    const balance = typeof record.balance_id === 'string' ? ownerOfBalance.get(record.balance_id) : record;
+    return balance?.owner === 'platform' ? 'platform' : 'merchant';
+  };
+  const csvCell = (value: unknown) => {
+    const text = value === null || value === undefined ? '' : String(value);
+    return /[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+  };
+  for (const statement of statements) {
+    const term = (statement.term as { id?: string } | undefined)?.id ?? statement.term_id;
+    for (const item of (statement.items as Record<string, unknown>[] | undefined) ?? []) {
+      statementsCsv.write(
+        [statement.id, term, ownerOf(statement), statement.tenant_id, statement.type, statement.title, item.subject, item.name, item.amount, statement.net].map(csvCell).join(',') + '\n',
+      );
+    }
+  }
+  for (const balance of balances) {
+    if (balance.closed !== true || typeof balance.closed_date !== 'string' || typeof balance.net !== 'number') continue;
+    const m = month(parseInstant(balance.closed_date));
+    const owner = ownerOf(balance);
+    m.paid_out_by_owner[owner] = (m.paid_out_by_owner[owner] ?? 0) + balance.net;
+  }
+  const statementsWritten = once(statementsCsv, 'finish');
+  statementsCsv.end();
+  await json.array('statements', single(statements));
+  await json.array('balances', single(balances));
+  await json.array('events', eventPages(db), (row) =>
+    renderEvent({ accountId: row.account_id, id: row.event_id, livemode: row.livemode, apiVersion: row.api_version, type: row.type, data: row.data as never, createdAt: row.created_at, pendingWebhooks: row.pending_webhooks }),
+  );
+  await json.end();
+  await Promise.all([chargesWritten, statementsWritten]);
+
+  const ordered = [...months.values()].sort((a, b) => a.month.localeCompare(b.month));
+  const totals = emptyMonth('total');
+  for (const m of ordered) {
+    for (const key of ['charges', 'captured_charges', 'captured_yen', 'failed_charges', 'failed_renewals', 'refunds', 'refunded_yen', 'fees_yen'] as const) totals[key] += m[key];
+    for (const [owner, net] of Object.entries(m.paid_out_by_owner)) totals.paid_out_by_owner[owner] = (totals.paid_out_by_owner[owner] ?? 0) + net;
+  }
+  const { month: _total, ...totalFields } = totals;
+  const summary: Summary = {
+    scenario: header.scenario,
+    from: toIsoSeconds(header.from),
+    to: toIsoSeconds(header.to),
+    seed: header.seed,
+    steps: world.stats.steps,
+    failed_steps: world.stats.failedSteps,
+    job_runs: world.stats.jobRuns,
+    months: ordered,
+    totals: totalFields,
+  };
+  return { summary, days: [...days.values()].sort((a, b) => a.day.localeCompare(b.day)) };
+}
+
+const METRICS = ['charges', 'captured_yen', 'failed_renewals', 'refunded_yen', 'fees_yen'] as const;
+
+export interface DiffRow {
+  readonly month: string;
+  readonly metric: string;
+  readonly baseline: number;
+  readonly variant: number;
+  readonly delta: number;
+}
+
+/** Month by month, metric by metric: baseline, variant, delta (variant − baseline). */
+export function diffSummaries(baseline: Summary, variant: Summary): DiffRow[] {
+  const monthsOf = new Set([...baseline.months, ...variant.months].map((m) => m.month));
+  const rows: DiffRow[] = [];
+  for (const month of [...monthsOf].sort()) {
+    const a = baseline.months.find((m) => m.month === month) ?? emptyMonth(month);
+    const b = variant.months.find((m) => m.month === month) ?? emptyMonth(month);
+    for (const metric of METRICS) rows.push({ month, metric, baseline: a[metric], variant: b[metric], delta: b[metric] - a[metric] });
+    const owners = new Set([...Object.keys(a.paid_out_by_owner), ...Object.keys(b.paid_out_by_owner)]);
+    for (const owner of [...owners].sort()) {
+      const x = a.paid_out_by_owner[owner] ?? 0;
+      const y = b.paid_out_by_owner[owner] ?? 0;
+      rows.push({ month, metric: `paid_out:${owner}`, baseline: x, variant: y, delta: y - x });
+    }
+  }
+  return rows;
+}
+
+const yen = (n: number) => n.toLocaleString('en-US');
+
+/** The summary as a table for a terminal. */
+export function formatSummary(summary: Summary, title = 'Simulation'): string {
+  const head = ['month', 'charges', 'captured ¥', 'failed renewals', 'refunds', 'refunded ¥', 'fees ¥', 'paid out by owner'];
+  const rows = [...summary.months, { ...summary.totals, month: 'total' }].map((m) => [
+    m.month,
+    yen(m.charges),
+    yen(m.captured_yen),
+    yen(m.failed_renewals),
+    yen(m.refunds),
+    yen(m.refunded_yen),
+    yen(m.fees_yen),
+    Object.entries(m.paid_out_by_owner)
+      .map(([owner, net]) => `${owner} ${yen(net)}`)
+      .join('; ') || '-',
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 || i === cells.length - 1 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
+  return [
+    `${title}: ${summary.scenario ?? '(unnamed scenario)'}, ${summary.from} → ${summary.to} (exclusive), seed ${summary.seed}`,
+    `${yen(summary.steps)} steps (${yen(summary.failed_steps)} failed), ${yen(summary.job_runs)} job runs`,
+    '',
+    line(head),
+    ...rows.map(line),
+  ].join('\n');
+}
+
+export function formatDiff(rows: readonly DiffRow[]): string {
+  const changed = rows.filter((row) => row.delta !== 0);
+  if (changed.length === 0) return 'What-if: no difference from the baseline.';
+  const lines = changed.map((row) => `${row.month}  ${row.metric.padEnd(18)} ${yen(row.baseline).padStart(14)} → ${yen(row.variant).padStart(14)}  (${row.delta > 0 ? '+' : ''}${yen(row.delta)})`);
+  return ['What-if against the baseline (changed months and metrics):', ...lines].join('\n');
+}
+
+/** Daily captured yen (bars) and failed charges (red line) as a standalone SVG. */
+export function renderChart(days: readonly DayPoint[], title: string): string {
+  const width = 960;
+  const height = 320;
+  const pad = { left: 70, right: 50, top: 30, bottom: 40 };
+  const plotW = width - pad.left - pad.right;
+  const plotH = height - pad.top - pad.bottom;
+  const maxYen = Math.max(1, ...days.map((d) => d.captured_yen));
+  const maxFail = Math.max(1, ...days.map((d) => d.failures));
+  const step = days.length > 0 ? plotW / days.length : plotW;
+  const esc = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+  const bars = days
+    .map((d, i) => {
+      const h = (d.captured_yen / maxYen) * plotH;
+      return `<rect x="${(pad.left + i * step).toFixed(2)}" y="${(pad.top + plotH - h).toFixed(2)}" width="${Math.max(step - 0.5, 0.5).toFixed(2)}" height="${h.toFixed(2)}" fill="#4477aa"><title>${d.day}: ¥${yen(d.captured_yen)} captured, ${d.failures} failed</title></rect>`;
+    })
+    .join('\n');
+  const line = days.map((d, i) => `${(pad.left + i * step + step / 2).toFixed(2)},${(pad.top + plotH - (d.failures / maxFail) * plotH).toFixed(2)}`).join(' ');
+  const first = days[0]?.day ?? '';
+  const last = days.at(-1)?.day ?? '';
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">
+<title>${esc(title)}</title>
+<rect width="${width}" height="${height}" fill="white"/>
+<text x="${pad.left}" y="18">${esc(title)}: daily captured yen (bars, left axis) and failed charges (red, right axis)</text>
+<line x1="${pad.left}" y1="${pad.top + plotH}" x2="${pad.left + plotW}" y2="${pad.top + plotH}" stroke="#333"/>
+<line x1="${pad.left}" y1="${pad.top}" x2="${pad.left}" y2="${pad.top + plotH}" stroke="#333"/>
+<text x="${pad.left - 6}" y="${pad.top + 4}" text-anchor="end">¥${yen(maxYen)}</text>
+<text x="${pad.left - 6}" y="${pad.top + plotH}" text-anchor="end">0</text>
+<text x="${pad.left + plotW + 6}" y="${pad.top + 4}" fill="#cc3311">${maxFail}</text>
+<text x="${pad.left}" y="${height - 12}">${first}</text>
+<text x="${pad.left + plotW}" y="${height - 12}" text-anchor="end">${last}</text>
+${bars}
+${days.length > 0 ? `<polyline points="${line}" fill="none" stroke="#cc3311" stroke-width="1.5"/>` : ''}
+</svg>
+`;
+}
+
+export function writeSummaryFiles(dir: string, summary: unknown, days: readonly DayPoint[], title: string): void {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
+  writeFileSync(join(dir, 'chart.svg'), renderChart(days, title));
+}

@@ -1,0 +1,374 @@
+/**
+ * Scenario files of `kessai simulate`: reading, checking and flattening them into one ordered list
+ * of steps (operation calls at instants). The shape is the JSON Schema in
+ * scripts/scenarios/scenario.schema.json; this module adds what a schema cannot say (operations
+ * that exist, instants inside the range, labels defined before they are used) and names the entry
+ * at fault in every error.
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { Ajv, type ErrorObject } from 'ajv';
+import { seededWords } from '../domain/ids';
+import { parseInstant } from '../domain/time';
+import { TEST_CARDS } from '../processor/test-cards';
+
+const require = createRequire(import.meta.url);
+/** The committed schema is the single definition of the file format; it is read, not copied. */
+export const SCENARIO_SCHEMA_PATH = require.resolve('../../scripts/scenarios/scenario.schema.json');
+
+export type JsonObject = Record<string, unknown>;
+
+export interface ScenarioAccount {
+  readonly id?: string;
+  readonly name?: string;
+  readonly live_enabled?: boolean;
+  readonly term_cycle?: 'monthly' | 'semi_monthly';
+  readonly fee_rates?: Readonly<Record<string, string>>;
+  readonly options?: Readonly<Record<string, string | number | boolean | null>>;
+}
+
+interface Placed {
+  readonly ref?: string;
+  readonly account?: string;
+  readonly livemode?: boolean;
+  readonly at?: string;
+}
+
+export interface ScenarioSetup extends Placed {
+  readonly params: JsonObject;
+}
+
+export interface ScenarioCustomer extends Placed {
+  readonly card?: JsonObject;
+  readonly params?: JsonObject;
+}
+
+export interface ScenarioEntry extends Placed {
+  readonly at: string;
+  readonly op: string;
+  readonly params?: JsonObject;
+  readonly for_each?: ForEach;
+}
+
+/** Runs an entry once per object of a list operation: `$item` in params is that object. */
+export interface ForEach {
+  readonly op: string;
+  readonly params?: JsonObject;
+}
+
+/** The label a for_each entry binds to each listed object. */
+export const ITEM_LABEL = 'item';
+
+export interface SubscribersGenerator {
+  readonly generate: 'subscribers';
+  readonly ref?: string;
+  readonly count: number;
+  readonly plan: string;
+  readonly from: string;
+  readonly to: string;
+  readonly account?: string;
+  readonly params?: JsonObject;
+  readonly card_mix?: { readonly declined?: number; readonly overseas?: number; readonly debit?: number };
+}
+
+export interface Scenario {
+  readonly name?: string;
+  readonly description?: string;
+  readonly accounts?: readonly ScenarioAccount[];
+  readonly tenants?: readonly ScenarioSetup[];
+  readonly plans?: readonly ScenarioSetup[];
+  readonly customers?: readonly ScenarioCustomer[];
+  readonly timeline?: readonly ScenarioEntry[];
+  readonly generators?: readonly SubscribersGenerator[];
+}
+
+/** A bad scenario file or range: the message names the file and the entry. */
+export class ScenarioError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ScenarioError';
+  }
+}
+
+/** One operation call of the simulation, in the order it runs. */
+export interface Step {
+  /** Where it comes from, for reports and errors: `timeline[3]`, `plans[0]`, `generators[0] #15`. */
+  readonly entry: string;
+  readonly at: Date;
+  readonly op: string;
+  readonly params: JsonObject;
+  readonly ref: string | undefined;
+  /** Account id; resolved against the scenario's accounts (the first one when absent). */
+  readonly account: string;
+  readonly livemode: boolean;
+  readonly forEach?: ForEach;
+}
+
+/** Id of the account a scenario without `accounts` runs on. */
+export const DEFAULT_ACCOUNT_ID = 'acct_default';
+
+let validator: ((data: unknown) => boolean) & { errors?: ErrorObject[] | null } = undefined as never;
+
+function schemaValidator() {
+  if (!validator) {
+    const ajv = new Ajv({ allErrors: false, strict: false });
+    validator = ajv.compile(JSON.parse(readFileSync(SCENARIO_SCHEMA_PATH, 'utf8')) as object);
+  }
+  return validator;
+}
+
+/** `/timeline/3/op` → `timeline[3].op`. */
+function pointerToPath(pointer: string): string {
+  return pointer
+    .split('/')
+    .filter((part) => part !== '')
+    .map((part, i) => (/^\d+$/.test(part) ? `[${part}]` : i === 0 ? part : `.${part}`))
+    .join('');
+}
+
+/** Reads and checks a scenario file against the schema; `source` names it in errors. */
+export function parseScenario(text: string, source: string): Scenario {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (error) {
+    throw new ScenarioError(`${source}: not valid JSON: ${(error as Error).message}`);
+  }
+  const validate = schemaValidator();
+  if (!validate(data)) {
+    const error = validate.errors?.[0];
+    const where = error ? pointerToPath(error.instancePath) || '(top level)' : '(top level)';
+    const detail = error?.params && 'additionalProperty' in error.params ? ` (${String(error.params.additionalProperty)})` : '';
+    throw new ScenarioError(`${source}: ${where}: ${error?.message ?? 'does not match the scenario schema'}${detail}`);
+  }
+  return data as Scenario;
+}
+
+export function loadScenario(path: string): Scenario {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ScenarioError(`cannot read scenario ${path}: ${(error as Error).message}`);
+  }
+  return parseScenario(text, path);
+}
+
+/**
+ * A what-if overlay on a baseline: its setup sections, generators and timeline entries are added
+ * to the baseline's; an account with an id the baseline has overrides that account's settings
+ * (fee rates and options merge key by key), a new id adds an account.
+ */
+export function overlayScenario(base: Scenario, overlay: Scenario): Scenario {
+  const accounts = [...(base.accounts ?? [])];
+  for (const extra of overlay.accounts ?? []) {
+    const id = extra.id ?? (accounts.length === 0 ? DEFAULT_ACCOUNT_ID : undefined);
+    const at = accounts.findIndex((account) => (account.id ?? DEFAULT_ACCOUNT_ID) === id);
+    if (at < 0) {
+      accounts.push(extra);
+      continue;
+    }
+    const current = accounts[at]!;
+    accounts[at] = {
+      ...current,
+      ...extra,
+      fee_rates: { ...current.fee_rates, ...extra.fee_rates },
+      options: { ...current.options, ...extra.options },
+    };
+  }
+  const join = <T>(a: readonly T[] | undefined, b: readonly T[] | undefined): T[] => [...(a ?? []), ...(b ?? [])];
+  return {
+    name: base.name,
+    description: base.description,
+    accounts: accounts.length > 0 ? accounts : overlay.accounts,
+    tenants: join(base.tenants, overlay.tenants),
+    plans: join(base.plans, overlay.plans),
+    customers: join(base.customers, overlay.customers),
+    timeline: join(base.timeline, overlay.timeline),
+    generators: join(base.generators, overlay.generators),
+  };
+}
+
+/** The accounts a scenario runs on, each with its id settled. */
+export function scenarioAccounts(scenario: Scenario): (ScenarioAccount & { readonly id: string })[] {
+  const accounts = scenario.accounts?.length ? scenario.accounts : [{ id: DEFAULT_ACCOUNT_ID, name: 'Simulation' }];
+  const seen = new Set<string>();
+  return accounts.map((account, i) => {
+    const id = account.id ?? (i === 0 ? DEFAULT_ACCOUNT_ID : `acct_sim${i + 1}`);
+    if (seen.has(id)) throw new ScenarioError(`accounts[${i}]: account ${id} is defined twice`);
+    seen.add(id);
+    return { ...account, id };
+  });
+}
+
+const REF = /^\$([A-Za-z][A-Za-z0-9_-]*)((?:\.[A-Za-z0-9_]+)*)$/;
+
+/** A parameter value that refers to an earlier result: `$label` or `$label.field.sub`. */
+export function parseRef(value: string): { label: string; path: string[] } | undefined {
+  if (!value.startsWith('$') || value.startsWith('$$')) return undefined;
+  const match = REF.exec(value);
+  if (!match) return { label: value.slice(1), path: [] };
+  return { label: match[1]!, path: match[2] ? match[2].slice(1).split('.') : [] };
+}
+
+/** Every `$label` a value refers to (deep). */
+function refsIn(value: unknown, into: string[] = []): string[] {
+  if (typeof value === 'string') {
+    const ref = parseRef(value);
+    if (ref) into.push(ref.label);
+  } else if (Array.isArray(value)) {
+    for (const item of value) refsIn(item, into);
+  } else if (value !== null && typeof value === 'object') {
+    for (const item of Object.values(value)) refsIn(item, into);
+  }
+  return into;
+}
+
+function instantOf(text: string, where: string): Date {
+  try {
+    return parseInstant(text);
+  } catch (error) {
+    throw new ScenarioError(`${where}: ${(error as Error).message}`);
+  }
+}
+
+/** A uniform draw in [0, 1) from a seeded word stream. */
+function uniform(words: () => readonly number[]): () => number {
+  let buffer: number[] = [];
+  return () => {
+    if (buffer.length === 0) buffer = [...words()];
+    return buffer.pop()! / 2 ** 32;
+  };
+}
+
+/** Expands one subscribers generator into token, customer and subscription steps. */
+function generateSubscribers(generator: SubscribersGenerator, index: number, seed: number, account: string, to: Date): Step[] {
+  const where = `generators[${index}]`;
+  const from = instantOf(generator.from, `${where}.from`);
+  const until = instantOf(generator.to, `${where}.to`);
+  if (until.getTime() <= from.getTime()) throw new ScenarioError(`${where}: to (${generator.to}) must be after from (${generator.from})`);
+  const mix = { declined: 0, overseas: 0, debit: 0, ...generator.card_mix };
+  if (mix.declined + mix.overseas + mix.debit > 1) throw new ScenarioError(`${where}.card_mix: the shares add up to more than 1`);
+  // Its own stream per generator, apart from the ids: adding an entry elsewhere in the scenario
+  // does not move anyone's subscription instant or card.
+  const draw = uniform(seededWords(seed * 7919 + 104_729 * (index + 1)));
+  const prefix = generator.ref ?? `gen${index + 1}_`;
+  const span = until.getTime() - from.getTime();
+  const expYear = Number(to.toISOString().slice(0, 4)) + 5;
+  const people: { at: Date; card: string; n: number }[] = [];
+  for (let n = 1; n <= generator.count; n += 1) {
+    // Whole seconds, like API timestamps.
+    const at = new Date(from.getTime() + Math.floor((draw() * span) / 1000) * 1000);
+    const pick = draw();
+    const card =
+      pick < mix.declined
+        ? TEST_CARDS.declinesRenewals.number
+        : pick < mix.declined + mix.overseas
+          ? TEST_CARDS.overseas.number
+          : pick < mix.declined + mix.overseas + mix.debit
+            ? TEST_CARDS.debit.number
+            : TEST_CARDS.visa.number;
+    people.push({ at, card, n });
+  }
+  people.sort((a, b) => a.at.getTime() - b.at.getTime() || a.n - b.n);
+  const steps: Step[] = [];
+  for (const person of people) {
+    const label = `${prefix}${person.n}`;
+    const entry = `${where} #${person.n}`;
+    const base = { entry, at: person.at, account, livemode: false };
+    steps.push({ ...base, op: 'tokens.create', ref: `${label}_token`, params: { card: { number: person.card, exp_month: 12, exp_year: expYear, cvc: '123' } } });
+    steps.push({ ...base, op: 'customers.create', ref: `${label}_customer`, params: { card: `$${label}_token` } });
+    steps.push({ ...base, op: 'subscriptions.create', ref: label, params: { ...generator.params, customer: `$${label}_customer`, plan: generator.plan } });
+  }
+  return steps;
+}
+
+export interface PlanOptions {
+  readonly from: Date;
+  readonly to: Date;
+  readonly seed: number;
+  /** Operation names the registry knows; an entry naming another is an error. */
+  readonly operations: readonly string[];
+}
+
+/**
+ * Flattens a scenario into the steps of a simulation over [from, to): setup sections first (at
+ * `from` unless they name their own instant), then generators and the timeline, ordered by
+ * instant (ties keep that order). Checks that every operation exists, every instant lies in the
+ * range and every `$label` is defined by an earlier step.
+ */
+export function planSteps(scenario: Scenario, options: PlanOptions): Step[] {
+  const { from, to } = options;
+  if (from.getTime() >= to.getTime()) throw new ScenarioError(`--from (${from.toISOString()}) must be before --to (${to.toISOString()}); --to is exclusive`);
+  const accounts = scenarioAccounts(scenario);
+  const accountIds = new Set(accounts.map((account) => account.id));
+  const defaultAccount = accounts[0]!.id;
+  const accountOf = (value: string | undefined, where: string): string => {
+    if (value === undefined) return defaultAccount;
+    if (!accountIds.has(value)) throw new ScenarioError(`${where}.account: no account ${JSON.stringify(value)} in the scenario (accounts: ${[...accountIds].join(', ')})`);
+    return value;
+  };
+  const placed: { step: Step; order: number }[] = [];
+  const add = (step: Step) => placed.push({ step, order: placed.length });
+  const atOf = (text: string | undefined, where: string): Date => (text === undefined ? from : instantOf(text, `${where}.at`));
+
+  for (const [section, op] of [
+    ['tenants', 'tenants.create'],
+    ['plans', 'plans.create'],
+  ] as const) {
+    (scenario[section] ?? []).forEach((item, i) => {
+      const where = `${section}[${i}]`;
+      add({ entry: where, at: atOf(item.at, where), op, params: item.params, ref: item.ref, account: accountOf(item.account, where), livemode: item.livemode ?? false });
+    });
+  }
+  (scenario.customers ?? []).forEach((customer, i) => {
+    const where = `customers[${i}]`;
+    const base = { entry: where, at: atOf(customer.at, where), account: accountOf(customer.account, where), livemode: customer.livemode ?? false };
+    const label = customer.ref ?? `customer${i + 1}`;
+    const params: JsonObject = { ...customer.params };
+    if (customer.card) {
+      add({ ...base, op: 'tokens.create', ref: `${label}_token`, params: { card: customer.card } });
+      params.card = `$${label}_token`;
+    }
+    add({ ...base, op: 'customers.create', ref: label, params });
+  });
+  (scenario.generators ?? []).forEach((generator, i) => {
+    for (const step of generateSubscribers(generator, i, options.seed, accountOf(generator.account, `generators[${i}]`), to)) add(step);
+  });
+  (scenario.timeline ?? []).forEach((entry, i) => {
+    const where = `timeline[${i}]`;
+    add({
+      entry: where,
+      at: instantOf(entry.at, `${where}.at`),
+      op: entry.op,
+      params: entry.params ?? {},
+      ref: entry.ref,
+      account: accountOf(entry.account, where),
+      livemode: entry.livemode ?? false,
+      ...(entry.for_each ? { forEach: entry.for_each } : {}),
+    });
+  });
+
+  placed.sort((a, b) => a.step.at.getTime() - b.step.at.getTime() || a.order - b.order);
+  const known = new Set(options.operations);
+  const defined = new Set<string>();
+  const steps = placed.map(({ step }) => step);
+  for (const step of steps) {
+    const where = `${step.entry} (${step.op} at ${step.at.toISOString()})`;
+    if (!known.has(step.op)) throw new ScenarioError(`${where}: unknown operation ${JSON.stringify(step.op)}`);
+    if (step.at.getTime() < from.getTime() || step.at.getTime() >= to.getTime()) {
+      throw new ScenarioError(`${where}: the instant is outside the simulated range [${from.toISOString()}, ${to.toISOString()})`);
+    }
+    if (step.forEach && !known.has(step.forEach.op)) throw new ScenarioError(`${where}: for_each: unknown operation ${JSON.stringify(step.forEach.op)}`);
+    if (step.forEach && step.ref !== undefined) throw new ScenarioError(`${where}: an entry with for_each runs many times and cannot have a ref`);
+    for (const label of [...refsIn(step.params), ...refsIn(step.forEach?.params)]) {
+      if (label === ITEM_LABEL && step.forEach) continue;
+      if (!defined.has(label)) throw new ScenarioError(`${where}: $${label} does not name an earlier entry`);
+    }
+    if (step.ref !== undefined) {
+      if (defined.has(step.ref)) throw new ScenarioError(`${where}: the label ${step.ref} is used twice`);
+      defined.add(step.ref);
+    }
+  }
+  return steps;
+}

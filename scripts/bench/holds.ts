@@ -20,7 +20,6 @@
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { sql, type Kysely } from 'kysely';
-import pg from 'pg';
 import { holdExpiryJob } from '../../jobs/hold-expiry';
 import { createAccount } from '../../src/accounts/accounts';
 import { openStore } from '../../src/db/connect';
@@ -32,6 +31,7 @@ import { createContext } from '../../src/engine/context';
 import { silentLogger } from '../../src/engine/logger';
 import { Scheduler } from '../../src/engine/scheduler';
 import { cardFingerprint, TEST_CARDS } from '../../src/processor/test-cards';
+import { admin, log, SERVER, seconds, withDatabase } from './bench-support';
 
 const { values: args } = parseArgs({
   options: {
@@ -44,30 +44,12 @@ const { values: args } = parseArgs({
 const N = Number(args.n);
 const BATCH = Number(args.batch);
 const ACCOUNTS = Number(args.accounts);
-const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 /** The slot the job runs: 2027-01-01 09:00 JST. Odd holds lapsed in the hour before it, even ones lapse in the hour after. */
 const SLOT = new Date('2027-01-01T00:00:00.000Z');
 const JOB = holdExpiryJob.name;
 const DUE = Math.ceil(N / 2);
 
-function withDatabase(url: string, database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
-}
 
-async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: SERVER });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
-
-const seconds = (ms: number): string => (ms / 1000).toFixed(2);
-const log = (line: string): void => void process.stdout.write(`${line}\n`);
 
 /** The card mix: brand, last4, funding, issuer, country, fingerprint of real test cards. */
 const MIX = [TEST_CARDS.visa, TEST_CARDS.mastercard, TEST_CARDS.jcb, TEST_CARDS.overseas, TEST_CARDS.debit, TEST_CARDS.prepaid, TEST_CARDS.americanExpress];

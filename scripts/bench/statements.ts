@@ -20,7 +20,6 @@
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { sql, type Kysely } from 'kysely';
-import pg from 'pg';
 import { termCloseJob } from '../../jobs/term-close';
 import { openStore } from '../../src/db/connect';
 import { migrate } from '../../src/db/migrate';
@@ -30,6 +29,7 @@ import { FixedClock } from '../../src/engine/clock';
 import { createContext } from '../../src/engine/context';
 import { silentLogger } from '../../src/engine/logger';
 import { Scheduler } from '../../src/engine/scheduler';
+import { admin, log, SERVER, seconds, withDatabase } from './bench-support';
 
 const { values: args } = parseArgs({
   options: {
@@ -44,28 +44,10 @@ const CHARGES = Number(args.charges);
 const REFUNDS = Number(args.refunds);
 const ACCOUNTS = Number(args.accounts);
 const TENANTS = Number(args.tenants);
-const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const TERM_START = new Date('2027-01-01T00:00:00+09:00');
 const SLOT = new Date('2027-02-01T00:00:00+09:00');
 
-function withDatabase(url: string, database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
-}
 
-async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: SERVER });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
-
-const seconds = (ms: number): string => (ms / 1000).toFixed(2);
-const log = (line: string): void => void process.stdout.write(`${line}\n`);
 
 async function seed(db: Kysely<Database>): Promise<void> {
   const created = new Date(TERM_START.getTime() - 30 * 24 * 3600 * 1000);

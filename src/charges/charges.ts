@@ -59,7 +59,7 @@ export interface ChargeRequest {
 export type ChargeOutcome =
   | { readonly status: 'succeeded'; readonly charge: ChargeObject; readonly row: ChargeRow }
   | { readonly status: 'failed'; readonly charge: ChargeObject; readonly row: ChargeRow; readonly code: ErrorCode; readonly message: string }
-  /** A charge for this subscription and period already existed; the new authorization was voided. */
+  /** A charge for this subscription and period already existed; nothing was written. */
   | { readonly status: 'duplicate' };
 
 // A type alias, not an interface: it must be assignable to the outbox's indexed EventResource.
@@ -137,16 +137,23 @@ async function feeRates(executor: Kysely<Database>, accountIds: readonly string[
  * Authorizes and records a batch of charges, captured at once (subscription charges are never
  * held). Declined charges are recorded too (`paid` false, with the failure code), as the v1 API
  * shows them. Writes `charge.succeeded` / `charge.failed` events. Outcomes come back in request
- * order. A charge that would repeat an existing (subscription, period start) is not written and
- * its authorization is voided: the unique index is the last line of defence, and callers lock the
- * subscriptions they bill so it should never fire.
+ * order. A charge that would repeat an existing (subscription, period start) is not written: it
+ * was authorized under that period's reference, which the network answers with the existing
+ * authorization. The unique index is the last line of defence; callers lock the subscriptions they
+ * bill so it should never fire.
  */
 export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'clock'>, requests: readonly ChargeRequest[]): Promise<ChargeOutcome[]> {
   if (requests.length === 0) return [];
   const chargeIds = requests.map(() => ctx.ids.next('charge'));
+  // The network's idempotency reference: for a subscription charge the natural key (subscription,
+  // period start), so a batch rolled back and retried asks again under the same reference and a
+  // real processor answers with the first authorization instead of a second one.
+  const references = requests.map((request, i) =>
+    request.subscriptionId !== undefined && request.periodStart !== undefined ? `${request.subscriptionId}@${request.periodStart.toISOString()}` : chargeIds[i]!,
+  );
   const results = await ctx.processor.authorize(
     requests.map((request, i) => ({
-      reference: chargeIds[i]!,
+      reference: references[i]!,
       fingerprint: request.card.fingerprint,
       expMonth: request.card.exp_month,
       expYear: request.card.exp_year,
@@ -277,12 +284,15 @@ export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids
     ON CONFLICT (account_id, livemode, subscription_id, period_start) WHERE subscription_id IS NOT NULL AND period_start IS NOT NULL DO NOTHING
     RETURNING charge_id`.execute(trx);
   const written = new Set(inserted.rows.map((row) => row.charge_id));
-  const voided = rows.filter((row, i) => !written.has(row.charge_id) && results[i]!.approved);
+  // A charge not written repeats an existing (subscription, period start): its authorization
+  // went out under that period's reference, so the network answered with the existing charge's
+  // authorization, which must stand. Only an authorization under a reference of its own is voided.
+  const voided = rows.filter((row, i) => !written.has(row.charge_id) && results[i]!.approved && references[i] === row.charge_id);
   if (voided.length > 0) {
     await ctx.processor.release(
       voided.map((row) => {
         const result = results[chargeIds.indexOf(row.charge_id)]!;
-        return { reference: row.charge_id, authorizationCode: result.approved ? result.authorizationCode : '', amount: row.amount, at: row.created_at };
+        return { reference: references[chargeIds.indexOf(row.charge_id)]!, authorizationCode: result.approved ? result.authorizationCode : '', amount: row.amount, at: row.created_at };
       }),
     );
   }

@@ -53,17 +53,34 @@ describe('charging stored cards in bulk', () => {
     ]);
   });
 
-  it('"one renewal charge per subscription and period start": a repeat is not written and its authorization is voided', async () => {
+  it('"one renewal charge per subscription and period start": a repeat is not written, and asks the network under the same reference', async () => {
     const card = await customerWithCard('cus_once', TEST_CARDS.mastercard.number);
     const at = new Date('2027-03-01T00:00:00Z');
     const request: ChargeRequest = { accountId: caller.accountId, livemode: false, customerId: 'cus_once', card, amount: 980, at, kind: 'renewal', subscriptionId: 'sub_once', periodStart: at };
     const released: string[] = [];
-    const watching = { ...ctx, processor: { ...ctx.processor, release: async (requests: Parameters<typeof ctx.processor.release>[0]) => { released.push(...requests.map((r) => r.reference)); return ctx.processor.release(requests); } } };
+    const asked: string[] = [];
+    const watching = {
+      ...ctx,
+      processor: {
+        ...ctx.processor,
+        authorize: async (requests: Parameters<typeof ctx.processor.authorize>[0]) => {
+          asked.push(...requests.map((r) => r.reference));
+          return ctx.processor.authorize(requests);
+        },
+        release: async (requests: Parameters<typeof ctx.processor.release>[0]) => {
+          released.push(...requests.map((r) => r.reference));
+          return ctx.processor.release(requests);
+        },
+      },
+    };
     const first = await ctx.db.transaction().execute((trx) => chargeCards(trx, watching, [request]));
     const second = await ctx.db.transaction().execute((trx) => chargeCards(trx, watching, [request]));
     expect(first.map((o) => o.status)).toEqual(['succeeded']);
     expect(second).toEqual([{ status: 'duplicate' }]);
-    expect(released).toHaveLength(1);
+    // The period's natural key is the idempotency reference: a real network answers the repeat with
+    // the first authorization, which belongs to the charge already written and must not be voided.
+    expect(asked).toEqual(['sub_once@2027-03-01T00:00:00.000Z', 'sub_once@2027-03-01T00:00:00.000Z']);
+    expect(released).toEqual([]);
     const rows = await ctx.db.selectFrom('charges').select('charge_id').where('subscription_id', '=', 'sub_once').execute();
     expect(rows).toHaveLength(1);
     const events = (await listEvents(ctx.db, caller.accountId, { type: 'charge.succeeded' })).filter((e) => (e.data as { subscription?: string }).subscription === 'sub_once');

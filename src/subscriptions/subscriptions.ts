@@ -387,7 +387,26 @@ export async function deleteSubscription(ctx: Context, caller: Caller, input: un
   });
 }
 
+/** `GET /v1/customers/{id}/subscriptions/{subscription_id}` (v1 §4.4): a subscription of that customer. */
+export async function retrieveCustomerSubscription(ctx: Context, caller: Caller, input: unknown): Promise<SubscriptionObject> {
+  const params = readParams(input, ['customer', 'id']);
+  const customerId = requireString(params, 'customer');
+  await findCustomer(ctx.db, caller, customerId, 'customer');
+  return retrieveSubscription(ctx, caller, params);
+}
+
+/** `GET /v1/customers/{id}/subscriptions` (v1 §4.4): that customer's subscriptions, with `plan` and `status` filters. */
+export async function listCustomerSubscriptions(ctx: Context, caller: Caller, input: unknown): Promise<ListObject<SubscriptionObject>> {
+  const params = readParams(input, [...PAGINATION_PARAMS, 'customer', 'plan', 'status']);
+  const customerId = requireString(params, 'customer');
+  await findCustomer(ctx.db, caller, customerId, 'customer');
+  const list = await listSubscriptions(ctx, caller, params);
+  return { ...list, url: `/v1/customers/${customerId}/subscriptions` };
+}
+
 export const SUBSCRIPTION_OPERATIONS = [
+  defineOperation('customers.subscriptions.retrieve', retrieveCustomerSubscription),
+  defineOperation('customers.subscriptions.list', listCustomerSubscriptions),
   defineOperation('subscriptions.create', createSubscription),
   defineOperation('subscriptions.retrieve', retrieveSubscription),
   defineOperation('subscriptions.list', listSubscriptions),

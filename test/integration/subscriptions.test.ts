@@ -271,6 +271,22 @@ describe('subscriptions.retrieve and subscriptions.list', () => {
     await refused('subscriptions.retrieve', { id: a.id, customer: await customer() }, 'invalid_id', 'id');
     await refused('subscriptions.retrieve', { id: 'sub_nope' }, 'invalid_id', 'id');
   });
+
+  it('the customer-scoped routes of v1 §4.4: GET /v1/customers/{id}/subscriptions[/{subscription_id}]', async () => {
+    ctx.clock.set(at('2029-07-01T00:00:00Z'));
+    const cus = await customer();
+    const other = await customer();
+    const sub = await run('subscriptions.create', { customer: cus, plan: (await plan()).id });
+    await run('subscriptions.create', { customer: other, plan: (await plan()).id });
+    const list = await run<List>('customers.subscriptions.list', { customer: cus });
+    expect(list).toMatchObject({ object: 'list', count: 1, url: `/v1/customers/${cus}/subscriptions` });
+    expect(list.data.map((s) => s.id)).toEqual([sub.id]);
+    expect((await run<List>('customers.subscriptions.list', { customer: cus, status: 'paused' })).data).toEqual([]);
+    expect(await run('customers.subscriptions.retrieve', { customer: cus, id: sub.id })).toEqual(sub);
+    await refused('customers.subscriptions.retrieve', { customer: other, id: sub.id }, 'invalid_id', 'id');
+    await refused('customers.subscriptions.list', { customer: 'cus_nobody' }, 'invalid_id', 'customer');
+    await refused('customers.subscriptions.list', {}, 'missing_param', 'customer');
+  });
 });
 
 describe('pause and resume (service rules §1.6)', () => {

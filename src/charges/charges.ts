@@ -148,8 +148,11 @@ export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids
   // The network's idempotency reference: for a subscription charge the natural key (subscription,
   // period start), so a batch rolled back and retried asks again under the same reference and a
   // real processor answers with the first authorization instead of a second one.
+  // The card is part of it: a declined attempt retried with another card is a new request.
   const references = requests.map((request, i) =>
-    request.subscriptionId !== undefined && request.periodStart !== undefined ? `${request.subscriptionId}@${request.periodStart.toISOString()}` : chargeIds[i]!,
+    request.subscriptionId !== undefined && request.periodStart !== undefined
+      ? `${request.subscriptionId}@${request.periodStart.toISOString()}/${request.card.card_id}`
+      : chargeIds[i]!,
   );
   const results = await ctx.processor.authorize(
     requests.map((request, i) => ({
@@ -281,7 +284,7 @@ export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids
     FROM json_to_recordset(${payload}::json)
       AS r(a text, l boolean, c text, amt bigint, p boolean, cap bigint, card text, cus text, sub text, ps bigint, d text,
            fc text, fm text, fr numeric, t bigint, fee bigint, tm text)
-    ON CONFLICT (account_id, livemode, subscription_id, period_start) WHERE subscription_id IS NOT NULL AND period_start IS NOT NULL DO NOTHING
+    ON CONFLICT (account_id, livemode, subscription_id, period_start) WHERE subscription_id IS NOT NULL AND period_start IS NOT NULL AND paid DO NOTHING
     RETURNING charge_id`.execute(trx);
   const written = new Set(inserted.rows.map((row) => row.charge_id));
   // A charge not written repeats an existing (subscription, period start): its authorization

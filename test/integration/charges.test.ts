@@ -79,7 +79,7 @@ describe('charging stored cards in bulk', () => {
     expect(second).toEqual([{ status: 'duplicate' }]);
     // The period's natural key is the idempotency reference: a real network answers the repeat with
     // the first authorization, which belongs to the charge already written and must not be voided.
-    expect(asked).toEqual(['sub_once@2027-03-01T00:00:00.000Z', 'sub_once@2027-03-01T00:00:00.000Z']);
+    expect(asked).toEqual([`sub_once@2027-03-01T00:00:00.000Z/${card.card_id}`, `sub_once@2027-03-01T00:00:00.000Z/${card.card_id}`]);
     expect(released).toEqual([]);
     const rows = await ctx.db.selectFrom('charges').select('charge_id').where('subscription_id', '=', 'sub_once').execute();
     expect(rows).toHaveLength(1);

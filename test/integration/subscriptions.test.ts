@@ -290,6 +290,26 @@ describe('subscriptions.retrieve and subscriptions.list', () => {
 });
 
 describe('pause and resume (service rules §1.6)', () => {
+  it('a resume declined at one instant can be retried at the same instant with another card: the declined charge does not hold the period', async () => {
+    ctx.clock.set(at('2029-08-01T00:00:00Z'));
+    const cus = await customer();
+    const sub = await run('subscriptions.create', { customer: cus, plan: (await plan()).id });
+    await run('subscriptions.pause', { id: sub.id });
+    await run('cards.create', { customer: cus, card: await token(TEST_CARDS.declinesOnCharge.number), default: 'true' });
+    ctx.clock.set(at('2029-09-15T00:00:00Z'));
+    const declined = await rejection(run('subscriptions.resume', { id: sub.id }));
+    expect(declined).toMatchObject({ code: 'card_declined', status: 402 });
+    await run('cards.create', { customer: cus, card: await token(TEST_CARDS.mastercard.number), default: 'true' });
+    const resumed = await run('subscriptions.resume', { id: sub.id });
+    expect(resumed).toMatchObject({ status: 'active', current_period_start: seconds('2029-09-15T00:00:00Z') });
+    const charges = (await chargesOf(sub.id)).map((c) => [c.period_start?.toISOString(), c.paid]).sort();
+    expect(charges).toEqual([
+      ['2029-08-01T00:00:00.000Z', true],
+      ['2029-09-15T00:00:00.000Z', false],
+      ['2029-09-15T00:00:00.000Z', true],
+    ]);
+  });
+
   it('pause: status paused, paused_at set, renews_at null; pausing again is already_paused', async () => {
     ctx.clock.set(REFERENCE_INSTANT);
     const sub = await run('subscriptions.create', { customer: await customer(), plan: (await plan()).id });

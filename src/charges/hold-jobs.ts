@@ -248,6 +248,21 @@ export async function reauthorizeBatch(trx: Kysely<Database>, ctx: Pick<Context,
     RETURNING reauth_id`.execute(trx);
   const applied = new Set(inserted.rows.map((r) => r.reauth_id));
   const kept = attempts.filter((attempt) => applied.has(attempt.rid));
+  // A refused attempt's hold was authorized under its own reference and belongs to no row: give
+  // it back, or the card keeps a hold (a debit, the money) that nothing records.
+  const orphans = attempts.filter((attempt) => !applied.has(attempt.rid) && attempt.ok);
+  if (orphans.length > 0) {
+    await ctx.processor.release(orphans.map((attempt) => ({ reference: attempt.rid, authorizationCode: attempt.code ?? '', amount: attempt.amt, at: new Date(attempt.at) })));
+  }
+  // The hold's one scheduled attempt is on record already: mark it tried so the next batch does not
+  // select it again (the job takes batches until none is left).
+  const refused = attempts.filter((attempt) => !applied.has(attempt.rid));
+  if (refused.length > 0) {
+    await sql`
+      UPDATE charges c SET reauth_tried_expired_at = c.expired_at
+      FROM json_to_recordset(${JSON.stringify(refused)}::json) AS r(a text, l boolean, id text)
+      WHERE c.account_id = r.a AND c.livemode = r.l AND c.charge_id = r.id`.execute(trx);
+  }
   await sql`
     UPDATE charges c SET
       reauth_count = c.reauth_count + 1, reauth_tried_expired_at = c.expired_at,

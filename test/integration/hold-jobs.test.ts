@@ -222,6 +222,24 @@ describe('charges.reauthorize (service rules §2 Decision: scheduled reauthoriza
     expect(await runSlot(holdExpiryJob, new Date(newExpiry.getTime() + 60_000))).toMatchObject({ released: 1 });
   });
 
+  it('an attempt the unique (charge, hold) index refuses gives its new hold back: nothing stays authorized that no row records', async () => {
+    const created = t('2027-07-10T00:00:00Z');
+    const h = await hold(optedIn, created, { expiry_days: 3 });
+    const oldExpiry = new Date(created.getTime() + 3 * MS_PER_DAY);
+    const due = new Date(oldExpiry.getTime() - 24 * HOUR);
+    // Another worker recorded this hold's scheduled attempt but its batch has not touched the charge
+    // row yet (as seen from this worker): the index refuses the second attempt.
+    await ctx.db
+      .insertInto('reauthorizations')
+      .values({ account_id: optedIn.accountId, livemode: false, reauth_id: 'rea_other_worker', charge_id: h.id, scheduled: true, amount: 1000, outcome: 'succeeded', failure_code: null, failure_message: null, authorization_code: 'x', previous_expired_at: oldExpiry, expired_at: null, attempted_at: due })
+      .execute();
+    const watch = watched(ctx);
+    await runSlot(holdReauthorizationsJob, due, { watch });
+    expect(watch.authorized).toHaveLength(1);
+    expect(watch.released.map((r) => r.reference)).toEqual(watch.authorized);
+    expect(await row(h.id)).toMatchObject({ expired_at: oldExpiry, reauth_count: 0 });
+  });
+
   it('"up to a configured count": with a count of 2 a hold is reauthorized twice, each time lead hours before its expiry', async () => {
     await setReauthSettings(ctx.db, optedIn.accountId, { enabled: true, leadHours: 12, maxCount: 2 });
     const created = t('2027-06-20T00:00:00Z');

@@ -132,13 +132,17 @@ export async function openTermIds(trx: Kysely<Database>, wants: readonly TermWan
     if (!distinct.has(key)) distinct.set(key, { i: distinct.size, a: want.accountId, l: want.livemode, t: start });
     return key;
   });
-  const result = await sql<{ i: number; term_id: string }>`
+  const lookup = () => sql<{ i: number; term_id: string }>`
     SELECT k.i, x.term_id FROM json_to_recordset(${JSON.stringify([...distinct.values()])}::json) AS k(i int, a text, l boolean, t bigint)
     CROSS JOIN LATERAL (
       SELECT t.term_id FROM terms t
       WHERE t.account_id = k.a AND t.livemode = k.l AND NOT t.closed AND t.end_at > to_timestamp(k.t / 1000.0)
       ORDER BY t.start_at LIMIT 1 FOR SHARE
     ) x`.execute(trx);
+  let result = await lookup();
+  // A term close that held the term we waited for has committed: the term is closed now and its
+  // successor was inserted after this statement's snapshot. A new statement sees the successor.
+  for (let retry = 0; retry < 3 && result.rows.length < distinct.size; retry += 1) result = await lookup();
   const byIndex = new Map(result.rows.map((row) => [row.i, row.term_id]));
   return keys.map((key, n) => {
     const id = byIndex.get(distinct.get(key)!.i);

@@ -24,6 +24,8 @@ export interface Store {
    * Kept apart from `db` because PGlite runs multi-statement text only through `exec`.
    */
   executeScript(executor: Kysely<Database>, script: string): Promise<void>;
+  /** PGlite only: the whole database as a tarball, to start another in-memory one from. */
+  snapshot?(): Promise<Blob>;
   close(): Promise<void>;
 }
 
@@ -36,6 +38,8 @@ export interface OpenStoreOptions {
   readonly poolSize?: number;
   /** Application name shown in pg_stat_activity. */
   readonly applicationName?: string;
+  /** PGlite only: start from this snapshot (see `Store.snapshot`) instead of an empty database. */
+  readonly pgliteSnapshot?: Blob;
 }
 
 export const DEFAULT_DATA_DIR = '.kessai';
@@ -52,7 +56,7 @@ export function redactUrl(url: string): string {
 }
 
 export async function openStore(options: OpenStoreOptions = {}): Promise<Store> {
-  return options.databaseUrl ? openPostgres(options.databaseUrl, options) : openPglite(options.dataDir ?? DEFAULT_DATA_DIR);
+  return options.databaseUrl ? openPostgres(options.databaseUrl, options) : openPglite(options.dataDir ?? DEFAULT_DATA_DIR, options.pgliteSnapshot);
 }
 
 async function openPostgres(url: string, options: OpenStoreOptions): Promise<Store> {
@@ -131,7 +135,7 @@ function processExists(pid: number): boolean {
   }
 }
 
-async function openPglite(dataDir: string): Promise<Store> {
+async function openPglite(dataDir: string, snapshot?: Blob): Promise<Store> {
   const inMemory = dataDir.startsWith('memory://');
   const location = inMemory ? dataDir : resolve(dataDir);
   if (!inMemory) mkdirSync(location, { recursive: true });
@@ -140,6 +144,7 @@ async function openPglite(dataDir: string): Promise<Store> {
   try {
     pglite = await PGlite.create(inMemory ? dataDir : location, {
       parsers: SHARED_PARSERS as Record<number, (text: string) => unknown>,
+      ...(snapshot ? { loadDataDir: snapshot } : {}),
     });
   } catch (error) {
     unlock();
@@ -155,6 +160,7 @@ async function openPglite(dataDir: string): Promise<Store> {
       // PGlite is a single session, so `exec` runs inside whatever transaction the executor opened.
       await pglite.exec(script);
     },
+    snapshot: () => pglite.dumpDataDir('none'),
     close: async () => {
       await db.destroy();
       unlock();

@@ -14,12 +14,15 @@
  * A job that has work due at or before a slot it already ran is run at its next slot, so every
  * stop makes progress.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import type { Caller } from '../accounts/accounts';
 import { createAccount } from '../accounts/accounts';
 import { openStore, redactUrl, type Store } from '../db/connect';
-import { migrate } from '../db/migrate';
+import { migrate, readMigrations } from '../db/migrate';
 import { KessaiError, toError } from '../domain/errors';
 import { seededIds } from '../domain/ids';
 import { runOperation } from '../operations/registry';
@@ -123,6 +126,38 @@ async function scratchPostgres(url: string): Promise<{ url: string; drop(): Prom
   };
 }
 
+/**
+ * A fresh in-memory PGlite with every migration applied. Creating PGlite and migrating it takes
+ * seconds; a snapshot of the migrated database, cached in the temp folder under the migrations'
+ * checksum, starts in about one. A missing or unreadable snapshot just means the slow way.
+ */
+async function migratedPglite(): Promise<Store> {
+  const key = createHash('sha256')
+    .update(readMigrations().map((file) => `${file.name}:${file.checksum}`).join('\n'))
+    .digest('hex')
+    .slice(0, 20);
+  const file = join(tmpdir(), `kessai-simulation-${key}.tar`);
+  if (existsSync(file)) {
+    try {
+      return await openStore({ dataDir: 'memory://', pgliteSnapshot: new Blob([readFileSync(file)]) });
+    } catch {
+      // A damaged snapshot: build a new one below.
+    }
+  }
+  const store = await openStore({ dataDir: 'memory://' });
+  await migrate(store);
+  if (store.snapshot) {
+    try {
+      const partial = `${file}.${process.pid}`;
+      writeFileSync(partial, Buffer.from(await (await store.snapshot()).arrayBuffer()));
+      renameSync(partial, file);
+    } catch {
+      // No cache this time; the next run builds it again.
+    }
+  }
+  return store;
+}
+
 /** Replaces `$label` / `$label.field` strings by the earlier results they name (deep). */
 export function resolveParams(value: unknown, results: ReadonlyMap<string, Record<string, unknown> | KessaiError>, entry: string): unknown {
   if (typeof value === 'string') {
@@ -193,7 +228,8 @@ export async function simulate<T>(options: SimulationOptions, consume: (world: S
   const scratch = options.databaseUrl ? await scratchPostgres(options.databaseUrl) : undefined;
   let store: Store | undefined;
   try {
-    store = await openStore(scratch ? { databaseUrl: scratch.url, poolSize: 2, applicationName: 'kessai simulate' } : { dataDir: 'memory://' });
+    store = scratch ? await openStore({ databaseUrl: scratch.url, poolSize: 2, applicationName: 'kessai simulate' }) : await migratedPglite();
+    // A no-op on a snapshot that already has every migration.
     await migrate(store);
     const clock = new VirtualClock(options.from);
     const ctx = createContext({

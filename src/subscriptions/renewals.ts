@@ -249,8 +249,10 @@ export async function renewBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'
 }
 
 function decide(row: SubscriptionRow, plans: ReadonlyMap<string, PlanRow>, cards: ReadonlyMap<string, CardRow>, ctx: Pick<Context, 'log'>): Decision {
-  if (row.deleted_at !== null || row.status === 'paused') return { kind: 'clear', row };
-  if (row.status === 'canceled') return { kind: 'delete', row };
+  if (row.deleted_at !== null) return { kind: 'clear', row };
+  // A canceled subscription is deleted at its period end, also when it was paused since.
+  if (row.status === 'canceled' || (row.status === 'paused' && row.canceled_at !== null)) return { kind: 'delete', row };
+  if (row.status === 'paused') return { kind: 'clear', row };
   const at = row.renews_at!;
   const current = plans.get(key3(row.account_id, row.livemode, row.plan_id));
   // §1.5 "if next_cycle_plan is set, the plan switches to it first (the switch always happens)".

@@ -75,6 +75,9 @@ export function renewsAt(row: Pick<SubscriptionRow, 'status' | 'trial_end' | 'cu
       // subscription with a past period end) is deleted at the cancel, never before it.
       return row.canceled_at !== null && row.canceled_at.getTime() > row.current_period_end.getTime() ? row.canceled_at : row.current_period_end;
     case 'paused':
-      return null;
+      // Not billed; but one canceled before it was paused keeps its deletion at the period end
+      // (pausing does not undo a cancel; resume does).
+      if (row.canceled_at === null) return null;
+      return row.canceled_at.getTime() > row.current_period_end.getTime() ? row.canceled_at : row.current_period_end;
   }
 }

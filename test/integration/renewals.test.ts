@@ -278,6 +278,17 @@ describe('subscriptions.renew (service rules §1.5)', () => {
     expect(events[0]!.data).toMatchObject({ id: 'sub_canceled', object: 'subscription', status: 'canceled' });
   });
 
+  it('a canceled subscription that was paused afterwards is still deleted at its period end (pausing does not undo a cancel)', async () => {
+    await plan('pln_m', 1000);
+    await customer('cus_pc');
+    const end = t('2027-01-08T12:00:00Z');
+    await subscription({ subscription_id: 'sub_paused_canceled', customer_id: 'cus_pc', plan_id: 'pln_m', status: 'paused', canceled_at: t('2026-12-20T00:00:00Z'), current_period_start: t('2026-12-08T12:00:00Z'), current_period_end: end });
+    expect(await runSlot(t('2027-01-08T12:00:00Z'))).toEqual({ renewed: 0, failed: 0, trials_ended: 0, deleted: 1, batches: 1 });
+    expect(await stored('sub_paused_canceled')).toMatchObject({ status: 'paused', deleted_at: end, renews_at: null });
+    expect(await chargesOf('sub_paused_canceled')).toEqual([]);
+    expect((await eventsOf('sub_paused_canceled')).map((e) => [e.type, e.createdAt.toISOString()])).toEqual([['subscription.deleted', end.toISOString()]]);
+  });
+
   it('works in batches of the configured size, each due subscription once', async () => {
     const due = t('2027-01-01T00:00:00Z');
     await seedDueSubscriptions(db, { count: 10, dueAt: due });

@@ -242,6 +242,11 @@ export async function updatePaymentFlow(ctx: Context, caller: Caller, input: unk
     if (changesPayment && !UNCONFIRMED.has(flow.status)) {
       reject('invalid_status', amount !== undefined ? 'amount' : types !== undefined ? 'payment_method_types' : 'payment_method_options', `amount, payment_method_types and payment_method_options can change only before confirmation; this payment flow is ${flow.status}`);
     }
+    if (changesPayment && flow.checkout_session_id !== null) {
+      // The hosted page charges what the session shows (its line items): a flow of a checkout
+      // session changes only through the session.
+      reject('invalid_status', amount !== undefined ? 'amount' : types !== undefined ? 'payment_method_types' : 'payment_method_options', `this payment flow belongs to checkout session ${flow.checkout_session_id}; its amount and payment methods follow the session`);
+    }
     if (types !== undefined && flow.payment_method_type !== null && !types.includes(flow.payment_method_type)) {
       reject('no_allowed_param', 'payment_method_types', `the attached payment method is ${flow.payment_method_type}, which these types leave out`);
     }
@@ -361,8 +366,9 @@ async function authorizeFlow(
     await recordEvents(trx, ctx.ids, [flowEvent(row, 'payment_flow.amount_capturable_updated', at)]);
     return { row, failure: null };
   }
-  // Automatic capture (v2 §3): "captured automatically; event payment_flow.succeeded".
-  if (snapshot.card !== null) await settleWithNetwork(ctx, 'capture', flow.payment_flow_id, authorizationCode, flow.amount, at);
+  // Automatic capture (v2 §3): "captured automatically; event payment_flow.succeeded". The
+  // authorization above was of kind 'charge', which the network captures in the same step (as a
+  // v1 charge with capture=true): a separate capture call would move the money twice.
   const row = await saveFlow(trx, flow, { ...authorized, status: 'succeeded', amount_received: flow.amount, amount_capturable: 0, capture_count: 1 });
   await recordFlowCaptures(trx, ctx, [{ flow: row, captureNumber: 1, amount: flow.amount, at }]);
   await recordEvents(trx, ctx.ids, [flowEvent(row, 'payment_flow.succeeded', at)]);
@@ -465,11 +471,15 @@ export async function capturePaymentFlow(ctx: Context, caller: Caller, input: un
       return reject('invalid_amount', 'amount_to_capture', `a partial capture was made already; only the full remaining ${remaining} yen may be captured`);
     }
     if (flow.payment_method_type !== 'paypay') await settleWithNetwork(ctx, 'capture', flow.payment_flow_id, flow.authorization_code ?? '', amount, now);
-    const full = amount === remaining;
+    // Service rules §2.1: on a debit or prepaid card "releasing or partially capturing refunds the
+    // rest" — the network gave the remainder back with this capture, so nothing is left to capture
+    // or to release later.
+    const debited = flow.card_funding === 'debit' || flow.card_funding === 'prepaid';
+    const full = amount === remaining || debited;
     const captured = await saveFlow(trx, flow, {
       status: full ? 'succeeded' : 'requires_capture',
       amount_received: flow.amount_received + amount,
-      amount_capturable: remaining - amount,
+      amount_capturable: full ? 0 : remaining - amount,
       capture_count: flow.capture_count + 1,
       updated_at: now,
     });
@@ -499,11 +509,15 @@ export async function cancelPaymentFlow(ctx: Context, caller: Caller, input: unk
     if (flow.status === 'canceled' || flow.status === 'succeeded' || flow.status === 'processing' || flow.capture_count > 0) {
       return reject('invalid_status', undefined, `a payment flow that is ${flow.status}${flow.capture_count > 0 ? ' and partially captured' : ''} cannot be canceled`);
     }
+    // A hold that lapsed before the expiry job came round ends as the job would end it (service
+    // rules §3: reason expired, at capture_before), whatever reason the merchant sent.
+    const lapsed = flow.status === 'requires_capture' && flow.capture_before !== null && holdLapsed(flow.capture_before, now);
+    const at = lapsed ? flow.capture_before! : now;
     if (flow.status === 'requires_capture' && flow.payment_method_type !== 'paypay') {
-      await settleWithNetwork(ctx, 'release', flow.payment_flow_id, flow.authorization_code ?? '', flow.amount_capturable, now);
+      await settleWithNetwork(ctx, 'release', flow.payment_flow_id, flow.authorization_code ?? '', flow.amount_capturable, at);
     }
-    const canceled = await saveFlow(trx, flow, { status: 'canceled', cancellation_reason: reason, canceled_at: now, amount_capturable: 0, next_action: null, updated_at: now });
-    await recordEvents(trx, ctx.ids, [flowEvent(canceled, 'payment_flow.canceled', now)]);
+    const canceled = await saveFlow(trx, flow, { status: 'canceled', cancellation_reason: lapsed ? 'expired' : reason, canceled_at: at, amount_capturable: 0, next_action: null, updated_at: at });
+    await recordEvents(trx, ctx.ids, [flowEvent(canceled, 'payment_flow.canceled', at)]);
     return canceled;
   });
   return renderPaymentFlow(row);

@@ -12,7 +12,7 @@ import { createToken } from '../../src/customers/tokens';
 import type { Database } from '../../src/db/schema';
 import { listEvents } from '../../src/events/outbox';
 import { runOperation } from '../../src/operations/registry';
-import { retrievePaymentFlow } from '../../src/payment-flows/payment-flows';
+import { retrievePaymentFlow, updatePaymentFlow } from '../../src/payment-flows/payment-flows';
 import { createPrice, retrievePrice } from '../../src/prices/prices';
 import { TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';
 import { createTestDatabase, testContext, type TestDatabase } from '../support/database';
@@ -140,8 +140,12 @@ describe('checkout sessions (v2 §4.1, §2.6 rule 6, service rules §3)', () => 
     const open = await retrieveCheckoutSession(ctx, secret, { id: created.id });
     expect(open.status).toBe('open');
     expect(await retrievePaymentFlow(ctx, secret, { id: open.payment_flow! })).toMatchObject({ status: 'requires_payment_method', last_payment_error: { code: 'card_declined' } });
+    // The hosted page charges what the session shows: its flow's amount cannot be changed apart.
+    const drift = await rejection(updatePaymentFlow(ctx, secret, { id: open.payment_flow!, amount: 9000 }));
+    expect([drift.code, drift.param]).toEqual(['invalid_status', 'amount']);
     const completed = await completeCheckoutSession(ctx, browser, { id: created.id, payment_method_type: 'paypay' });
     expect(completed).toMatchObject({ status: 'complete', payment_flow: open.payment_flow });
+    expect(await retrievePaymentFlow(ctx, secret, { id: open.payment_flow! })).toMatchObject({ amount: created.amount_total });
     expect((await db.selectFrom('payment_flows').select('payment_flow_id').execute()).length).toBe(1);
   });
 

@@ -202,6 +202,23 @@ describe('capture (v2 §3, §4.4, §8)', () => {
     await expectRefused('after success', () => capturePaymentFlow(ctx, secret, { id: held.id }), 'invalid_status', undefined, snapshot);
   });
 
+  it('a cancel after the hold lapsed (before the job came round) ends the flow as the job would: reason expired, at capture_before', async () => {
+    const held = await heldFlow(5000);
+    const lapsedAt = Date.parse(held.capture_before!);
+    ctx.clock.set(new Date(lapsedAt + 45_000));
+    const canceled = await cancelPaymentFlow(ctx, secret, { id: held.id, cancellation_reason: 'requested_by_customer' });
+    expect(canceled).toMatchObject({ status: 'canceled', cancellation_reason: 'expired', canceled_at: held.capture_before, amount_capturable: 0 });
+    ctx.clock.set(REFERENCE_INSTANT);
+  });
+
+  it('a debit card\'s partial capture is final: "releasing or partially capturing refunds the rest" (service rules §2.1)', async () => {
+    const held = await heldFlow(10_000, 'debit');
+    const captured = await capturePaymentFlow(ctx, secret, { id: held.id, amount_to_capture: 4000 });
+    expect(captured).toMatchObject({ status: 'succeeded', amount_received: 4000, amount_capturable: 0 });
+    await expectRefused('the refunded rest', () => capturePaymentFlow(ctx, secret, { id: held.id, amount_to_capture: 6000 }), 'invalid_status', undefined, snapshot);
+    expect((await flowChargesOf(held.id)).map((c) => c.amount)).toEqual([4000]);
+  });
+
   it('"without amount_to_capture → succeeded; amount_received holds the captured amount", also after a partial capture', async () => {
     const full = await heldFlow(6000);
     expect(await capturePaymentFlow(ctx, secret, { id: full.id })).toMatchObject({ status: 'succeeded', amount_received: 6000, amount_capturable: 0 });

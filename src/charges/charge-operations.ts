@@ -290,6 +290,8 @@ export async function listCharges(ctx: Context, caller: Caller, input: unknown):
     .selectAll()
     .where('account_id', '=', caller.accountId)
     .where('livemode', '=', caller.livemode)
+    // The captures of v2 payment flows are charge rows for settlement, not v1 charges.
+    .where('payment_flow_id', 'is', null)
     .$if(customer !== undefined, (q) => q.where('customer_id', '=', customer!))
     .$if(subscription !== undefined, (q) => q.where('subscription_id', '=', subscription!))
     .$call(inPage(page, 'charge_id'))

@@ -17,7 +17,9 @@ export async function findCharge(executor: Kysely<Database>, caller: Caller, cha
     .selectAll()
     .where('account_id', '=', caller.accountId)
     .where('livemode', '=', caller.livemode)
-    .where('charge_id', '=', chargeId);
+    .where('charge_id', '=', chargeId)
+    // The captures of v2 payment flows are charge rows for settlement, not v1 charges.
+    .where('payment_flow_id', 'is', null);
   if (lock) query = query.forUpdate();
   const row = await query.executeTakeFirst();
   if (!row) return reject('invalid_id', 'id', `No such charge: ${chargeId}`);

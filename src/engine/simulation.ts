@@ -335,9 +335,14 @@ async function advance(ctx: Context, clock: VirtualClock, options: SimulationOpt
     }
     due.sort((a, b) => a.slot.getTime() - b.slot.getTime() || order.get(a.job.name)! - order.get(b.job.name)!);
     const first = due[0]!;
-    // Run it as late as possible without passing another job's due slot or the next step.
+    // Run it as late as possible without passing another job's due slot or the next step; a job
+    // that comes earlier in the registry runs first at a slot they share, so stop before it.
     let horizon = limit;
-    for (const other of due.slice(1)) if (other.job !== first.job && other.slot.getTime() < horizon.getTime()) horizon = other.slot;
+    for (const other of due.slice(1)) {
+      if (other.job === first.job) continue;
+      const bound = order.get(other.job.name)! < order.get(first.job.name)! ? new Date(other.slot.getTime() - 1) : other.slot;
+      if (bound.getTime() < horizon.getTime()) horizon = bound;
+    }
     const slot = slotAtOrBefore(first.job.schedule, horizon);
     const runAt = slot.getTime() < first.slot.getTime() ? first.slot : slot;
     clock.advanceTo(runAt);
@@ -371,10 +376,15 @@ async function runStep(
   const items: Record<string, unknown>[] = [];
   try {
     const params = resolveParams(step.forEach.params ?? {}, results, step.entry) as JsonObject;
-    for (let offset = 0; ; offset += 100) {
-      const page = (await runOperation(ctx, caller, step.forEach.op, { ...params, limit: 100, offset })) as { data?: Record<string, unknown>[]; has_more?: boolean };
-      items.push(...(page.data ?? []));
-      if (!page.has_more) break;
+    // v1 lists page by offset, v2 lists by cursor (starting_after the last id); the first page
+    // needs neither, and its url says which kind of list it is.
+    let cursor: Record<string, unknown> = {};
+    for (;;) {
+      const page = (await runOperation(ctx, caller, step.forEach.op, { ...params, ...cursor })) as { data?: Record<string, unknown>[]; has_more?: boolean; url?: string };
+      const data = page.data ?? [];
+      items.push(...data);
+      if (!page.has_more || data.length === 0) break;
+      cursor = page.url?.startsWith('/v2/') ? { starting_after: data.at(-1)!.id } : { offset: items.length };
     }
   } catch (error) {
     await recordFailure(step, error, results, outcomes, strict, stats);

@@ -10,7 +10,8 @@ import { createWriteStream, mkdirSync, writeFileSync, type WriteStream } from 'n
 import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Caller } from '../accounts/accounts';
-import { renderCharge } from '../charges/charges';
+import { chargeCardsOf } from '../charges/charge-record';
+import { renderCharge, type ChargeCard } from '../charges/charges';
 import type { Database } from '../db/schema';
 import { parseInstant, toIsoSeconds } from '../domain/time';
 import type { SimulatedWorld } from '../engine/simulation';
@@ -120,6 +121,11 @@ async function* single<T>(items: readonly T[]): AsyncIterable<readonly T[]> {
   yield items;
 }
 
+/** The card fields of a charge paid without a card, only so that the rest of it renders (its `card` is null). */
+function cardless(row: { card_id: string; livemode: boolean; created_at: Date }): ChargeCard {
+  return { card_id: row.card_id, livemode: row.livemode, created_at: row.created_at, brand: '', last4: '', exp_month: 0, exp_year: 0, fingerprint: '', name: null, country: null, cvc_check: 'unchecked' } as ChargeCard;
+}
+
 /** Charges in (account, created, id) order, a page at a time, with their cards. */
 async function* chargePages(db: Kysely<Database>) {
   let after: { account: string; created: Date; id: string } | undefined;
@@ -136,10 +142,10 @@ async function* chargePages(db: Kysely<Database>) {
     }
     const rows = await query.orderBy('account_id').orderBy('created_at').orderBy('charge_id').limit(PAGE).execute();
     if (rows.length === 0) return;
-    const cardIds = [...new Set(rows.map((row) => row.card_id))];
-    const cards = await db.selectFrom('cards').selectAll().where('card_id', 'in', cardIds).execute();
-    const byId = new Map(cards.map((card) => [`${card.account_id}\u0000${card.card_id}`, card]));
-    yield rows.map((row) => ({ row, card: byId.get(`${row.account_id}\u0000${row.card_id}`)! }));
+    // Stored cards, else the card of the token a charge was made with (v1 charges by token,
+    // checkout and payment flows); a payment flow paid without a card (PayPay) has none.
+    const cards = await chargeCardsOf(db, rows);
+    yield rows.map((row) => ({ row, card: cards.get(`${row.account_id}\u0000${row.livemode ? 1 : 0}\u0000${row.card_id}`) ?? null }));
     const last = rows.at(-1)!;
     after = { account: last.account_id, created: last.created_at, id: last.charge_id };
   }
@@ -246,7 +252,7 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   const chargesCsv = createWriteStream(join(dir, 'charges.csv'));
   chargesCsv.write('id,account,created_at,customer,subscription,amount,paid,captured,captured_at,amount_captured,amount_refunded,refunded,failure_code,fee_rate,term_id\n');
   await json.array('charges', chargePages(db), ({ row, card }) => {
-    const object = renderCharge(row, card);
+    const object = card === null ? { ...renderCharge(row, cardless(row)), card: null } : renderCharge(row, card);
     const created = month(row.created_at);
     created.charges += 1;
     if (!row.paid) {

@@ -309,11 +309,13 @@ async function advance(ctx: Context, clock: VirtualClock, options: SimulationOpt
     // runs before a request at 10:30:00), or the last instant of the range.
     const limit = step ? step.at : end;
     const due: { job: JobDefinition; slot: Date }[] = [];
-    for (const job of jobs) {
+    // The jobs' due instants are independent reads: asked at once (two connections on a server).
+    const dueAts = await Promise.all(jobs.map((job) => job.nextDueAt?.(ctx, dueAfter)));
+    for (const [i, job] of jobs.entries()) {
       const previous = lastRun.get(job.name);
       let slot: Date;
       if (job.nextDueAt) {
-        const at = await job.nextDueAt(ctx, dueAfter);
+        const at = dueAts[i]!;
         if (at === null) continue;
         slot = slotAtOrAfter(job.schedule, at.getTime() > clock.now().getTime() ? at : clock.now());
       } else {

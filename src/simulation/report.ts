@@ -151,19 +151,25 @@ async function* chargePages(db: Kysely<Database>) {
   }
 }
 
+/** Events in (account, instant, insertion) order, a page at a time along the events_by_created index. */
 async function* eventPages(db: Kysely<Database>) {
-  let after: { account: string; seq: number } | undefined;
+  let after: { account: string; created: Date; seq: number } | undefined;
   for (;;) {
     let query = db.selectFrom('events').selectAll();
     if (after) {
-      const { account, seq } = after;
-      query = query.where((eb) => eb.or([eb('account_id', '>', account), eb.and([eb('account_id', '=', account), eb('seq', '>', seq)])]));
+      const { account, created, seq } = after;
+      query = query.where((eb) =>
+        eb.or([
+          eb('account_id', '>', account),
+          eb.and([eb('account_id', '=', account), eb.or([eb('created_at', '>', created), eb.and([eb('created_at', '=', created), eb('seq', '>', seq)])])]),
+        ]),
+      );
     }
-    const rows = await query.orderBy('account_id').orderBy('seq').limit(PAGE).execute();
+    const rows = await query.orderBy('account_id').orderBy('created_at').orderBy('seq').limit(PAGE).execute();
     if (rows.length === 0) return;
     yield rows;
     const last = rows.at(-1)!;
-    after = { account: last.account_id, seq: last.seq };
+    after = { account: last.account_id, created: last.created_at, seq: last.seq };
   }
 }
 

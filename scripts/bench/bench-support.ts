@@ -1,8 +1,19 @@
 /**
  * What the PostgreSQL benchmarks share: the server they make scratch databases on, an admin
- * connection to it, and how they print.
+ * connection to it, how they print, and the engine-against-plain-SQL harness.
  */
+import { performance } from 'node:perf_hooks';
+import type { Kysely } from 'kysely';
 import pg from 'pg';
+import { openStore } from '../../src/db/connect';
+import { migrate } from '../../src/db/migrate';
+import type { Database } from '../../src/db/schema';
+import { seededIds } from '../../src/domain/ids';
+import { FixedClock } from '../../src/engine/clock';
+import { createContext } from '../../src/engine/context';
+import type { JobDefinition } from '../../src/engine/job';
+import { silentLogger } from '../../src/engine/logger';
+import { Scheduler } from '../../src/engine/scheduler';
 
 /** The server of DATABASE_URL, or the local one (user postgres). */
 export const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -27,3 +38,100 @@ export async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise
 
 export const seconds = (ms: number): string => (ms / 1000).toFixed(2);
 export const log = (line: string): void => void process.stdout.write(`${line}\n`);
+
+/** One engine-versus-plain-SQL benchmark of a job (see runEngineAgainstCeiling). */
+export interface EngineAgainstCeiling<V> {
+  /** Names the scratch databases (kessai_bench_<name>_…). */
+  readonly name: string;
+  /** What the seed wrote, for the log line ("1000 due subscriptions"). */
+  readonly seeded: string;
+  /** What the ceiling wrote, per unit ("renewals", "releases"). */
+  readonly unit: string;
+  readonly job: JobDefinition;
+  readonly slot: Date;
+  readonly batchSize: number;
+  /** Keep the scratch databases for inspection. */
+  readonly keep: boolean;
+  /** Writes the rows the job will find due, set-based. */
+  seed(db: Kysely<Database>): Promise<void>;
+  /** The same writes as the job, by plain SQL on an untouched copy of the seed; returns the count. */
+  ceiling(db: Kysely<Database>): Promise<number>;
+  /** Reads back what was written; `exact` says whether the engine wrote every row exactly once, `same` whether the ceiling wrote the same. */
+  verify(db: Kysely<Database>): Promise<V>;
+  exact(check: V): boolean;
+  same(check: V): boolean;
+}
+
+export interface EngineAgainstCeilingResult {
+  readonly engineMs: number;
+  readonly ceilingMs: number;
+  /** Peak RSS after the engine's run (the ceiling runs in PostgreSQL, not in this process). */
+  readonly rssMb: number;
+}
+
+/**
+ * Seeds a scratch database on SERVER (migrated, then copied with CREATE DATABASE … TEMPLATE), runs
+ * one slot of the job through the Scheduler on it and verifies it, then runs the plain-SQL
+ * ceiling on the copy and verifies that too. Both databases are dropped at the end, also on failure.
+ */
+export async function runEngineAgainstCeiling<V>(bench: EngineAgainstCeiling<V>): Promise<EngineAgainstCeilingResult> {
+  const stamp = `${process.pid}_${Math.floor(performance.timeOrigin)}`;
+  const engineDb = `kessai_bench_${bench.name}_${stamp}`;
+  const rawDb = `kessai_bench_${bench.name}_raw_${stamp}`;
+  await admin((c) => c.query(`CREATE DATABASE "${engineDb}"`));
+  try {
+    let started = performance.now();
+    {
+      const store = await openStore({ databaseUrl: withDatabase(SERVER, engineDb), poolSize: 2 });
+      try {
+        await migrate(store);
+        await bench.seed(store.db);
+      } finally {
+        await store.close();
+      }
+    }
+    await admin((c) => c.query(`CREATE DATABASE "${rawDb}" TEMPLATE "${engineDb}"`));
+    log(`seeded ${bench.seeded} (and a copy) in ${seconds(performance.now() - started)} s`);
+
+    // 1. The engine: one slot of the real job through the scheduler.
+    const store = await openStore({ databaseUrl: withDatabase(SERVER, engineDb), poolSize: 4 });
+    let engineMs: number;
+    try {
+      const ctx = createContext({ db: store.db, store, clock: new FixedClock(bench.slot), ids: seededIds(42), log: silentLogger(), config: { batchSize: bench.batchSize } });
+      const scheduler = new Scheduler(ctx, [bench.job], { owner: 'bench' });
+      started = performance.now();
+      const outcome = await scheduler.runSlot(bench.job.name, bench.slot);
+      engineMs = performance.now() - started;
+      if (outcome.status !== 'succeeded') throw new Error(`the slot did not succeed: ${JSON.stringify(outcome)}`);
+      log(`engine:  ${JSON.stringify(outcome.counts)} in ${seconds(engineMs)} s`);
+      const check = await bench.verify(store.db);
+      log(`verify:  ${JSON.stringify(check)}`);
+      if (!bench.exact(check)) throw new Error('verification failed: the engine did not write every row exactly once');
+    } finally {
+      await store.close();
+    }
+    const rssMb = process.resourceUsage().maxRSS / 1024;
+
+    // 2. The raw-SQL ceiling on the untouched copy of the seed.
+    const raw = await openStore({ databaseUrl: withDatabase(SERVER, rawDb), poolSize: 2 });
+    let ceilingMs: number;
+    try {
+      started = performance.now();
+      const written = await bench.ceiling(raw.db);
+      ceilingMs = performance.now() - started;
+      log(`ceiling: ${written} ${bench.unit} by plain SQL in ${seconds(ceilingMs)} s`);
+      const check = await bench.verify(raw.db);
+      if (!bench.same(check)) throw new Error(`the ceiling did not write the same rows: ${JSON.stringify(check)}`);
+    } finally {
+      await raw.close();
+    }
+    return { engineMs, ceilingMs, rssMb };
+  } finally {
+    if (!bench.keep) {
+      await admin(async (c) => {
+        await c.query(`DROP DATABASE IF EXISTS "${engineDb}" WITH (FORCE)`);
+        await c.query(`DROP DATABASE IF EXISTS "${rawDb}" WITH (FORCE)`);
+      });
+    }
+  }
+}

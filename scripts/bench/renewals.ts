@@ -15,21 +15,15 @@
  * and prints renewals/s, the ratio engine/ceiling and the process's peak RSS. Both databases are
  * dropped at the end (also on failure). Not a timed test: targets are read by a person.
  */
-import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { sql, type Kysely } from 'kysely';
 import { subscriptionRenewalsJob } from '../../jobs/subscription-renewals';
 import { createAccount } from '../../src/accounts/accounts';
-import { openStore } from '../../src/db/connect';
-import { migrate } from '../../src/db/migrate';
 import type { Database } from '../../src/db/schema';
 import { seededIds } from '../../src/domain/ids';
 import { FixedClock } from '../../src/engine/clock';
-import { createContext } from '../../src/engine/context';
-import { silentLogger } from '../../src/engine/logger';
-import { Scheduler } from '../../src/engine/scheduler';
 import { cardFingerprint } from '../../src/processor/test-cards';
-import { admin, log, SERVER, seconds, withDatabase } from './bench-support';
+import { log, runEngineAgainstCeiling, SERVER } from './bench-support';
 
 const { values: args } = parseArgs({
   options: {
@@ -44,7 +38,6 @@ const BATCH = Number(args.batch);
 const ACCOUNTS = Number(args.accounts);
 /** The slot the job runs: 2027-01-01 09:00 JST; every subscription falls due in the hour before it. */
 const SLOT = new Date('2027-01-01T00:00:00.000Z');
-const JOB = 'subscriptions.renew';
 
 
 
@@ -156,74 +149,28 @@ async function verify(db: Kysely<Database>): Promise<Verification> {
 }
 
 async function main(): Promise<void> {
-  const stamp = `${process.pid}_${Math.floor(performance.timeOrigin)}`;
-  const engineDb = `kessai_bench_renew_${stamp}`;
-  const rawDb = `kessai_bench_renew_raw_${stamp}`;
   log(`renewal benchmark: n=${N} batch=${BATCH} accounts=${ACCOUNTS} server=${new URL(SERVER).host}`);
-  await admin((c) => c.query(`CREATE DATABASE "${engineDb}"`));
-  try {
-    let started = performance.now();
-    {
-      const store = await openStore({ databaseUrl: withDatabase(SERVER, engineDb), poolSize: 2 });
-      try {
-        await migrate(store);
-        await seed(store.db);
-      } finally {
-        await store.close();
-      }
-    }
-    await admin((c) => c.query(`CREATE DATABASE "${rawDb}" TEMPLATE "${engineDb}"`));
-    log(`seeded ${N} due subscriptions (and a copy) in ${seconds(performance.now() - started)} s`);
-
-    // 1. The engine: one slot of the real job through the scheduler.
-    const store = await openStore({ databaseUrl: withDatabase(SERVER, engineDb), poolSize: 4 });
-    let engineMs: number;
-    try {
-      const ctx = createContext({ db: store.db, store, clock: new FixedClock(SLOT), ids: seededIds(42), log: silentLogger(), config: { batchSize: BATCH } });
-      const scheduler = new Scheduler(ctx, [subscriptionRenewalsJob], { owner: 'bench' });
-      started = performance.now();
-      const outcome = await scheduler.runSlot(JOB, SLOT);
-      engineMs = performance.now() - started;
-      if (outcome.status !== 'succeeded') throw new Error(`the slot did not succeed: ${JSON.stringify(outcome)}`);
-      log(`engine:  ${JSON.stringify(outcome.counts)} in ${seconds(engineMs)} s`);
-      const check = await verify(store.db);
-      log(`verify:  ${JSON.stringify(check)}`);
-      const exact = check.subscriptions === N && check.renewed === N && check.charges === N && check.charged_twice === 0 && check.renewed_events === N && check.charge_events === N;
-      if (!exact) throw new Error('verification failed: not every subscription was renewed exactly once');
-    } finally {
-      await store.close();
-    }
-    const rssMb = process.resourceUsage().maxRSS / 1024;
-
-    // 2. The raw-SQL ceiling on the untouched copy of the seed.
-    const raw = await openStore({ databaseUrl: withDatabase(SERVER, rawDb), poolSize: 2 });
-    let rawMs: number;
-    try {
-      started = performance.now();
-      const written = await ceiling(raw.db);
-      rawMs = performance.now() - started;
-      log(`ceiling: ${written} renewals by plain SQL in ${seconds(rawMs)} s`);
-      const check = await verify(raw.db);
-      if (check.renewed !== N || check.renewed_events !== N || check.charge_events !== N) throw new Error(`the ceiling did not write the same rows: ${JSON.stringify(check)}`);
-    } finally {
-      await raw.close();
-    }
-
-    const engineRate = N / (engineMs / 1000);
-    const rawRate = N / (rawMs / 1000);
-    log(`renewals/s: ${Math.round(engineRate)} (ceiling ${Math.round(rawRate)}/s, ratio ${(engineRate / rawRate).toFixed(2)})`);
-    log(`peak RSS: ${rssMb.toFixed(0)} MB`);
-    log(
-      `targets: >= 20000/s ${engineRate >= 20_000 ? 'met' : 'MISSED'}; ratio >= 0.5 ${engineRate / rawRate >= 0.5 ? 'met' : 'MISSED'}; RSS <= 512 MB ${rssMb <= 512 ? 'met' : 'MISSED'}`,
-    );
-  } finally {
-    if (!args.keep) {
-      await admin(async (c) => {
-        await c.query(`DROP DATABASE IF EXISTS "${engineDb}" WITH (FORCE)`);
-        await c.query(`DROP DATABASE IF EXISTS "${rawDb}" WITH (FORCE)`);
-      });
-    }
-  }
+  const { engineMs, ceilingMs, rssMb } = await runEngineAgainstCeiling({
+    name: 'renew',
+    seeded: `${N} due subscriptions`,
+    unit: 'renewals',
+    job: subscriptionRenewalsJob,
+    slot: SLOT,
+    batchSize: BATCH,
+    keep: args.keep ?? false,
+    seed,
+    ceiling,
+    verify,
+    exact: (check) => check.subscriptions === N && check.renewed === N && check.charges === N && check.charged_twice === 0 && check.renewed_events === N && check.charge_events === N,
+    same: (check) => check.renewed === N && check.renewed_events === N && check.charge_events === N,
+  });
+  const engineRate = N / (engineMs / 1000);
+  const rawRate = N / (ceilingMs / 1000);
+  log(`renewals/s: ${Math.round(engineRate)} (ceiling ${Math.round(rawRate)}/s, ratio ${(engineRate / rawRate).toFixed(2)})`);
+  log(`peak RSS: ${rssMb.toFixed(0)} MB`);
+  log(
+    `targets: >= 20000/s ${engineRate >= 20_000 ? 'met' : 'MISSED'}; ratio >= 0.5 ${engineRate / rawRate >= 0.5 ? 'met' : 'MISSED'}; RSS <= 512 MB ${rssMb <= 512 ? 'met' : 'MISSED'}`,
+  );
 }
 
 await main();

@@ -74,7 +74,8 @@ export type ChargeObject = {
   readonly expired_at: number | null;
   readonly captured: boolean;
   readonly captured_at: number | null;
-  readonly card: CardObject;
+  /** Null only for the capture rows of v2 payment flows paid without a card (PayPay), which v1 never shows. */
+  readonly card: CardObject | null;
   readonly customer: string | null;
   readonly description: string | null;
   readonly failure_code: string | null;
@@ -94,7 +95,7 @@ export type ChargeObject = {
 };
 
 /** The v1 charge object (§2.2). Platform and term fields are filled in by settlement. */
-export function renderCharge(row: ChargeRow, card: ChargeCard): ChargeObject {
+export function renderCharge(row: ChargeRow, card: ChargeCard | null): ChargeObject {
   return {
     id: row.charge_id,
     object: 'charge',
@@ -106,7 +107,7 @@ export function renderCharge(row: ChargeRow, card: ChargeCard): ChargeObject {
     expired_at: row.expired_at === null ? null : toUnixSeconds(row.expired_at),
     captured: row.captured,
     captured_at: row.captured_at === null ? null : toUnixSeconds(row.captured_at),
-    card: renderCard(card),
+    card: card === null ? null : renderCard(card),
     customer: row.customer_id,
     description: row.description,
     failure_code: row.failure_code,

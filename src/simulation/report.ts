@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import { chargeCardsOf } from '../charges/charge-record';
-import { renderCharge, type ChargeCard } from '../charges/charges';
+import { renderCharge } from '../charges/charges';
 import type { Database } from '../db/schema';
 import { parseInstant, toIsoSeconds } from '../domain/time';
 import type { SimulatedWorld } from '../engine/simulation';
@@ -119,11 +119,6 @@ class JsonSections {
 
 async function* single<T>(items: readonly T[]): AsyncIterable<readonly T[]> {
   yield items;
-}
-
-/** The card fields of a charge paid without a card, only so that the rest of it renders (its `card` is null). */
-function cardless(row: { card_id: string; livemode: boolean; created_at: Date }): ChargeCard {
-  return { card_id: row.card_id, livemode: row.livemode, created_at: row.created_at, brand: '', last4: '', exp_month: 0, exp_year: 0, fingerprint: '', name: null, country: null, cvc_check: 'unchecked' } as ChargeCard;
 }
 
 /** Charges in (account, created, id) order, a page at a time, with their cards. */
@@ -258,7 +253,7 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   const chargesCsv = createWriteStream(join(dir, 'charges.csv'));
   chargesCsv.write('id,account,created_at,customer,subscription,amount,paid,captured,captured_at,amount_captured,amount_refunded,refunded,failure_code,fee_rate,term_id\n');
   await json.array('charges', chargePages(db), ({ row, card }) => {
-    const object = card === null ? { ...renderCharge(row, cardless(row)), card: null } : renderCharge(row, card);
+    const object = renderCharge(row, card);
     const created = month(row.created_at);
     created.charges += 1;
     if (!row.paid) {

@@ -13,7 +13,7 @@ import { parseInstant } from '../domain/time';
 import { simulate, type SimulationStats } from '../engine/simulation';
 import { operationNames } from '../operations/registry';
 import { diffSummaries, formatDiff, formatSummary, writeReport, writeSummaryFiles, type Summary, type WrittenReport } from '../simulation/report';
-import { loadScenario, overlayScenario, planSteps, ScenarioError, type Scenario } from '../simulation/scenario';
+import { loadScenario, overlayScenario, planSteps, ScenarioError, type Scenario, type Step } from '../simulation/scenario';
 
 interface SimulateOptions {
   readonly scenario: string;
@@ -69,8 +69,7 @@ function progress(from: Date, to: Date, label: string, enabled: boolean) {
   };
 }
 
-async function runOne(scenario: Scenario, options: SimulateOptions, databaseUrl: string | undefined, dir: string, label: string, showProgress: boolean): Promise<WrittenReport & { failed: string[] }> {
-  const steps = planSteps(scenario, { from: options.from, to: options.to, seed: options.seed, operations: operationNames() });
+async function runOne(scenario: Scenario, steps: readonly Step[], options: SimulateOptions, databaseUrl: string | undefined, dir: string, label: string, showProgress: boolean): Promise<WrittenReport & { failed: string[] }> {
   const bar = progress(options.from, options.to, label, showProgress);
   try {
     return await simulate(
@@ -137,16 +136,17 @@ export function registerSimulate(program: Command): void {
       const baseline = loadScenario(options.scenario);
       const variant = options.whatIf ? overlayScenario(baseline, loadScenario(options.whatIf)) : undefined;
       // Both are planned before anything runs, so a bad overlay fails fast too.
-      planSteps(baseline, { from: options.from, to: options.to, seed: options.seed, operations: operationNames() });
-      if (variant) planSteps(variant, { from: options.from, to: options.to, seed: options.seed, operations: operationNames() });
+      const plan = (scenario: Scenario) => planSteps(scenario, { from: options.from, to: options.to, seed: options.seed, operations: operationNames() });
+      const baselineSteps = plan(baseline);
+      const variantSteps = variant ? plan(variant) : undefined;
       const out = resolve(options.out);
       rmSync(out, { recursive: true, force: true });
       const showProgress = Boolean(process.stderr.isTTY) && !options.json;
-      const base = await runOne(baseline, options, databaseUrl, out, 'baseline', showProgress);
+      const base = await runOne(baseline, baselineSteps, options, databaseUrl, out, 'baseline', showProgress);
       let result: { baseline: Summary; variant?: Summary; diff?: ReturnType<typeof diffSummaries> } = { baseline: base.summary };
       const failed = [...base.failed];
       if (variant) {
-        const other = await runOne(variant, options, databaseUrl, join(out, 'variant'), 'what-if ', showProgress);
+        const other = await runOne(variant, variantSteps!, options, databaseUrl, join(out, 'variant'), 'what-if ', showProgress);
         failed.push(...other.failed.map((line) => `what-if: ${line}`));
         const diff = diffSummaries(base.summary, other.summary);
         result = { baseline: base.summary, variant: other.summary, diff };

@@ -16,7 +16,7 @@ import { hasParam, optionalBoolean, optionalString, readParams, requireString, t
 import { CARD_NAME_PATTERN } from '../processor/test-cards';
 import { renderCard, type CardObject, type CardRow } from './card-object';
 import { findCustomer } from './customer-record';
-import { consumeToken } from './tokens';
+import { consumeToken, type TokenRow } from './tokens';
 
 /** SQLSTATE of a unique violation: the same card was attached by a concurrent request. */
 const UNIQUE_VIOLATION = '23505';
@@ -27,6 +27,37 @@ export function cardsUrl(customerId: string): string {
 
 function sameCardError(): KessaiError {
   return new KessaiError('already_have_the_same_card', { param: 'card', message: 'The customer already has a card with the same number and expiry.' });
+}
+
+/** The card a token becomes when attached to a customer at `at` (the token's card id and details). */
+export function cardOfToken(token: TokenRow, customerId: string, at: Date, metadata: Readonly<Record<string, string>>): CardRow {
+  return {
+    account_id: token.account_id,
+    livemode: token.livemode,
+    card_id: token.card_id,
+    customer_id: customerId,
+    fingerprint: token.fingerprint,
+    brand: token.brand,
+    last4: token.last4,
+    exp_month: token.exp_month,
+    exp_year: token.exp_year,
+    funding: token.funding,
+    country: token.country,
+    issuer: token.issuer,
+    name: token.name,
+    address_zip: null,
+    address_state: null,
+    address_city: null,
+    address_line1: null,
+    address_line2: null,
+    email: null,
+    phone: null,
+    cvc_check: token.cvc_check,
+    metadata,
+    created_at: at,
+    updated_at: at,
+    deleted_at: null,
+  };
 }
 
 /**
@@ -56,33 +87,7 @@ export async function attachCardFromToken(
     .where('deleted_at', 'is', null)
     .executeTakeFirst();
   if (duplicate) throw sameCardError();
-  const row: CardRow = {
-    account_id: caller.accountId,
-    livemode: caller.livemode,
-    card_id: token.card_id,
-    customer_id: customerId,
-    fingerprint: token.fingerprint,
-    brand: token.brand,
-    last4: token.last4,
-    exp_month: token.exp_month,
-    exp_year: token.exp_year,
-    funding: token.funding,
-    country: token.country,
-    issuer: token.issuer,
-    name: token.name,
-    address_zip: null,
-    address_state: null,
-    address_city: null,
-    address_line1: null,
-    address_line2: null,
-    email: null,
-    phone: null,
-    cvc_check: token.cvc_check,
-    metadata,
-    created_at: at,
-    updated_at: at,
-    deleted_at: null,
-  };
+  const row = cardOfToken(token, customerId, at, metadata);
   try {
     await trx.insertInto('cards').values({ ...row, metadata: JSON.stringify(metadata) }).execute();
   } catch (error) {

@@ -40,13 +40,15 @@ export function renderToken(row: TokenRow): TokenObject {
 
 const CARD_KEYS = ['number', 'exp_month', 'exp_year', 'cvc', 'name'] as const;
 
-/** `tokens.create`: `card[number]`, `card[exp_month]`, `card[exp_year]`, `card[cvc]`, `card[name]`. */
-export async function createToken(ctx: Context, caller: Caller, input: unknown): Promise<TokenObject> {
+/**
+ * The token `tokens.create` stores for `input` (checked, tokenized, ids drawn), not yet written:
+ * the operation and the simulator's bulk sign-ups build it alike.
+ */
+export function tokenRowOf(ctx: Pick<Context, 'ids'>, caller: Caller, input: unknown, now: Date): TokenRow {
   const params = readParams(input, ['card']);
   const card = readParams(params.card, CARD_KEYS, 'card');
-  const now = ctx.clock.now();
   const tokenized = tokenizeTestCard(card, { livemode: caller.livemode, now });
-  const row: TokenRow = {
+  return {
     account_id: caller.accountId,
     livemode: caller.livemode,
     token_id: ctx.ids.next('token'),
@@ -64,6 +66,12 @@ export async function createToken(ctx: Context, caller: Caller, input: unknown):
     created_at: now,
     used_at: null,
   };
+}
+
+/** `tokens.create`: `card[number]`, `card[exp_month]`, `card[exp_year]`, `card[cvc]`, `card[name]`. */
+export async function createToken(ctx: Context, caller: Caller, input: unknown): Promise<TokenObject> {
+  const now = ctx.clock.now();
+  const row = tokenRowOf(ctx, caller, input, now);
   const token = renderToken(row);
   await ctx.db.transaction().execute(async (trx) => {
     await trx.insertInto('tokens').values(row).execute();

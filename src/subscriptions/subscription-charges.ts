@@ -5,7 +5,7 @@
  */
 import type { Kysely } from 'kysely';
 import type { Caller } from '../accounts/accounts';
-import { chargeCards, renderCharge, type ChargeRow } from '../charges/charges';
+import { chargeCards, renderCharge, type ChargeOutcome, type ChargeRow } from '../charges/charges';
 import type { CardRow } from '../customers/card-object';
 import type { Database } from '../db/schema';
 import { KessaiError } from '../domain/errors';
@@ -41,6 +41,11 @@ export interface SubscriptionChargeRequest {
 
 export type SubscriptionChargeOutcome = { readonly status: 'succeeded'; readonly row: ChargeRow } | { readonly status: 'declined'; readonly error: KessaiError };
 
+/** The card error a declined subscription charge fails its operation with (402, `error.charge` set). */
+export function cardDeclined(outcome: Extract<ChargeOutcome, { status: 'failed' }>): KessaiError {
+  return new KessaiError(outcome.code, { charge: outcome.row.charge_id, message: outcome.message });
+}
+
 /**
  * One customer-present charge for a subscription (kind `charge`: the buyer is acting, unlike a
  * renewal). Writes the charge row and its event either way.
@@ -63,9 +68,7 @@ export async function chargeSubscription(trx: Kysely<Database>, ctx: Pick<Contex
     // The subscription row is locked, so only a second call at the very same instant gets here.
     throw new Error(`subscription ${request.subscriptionId} already has a charge for the period starting ${request.periodStart.toISOString()}`);
   }
-  if (outcome.status === 'failed') {
-    return { status: 'declined', error: new KessaiError(outcome.code, { charge: outcome.row.charge_id, message: outcome.message }) };
-  }
+  if (outcome.status === 'failed') return { status: 'declined', error: cardDeclined(outcome) };
   return { status: 'succeeded', row: outcome.row };
 }
 

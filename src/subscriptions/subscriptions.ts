@@ -17,7 +17,7 @@ import type { Database, SubscriptionStatus } from '../db/schema';
 import { trialFor, type TrialEndRequest } from '../domain/billing-calendar';
 import { reject } from '../domain/errors';
 import { createMetadata, mergeMetadata } from '../domain/metadata';
-import { planCreation, planTrialEnd, proratedPlanChangeCharge, type SubscribablePlan } from '../domain/proration';
+import { planCreation, planTrialEnd, proratedPlanChangeCharge, type CreationPlan, type SubscribablePlan } from '../domain/proration';
 import { fromUnixSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvent, type EventInput } from '../events/outbox';
@@ -111,6 +111,61 @@ async function commitChange(trx: Kysely<Database>, ctx: Context, caller: Caller,
   return subscription;
 }
 
+/** The parameters of `subscriptions.create`, checked (no database needed). */
+export interface SubscriptionCreate {
+  readonly customerId: string;
+  readonly planId: string;
+  readonly trialEnd: TrialEndRequest;
+  readonly prorate: boolean | undefined;
+  readonly metadata: Record<string, string>;
+}
+
+export function readSubscriptionCreate(input: unknown): SubscriptionCreate {
+  const params = readParams(input, ['customer', 'plan', 'trial_end', 'prorate', 'metadata']);
+  const customerId = requireString(params, 'customer');
+  const planId = requireString(params, 'plan');
+  const trialEnd = readTrialEnd(params);
+  const prorate = optionalBoolean(params, 'prorate');
+  const metadata = hasParam(params, 'metadata') ? (createMetadata(params.metadata, 'v1') as Record<string, string>) : {};
+  return { customerId, planId, trialEnd, prorate, metadata };
+}
+
+/** A new subscription row as §1.3 plans it, before its first charge and `renews_at`. */
+export function subscriptionDraft(
+  caller: Caller,
+  subscriptionId: string,
+  customerId: string,
+  planId: string,
+  creation: CreationPlan,
+  metadata: Record<string, string>,
+  now: Date,
+): SubscriptionRow {
+  return {
+    account_id: caller.accountId,
+    livemode: caller.livemode,
+    subscription_id: subscriptionId,
+    customer_id: customerId,
+    plan_id: planId,
+    next_cycle_plan_id: null,
+    status: creation.status,
+    prorate: creation.prorate,
+    start_at: now,
+    current_period_start: creation.currentPeriodStart,
+    current_period_end: creation.currentPeriodEnd,
+    trial_start: creation.trialStart,
+    trial_end: creation.trialEnd,
+    paused_at: null,
+    canceled_at: null,
+    resumed_at: null,
+    renews_at: null,
+    last_charge_id: null,
+    metadata,
+    created_at: now,
+    updated_at: now,
+    deleted_at: null,
+  };
+}
+
 /**
  * `subscriptions.create` (service rules §1.3): `customer`*, `plan`*, `trial_end`, `prorate`,
  * `metadata`. Checks, in order: the customer and plan exist, the plan is subscribable
@@ -119,12 +174,7 @@ async function commitChange(trx: Kysely<Database>, ctx: Context, caller: Caller,
  * is created and the call fails with the card error.
  */
 export async function createSubscription(ctx: Context, caller: Caller, input: unknown): Promise<SubscriptionObject> {
-  const params = readParams(input, ['customer', 'plan', 'trial_end', 'prorate', 'metadata']);
-  const customerId = requireString(params, 'customer');
-  const planId = requireString(params, 'plan');
-  const trialEnd = readTrialEnd(params);
-  const prorate = optionalBoolean(params, 'prorate');
-  const metadata = hasParam(params, 'metadata') ? (createMetadata(params.metadata, 'v1') as Record<string, string>) : {};
+  const { customerId, planId, trialEnd, prorate, metadata } = readSubscriptionCreate(input);
   const now = ctx.clock.now();
   const result = await ctx.db.transaction().execute(async (trx): Promise<Settled<SubscriptionObject>> => {
     // The customer lock serialises the already_subscribed check; the plan lock (shared: subscribers
@@ -135,30 +185,7 @@ export async function createSubscription(ctx: Context, caller: Caller, input: un
     const creation = planCreation({ plan, now, trialEnd, prorate });
     const card = await requireDefaultCard(trx, caller, customerId, 'customer');
     await assertNotSubscribed(trx, caller, customerId, planId, 'plan');
-    const draft: SubscriptionRow = {
-      account_id: caller.accountId,
-      livemode: caller.livemode,
-      subscription_id: ctx.ids.next('subscription'),
-      customer_id: customerId,
-      plan_id: planId,
-      next_cycle_plan_id: null,
-      status: creation.status,
-      prorate: creation.prorate,
-      start_at: now,
-      current_period_start: creation.currentPeriodStart,
-      current_period_end: creation.currentPeriodEnd,
-      trial_start: creation.trialStart,
-      trial_end: creation.trialEnd,
-      paused_at: null,
-      canceled_at: null,
-      resumed_at: null,
-      renews_at: null,
-      last_charge_id: null,
-      metadata,
-      created_at: now,
-      updated_at: now,
-      deleted_at: null,
-    };
+    const draft = subscriptionDraft(caller, ctx.ids.next('subscription'), customerId, planId, creation, metadata, now);
     const charged = await chargeFirst(trx, ctx, caller, draft, card, creation.chargeNow === null ? null : { amount: creation.chargeNow, periodStart: creation.currentPeriodStart }, now);
     if ('declined' in charged) return charged;
     const row: SubscriptionRow = { ...charged.done, renews_at: renewsAt(charged.done) };

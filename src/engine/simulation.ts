@@ -28,6 +28,7 @@ import { KessaiError, toError } from '../domain/errors';
 import { seededIds } from '../domain/ids';
 import { runOperation } from '../operations/registry';
 import { simulatedCardNetwork } from '../processor/card-network';
+import { subscribeNewCustomers, type NewSubscriber, type NewSubscriberResult } from '../subscriptions/new-subscribers';
 import { ITEM_LABEL, parseRef, scenarioAccounts, type JsonObject, type Scenario, type Step } from '../simulation/scenario';
 import { VirtualClock } from './clock';
 import { createContext, type Context } from './context';
@@ -49,6 +50,8 @@ export interface SimulationOptions {
   /** Stop at the first failing step instead of recording it and going on. */
   readonly strict?: boolean;
   readonly batchSize?: number;
+  /** Sign generated subscribers up in bulk (default); false runs their three calls one by one. */
+  readonly bulkSubscribers?: boolean;
   readonly log?: Logger;
   /** Called after each stop with the simulated instant. */
   readonly onProgress?: (at: Date, stats: SimulationStats) => void;
@@ -308,26 +311,20 @@ async function advance(ctx: Context, clock: VirtualClock, options: SimulationOpt
     // Jobs run at slots up to and including the next step's instant (the worker's slot at 10:30
     // runs before a request at 10:30:00), or the last instant of the range.
     const limit = step ? step.at : end;
-    const due: { job: JobDefinition; slot: Date }[] = [];
-    // The jobs' due instants are independent reads: asked at once (two connections on a server).
-    const dueAts = await Promise.all(jobs.map((job) => job.nextDueAt?.(ctx, dueAfter)));
-    for (const [i, job] of jobs.entries()) {
-      const previous = lastRun.get(job.name);
-      let slot: Date;
-      if (job.nextDueAt) {
-        const at = dueAts[i]!;
-        if (at === null) continue;
-        slot = slotAtOrAfter(job.schedule, at.getTime() > clock.now().getTime() ? at : clock.now());
-      } else {
-        // A job that cannot say when it has work runs before every step and at the end.
-        slot = slotAtOrBefore(job.schedule, limit);
-      }
-      if (previous && slot.getTime() <= previous.getTime()) slot = nextSlotAfter(job.schedule, previous);
-      if (slot.getTime() < clock.now().getTime() || slot.getTime() > limit.getTime()) continue;
-      due.push({ job, slot });
-    }
+    const slots = await jobSlots(ctx, jobs, dueAfter, clock.now(), lastRun, limit);
+    const due = slots.filter((candidate) => candidate.slot.getTime() <= limit.getTime());
     if (due.length === 0) {
       if (!step) break;
+      if (step.subscriber === 'token' && options.bulkSubscribers !== false) {
+        // A run of generated subscribers up to the first job slot with due work: signed up in bulk.
+        const horizon = slots.reduce((min, candidate) => Math.min(min, candidate.slot.getTime()), to.getTime());
+        const signedUp = await runSubscriberBatch(ctx, steps, next, horizon, { jobs, dueAfter, lastRun, results, outcomes, strict: options.strict ?? false, stats });
+        next += 3 * signedUp;
+        clock.advanceTo(steps[next - 1]!.at);
+        stats.stops += 1;
+        options.onProgress?.(clock.now(), stats);
+        continue;
+      }
       clock.advanceTo(step.at);
       await runStep(ctx, step, results, outcomes, options.strict ?? false, stats);
       next += 1;
@@ -359,6 +356,136 @@ async function advance(ctx: Context, clock: VirtualClock, options: SimulationOpt
     options.onProgress?.(runAt, stats);
   }
   return { ctx, outcomes, jobRuns, stats, accounts };
+}
+
+/**
+ * Each job's next slot with due work, never before `now` nor at or before a slot it already ran;
+ * a job that cannot say when it has work gets its last slot up to `limit` (it runs before every
+ * step and at the end). The jobs' due instants are independent reads, asked at once (two
+ * connections on a server).
+ */
+async function jobSlots(
+  ctx: Context,
+  jobs: readonly JobDefinition[],
+  dueAfter: Date,
+  now: Date,
+  lastRun: ReadonlyMap<string, Date>,
+  limit: Date,
+): Promise<{ job: JobDefinition; slot: Date }[]> {
+  const dueAts = await Promise.all(jobs.map((job) => job.nextDueAt?.(ctx, dueAfter)));
+  const slots: { job: JobDefinition; slot: Date }[] = [];
+  for (const [i, job] of jobs.entries()) {
+    const previous = lastRun.get(job.name);
+    let slot: Date;
+    if (job.nextDueAt) {
+      const at = dueAts[i]!;
+      if (at === null) continue;
+      slot = slotAtOrAfter(job.schedule, at.getTime() > now.getTime() ? at : now);
+    } else {
+      slot = slotAtOrBefore(job.schedule, limit);
+    }
+    if (previous && slot.getTime() <= previous.getTime()) slot = nextSlotAfter(job.schedule, previous);
+    if (slot.getTime() < now.getTime()) continue;
+    slots.push({ job, slot });
+  }
+  return slots;
+}
+
+/** Most generated subscribers signed up in one transaction. */
+const SUBSCRIBER_BATCH = 1000;
+
+/** A bulk sign-up that made work due before its last subscriber: redone with the first `fits`. */
+class SubscriberBatchCut extends Error {
+  constructor(readonly fits: number) {
+    super(`subscriber batch cut to ${fits}`);
+  }
+}
+
+/**
+ * Signs up the run of generated subscribers starting at `steps[first]` (token, customer and
+ * subscription steps, three a subscriber) whose instants fall before `horizon` (the first slot
+ * with due work), at most SUBSCRIBER_BATCH, in one transaction with set-based writes. Exact as
+ * the steps one by one would be: the subscribers are independent of each other, and the
+ * transaction asks every job again, before it commits, whether the batch made work due (a
+ * renewal, a term to close) before its last subscriber; if so it is rolled back and redone with
+ * only the subscribers before that slot, the rest running after the job as they would have.
+ * Records the three steps' outcomes of each subscriber. Returns how many it signed up (≥ 1).
+ */
+async function runSubscriberBatch(
+  ctx: Context,
+  steps: readonly Step[],
+  first: number,
+  horizon: number,
+  state: {
+    jobs: readonly JobDefinition[];
+    dueAfter: Date;
+    lastRun: ReadonlyMap<string, Date>;
+    results: Map<string, Record<string, unknown> | KessaiError>;
+    outcomes: StepOutcome[];
+    strict: boolean;
+    stats: SimulationStats;
+  },
+): Promise<number> {
+  const lead = steps[first]!;
+  const triples: [Step, Step, Step][] = [];
+  for (let k = first; triples.length < SUBSCRIBER_BATCH && k + 2 < steps.length; k += 3) {
+    const [token, customer, subscription] = [steps[k]!, steps[k + 1]!, steps[k + 2]!];
+    if (token.subscriber !== 'token' || customer.subscriber !== 'customer' || subscription.subscriber !== 'subscription') break;
+    if (token.account !== lead.account || token.livemode !== lead.livemode) break;
+    // The first always goes: nothing was due up to its instant.
+    if (triples.length > 0 && token.at.getTime() >= horizon) break;
+    triples.push([token, customer, subscription]);
+  }
+  const caller: Caller = { accountId: lead.account, livemode: lead.livemode, kind: 'secret' };
+  // Parameters resolved as runOne would (the subscription's `customer` is the new customer).
+  const people: NewSubscriber[] = triples.map(([token, , subscription]) => {
+    const { customer: _customer, ...params } = subscription.params;
+    let resolved: Record<string, unknown> | KessaiError;
+    try {
+      resolved = resolveParams(params, state.results, subscription.entry) as Record<string, unknown>;
+    } catch (error) {
+      if (!(error instanceof KessaiError)) throw error;
+      resolved = error;
+    }
+    return { at: token.at, token: resolveParams(token.params, state.results, token.entry), subscription: resolved };
+  });
+  let count = triples.length;
+  let signedUp: NewSubscriberResult[];
+  for (;;) {
+    try {
+      signedUp = await ctx.db.transaction().execute(async (trx) => {
+        const batch = await subscribeNewCustomers(trx, ctx, caller, people.slice(0, count));
+        if (count > 1) {
+          const slots = await jobSlots({ ...ctx, db: trx }, state.jobs, state.dueAfter, lead.at, state.lastRun, new Date(horizon));
+          const earliest = slots.reduce((min, candidate) => Math.min(min, candidate.slot.getTime()), Infinity);
+          const fits = Math.max(1, people.slice(0, count).filter((person) => person.at.getTime() < earliest).length);
+          if (fits < count) throw new SubscriberBatchCut(fits);
+        }
+        return batch;
+      });
+      break;
+    } catch (error) {
+      if (!(error instanceof SubscriberBatchCut)) throw error;
+      count = error.fits;
+    }
+  }
+  for (const [k, result] of signedUp.entries()) {
+    const [tokenStep, customerStep, subscriptionStep] = triples[k]!;
+    for (const [step, object] of [
+      [tokenStep, result.token],
+      [customerStep, result.customer],
+      [subscriptionStep, result.subscription],
+    ] as const) {
+      state.stats.steps += 1;
+      if (object instanceof KessaiError) {
+        await recordFailure(step, object, state.results, state.outcomes, state.strict, state.stats);
+        continue;
+      }
+      if (step.ref !== undefined) state.results.set(step.ref, object as unknown as Record<string, unknown>);
+      state.outcomes.push({ entry: step.entry, at: step.at, op: step.op, ref: step.ref ?? null, account: step.account, result: { id: object.id, object: object.object }, error: null });
+    }
+  }
+  return signedUp.length;
 }
 
 async function runStep(

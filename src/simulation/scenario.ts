@@ -102,6 +102,11 @@ export interface Step {
   readonly account: string;
   readonly livemode: boolean;
   readonly forEach?: ForEach;
+  /**
+   * Set on the three steps of a generated subscriber (token, customer, subscription, back to back
+   * at one instant): the simulator may sign up a run of them in bulk (src/subscriptions/new-subscribers.ts).
+   */
+  readonly subscriber?: 'token' | 'customer' | 'subscription';
 }
 
 /** Id of the account a scenario without `accounts` runs on. */
@@ -276,9 +281,9 @@ function generateSubscribers(generator: SubscribersGenerator, index: number, see
     const label = `${prefix}${person.n}`;
     const entry = `${where} #${person.n}`;
     const base = { entry, at: person.at, account, livemode: false };
-    steps.push({ ...base, op: 'tokens.create', ref: `${label}_token`, params: { card: { number: person.card, exp_month: 12, exp_year: expYear, cvc: '123' } } });
-    steps.push({ ...base, op: 'customers.create', ref: `${label}_customer`, params: { card: `$${label}_token` } });
-    steps.push({ ...base, op: 'subscriptions.create', ref: label, params: { ...generator.params, customer: `$${label}_customer`, plan: generator.plan } });
+    steps.push({ ...base, op: 'tokens.create', ref: `${label}_token`, params: { card: { number: person.card, exp_month: 12, exp_year: expYear, cvc: '123' } }, subscriber: 'token' });
+    steps.push({ ...base, op: 'customers.create', ref: `${label}_customer`, params: { card: `$${label}_token` }, subscriber: 'customer' });
+    steps.push({ ...base, op: 'subscriptions.create', ref: label, params: { ...generator.params, customer: `$${label}_customer`, plan: generator.plan }, subscriber: 'subscription' });
   }
   return steps;
 }

@@ -1,0 +1,94 @@
+/**
+ * Generated subscribers signed up in bulk (src/subscriptions/new-subscribers.ts) give the world
+ * their three calls one by one give: the same report but for ids. The scenario makes the bulk
+ * batches meet every kind of cut: day-31 and billing-day-1 renewals and a term close falling
+ * inside the sign-up range, trials ending within one run of sign-ups, a timeline entry between
+ * the generated ones, other accounts.
+ */
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ALL_JOBS } from '../../jobs/index';
+import { parseInstant } from '../../src/domain/time';
+import { simulate } from '../../src/engine/simulation';
+import { operationNames } from '../../src/operations/registry';
+import { writeReport } from '../../src/simulation/report';
+import { parseScenario, planSteps, type Scenario } from '../../src/simulation/scenario';
+
+const databaseUrl = process.env.DATABASE_URL;
+const scratch = mkdtempSync(join(tmpdir(), 'kessai-new-subscribers-'));
+
+const scenario: Scenario = parseScenario(
+  JSON.stringify({
+    name: 'bulk sign-ups',
+    accounts: [{ id: 'acct_one' }, { id: 'acct_two', term_cycle: 'semi_monthly' }, { id: 'acct_three' }],
+    plans: [
+      { ref: 'monthly', params: { amount: 980, currency: 'jpy', interval: 'month' } },
+      { ref: 'day31', params: { amount: 3100, currency: 'jpy', interval: 'month', billing_day: 31 } },
+      { ref: 'weekly', account: 'acct_three', params: { amount: 700, currency: 'jpy', interval: 'month' } },
+      { ref: 'day1', account: 'acct_two', params: { amount: 1500, currency: 'jpy', interval: 'month', billing_day: 1 } },
+    ],
+    generators: [
+      { generate: 'subscribers', ref: 'm_', count: 60, plan: '$monthly', from: '2027-01-20', to: '2027-02-10', card_mix: { declined: 0.2, overseas: 0.2, debit: 0.2 } },
+      { generate: 'subscribers', ref: 'd_', count: 40, plan: '$day31', from: '2027-01-25', to: '2027-02-05', params: { prorate: true, metadata: { cohort: 'd31' } } },
+      { generate: 'subscribers', ref: 't_', count: 30, plan: '$day1', account: 'acct_two', from: '2027-01-10', to: '2027-01-20', params: { trial_end: 1_803_000_000 } },
+      // Trials ending within the run of sign-ups (2027-05-11 09:00 JST): the bulk batch makes work
+      // due before its own last subscriber and must be cut there. (Sign-ups after it are refused:
+      // their trial_end has passed.)
+      { generate: 'subscribers', ref: 'w_', count: 30, plan: '$weekly', account: 'acct_three', from: '2027-05-10', to: '2027-05-15', params: { trial_end: 1_809_993_600 } },
+      // Refused parameters: every subscription of this one fails as its call would.
+      { generate: 'subscribers', ref: 'bad_', count: 5, plan: '$monthly', from: '2027-01-28', to: '2027-01-29', params: { trial_end: 'soon' } },
+    ],
+    timeline: [
+      { at: '2027-01-30T12:00:00+09:00', op: 'plans.update', params: { id: '$monthly', metadata: { note: 'between sign-ups' } } },
+      { at: '2027-02-10T12:00:00+09:00', op: 'subscriptions.cancel', params: { id: '$m_3' } },
+      { at: '2027-02-10T12:00:00+09:00', op: 'subscriptions.pause', params: { id: '$d_7' } },
+    ],
+  }),
+  'bulk sign-ups',
+);
+
+async function report(bulkSubscribers: boolean): Promise<Record<string, unknown>> {
+  const range = { from: parseInstant('2027-01-01'), to: parseInstant('2027-06-01') };
+  const seed = 5;
+  const steps = planSteps(scenario, { ...range, seed, operations: operationNames() });
+  const dir = mkdtempSync(join(scratch, 'run-'));
+  await simulate({ scenario, steps, ...range, seed, jobs: ALL_JOBS, databaseUrl, bulkSubscribers }, (world) =>
+    writeReport(world, { scenario: scenario.name ?? null, ...range, seed }, dir),
+  );
+  return JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8')) as Record<string, unknown>;
+}
+
+const ID = /\b(ch|cus|car|sub|tok|evnt|evt|tm|st|ba|re|rea)_[0-9a-f]{30}\b/g;
+
+/** Every generated id, alone or inside a string (a url), replaced by its prefix. */
+function withoutIds(value: unknown): unknown {
+  if (typeof value === 'string') return value.replace(ID, '$1_');
+  if (Array.isArray(value)) return value.map(withoutIds);
+  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, withoutIds(item)]));
+  return value;
+}
+
+describe('generated subscribers in bulk (issue 6 performance)', () => {
+  it('write the report the one-by-one calls write, ids aside', async () => {
+    const [bulk, single] = [await report(true), await report(false)];
+    const steps = bulk.steps as { op: string; error: { code: string } | null }[];
+    // The scenario did what it is meant to: sign-ups, refusals, renewals, declines, term closes.
+    expect(steps.filter((step) => step.op === 'subscriptions.create')).toHaveLength(165);
+    expect(steps.filter((step) => step.error?.code === 'invalid_trial_end').length).toBeGreaterThan(5);
+    const runs = bulk.job_runs as { job: string; counts: Record<string, number> }[];
+    expect(runs.filter((run) => run.job === 'subscriptions.renew').reduce((n, run) => n + (run.counts.renewed ?? 0), 0)).toBeGreaterThan(100);
+    expect(runs.filter((run) => run.job === 'subscriptions.renew').reduce((n, run) => n + (run.counts.failed ?? 0), 0)).toBeGreaterThan(0);
+    expect(runs.filter((run) => run.job === 'terms.close').length).toBeGreaterThan(2);
+
+    expect(Object.keys(bulk)).toEqual(Object.keys(single));
+    for (const key of Object.keys(single)) {
+      const [a, b] = [withoutIds(bulk[key]), withoutIds(single[key])];
+      // Steps and job runs keep their order; rows sharing an instant are listed by id, so other
+      // sections are compared as multisets.
+      if (!Array.isArray(a) || key === 'steps' || key === 'job_runs') expect(a, key).toEqual(b);
+      else expect((a as unknown[]).map((item) => JSON.stringify(item)).sort(), key).toEqual((b as unknown[]).map((item) => JSON.stringify(item)).sort());
+    }
+  }, 300_000);
+});

@@ -35,8 +35,38 @@ export function parseNumeric(text: string): string {
   return text;
 }
 
+/** The decimal number in text[start, end), or NaN if any character there is not a digit. */
+function digitsAt(text: string, start: number, end: number): number {
+  let value = 0;
+  for (let i = start; i < end; i += 1) {
+    const digit = text.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return Number.NaN;
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
 export function parseTimestamptz(text: string): Date {
-  // PostgreSQL prints "2027-01-01 00:00:00+00" (session time zone is UTC); make it ISO 8601.
+  // The session time zone is UTC, so PostgreSQL prints "2027-01-01 00:00:00[.ffffff]+00". That
+  // form is read field by field (a report reads hundreds of thousands of instants; rewriting each
+  // to ISO 8601 for Date's parser cost ~1 s of 35 at 10,000 simulated subscriptions). Anything
+  // else (another offset, a year before 1000) goes through Date's parser.
+  const n = text.length;
+  if (n >= 22 && text.charCodeAt(10) === 32 && text.endsWith('+00') && (n === 22 || text.charCodeAt(19) === 46)) {
+    const year = digitsAt(text, 0, 4);
+    let ms = 0;
+    if (n > 22) {
+      // Fraction: 1–6 digits; Date keeps milliseconds, the rest is cut off as Date's parser does.
+      const fraction = text.slice(20, n - 3);
+      ms = digitsAt(fraction.padEnd(3, '0'), 0, 3);
+      if (fraction.length > 6 || Number.isNaN(digitsAt(fraction, 0, fraction.length))) ms = Number.NaN;
+    }
+    const [month, day, hour, minute, second] = [digitsAt(text, 5, 7), digitsAt(text, 8, 10), digitsAt(text, 11, 13), digitsAt(text, 14, 16), digitsAt(text, 17, 19)];
+    const value = new Date(Date.UTC(year, month - 1, day, hour, minute, second, ms));
+    // Date.UTC rolls an out-of-range field over (February 30th → March 2nd): such text is left to Date's parser.
+    const exact = value.getUTCMonth() === month - 1 && value.getUTCDate() === day && hour < 24 && minute < 60 && second < 60;
+    if (year >= 1000 && exact && text[4] === '-' && text[7] === '-' && text[13] === ':' && text[16] === ':') return value;
+  }
   const iso = text.replace(' ', 'T').replace(/([+-]\d{2})$/, '$1:00');
   const value = new Date(iso);
   if (Number.isNaN(value.getTime())) throw new RangeError(`unreadable timestamptz ${text}`);

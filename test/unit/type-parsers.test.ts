@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { OID, SHARED_PARSERS, parseDate, parseInt8, parseNumeric, parseSimpleArray, parseTimestamptz } from '../../src/db/type-parsers';
 
@@ -46,6 +47,20 @@ describe('timestamptz → Date', () => {
 
   it('refuses unreadable text', () => {
     expect(() => parseTimestamptz('not a time')).toThrow('unreadable timestamptz not a time');
+    expect(() => parseTimestamptz('2027-13-01 00:00:00+00')).toThrow('unreadable timestamptz');
+    expect(() => parseTimestamptz('2027-01-01 00:00:0x+00')).toThrow('unreadable timestamptz');
+  });
+
+  it('reads every UTC text exactly as the ISO 8601 parser does (the field-by-field fast path agrees)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: Date.UTC(1000, 0, 1), max: Date.UTC(9999, 11, 31) }), fc.integer({ min: 0, max: 999_999 }), fc.integer({ min: 0, max: 6 }), (ms, micros, digits) => {
+        const base = new Date(ms - (ms % 1000)).toISOString().slice(0, 19).replace('T', ' ');
+        const fraction = digits === 0 ? '' : `.${String(micros).padStart(6, '0').slice(0, digits)}`;
+        const text = `${base}${fraction}+00`;
+        expect(parseTimestamptz(text).getTime()).toBe(new Date(`${text.replace(' ', 'T')}:00`).getTime());
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
 

@@ -8,7 +8,7 @@
 import { once } from 'node:events';
 import { createWriteStream, mkdirSync, writeFileSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import { chargeCardsOf } from '../charges/charge-record';
 import { renderCharge } from '../charges/charges';
@@ -237,7 +237,8 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   await json.array('subscriptions', single(subscriptions));
   const changes = await db
     .selectFrom('events')
-    .select(['account_id', 'created_at', 'type', 'resource_id', 'data'])
+    .select(['account_id', 'created_at', 'type', 'resource_id'])
+    .select(sql<string | null>`data->>'status'`.as('status'))
     .where('type', 'like', 'subscription.%')
     .orderBy('account_id')
     .orderBy('seq')
@@ -247,7 +248,7 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
     account: change.account_id,
     subscription: change.resource_id,
     type: change.type,
-    status: (change.data as { status?: unknown }).status ?? null,
+    status: change.status,
   }));
 
   const chargesCsv = createWriteStream(join(dir, 'charges.csv'));

@@ -117,3 +117,31 @@ export const SHARED_PARSERS: Readonly<Record<number, (text: string) => unknown>>
   [OID.timestamptz]: parseTimestamptz,
   [OID.timestamptzArray]: (text) => parseSimpleArray(text, parseTimestamptz),
 };
+
+/**
+ * jsonb's text form (`{"a": 1, "b": [1, 2]}`) as JSON.stringify prints the parsed value: the same
+ * keys in the same order, without the blank jsonb writes after every `:` and `,`. Lets a reader
+ * copy stored documents into its own JSON output without parsing and re-serialising each one.
+ * Exact for the documents the engine stores (integers, strings, booleans, null, arrays, objects),
+ * with one difference from parse-then-stringify: keys keep jsonb's order, where a JavaScript object
+ * would move keys that look like array indices ("1", "20") to the front. A number with a fraction
+ * or an exponent would keep jsonb's spelling (`1.50`), so do not use it on such documents.
+ */
+export function compactJsonbText(text: string): string {
+  let out = '';
+  let start = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i += 1; // a backslash escapes the next character
+      else if (c === 34) inString = false;
+    } else if (c === 34) {
+      inString = true;
+    } else if (c === 32) {
+      out += text.slice(start, i);
+      start = i + 1;
+    }
+  }
+  return start === 0 ? text : out + text.slice(start);
+}

@@ -1,0 +1,58 @@
+/**
+ * compactJsonbText (src/db/type-parsers.ts) against the real jsonb printer: for the documents the
+ * engine stores, the compacted text of a stored document is the document, and byte for byte what
+ * parsing it and JSON.stringify would give unless a key looks like an array index (the report
+ * copies events this way).
+ */
+import fc from 'fast-check';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compactJsonbText } from '../../src/db/type-parsers';
+import { createTestDatabase, type TestDatabase } from '../support/database';
+
+let database: TestDatabase;
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+afterAll(async () => database?.drop());
+
+/** Integers, strings (quotes, backslashes, control characters, non-ASCII), booleans, null, arrays, objects. */
+const documents = fc.letrec((tie) => ({
+  value: fc.oneof(
+    { depthSize: 'small' },
+    fc.maxSafeInteger(),
+    fc.string({ unit: 'binary-ascii' }),
+    fc.string({ unit: 'grapheme' }),
+    fc.constantFrom('a: b, c', '"', '\\', '\\"', ' ', '\n\t'),
+    fc.boolean(),
+    fc.constant(null),
+    fc.array(tie('value'), { maxLength: 4 }),
+    tie('object'),
+  ),
+  object: fc.dictionary(fc.string({ unit: 'binary-ascii', maxLength: 8 }), tie('value'), { maxKeys: 5 }),
+})).object;
+
+describe('compactJsonbText', () => {
+  it('prints every stored document as JSON.stringify prints it parsed', async () => {
+    const docs = fc.sample(documents, { numRuns: 400, seed: 42 });
+    // NUL cannot be stored in jsonb text; the engine never writes it.
+    const storable = docs.map((doc) => JSON.stringify(doc)).filter((text) => !text.includes('\\u0000'));
+    const result = await sql<{ text: string }>`SELECT d::jsonb::text AS text FROM unnest(${storable}::text[]) WITH ORDINALITY AS t(d, n) ORDER BY n`.execute(database.store.db);
+    expect(result.rows).toHaveLength(storable.length);
+    let integerKeyed = 0;
+    for (const { text } of result.rows) {
+      const compact = compactJsonbText(text);
+      // The same document always; the same bytes unless a key looks like an array index, which
+      // JavaScript objects move to the front while jsonb keeps its own order (shorter keys first).
+      expect(JSON.parse(compact)).toEqual(JSON.parse(text));
+      if (/"(0|[1-9][0-9]*)":/.test(text)) integerKeyed += 1;
+      else expect(compact).toBe(JSON.stringify(JSON.parse(text)));
+    }
+    expect(integerKeyed).toBeLessThan(storable.length / 2);
+  });
+
+  it('keeps blanks inside strings and drops those jsonb adds', () => {
+    expect(compactJsonbText('{"a": "x, y: z", "b": [1, 2, {"c": " "}]}')).toBe('{"a":"x, y: z","b":[1,2,{"c":" "}]}');
+    expect(compactJsonbText('{"q": "say \\"hi, you\\": ok"}')).toBe('{"q":"say \\"hi, you\\": ok"}');
+  });
+});

@@ -97,11 +97,11 @@ async function ceiling(db: Kysely<Database>): Promise<number> {
         ), written AS (
           INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at)
           SELECT c.account_id, 'evnt_' || substr(md5(c.charge_id), 1, 30), c.livemode, 'v1', 'charge.updated', 'charge', c.charge_id,
-            jsonb_build_object(
+            json_build_object(
               'id', c.charge_id, 'object', 'charge', 'livemode', c.livemode, 'created', floor(extract(epoch FROM c.created_at))::bigint,
               'amount', c.amount, 'currency', c.currency, 'paid', c.paid, 'expired_at', floor(extract(epoch FROM c.expired_at))::bigint,
               'captured', c.captured, 'captured_at', NULL,
-              'card', jsonb_build_object(
+              'card', json_build_object(
                 'id', c.card_id, 'object', 'card', 'livemode', c.livemode, 'created', floor(extract(epoch FROM coalesce(cd.created_at, tk.created_at)))::bigint,
                 'customer', cd.customer_id, 'brand', coalesce(cd.brand, tk.brand), 'last4', coalesce(cd.last4, tk.last4),
                 'exp_month', coalesce(cd.exp_month, tk.exp_month), 'exp_year', coalesce(cd.exp_year, tk.exp_year),

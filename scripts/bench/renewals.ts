@@ -98,20 +98,20 @@ async function ceiling(db: Kysely<Database>): Promise<number> {
           INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at)
           SELECT account_id, 'evnt_' || substr(md5(subscription_id || e.type), 1, 30), livemode, 'v1', e.type, e.object, e.id, e.data, renews_at
           FROM priced p, LATERAL (VALUES
-            (1, 'charge.succeeded', 'charge', p.charge_id, jsonb_build_object(
+            (1, 'charge.succeeded', 'charge', p.charge_id, json_build_object(
               'id', p.charge_id, 'object', 'charge', 'livemode', p.livemode, 'created', extract(epoch FROM p.renews_at)::bigint, 'amount', p.amount, 'currency', 'jpy',
               'paid', true, 'expired_at', null, 'captured', true, 'captured_at', extract(epoch FROM p.renews_at)::bigint,
-              'card', jsonb_build_object('id', p.card_id, 'object', 'card', 'livemode', p.livemode, 'created', extract(epoch FROM p.card_created)::bigint, 'customer', p.customer_id,
+              'card', json_build_object('id', p.card_id, 'object', 'card', 'livemode', p.livemode, 'created', extract(epoch FROM p.card_created)::bigint, 'customer', p.customer_id,
                 'brand', p.brand, 'last4', p.last4, 'exp_month', p.exp_month, 'exp_year', p.exp_year, 'fingerprint', p.fingerprint, 'name', null, 'country', p.country,
                 'address_zip', null, 'address_state', null, 'address_city', null, 'address_line1', null, 'address_line2', null, 'address_zip_check', 'unchecked',
                 'cvc_check', p.cvc_check, 'three_d_secure_status', null, 'email', null, 'phone', null, 'metadata', '{}'::jsonb),
               'customer', p.customer_id, 'description', null, 'failure_code', null, 'failure_message', null, 'fee_rate', '3.00', 'refunded', false, 'amount_refunded', 0,
               'refund_reason', null, 'subscription', p.subscription_id, 'metadata', '{}'::jsonb, 'platform_fee', null, 'tenant', null, 'platform_fee_rate', null,
               'total_platform_fee', 0, 'three_d_secure_status', null, 'term_id', null)),
-            (2, 'subscription.renewed', 'subscription', p.subscription_id, jsonb_build_object(
+            (2, 'subscription.renewed', 'subscription', p.subscription_id, json_build_object(
               'id', p.subscription_id, 'object', 'subscription', 'livemode', p.livemode, 'created', extract(epoch FROM p.created_at)::bigint,
               'start', extract(epoch FROM p.start_at)::bigint, 'customer', p.customer_id,
-              'plan', jsonb_build_object('id', p.plan_id, 'object', 'plan', 'livemode', p.livemode, 'created', extract(epoch FROM p.plan_created)::bigint, 'amount', p.amount,
+              'plan', json_build_object('id', p.plan_id, 'object', 'plan', 'livemode', p.livemode, 'created', extract(epoch FROM p.plan_created)::bigint, 'amount', p.amount,
                 'currency', 'jpy', 'interval', 'month', 'name', p.plan_name, 'trial_days', p.trial_days, 'billing_day', p.billing_day, 'metadata', p.plan_metadata),
               'next_cycle_plan', null, 'status', 'active', 'prorate', p.prorate, 'current_period_start', extract(epoch FROM p.current_period_end)::bigint,
               'current_period_end', extract(epoch FROM p.new_end)::bigint, 'trial_start', null, 'trial_end', null, 'paused_at', null, 'canceled_at', null,

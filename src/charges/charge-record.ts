@@ -94,11 +94,11 @@ export async function recordChargeEvents(executor: Kysely<Database>, ids: IdGene
   await sql`
     INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at)
     SELECT c.account_id, k.eid, c.livemode, 'v1', k.t, 'charge', c.charge_id,
-      jsonb_build_object(
+      json_build_object(
         'id', c.charge_id, 'object', 'charge', 'livemode', c.livemode, 'created', ${seconds('c.created_at')},
         'amount', c.amount, 'currency', c.currency, 'paid', c.paid, 'expired_at', ${secondsOrNull('c.expired_at')},
         'captured', c.captured, 'captured_at', ${secondsOrNull('c.captured_at')},
-        'card', jsonb_build_object(
+        'card', json_build_object(
           'id', c.card_id, 'object', 'card', 'livemode', c.livemode, 'created', ${seconds('coalesce(cd.created_at, tk.created_at)')},
           'customer', cd.customer_id, 'brand', coalesce(cd.brand, tk.brand), 'last4', coalesce(cd.last4, tk.last4),
           'exp_month', coalesce(cd.exp_month, tk.exp_month), 'exp_year', coalesce(cd.exp_year, tk.exp_year),

@@ -119,15 +119,17 @@ export const SHARED_PARSERS: Readonly<Record<number, (text: string) => unknown>>
 };
 
 /**
- * jsonb's text form (`{"a": 1, "b": [1, 2]}`) as JSON.stringify prints the parsed value: the same
- * keys in the same order, without the blank jsonb writes after every `:` and `,`. Lets a reader
- * copy stored documents into its own JSON output without parsing and re-serialising each one.
- * Exact for the documents the engine stores (integers, strings, booleans, null, arrays, objects),
- * with one difference from parse-then-stringify: keys keep jsonb's order, where a JavaScript object
- * would move keys that look like array indices ("1", "20") to the front. A number with a fraction
- * or an exponent would keep jsonb's spelling (`1.50`), so do not use it on such documents.
+ * A stored document's text as JSON.stringify prints the parsed value: the same keys in the same
+ * order, without the blanks PostgreSQL writes between tokens (jsonb's text `{"a": 1, "b": [1, 2]}`,
+ * json_build_object's `{"a" : 1}`); text that has none, such as JSON.stringify's own, comes back
+ * unchanged. Lets a reader copy stored documents into its own JSON output without parsing and
+ * re-serialising each one. Exact for the documents the engine stores (integers, strings, booleans,
+ * null, arrays, objects), with one difference from parse-then-stringify: keys keep their stored
+ * order, where a JavaScript object would move keys that look like array indices ("1", "20") to the
+ * front. A number with a fraction or an exponent would keep PostgreSQL's spelling (`1.50`), so do
+ * not use it on such documents.
  */
-export function compactJsonbText(text: string): string {
+export function compactJsonText(text: string): string {
   let out = '';
   let start = 0;
   let inString = false;

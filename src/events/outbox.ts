@@ -54,7 +54,7 @@ export async function recordEvents(executor: Kysely<Database>, ids: IdGenerator,
   // Date's toISOString costs several times a number in Node. ROWS FROM zips the columns by position.
   await sql`
     INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at)
-    SELECT a, id, l, v, t, o, r, d::jsonb, to_timestamp(c / 1000) + c % 1000 * interval '1 millisecond' FROM ROWS FROM (
+    SELECT a, id, l, v, t, o, r, d::json, to_timestamp(c / 1000) + c % 1000 * interval '1 millisecond' FROM ROWS FROM (
       unnest(${events.map((e) => e.accountId)}::text[]),
       unnest(${eventIds}::text[]),
       unnest(${events.map((e) => e.livemode)}::boolean[]),

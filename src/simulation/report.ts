@@ -13,7 +13,7 @@ import type { Caller } from '../accounts/accounts';
 import { chargeCardsOf } from '../charges/charge-record';
 import { renderCharge, type ChargeCard, type ChargeRow } from '../charges/charges';
 import type { Database, EventsTable } from '../db/schema';
-import { compactJsonbText } from '../db/type-parsers';
+import { compactJsonText } from '../db/type-parsers';
 import { parseInstant, toIsoSeconds } from '../domain/time';
 import type { SimulatedWorld } from '../engine/simulation';
 import { renderEvent } from '../events/outbox';
@@ -157,8 +157,8 @@ type EventRow = Pick<Selectable<EventsTable>, 'account_id' | 'event_id' | 'livem
 
 /**
  * Events in (account, instant, insertion) order, a page at a time along the events_by_created index,
- * each document as jsonb's text (copied into the report compacted, never parsed: ~200,000 events
- * at 10,000 simulated subscriptions).
+ * each document as its stored text (copied into the report compacted, never parsed: ~200,000
+ * events at 10,000 simulated subscriptions).
  */
 function eventPages(db: Kysely<Database>): Pages<EventRow> {
   return async (emit) => {
@@ -360,7 +360,7 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
       renderEvent({ accountId: row.account_id, id: row.event_id, livemode: row.livemode, apiVersion: row.api_version, type: row.type, data: null as never, createdAt: row.created_at, pendingWebhooks: row.pending_webhooks }),
     );
     if (!head.endsWith(',"data":null}')) throw new Error('an event object no longer ends with its data');
-    return new JsonText(`${head.slice(0, -'null}'.length)}${compactJsonbText(row.data_text)}}`);
+    return new JsonText(`${head.slice(0, -'null}'.length)}${compactJsonText(row.data_text)}}`);
   });
   await json.end();
   await Promise.all([chargesWritten, statementsWritten]);

@@ -1,13 +1,13 @@
 /**
- * compactJsonbText (src/db/type-parsers.ts) against the real jsonb printer: for the documents the
- * engine stores, the compacted text of a stored document is the document, and byte for byte what
- * parsing it and JSON.stringify would give unless a key looks like an array index (the report
- * copies events this way).
+ * compactJsonText (src/db/type-parsers.ts) against PostgreSQL's own printers (jsonb's text and
+ * json_build_object's): for the documents the engine stores, the compacted text of a stored
+ * document is the document, and byte for byte what parsing it and JSON.stringify would give unless
+ * a key looks like an array index (the report copies events this way).
  */
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compactJsonbText } from '../../src/db/type-parsers';
+import { compactJsonText } from '../../src/db/type-parsers';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 
 let database: TestDatabase;
@@ -32,7 +32,7 @@ const documents = fc.letrec((tie) => ({
   object: fc.dictionary(fc.string({ unit: 'binary-ascii', maxLength: 8 }), tie('value'), { maxKeys: 5 }),
 })).object;
 
-describe('compactJsonbText', () => {
+describe('compactJsonText', () => {
   it('prints every stored document as JSON.stringify prints it parsed', async () => {
     const docs = fc.sample(documents, { numRuns: 400, seed: 42 });
     // NUL cannot be stored in jsonb text; the engine never writes it.
@@ -41,7 +41,7 @@ describe('compactJsonbText', () => {
     expect(result.rows).toHaveLength(storable.length);
     let integerKeyed = 0;
     for (const { text } of result.rows) {
-      const compact = compactJsonbText(text);
+      const compact = compactJsonText(text);
       // The same document always; the same bytes unless a key looks like an array index, which
       // JavaScript objects move to the front while jsonb keeps its own order (shorter keys first).
       expect(JSON.parse(compact)).toEqual(JSON.parse(text));
@@ -51,8 +51,15 @@ describe('compactJsonbText', () => {
     expect(integerKeyed).toBeLessThan(storable.length / 2);
   });
 
+  it("compacts json_build_object's text (the SQL-side event renderer's) to JSON.stringify's", async () => {
+    const result = await sql<{ text: string }>`SELECT json_build_object('id', 'ch_1', 'card', json_build_object('name', 'a : b, c', 'n', 3), 'metadata', '{"k": "v"}'::jsonb, 'nothing', NULL)::text AS text`.execute(database.store.db);
+    const text = result.rows[0]!.text;
+    expect(text).toContain(' : ');
+    expect(compactJsonText(text)).toBe(JSON.stringify({ id: 'ch_1', card: { name: 'a : b, c', n: 3 }, metadata: { k: 'v' }, nothing: null }));
+  });
+
   it('keeps blanks inside strings and drops those jsonb adds', () => {
-    expect(compactJsonbText('{"a": "x, y: z", "b": [1, 2, {"c": " "}]}')).toBe('{"a":"x, y: z","b":[1,2,{"c":" "}]}');
-    expect(compactJsonbText('{"q": "say \\"hi, you\\": ok"}')).toBe('{"q":"say \\"hi, you\\": ok"}');
+    expect(compactJsonText('{"a": "x, y: z", "b": [1, 2, {"c": " "}]}')).toBe('{"a":"x, y: z","b":[1,2,{"c":" "}]}');
+    expect(compactJsonText('{"q": "say \\"hi, you\\": ok"}')).toBe('{"q":"say \\"hi, you\\": ok"}');
   });
 });

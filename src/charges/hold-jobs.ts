@@ -16,6 +16,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema';
+import { KessaiError } from '../domain/errors';
 import { v1HoldExpiresAt, V1_EXPIRY_DAYS } from '../domain/hold-periods';
 import type { Context } from '../engine/context';
 import { checkpoint, type JobCounts, type SlotRun } from '../engine/job';
@@ -129,21 +130,37 @@ export async function nextThreeDSecureTimeoutAt(db: Kysely<Database>, after: Dat
 export interface ReauthSettings {
   readonly enabled: boolean;
   /** Holds lapsing within this many hours are reauthorized (1..720). */
-  readonly leadHours?: number;
+  readonly leadHours: number;
   /** Scheduled attempts per charge at most (0..100). */
-  readonly maxCount?: number;
+  readonly maxCount: number;
 }
 
-/** Opts an account in to (or out of) scheduled reauthorization (service rules §2 Decision). */
-export async function setReauthSettings(db: Kysely<Database>, accountId: string, settings: ReauthSettings): Promise<void> {
-  const { leadHours, maxCount } = settings;
-  if (leadHours !== undefined && !(Number.isInteger(leadHours) && leadHours >= 1 && leadHours <= 720)) throw new RangeError(`leadHours must be an integer from 1 to 720, got ${leadHours}`);
-  if (maxCount !== undefined && !(Number.isInteger(maxCount) && maxCount >= 0 && maxCount <= 100)) throw new RangeError(`maxCount must be an integer from 0 to 100, got ${maxCount}`);
-  await db
-    .updateTable('accounts')
-    .set({ reauth_enabled: settings.enabled, ...(leadHours === undefined ? {} : { reauth_lead_hours: leadHours }), ...(maxCount === undefined ? {} : { reauth_max_count: maxCount }) })
-    .where('account_id', '=', accountId)
-    .execute();
+/**
+ * Opts an account in to (or out of) scheduled reauthorization (service rules §2 Decision), and/or
+ * sets its lead time and attempt count; what is not given stays. Returns the account's settings.
+ * Unknown account: `invalid_id` (account); a value out of range: `invalid_param_key` naming it,
+ * and nothing changes.
+ */
+export async function setReauthSettings(db: Kysely<Database>, accountId: string, settings: Partial<ReauthSettings>): Promise<ReauthSettings> {
+  const { enabled, leadHours, maxCount } = settings;
+  if (leadHours !== undefined && !(Number.isInteger(leadHours) && leadHours >= 1 && leadHours <= 720)) {
+    throw new KessaiError('invalid_param_key', { param: 'lead_hours', message: `lead hours must be an integer from 1 to 720, got ${leadHours}` });
+  }
+  if (maxCount !== undefined && !(Number.isInteger(maxCount) && maxCount >= 0 && maxCount <= 100)) {
+    throw new KessaiError('invalid_param_key', { param: 'max_count', message: `max count must be an integer from 0 to 100, got ${maxCount}` });
+  }
+  const changes = {
+    ...(enabled === undefined ? {} : { reauth_enabled: enabled }),
+    ...(leadHours === undefined ? {} : { reauth_lead_hours: leadHours }),
+    ...(maxCount === undefined ? {} : { reauth_max_count: maxCount }),
+  };
+  const columns = ['reauth_enabled', 'reauth_lead_hours', 'reauth_max_count'] as const;
+  const row =
+    Object.keys(changes).length === 0
+      ? await db.selectFrom('accounts').select(columns).where('account_id', '=', accountId).executeTakeFirst()
+      : await db.updateTable('accounts').set(changes).where('account_id', '=', accountId).returning(columns).executeTakeFirst();
+  if (!row) throw new KessaiError('invalid_id', { param: 'account', message: `No such account: ${accountId}` });
+  return { enabled: row.reauth_enabled, leadHours: row.reauth_lead_hours, maxCount: row.reauth_max_count };
 }
 
 /**

@@ -8,6 +8,7 @@ import cron from 'node-cron';
 import { ALL_JOBS } from '../../jobs/index';
 import { createAccount, listAccounts, type TermCycle } from '../accounts/accounts';
 import { openStore } from '../db/connect';
+import { setReauthSettings } from '../charges/hold-jobs';
 import { migrate } from '../db/migrate';
 import { KessaiError, toError } from '../domain/errors';
 import { parseInstant } from '../domain/time';
@@ -52,6 +53,11 @@ function feeRateArg(value: string, previous: Record<string, string> = {}): Recor
   const eq = value.lastIndexOf('=');
   if (eq <= 0) throw new InvalidArgumentError(`expected BRAND=RATE such as Visa=2.59, got ${JSON.stringify(value)}`);
   return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) };
+}
+
+function integerArg(value: string): number {
+  if (!/^-?\d+$/.test(value)) throw new InvalidArgumentError(`expected a whole number, got ${JSON.stringify(value)}`);
+  return Number(value);
 }
 
 function globals(command: Command): GlobalOptions {
@@ -140,6 +146,33 @@ export function buildProgram(): Command {
         console.log(`live secret key: ${keys.live.secret}`);
         console.log(`live public key: ${keys.live.public}`);
         console.log('Keep the secret keys now: only their digests are stored.');
+      } finally {
+        await rt.close();
+      }
+    });
+  accounts
+    .command('reauth')
+    .description('scheduled reauthorization of held charges for an account (opt-in; never debit or prepaid cards): show or change it')
+    .argument('<account>', 'account id')
+    .option('--enable', 'reauthorize holds before they lapse')
+    .option('--disable', 'let holds lapse (the default)')
+    .option('--lead-hours <n>', 'reauthorize holds lapsing within this many hours (1-720)', integerArg)
+    .option('--max-count <n>', 'scheduled attempts per charge at most (0-100)', integerArg)
+    .action(async (accountId: string, options: { enable?: boolean; disable?: boolean; leadHours?: number; maxCount?: number }, command: Command) => {
+      if (options.enable && options.disable) throw new Error('--enable and --disable exclude each other');
+      const g = globals(command);
+      const rt = await runtime(g, logger(g));
+      try {
+        const settings = await setReauthSettings(rt.ctx.db, accountId, {
+          ...(options.enable ? { enabled: true } : options.disable ? { enabled: false } : {}),
+          ...(options.leadHours === undefined ? {} : { leadHours: options.leadHours }),
+          ...(options.maxCount === undefined ? {} : { maxCount: options.maxCount }),
+        });
+        console.log(
+          settings.enabled
+            ? `${accountId}: scheduled reauthorization on: holds lapsing within ${settings.leadHours} h are reauthorized, at most ${settings.maxCount} time(s) per charge`
+            : `${accountId}: scheduled reauthorization off (holds lapse at expired_at)`,
+        );
       } finally {
         await rt.close();
       }

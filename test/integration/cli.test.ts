@@ -37,6 +37,31 @@ describe('kessai CLI on the embedded database', () => {
     expect(listed.stdout).toContain('acct_shibuya\tShibuya Books');
   });
 
+  it('accounts reauth opts an account in to scheduled reauthorization and shows its settings (issue 4)', () => {
+    const before = kessai(['accounts', 'reauth', 'acct_shibuya']);
+    expect(before.code, before.stderr).toBe(0);
+    expect(before.stdout).toBe('acct_shibuya: scheduled reauthorization off (holds lapse at expired_at)\n');
+    const on = kessai(['accounts', 'reauth', 'acct_shibuya', '--enable', '--lead-hours', '48', '--max-count', '2']);
+    expect(on.code, on.stderr).toBe(0);
+    expect(on.stdout).toContain('scheduled reauthorization on: holds lapsing within 48 h are reauthorized, at most 2 time(s) per charge');
+    // A later call changes only what it names.
+    expect(kessai(['accounts', 'reauth', 'acct_shibuya', '--max-count', '3']).stdout).toContain('within 48 h are reauthorized, at most 3 time(s)');
+    for (const { args, line } of [
+      { args: ['accounts', 'reauth', 'acct_shibuya', '--lead-hours', '0'], line: /^kessai: invalid_param_key \(lead_hours\): lead hours must be an integer from 1 to 720, got 0/ },
+      { args: ['accounts', 'reauth', 'acct_shibuya', '--max-count', 'many'], line: /expected a whole number, got "many"/ },
+      { args: ['accounts', 'reauth', 'acct_nope', '--enable'], line: /^kessai: invalid_id \(account\): No such account: acct_nope/ },
+      { args: ['accounts', 'reauth', 'acct_shibuya', '--enable', '--disable'], line: /--enable and --disable exclude each other/ },
+    ]) {
+      const refused = kessai(args);
+      expect(refused.code, args.join(' ')).not.toBe(0);
+      expect(refused.stderr.split('\n')[0], args.join(' ')).toMatch(line);
+    }
+    // Refused calls changed nothing.
+    expect(kessai(['accounts', 'reauth', 'acct_shibuya']).stdout).toContain('within 48 h are reauthorized, at most 3 time(s)');
+    const off = kessai(['accounts', 'reauth', 'acct_shibuya', '--disable']);
+    expect(off.stdout).toBe('acct_shibuya: scheduled reauthorization off (holds lapse at expired_at)\n');
+  });
+
   it('bad arguments get one clear line and a non-zero exit, with no stack trace', () => {
     const cases = [
       { args: ['accounts', 'create', '--name', 'X', '--fee-rate', 'Visa=abc'], line: /^kessai: invalid_param_key \(fee_rates\[Visa\]\): fee rate of Visa must be a percentage/ },

@@ -140,15 +140,32 @@ function chargePages(db: Kysely<Database>): Pages<{ row: ChargeRow; card: Charge
   return (emit) =>
     db.transaction().execute(async (trx) => {
       await sql`DECLARE report_charges NO SCROLL CURSOR FOR SELECT * FROM charges ORDER BY account_id, created_at, charge_id`.execute(trx);
-      for (;;) {
+      const fetchPage = async () => {
         const rows = (await sql<ChargeRow>`FETCH ${sql.raw(String(PAGE))} FROM report_charges`.execute(trx)).rows;
-        if (rows.length === 0) return;
         // Stored cards, else the card of the token a charge was made with (v1 charges by token,
         // checkout and payment flows); a payment flow paid without a card (PayPay) has none.
-        const cards = await chargeCardsOf(trx, rows);
-        await emit(rows.map((row) => ({ row, card: cards.get(`${row.account_id}\u0000${row.livemode ? 1 : 0}\u0000${row.card_id}`) ?? null })));
-      }
+        const cards = rows.length === 0 ? new Map<string, ChargeCard>() : await chargeCardsOf(trx, rows);
+        return rows.map((row) => ({ row, card: cards.get(`${row.account_id}\u0000${row.livemode ? 1 : 0}\u0000${row.card_id}`) ?? null }));
+      };
+      await prefetching(fetchPage, (page) => page.length === 0, emit);
     });
+}
+
+/**
+ * Hands pages to `emit` until `last` says a page is the end, asking for the next page before
+ * emitting the current one: the database reads page k+1 while this process renders and writes
+ * page k.
+ */
+async function prefetching<P>(fetchPage: () => Promise<P>, last: (page: P) => boolean, emit: (page: P) => Promise<void>): Promise<void> {
+  let pending = fetchPage();
+  for (;;) {
+    const page = await pending;
+    if (last(page)) return;
+    pending = fetchPage();
+    // A failed prefetch is reported by the await above on the next turn, not as an unhandled rejection.
+    pending.catch(() => undefined);
+    await emit(page);
+  }
 }
 
 type EventRow = Pick<Selectable<EventsTable>, 'account_id' | 'event_id' | 'livemode' | 'api_version' | 'type' | 'created_at' | 'seq' | 'pending_webhooks'> & {
@@ -163,7 +180,7 @@ type EventRow = Pick<Selectable<EventsTable>, 'account_id' | 'event_id' | 'livem
 function eventPages(db: Kysely<Database>): Pages<EventRow> {
   return async (emit) => {
     let after: { account: string; created: Date; seq: number } | undefined;
-    for (;;) {
+    const fetchPage = async () => {
       let query = db
         .selectFrom('events')
         .select(['account_id', 'event_id', 'livemode', 'api_version', 'type', 'created_at', 'seq', 'pending_webhooks'])
@@ -175,11 +192,11 @@ function eventPages(db: Kysely<Database>): Pages<EventRow> {
         query = query.where((eb) => eb(eb.refTuple('account_id', 'created_at', 'seq'), '>', eb.tuple(account, created, seq)));
       }
       const rows = await query.orderBy('account_id').orderBy('created_at').orderBy('seq').limit(PAGE).execute();
-      if (rows.length === 0) return;
-      await emit(rows);
-      const last = rows.at(-1)!;
-      after = { account: last.account_id, created: last.created_at, seq: last.seq };
-    }
+      const last = rows.at(-1);
+      if (last) after = { account: last.account_id, created: last.created_at, seq: last.seq };
+      return rows;
+    };
+    await prefetching(fetchPage, (rows) => rows.length === 0, emit);
   };
 }
 

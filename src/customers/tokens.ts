@@ -12,7 +12,7 @@ import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
 import { defineOperation } from '../operations/define';
 import { readParams } from '../operations/params';
-import { tokenizeTestCard } from '../processor/test-cards';
+import { tokenizeTestCard, type TokenizedCard } from '../processor/test-cards';
 import { renderCard, type CardObject } from './card-object';
 
 export type TokenRow = Selectable<TokensTable>;
@@ -40,14 +40,19 @@ export function renderToken(row: TokenRow): TokenObject {
 
 const CARD_KEYS = ['number', 'exp_month', 'exp_year', 'cvc', 'name'] as const;
 
+/** The card `tokens.create` would tokenize for `input`, or its refusal (checks only; no id is drawn). */
+export function tokenizedCardOf(caller: Caller, input: unknown, now: Date): TokenizedCard {
+  const params = readParams(input, ['card']);
+  const card = readParams(params.card, CARD_KEYS, 'card');
+  return tokenizeTestCard(card, { livemode: caller.livemode, now });
+}
+
 /**
  * The token `tokens.create` stores for `input` (checked, tokenized, ids drawn), not yet written:
  * the operation and the simulator's bulk sign-ups build it alike.
  */
 export function tokenRowOf(ctx: Pick<Context, 'ids'>, caller: Caller, input: unknown, now: Date): TokenRow {
-  const params = readParams(input, ['card']);
-  const card = readParams(params.card, CARD_KEYS, 'card');
-  const tokenized = tokenizeTestCard(card, { livemode: caller.livemode, now });
+  const tokenized = tokenizedCardOf(caller, input, now);
   return {
     account_id: caller.accountId,
     livemode: caller.livemode,

@@ -28,8 +28,9 @@ import { KessaiError, toError } from '../domain/errors';
 import { seededIds } from '../domain/ids';
 import { runOperation } from '../operations/registry';
 import { simulatedCardNetwork } from '../processor/card-network';
+import { tokenizedCardOf } from '../customers/tokens';
 import { subscribeNewCustomers, type NewSubscriber, type NewSubscriberResult } from '../subscriptions/new-subscribers';
-import { ITEM_LABEL, parseRef, scenarioAccounts, type JsonObject, type Scenario, type Step } from '../simulation/scenario';
+import { ITEM_LABEL, parseRef, refsIn, scenarioAccounts, type JsonObject, type Scenario, type Step } from '../simulation/scenario';
 import { VirtualClock } from './clock';
 import { createContext, type Context } from './context';
 import { nextSlotAfter, slotAtOrAfter, slotAtOrBefore } from './cron';
@@ -326,8 +327,7 @@ async function advance(ctx: Context, clock: VirtualClock, options: SimulationOpt
       if (step.subscriber === 'token' && options.bulkSubscribers !== false) {
         // A run of generated subscribers up to the first job slot with due work: signed up in bulk.
         const horizon = slots.reduce((min, candidate) => Math.min(min, candidate.slot.getTime()), to.getTime());
-        const signedUp = await runSubscriberBatch(ctx, steps, next, horizon, { jobs, dueAfter, lastRun, results, outcomes, strict: options.strict ?? false, stats });
-        next += 3 * signedUp;
+        next += await runSubscriberBatch(ctx, steps, next, horizon, { jobs, dueAfter, lastRun, results, outcomes, strict: options.strict ?? false, stats });
         clock.advanceTo(steps[next - 1]!.at);
         stats.stops += 1;
         options.onProgress?.(clock.now(), stats);
@@ -417,7 +417,7 @@ class SubscriberBatchCut extends Error {
  * transaction asks every job again, before it commits, whether the batch made work due (a
  * renewal, a term to close) before its last subscriber; if so it is rolled back and redone with
  * only the subscribers before that slot, the rest running after the job as they would have.
- * Records the three steps' outcomes of each subscriber. Returns how many it signed up (≥ 1).
+ * Records the three steps' outcomes of each subscriber. Returns how many steps it ran (≥ 1).
  */
 async function runSubscriberBatch(
   ctx: Context,
@@ -435,16 +435,43 @@ async function runSubscriberBatch(
   },
 ): Promise<number> {
   const lead = steps[first]!;
+  const caller: Caller = { accountId: lead.account, livemode: lead.livemode, kind: 'secret' };
+  // A card the network refuses: tokens.create fails and the customer and subscription calls fail
+  // on the failed label, each recorded; that sign-up runs one by one, outside any batch.
+  const cardAccepted = (token: Step): boolean => {
+    try {
+      tokenizedCardOf(caller, resolveParams(token.params, state.results, token.entry), token.at);
+      return true;
+    } catch (error) {
+      if (error instanceof KessaiError) return false;
+      throw error;
+    }
+  };
   const triples: [Step, Step, Step][] = [];
+  const labels = new Set<string>();
   for (let k = first; triples.length < SUBSCRIBER_BATCH && k + 2 < steps.length; k += 3) {
-    const [token, customer, subscription] = [steps[k]!, steps[k + 1]!, steps[k + 2]!];
+    const triple: [Step, Step, Step] = [steps[k]!, steps[k + 1]!, steps[k + 2]!];
+    const [token, customer, subscription] = triple;
     if (token.subscriber !== 'token' || customer.subscriber !== 'customer' || subscription.subscriber !== 'subscription') break;
     if (token.account !== lead.account || token.livemode !== lead.livemode) break;
-    // The first always goes: nothing was due up to its instant.
-    if (triples.length > 0 && token.at.getTime() >= horizon) break;
-    triples.push([token, customer, subscription]);
+    if (triples.length > 0) {
+      // The first always goes (nothing was due up to its instant); the others only before the horizon,
+      if (token.at.getTime() >= horizon) break;
+      // not at the instant of the one before (the calls of two sign-ups at one instant interleave
+      // their events differently from one batch; the main loop runs them back to back),
+      if (token.at.getTime() === triples.at(-1)![0].at.getTime()) break;
+      // and not naming a result of this batch, which exists only once the batch is written.
+      if (triple.some((step) => refsIn(step.params).some((label) => labels.has(label)))) break;
+    }
+    if (!cardAccepted(token)) break;
+    triples.push(triple);
+    for (const step of triple) if (step.ref !== undefined) labels.add(step.ref);
   }
-  const caller: Caller = { accountId: lead.account, livemode: lead.livemode, kind: 'secret' };
+  if (triples.length === 0) {
+    // The lead's card is refused: its calls, one by one.
+    await runStep(ctx, lead, state.results, state.outcomes, state.strict, state.stats);
+    return 1;
+  }
   // Parameters resolved as runOne would (the subscription's `customer` is the new customer).
   const people: NewSubscriber[] = triples.map(([token, , subscription]) => {
     const { customer: _customer, ...params } = subscription.params;
@@ -473,8 +500,11 @@ async function runSubscriberBatch(
       });
       break;
     } catch (error) {
-      if (!(error instanceof SubscriberBatchCut)) throw error;
-      count = error.fits;
+      if (error instanceof SubscriberBatchCut) {
+        count = error.fits;
+        continue;
+      }
+      throw new SimulationError(`${lead.entry} (bulk sign-up of ${count} generated subscribers from ${lead.at.toISOString()}) failed: ${toError(error).message}`, { cause: error });
     }
   }
   for (const [k, result] of signedUp.entries()) {
@@ -493,7 +523,7 @@ async function runSubscriberBatch(
       state.outcomes.push({ entry: step.entry, at: step.at, op: step.op, ref: step.ref ?? null, account: step.account, result: { id: object.id, object: object.object }, error: null });
     }
   }
-  return signedUp.length;
+  return 3 * signedUp.length;
 }
 
 async function runStep(

@@ -217,7 +217,7 @@ export function parseRef(value: string): { label: string; path: string[] } | und
 }
 
 /** Every `$label` a value refers to (deep). */
-function refsIn(value: unknown, into: string[] = []): string[] {
+export function refsIn(value: unknown, into: string[] = []): string[] {
   if (typeof value === 'string') {
     const ref = parseRef(value);
     if (ref) into.push(ref.label);

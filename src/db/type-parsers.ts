@@ -120,8 +120,9 @@ export const SHARED_PARSERS: Readonly<Record<number, (text: string) => unknown>>
 
 /**
  * A stored document's text as JSON.stringify prints the parsed value: the same keys in the same
- * order, without the blanks PostgreSQL writes between tokens (jsonb's text `{"a": 1, "b": [1, 2]}`,
- * json_build_object's `{"a" : 1}`); text that has none, such as JSON.stringify's own, comes back
+ * order, without the whitespace PostgreSQL (or any writer of a json value) puts between tokens
+ * (jsonb's text `{"a": 1, "b": [1, 2]}`, json_build_object's `{"a" : 1}`, line breaks of pretty
+ * printers); text that has none, such as JSON.stringify's own, comes back
  * unchanged. Lets a reader copy stored documents into its own JSON output without parsing and
  * re-serialising each one. Exact for the documents the engine stores (integers, strings, booleans,
  * null, arrays, objects), with one difference from parse-then-stringify: keys keep their stored
@@ -140,7 +141,7 @@ export function compactJsonText(text: string): string {
       else if (c === 34) inString = false;
     } else if (c === 34) {
       inString = true;
-    } else if (c === 32) {
+    } else if (c === 32 || c === 10 || c === 9 || c === 13) {
       out += text.slice(start, i);
       start = i + 1;
     }

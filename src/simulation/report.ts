@@ -177,7 +177,13 @@ async function prefetching<P>(fetchPage: () => Promise<P>, last: (page: P) => bo
     pending = fetchPage();
     // A failed prefetch is reported by the await above on the next turn, not as an unhandled rejection.
     pending.catch(() => undefined);
-    await emit(page);
+    try {
+      await emit(page);
+    } catch (error) {
+      // Let the read in flight finish before the caller gives its transaction (and connection) back.
+      await pending.catch(() => undefined);
+      throw error;
+    }
   }
 }
 

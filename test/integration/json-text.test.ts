@@ -58,6 +58,13 @@ describe('compactJsonText', () => {
     expect(compactJsonText(text)).toBe(JSON.stringify({ id: 'ch_1', card: { name: 'a : b, c', n: 3 }, metadata: { k: 'v' }, nothing: null }));
   });
 
+  it("compacts a pretty printer's line breaks too (array_to_json(…, true))", async () => {
+    const result = await sql<{ text: string }>`SELECT array_to_json(ARRAY[1, 2, 3], true)::text AS text`.execute(database.store.db);
+    expect(result.rows[0]!.text).toContain('\n');
+    expect(compactJsonText(result.rows[0]!.text)).toBe('[1,2,3]');
+    expect(compactJsonText('{\r\n\t"a":\t"x\\ny"\n}')).toBe('{"a":"x\\ny"}');
+  });
+
   it('keeps blanks inside strings and drops those jsonb adds', () => {
     expect(compactJsonText('{"a": "x, y: z", "b": [1, 2, {"c": " "}]}')).toBe('{"a":"x, y: z","b":[1,2,{"c":" "}]}');
     expect(compactJsonText('{"q": "say \\"hi, you\\": ok"}')).toBe('{"q":"say \\"hi, you\\": ok"}');

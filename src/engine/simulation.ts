@@ -327,6 +327,7 @@ async function advance(ctx: Context, clock: VirtualClock, options: SimulationOpt
       if (step.subscriber === 'token' && options.bulkSubscribers !== false) {
         // A run of generated subscribers up to the first job slot with due work: signed up in bulk.
         const horizon = slots.reduce((min, candidate) => Math.min(min, candidate.slot.getTime()), to.getTime());
+        clock.advanceTo(step.at);
         next += await runSubscriberBatch(ctx, steps, next, horizon, { jobs, dueAfter, lastRun, results, outcomes, strict: options.strict ?? false, stats });
         clock.advanceTo(steps[next - 1]!.at);
         stats.stops += 1;

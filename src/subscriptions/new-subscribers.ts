@@ -59,8 +59,9 @@ async function insertChunked<T>(rows: readonly T[], insert: (chunk: readonly T[]
 }
 
 /**
- * Signs up `people` (in instant order) on the caller's account. Token parameters come from the
- * generator, never from a user: a refused one is a bug and throws.
+ * Signs up `people` (in instant order) on the caller's account. Their cards must be ones the
+ * network accepts (the simulator checks each with tokenizedCardOf first and runs a refused one's
+ * calls one by one); a refused card here throws.
  */
 export async function subscribeNewCustomers(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'clock'>, caller: Caller, people: readonly NewSubscriber[]): Promise<NewSubscriberResult[]> {
   if (people.length === 0) return [];

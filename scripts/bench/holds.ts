@@ -1,5 +1,5 @@
 /**
- * Benchmark of the hold-expiry job (`npm run bench:holds -- --n 1000000 --batch 10000`).
+ * Benchmark of the hold-expiry job (`npm run bench:holds -- --n 1000000 [--batch 5000]`).
  *
  * On the PostgreSQL server named by DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres)
  * it creates a scratch database, migrates it, seeds N uncaptured v1 holds with set-based SQL (mixed
@@ -24,13 +24,15 @@ import { createAccount } from '../../src/accounts/accounts';
 import type { Database } from '../../src/db/schema';
 import { seededIds } from '../../src/domain/ids';
 import { FixedClock } from '../../src/engine/clock';
+import { DEFAULT_CONFIG } from '../../src/engine/context';
 import { cardFingerprint, TEST_CARDS } from '../../src/processor/test-cards';
 import { log, runEngineAgainstCeiling, SERVER } from './bench-support';
 
 const { values: args } = parseArgs({
   options: {
     n: { type: 'string', default: '1000000' },
-    batch: { type: 'string', default: '10000' },
+    // The engine's own batch size unless told otherwise (as bench:renewals).
+    batch: { type: 'string', default: String(DEFAULT_CONFIG.batchSize) },
     accounts: { type: 'string', default: '20' },
     keep: { type: 'boolean', default: false },
   },

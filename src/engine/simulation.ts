@@ -437,18 +437,21 @@ async function runSubscriberBatch(
 ): Promise<number> {
   const lead = steps[first]!;
   const caller: Caller = { accountId: lead.account, livemode: lead.livemode, kind: 'secret' };
-  // A card the network refuses: tokens.create fails and the customer and subscription calls fail
-  // on the failed label, each recorded; that sign-up runs one by one, outside any batch.
-  const cardAccepted = (token: Step): boolean => {
+  // The token call's parameters, or undefined for a card the network refuses: tokens.create fails
+  // and the customer and subscription calls fail on the failed label, each recorded; that sign-up
+  // runs one by one, outside any batch.
+  const acceptedCard = (token: Step): unknown => {
     try {
-      tokenizedCardOf(caller, resolveParams(token.params, state.results, token.entry), token.at);
-      return true;
+      const params = resolveParams(token.params, state.results, token.entry);
+      tokenizedCardOf(caller, params, token.at);
+      return params;
     } catch (error) {
-      if (error instanceof KessaiError) return false;
+      if (error instanceof KessaiError) return undefined;
       throw error;
     }
   };
   const triples: [Step, Step, Step][] = [];
+  const cards: unknown[] = [];
   const labels = new Set<string>();
   for (let k = first; triples.length < SUBSCRIBER_BATCH && k + 2 < steps.length; k += 3) {
     const triple: [Step, Step, Step] = [steps[k]!, steps[k + 1]!, steps[k + 2]!];
@@ -464,8 +467,10 @@ async function runSubscriberBatch(
       // and not naming a result of this batch, which exists only once the batch is written.
       if (triple.some((step) => refsIn(step.params).some((label) => labels.has(label)))) break;
     }
-    if (!cardAccepted(token)) break;
+    const card = acceptedCard(token);
+    if (card === undefined) break;
     triples.push(triple);
+    cards.push(card);
     for (const step of triple) if (step.ref !== undefined) labels.add(step.ref);
   }
   if (triples.length === 0) {
@@ -474,7 +479,7 @@ async function runSubscriberBatch(
     return 1;
   }
   // Parameters resolved as runOne would (the subscription's `customer` is the new customer).
-  const people: NewSubscriber[] = triples.map(([token, , subscription]) => {
+  const people: NewSubscriber[] = triples.map(([token, , subscription], k) => {
     const { customer: _customer, ...params } = subscription.params;
     let resolved: Record<string, unknown> | KessaiError;
     try {
@@ -483,7 +488,7 @@ async function runSubscriberBatch(
       if (!(error instanceof KessaiError)) throw error;
       resolved = error;
     }
-    return { at: token.at, token: resolveParams(token.params, state.results, token.entry), subscription: resolved };
+    return { at: token.at, token: cards[k], subscription: resolved };
   });
   let count = triples.length;
   let signedUp: NewSubscriberResult[];

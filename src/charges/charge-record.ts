@@ -39,15 +39,17 @@ export async function chargeCardsOf(executor: Kysely<Database>, rows: readonly P
   const accounts = rows.map((r) => r.account_id);
   const modes = rows.map((r) => r.livemode);
   const ids = rows.map((r) => r.card_id);
+  // Index probes forced by LATERAL … OFFSET 0: as a plain join the planner hashed the whole cards
+  // table for every batch of held charges (see loadDefaultCards in the renewal job).
   const cards = await sql<ChargeCard & { account_id: string }>`
-    SELECT c.* FROM cards c JOIN unnest(${accounts}::text[], ${modes}::boolean[], ${ids}::text[]) AS k(a, l, id)
-      ON c.account_id = k.a AND c.livemode = k.l AND c.card_id = k.id`.execute(executor);
+    SELECT c.* FROM unnest(${accounts}::text[], ${modes}::boolean[], ${ids}::text[]) AS k(a, l, id)
+    CROSS JOIN LATERAL (SELECT * FROM cards c WHERE c.account_id = k.a AND c.livemode = k.l AND c.card_id = k.id OFFSET 0) c`.execute(executor);
   for (const card of cards.rows) found.set(cardKey(card.account_id, card.livemode, card.card_id), card);
   const missing = rows.filter((r) => !found.has(cardKey(r.account_id, r.livemode, r.card_id)));
   if (missing.length > 0) {
     const tokens = await sql<ChargeCard & { account_id: string }>`
-      SELECT t.* FROM tokens t JOIN unnest(${missing.map((r) => r.account_id)}::text[], ${missing.map((r) => r.livemode)}::boolean[], ${missing.map((r) => r.card_id)}::text[]) AS k(a, l, id)
-        ON t.account_id = k.a AND t.livemode = k.l AND t.card_id = k.id`.execute(executor);
+      SELECT t.* FROM unnest(${missing.map((r) => r.account_id)}::text[], ${missing.map((r) => r.livemode)}::boolean[], ${missing.map((r) => r.card_id)}::text[]) AS k(a, l, id)
+      CROSS JOIN LATERAL (SELECT * FROM tokens t WHERE t.account_id = k.a AND t.livemode = k.l AND t.card_id = k.id OFFSET 0) t`.execute(executor);
     for (const token of tokens.rows) found.set(cardKey(token.account_id, token.livemode, token.card_id), { ...token, customer_id: null });
   }
   return found;

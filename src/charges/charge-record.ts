@@ -117,7 +117,7 @@ export async function recordChargeEvents(executor: Kysely<Database>, ids: IdGene
       to_timestamp(k.at / 1000) + k.at % 1000 * interval '1 millisecond'
     FROM unnest(${keys.map((k) => k.accountId)}::text[], ${keys.map((k) => k.livemode)}::boolean[], ${keys.map((k) => k.chargeId)}::text[],
                 ${eventIds}::text[], ${keys.map((k) => k.type)}::text[], ${keys.map((k) => k.at.getTime())}::bigint[]) WITH ORDINALITY AS k(a, l, id, eid, t, at, n)
-    JOIN charges c ON c.account_id = k.a AND c.livemode = k.l AND c.charge_id = k.id
+    CROSS JOIN LATERAL (SELECT * FROM charges c WHERE c.account_id = k.a AND c.livemode = k.l AND c.charge_id = k.id OFFSET 0) c
     LEFT JOIN cards cd ON cd.account_id = c.account_id AND cd.livemode = c.livemode AND cd.card_id = c.card_id
     LEFT JOIN tokens tk ON cd.card_id IS NULL AND tk.account_id = c.account_id AND tk.livemode = c.livemode AND tk.card_id = c.card_id
     ORDER BY k.n`.execute(executor);

@@ -76,6 +76,8 @@ async function ceiling(db: Kysely<Database>): Promise<number> {
   let total = 0;
   for (;;) {
     const rows = await db.transaction().execute(async (trx) => {
+      // The same sort memory as the engine's batch transactions (Scheduler #assertClaim).
+      await sql`SET LOCAL work_mem = '64MB'`.execute(trx);
       const result = await sql<{ n: number }>`
         WITH due AS (
           SELECT s.*, row_number() OVER () AS k FROM (

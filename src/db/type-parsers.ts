@@ -130,21 +130,38 @@ export const SHARED_PARSERS: Readonly<Record<number, (text: string) => unknown>>
  * front. A number with a fraction or an exponent would keep PostgreSQL's spelling (`1.50`), so do
  * not use it on such documents.
  */
+const WHITESPACE = /[ \n\t\r]/;
+
 export function compactJsonText(text: string): string {
+  // Strings (keys and values: most of a document) are skipped with indexOf, which runs natively;
+  // only the short stretches between them are read character by character. A character loop over
+  // the whole text took ~6 µs per 1 KB document, most of the report's event copying.
+  if (!WHITESPACE.test(text)) return text;
   let out = '';
   let start = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i += 1) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 92) i += 1; // a backslash escapes the next character
-      else if (c === 34) inString = false;
-    } else if (c === 34) {
-      inString = true;
-    } else if (c === 32 || c === 10 || c === 9 || c === 13) {
-      out += text.slice(start, i);
-      start = i + 1;
+  let i = 0;
+  const n = text.length;
+  while (i < n) {
+    let quote = text.indexOf('"', i);
+    if (quote === -1) quote = n;
+    for (let j = i; j < quote; j += 1) {
+      const c = text.charCodeAt(j);
+      if (c === 32 || c === 10 || c === 9 || c === 13) {
+        out += text.slice(start, j);
+        start = j + 1;
+      }
     }
+    if (quote === n) break;
+    // The closing quote is the next one not escaped: preceded by an even number of backslashes.
+    let close = quote;
+    for (;;) {
+      close = text.indexOf('"', close + 1);
+      if (close === -1) return start === 0 ? text : out + text.slice(start);
+      let backslashes = 0;
+      while (text.charCodeAt(close - 1 - backslashes) === 92) backslashes += 1;
+      if (backslashes % 2 === 0) break;
+    }
+    i = close + 1;
   }
   return start === 0 ? text : out + text.slice(start);
 }

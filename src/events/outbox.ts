@@ -96,6 +96,22 @@ export async function listEvents(
   }));
 }
 
+/**
+ * The SQL expression that prints an `events` row (alias `e`) as renderEvent's object, as
+ * JSON.stringify prints it, with the stored document in `data` as stored: for a reader that copies
+ * many events (the simulation report) without parsing a document or building an object per event.
+ * Kept in step with renderEvent by test/integration/accounts-and-events.test.ts.
+ */
+export const EVENT_TEXT_SQL = sql<string>`CASE WHEN e.api_version = 'v1'
+  THEN '{"id":' || to_json(e.event_id)::text || ',"object":"event","livemode":' || e.livemode::text
+    || ',"created":' || floor(extract(epoch FROM e.created_at))::bigint::text
+    || ',"type":' || to_json(e.type)::text || ',"pending_webhooks":' || e.pending_webhooks::text || ',"data":' || e.data::text || '}'
+  ELSE '{"id":' || to_json(e.event_id)::text || ',"object":"event","livemode":' || e.livemode::text
+    || ',"created_at":"' || to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+    || '","updated_at":"' || to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+    || '","type":' || to_json(e.type)::text || ',"pending_webhooks":' || e.pending_webhooks::text || ',"data":' || e.data::text || '}'
+  END`;
+
 /** The event as the API shows it: v1 with `created` in UNIX seconds, v2 with ISO instants. */
 export function renderEvent(event: StoredEvent): Record<string, unknown> {
   if (event.apiVersion === 'v1') {

@@ -1,6 +1,7 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authenticate, createAccount, DEFAULT_FEE_RATES, getAccount } from '../../src/accounts/accounts';
-import { listEvents, recordEvent, recordEvents, renderEvent } from '../../src/events/outbox';
+import { EVENT_TEXT_SQL, listEvents, recordEvent, recordEvents, renderEvent } from '../../src/events/outbox';
 import { createTestDatabase, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
 import { rejection } from '../support/rejections';
 
@@ -107,5 +108,23 @@ describe('event outbox', () => {
     expect(String(v1!.id)).toMatch(/^evnt_/);
     expect(v2).toMatchObject({ object: 'event', created_at: '2027-03-01T00:00:00Z', updated_at: '2027-03-01T00:00:00Z', pending_webhooks: 0 });
     expect(String(v2!.id)).toMatch(/^evt_/);
+  });
+
+  it('prints events in SQL exactly as JSON.stringify prints renderEvent', async () => {
+    const ctx = testContext(database.store);
+    // Odd instants (milliseconds, before 1970, a leap day), characters JSON escapes, both versions.
+    const cases: { at: string; type: string; apiVersion: 'v1' | 'v2'; livemode: boolean }[] = [
+      { at: '2027-03-01T00:00:00.999Z', type: 'charge.succeeded', apiVersion: 'v1', livemode: true },
+      { at: '1969-12-31T23:59:59.500Z', type: 'odd "quoted" \\ type\n', apiVersion: 'v1', livemode: false },
+      { at: '2028-02-29T14:59:59.001Z', type: 'payment_flow.succeeded', apiVersion: 'v2', livemode: false },
+      { at: '2027-12-31T15:00:00.000Z', type: 'checkout.session.completed', apiVersion: 'v2', livemode: true },
+    ];
+    for (const [i, c] of cases.entries()) {
+      await recordEvent(ctx.db, ctx.ids, { accountId: 'acct_text', livemode: c.livemode, type: c.type, data: { id: `obj_${i}`, object: 'thing', note: 'a "b" \\ c' }, at: new Date(c.at), apiVersion: c.apiVersion });
+    }
+    const expected = (await listEvents(ctx.db, 'acct_text')).map((event) => JSON.stringify(renderEvent(event)));
+    const printed = await sql<{ text: string }>`SELECT ${EVENT_TEXT_SQL} AS text FROM events e WHERE e.account_id = 'acct_text' ORDER BY e.created_at, e.seq`.execute(ctx.db);
+    expect(printed.rows.map((row) => row.text)).toEqual(expected);
+    expect(expected).toHaveLength(cases.length);
   });
 });

@@ -6,6 +6,7 @@
  * subscription change that needed it does.
  */
 import { sql, type Kysely, type Selectable } from 'kysely';
+import { utf8Text } from '../db/utf8-param';
 import type { ChargesTable, Database } from '../db/schema';
 import type { ErrorCode } from '../domain/errors';
 import { toUnixSeconds } from '../domain/time';
@@ -282,7 +283,7 @@ export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids
                          fee, total_platform_fee, term_id)
     SELECT a, l, c, amt, 'jpy', p, p, ${instant('cap')}, CASE WHEN p THEN amt END, card, cus, sub, ${instant('ps')}, d, fc, fm, fr,
            ${instant('t')}, ${instant('t')}, fee, 0, tm
-    FROM json_to_recordset(${payload}::json)
+    FROM json_to_recordset(${utf8Text(payload)}::json)
       AS r(a text, l boolean, c text, amt bigint, p boolean, cap bigint, card text, cus text, sub text, ps bigint, d text,
            fc text, fm text, fr numeric, t bigint, fee bigint, tm text)
     ON CONFLICT (account_id, livemode, subscription_id, period_start) WHERE subscription_id IS NOT NULL AND period_start IS NOT NULL AND paid DO NOTHING

@@ -11,6 +11,7 @@ import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
 import type { Database } from './schema';
 import { SHARED_PARSERS } from './type-parsers';
+import { PGLITE_SERIALIZERS } from './utf8-param';
 
 export type StoreKind = 'postgres' | 'pglite';
 
@@ -144,6 +145,7 @@ async function openPglite(dataDir: string, snapshot?: Blob): Promise<Store> {
   try {
     pglite = await PGlite.create(inMemory ? dataDir : location, {
       parsers: SHARED_PARSERS as Record<number, (text: string) => unknown>,
+      serializers: PGLITE_SERIALIZERS,
       ...(snapshot ? { loadDataDir: snapshot } : {}),
     });
   } catch (error) {

@@ -5,6 +5,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema';
+import { utf8Text } from '../db/utf8-param';
 import type { IdGenerator } from '../domain/ids';
 import { toIsoSeconds, toUnixSeconds } from '../domain/time';
 
@@ -62,7 +63,7 @@ export async function recordEvents(executor: Kysely<Database>, ids: IdGenerator,
       unnest(${events.map((e) => e.type)}::text[]),
       unnest(${events.map((e) => e.data.object)}::text[]),
       unnest(${events.map((e) => e.data.id)}::text[]),
-      string_to_table(${events.map((e) => JSON.stringify(e.data)).join('\n')}::text, E'\n'),
+      string_to_table(${utf8Text(events.map((e) => JSON.stringify(e.data)).join('\n'))}, E'\n'),
       unnest(${events.map((e) => e.at.getTime())}::bigint[])
     ) AS x(a, id, l, v, t, o, r, d, c)`.execute(executor);
   return eventIds;

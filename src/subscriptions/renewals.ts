@@ -19,6 +19,7 @@
  * wall clock: a late run renews with the instants it should have used.
  */
 import { sql, type Kysely } from 'kysely';
+import { utf8Text } from '../db/utf8-param';
 import type { Database } from '../db/schema';
 import { toError } from '../domain/errors';
 import { planRenewal, planTrialEnd, type ChargedPeriod, type SubscribablePlan } from '../domain/proration';
@@ -385,7 +386,7 @@ async function writeChanges(trx: Kysely<Database>, changes: readonly { row: Subs
       status = u.status, plan_id = u.plan_id, next_cycle_plan_id = u.next_plan, current_period_start = ${instant('u.ps')},
       current_period_end = ${instant('u.pe')}, paused_at = ${instant('u.paused_at')}, renews_at = ${instant('u.renews_at')},
       last_charge_id = u.last_charge, deleted_at = ${instant('u.deleted_at')}, updated_at = ${instant('u.updated_at')}
-    FROM json_to_recordset(${payload}::json)
+    FROM json_to_recordset(${utf8Text(payload)}::json)
       AS u(a text, l boolean, id text, status text, plan_id text, next_plan text, ps bigint, pe bigint, paused_at bigint,
            renews_at bigint, last_charge text, deleted_at bigint, updated_at bigint)
     WHERE s.account_id = u.a AND s.livemode = u.l AND s.subscription_id = u.id`.execute(trx);

@@ -8,6 +8,7 @@ import fc from 'fast-check';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compactJsonText } from '../../src/db/type-parsers';
+import { utf8Text } from '../../src/db/utf8-param';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 
 let database: TestDatabase;
@@ -68,5 +69,24 @@ describe('compactJsonText', () => {
   it('keeps blanks inside strings and drops those jsonb adds', () => {
     expect(compactJsonText('{"a": "x, y: z", "b": [1, 2, {"c": " "}]}')).toBe('{"a":"x, y: z","b":[1,2,{"c":" "}]}');
     expect(compactJsonText('{"q": "say \\"hi, you\\": ok"}')).toBe('{"q":"say \\"hi, you\\": ok"}');
+  });
+});
+
+describe('utf8Text', () => {
+  it('sends text as UTF-8 bytes that the server reads back as the same text', async () => {
+    const texts = [
+      '',
+      'ascii only',
+      '請求 — 決済 ¥1,000',
+      'emoji 🧾 and a pair of surrogates 𝄞',
+      'quotes " \' backslash \\ newline \n tab \t',
+      JSON.stringify({ name: '山田 太郎', note: 'a\nb' }) + '\n' + JSON.stringify({ id: 'ch_1' }),
+      'x'.repeat(200_000),
+    ];
+    for (const text of texts) {
+      const result = await sql<{ text: string; chars: number }>`SELECT t AS text, char_length(t) AS chars FROM (SELECT ${utf8Text(text)} AS t) s`.execute(database.store.db);
+      expect(result.rows[0]!.text).toBe(text);
+      expect(result.rows[0]!.chars).toBe([...text].length);
+    }
   });
 });

@@ -68,13 +68,22 @@ export async function expireHoldBatch(trx: Kysely<Database>, ctx: Pick<Context, 
   // The network gives the money back first; a batch that then fails releases again on the retry,
   // which the network treats as the same release.
   await ctx.processor.release(rows.map((r) => ({ reference: r.id, authorizationCode: r.code ?? '', amount: r.amount, at: new Date(Number(r.e)) })));
-  // The rows are addressed by the tuple ids the locking SELECT returned: this transaction holds
-  // their locks, so nobody else can move them, and a TID scan is one heap fetch per row. Joined by
-  // key instead, the planner hashed the whole charges table for every batch.
+  // The rows are addressed by the tuple ids the locking SELECT returned (one heap fetch each;
+  // joined by key, the planner hashed the whole charges table for every batch). That is exact
+  // because this is a separate statement of the same READ COMMITTED transaction: it sees the
+  // versions the SELECT locked (also one that a concurrent update made current before the lock),
+  // and nobody can move a row this transaction holds locked. charges is not partitioned (tuple
+  // ids would repeat across partitions).
   const updated = await sql<{ a: string; l: boolean; id: string; e: number }>`
     UPDATE charges c SET released_at = c.expired_at, updated_at = c.expired_at
     WHERE c.ctid = ANY(${rows.map((r) => r.t)}::tid[]) AND c.released_at IS NULL
     RETURNING c.account_id AS a, c.livemode AS l, c.charge_id AS id, (extract(epoch from c.expired_at) * 1000)::bigint AS e`.execute(trx);
+  // Every row was locked live and unreleased, so every one must have been written; if an
+  // assumption above ever stops holding, fail the batch (rolled back, the slot retried) rather
+  // than leave holds silently unreleased.
+  if (updated.rows.length !== rows.length) {
+    throw new Error(`hold expiry: ${rows.length} holds locked but ${updated.rows.length} released; the batch is rolled back`);
+  }
   // Events in the order the holds were due.
   const released = new Set(updated.rows.map((r) => `${r.a}\u0000${r.l ? 1 : 0}\u0000${r.id}`));
   const events: ChargeEventKey[] = rows

@@ -45,7 +45,7 @@ interface Claim {
 /** The shortest lease the scheduler accepts: a heartbeat must fit in it several times. */
 export const MIN_LEASE_MS = 10_000;
 
-/** Sort and hash memory of one batch transaction (see #assertClaim). */
+/** Sort and hash memory of one batch transaction at least (see #assertClaim). */
 const BATCH_WORK_MEM = '64MB';
 
 export class Scheduler {
@@ -296,11 +296,13 @@ export class Scheduler {
   async #assertClaim(executor: Kysely<Database>, claim: Claim): Promise<void> {
     // FOR SHARE: a take-over (an UPDATE of this row) waits until the batch has committed.
     // Every batch transaction starts here, so the same statement gives the batch its sort memory
-    // (set_config(…, true): this transaction only). A batch sorts thousands of wide rows — e.g.
-    // the events of 5,000 released holds, ~6.5 MB, ordered for their sequence — and at the server
-    // default of 4 MB each such sort went to disk (bench:holds, n = 100,000: 9,278 → 11,110/s).
+    // (set_config(…, true): this transaction only; never lower than the server's setting). A batch
+    // sorts thousands of wide rows — e.g. the events of 5,000 released holds, ~6.5 MB, ordered for
+    // their sequence — and at the server default of 4 MB each such sort went to disk
+    // (bench:holds, n = 100,000: 9,278 → 11,110/s).
     const held = await sql`
-      SELECT set_config('work_mem', ${BATCH_WORK_MEM}, true) FROM job_runs
+      SELECT set_config('work_mem', CASE WHEN pg_size_bytes(current_setting('work_mem')) < pg_size_bytes(${BATCH_WORK_MEM})
+                                         THEN ${BATCH_WORK_MEM} ELSE current_setting('work_mem') END, true) FROM job_runs
       WHERE job = ${claim.job} AND slot = ${claim.slot} AND owner = ${this.#owner} AND attempt = ${claim.attempt} AND status = 'running'
       FOR SHARE`.execute(executor);
     if (held.rows.length === 0) throw new RunLost(claim.job, claim.slot);

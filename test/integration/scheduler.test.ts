@@ -243,6 +243,36 @@ describe('scheduler with a manual clock', () => {
     await scheduler.tick();
     expect(order).toEqual(['b@30', 'b@60', 'a@60']);
   });
+
+  it("a batch transaction sorts with at least 64 MB, for that transaction only, never lowering the server's setting", async () => {
+    const ctx = testContext(database.store);
+    const seen: string[] = [];
+    const showWorkMem = async (executor: Kysely<unknown>) => (await sql<{ work_mem: string }>`SHOW work_mem`.execute(executor)).rows[0]!.work_mem;
+    const job: JobDefinition = {
+      name: 'test.work-mem',
+      schedule: '*/10 * * * *',
+      description: 'reads work_mem inside and after its batch',
+      run: async (c, run) => {
+        await c.db.transaction().execute(async (trx) => {
+          await run.assertClaim(trx);
+          seen.push(await showWorkMem(trx));
+        });
+        // A transaction that raises its own setting first keeps it (the claim never lowers it).
+        await c.db.transaction().execute(async (trx) => {
+          await sql`SET LOCAL work_mem = '256MB'`.execute(trx);
+          await run.assertClaim(trx);
+          seen.push(await showWorkMem(trx));
+        });
+        seen.push(await showWorkMem(c.db));
+        return {};
+      },
+    };
+    const before = await showWorkMem(ctx.db);
+    const outcome = await new Scheduler(ctx, [job], { owner: 'w1' }).runSlot('test.work-mem', at(0));
+    expect(outcome.status).toBe('succeeded');
+    expect(seen).toEqual(['64MB', '256MB', before]);
+    expect(before).not.toBe('64MB');
+  });
 });
 
 // Real concurrency and a real crash need separate processes on one server; PGlite is an

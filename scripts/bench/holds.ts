@@ -87,16 +87,21 @@ async function ceiling(db: Kysely<Database>): Promise<number> {
   let total = 0;
   for (;;) {
     const rows = await db.transaction().execute(async (trx) => {
-      // The same sort memory as the engine's batch transactions (Scheduler #assertClaim).
+      // The same sort memory as the engine's batch transactions (Scheduler #assertClaim), and
+      // key probes rather than a hash of the whole table for the UPDATE's join (the engine
+      // addresses its locked rows by tuple id in a separate statement; inside one statement a
+      // tuple id would miss a row a concurrent update moved, so the ceiling joins by key).
       await sql`SET LOCAL work_mem = '64MB'`.execute(trx);
+      await sql`SET LOCAL enable_hashjoin = off`.execute(trx);
+      await sql`SET LOCAL enable_mergejoin = off`.execute(trx);
       const result = await sql<{ n: number }>`
         WITH due AS (
-          SELECT ctid AS t, account_id, livemode, charge_id FROM charges
+          SELECT account_id, livemode, charge_id FROM charges
           WHERE paid AND NOT captured AND NOT refunded AND released_at IS NULL AND expired_at IS NOT NULL AND expired_at < ${SLOT}
           ORDER BY expired_at, account_id, livemode, charge_id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED
         ), released AS (
           UPDATE charges c SET released_at = c.expired_at, updated_at = c.expired_at
-          WHERE c.ctid = ANY(ARRAY(SELECT t FROM due))
+          FROM due WHERE c.account_id = due.account_id AND c.livemode = due.livemode AND c.charge_id = due.charge_id
           RETURNING c.*
         ), written AS (
           INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at)

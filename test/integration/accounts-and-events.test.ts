@@ -118,6 +118,8 @@ describe('event outbox', () => {
       { at: '1969-12-31T23:59:59.500Z', type: 'odd "quoted" \\ type\n', apiVersion: 'v1', livemode: false },
       { at: '2028-02-29T14:59:59.001Z', type: 'payment_flow.succeeded', apiVersion: 'v2', livemode: false },
       { at: '2027-12-31T15:00:00.000Z', type: 'checkout.session.completed', apiVersion: 'v2', livemode: true },
+      { at: '1969-12-31T23:59:59.999Z', type: 'control \u0001 char', apiVersion: 'v2', livemode: false },
+      { at: '2027-06-30T14:59:59.999Z', type: 'payment_flow.canceled', apiVersion: 'v2', livemode: true },
     ];
     for (const [i, c] of cases.entries()) {
       await recordEvent(ctx.db, ctx.ids, { accountId: 'acct_text', livemode: c.livemode, type: c.type, data: { id: `obj_${i}`, object: 'thing', note: 'a "b" \\ c' }, at: new Date(c.at), apiVersion: c.apiVersion });

@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Scheduler } from '../../src/engine/scheduler';
+import type { Database } from '../../src/db/schema';
 import type { JobDefinition } from '../../src/engine/job';
 import { batchWriterJob, createBatchWriterTables, seedItems } from '../support/batch-writer-job';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
@@ -247,7 +248,7 @@ describe('scheduler with a manual clock', () => {
   it("a batch transaction sorts with at least 64 MB, for that transaction only, never lowering the server's setting", async () => {
     const ctx = testContext(database.store);
     const seen: string[] = [];
-    const showWorkMem = async (executor: Kysely<unknown>) => (await sql<{ work_mem: string }>`SHOW work_mem`.execute(executor)).rows[0]!.work_mem;
+    const showWorkMem = async (executor: Kysely<Database>) => (await sql<{ work_mem: string }>`SHOW work_mem`.execute(executor)).rows[0]!.work_mem;
     const job: JobDefinition = {
       name: 'test.work-mem',
       schedule: '*/10 * * * *',

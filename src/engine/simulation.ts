@@ -132,12 +132,19 @@ async function scratchPostgres(url: string): Promise<{ url: string; drop(): Prom
 }
 
 /**
- * A fresh in-memory PGlite with every migration applied. Creating PGlite and migrating it takes
- * seconds; a snapshot of the migrated database, cached in the temp folder under the migrations'
- * checksum, starts in about one. A missing or unreadable snapshot just means the slow way.
+ * A fresh in-memory PGlite with every migration applied and every table unlogged. Creating PGlite
+ * and migrating it takes seconds; a snapshot of the migrated database, cached in the temp folder
+ * under the migrations' checksum, starts in about one. A missing or unreadable snapshot just means
+ * the slow way.
+ *
+ * Unlogged: the database lives in this process's memory and is gone when the run ends, so the
+ * write-ahead log protects nothing, and on PGlite writing it is work on the one thread that runs
+ * everything (a 10,000-subscription year: simulation 45.9 → 39.8 s, peak RSS 1.9 → 1.5 GB). The
+ * tables, their indexes and every statement are the migrations' own; only persistence differs.
  */
 async function migratedPglite(): Promise<Store> {
   const key = createHash('sha256')
+    .update('unlogged\n')
     .update(readMigrations().map((file) => `${file.name}:${file.checksum}`).join('\n'))
     .digest('hex')
     .slice(0, 20);
@@ -151,6 +158,11 @@ async function migratedPglite(): Promise<Store> {
   }
   const store = await openStore({ dataDir: 'memory://' });
   await migrate(store);
+  // Not the migration ledger: a started snapshot empties its unlogged tables (the data tables are
+  // empty anyway), and the ledger must still say every migration is applied.
+  const tables = await sql<{ name: string }>`
+    SELECT quote_ident(tablename) AS name FROM pg_tables WHERE schemaname = current_schema() AND tablename <> 'kessai_migrations' ORDER BY tablename`.execute(store.db);
+  for (const { name } of tables.rows) await sql.raw(`ALTER TABLE ${name} SET UNLOGGED`).execute(store.db);
   if (store.snapshot) {
     try {
       const partial = `${file}.${process.pid}`;

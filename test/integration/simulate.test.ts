@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_JOBS } from '../../jobs/index';
 import { createAccount } from '../../src/accounts/accounts';
@@ -54,6 +55,24 @@ describe('determinism (issue 6 §4)', () => {
     expect(ids(a.report).filter((id) => ids(b.report).includes(id))).toEqual([]);
     expect(a.summary.months).toEqual(b.summary.months);
     expect(a.summary.totals.captured_yen).toBe(1980 * 6);
+  }, 120_000);
+});
+
+describe('the embedded simulation database', () => {
+  it('is in memory with unlogged tables (no write-ahead log for a database that dies with the run)', async () => {
+    const scenario = loadScenario(join(CASES, 'pause-resume.json'));
+    const range = { from: parseInstant('2027-01-01'), to: parseInstant('2027-05-01') };
+    const steps = planSteps(scenario, { ...range, seed: 1, operations: operationNames() });
+    // Twice: the first run may build the cached snapshot, the second starts from it.
+    await simulate({ scenario, steps, ...range, seed: 1, jobs: ALL_JOBS }, async () => undefined);
+    const persistence = await simulate({ scenario, steps, ...range, seed: 1, jobs: ALL_JOBS }, async (world) => {
+      const tables = await sql<{ name: string; persistence: string }>`
+        SELECT c.relname AS name, c.relpersistence AS persistence FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'i')`.execute(world.ctx.db);
+      return tables.rows;
+    });
+    expect(persistence.map((t) => t.name)).toEqual(expect.arrayContaining(['charges', 'events', 'subscriptions', 'charges_pkey']));
+    expect(persistence.filter((t) => t.persistence !== 'u').map((t) => t.name).sort()).toEqual(['kessai_migrations', 'kessai_migrations_pkey']);
   }, 120_000);
 });
 

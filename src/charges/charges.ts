@@ -170,11 +170,38 @@ export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids
     })),
   );
   const rates = await feeRates(trx, requests.map((r) => r.accountId));
-  const rows: ChargeRow[] = requests.map((request, i): ChargeRow => {
+  const chargeFeeRates = requests.map(
+    (request) => rates.get(`${request.accountId}\u0000${request.card.brand}`) ?? DEFAULT_FEE_RATES[request.card.brand as keyof typeof DEFAULT_FEE_RATES] ?? '3.00',
+  );
+  // Settlement's columns (fee, term) are computed before the INSERT and written with the rows:
+  // settling afterwards would write every row twice (an UPDATE of each new charge) and read it
+  // back. These charges never have a tenant.
+  const approvedAt = requests.flatMap((_, i) => (results[i]!.approved ? [i] : []));
+  const settlements = await settlementOfCaptures(
+    trx,
+    ctx,
+    approvedAt.map((i) => ({
+      accountId: requests[i]!.accountId,
+      livemode: requests[i]!.livemode,
+      amount: requests[i]!.amount,
+      amountCaptured: requests[i]!.amount,
+      capturedAt: requests[i]!.at,
+      feeRate: chargeFeeRates[i]!,
+      tenantId: null,
+      platformFee: null,
+      platformFeeRate: null,
+      payjpFeeIncluded: null,
+    })),
+  );
+  const settlementOf = new Map(approvedAt.map((i, k) => [i, settlements[k]!]));
+  // Each row is built whole in one literal: adding the settlement's columns to a finished row with
+  // a spread copied ~40 properties per charge and left objects that were slow to read afterwards
+  // (~1 s of a 10,000-subscription simulated year, profiled).
+  const settledRows: ChargeRow[] = requests.map((request, i): ChargeRow => {
     const result = results[i]!;
     const approved = result.approved;
-    const feeRate = rates.get(`${request.accountId}\u0000${request.card.brand}`) ?? DEFAULT_FEE_RATES[request.card.brand as keyof typeof DEFAULT_FEE_RATES] ?? '3.00';
-    return chargeRow({
+    const settled = settlementOf.get(i);
+    const row: ChargeFields & Pick<ChargeRow, 'tenant_id' | 'platform_fee' | 'platform_fee_rate' | 'payjp_fee_included' | 'fee' | 'total_platform_fee' | 'term_id'> = {
       account_id: request.accountId,
       livemode: request.livemode,
       charge_id: chargeIds[i]!,
@@ -191,7 +218,7 @@ export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids
       description: request.description ?? null,
       failure_code: approved ? null : result.code,
       failure_message: approved ? null : result.message,
-      fee_rate: feeRate,
+      fee_rate: chargeFeeRates[i]!,
       refunded: false,
       amount_refunded: 0,
       refund_reason: null,
@@ -211,33 +238,6 @@ export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids
       metadata: {},
       created_at: request.at,
       updated_at: request.at,
-    });
-  });
-  // Settlement's columns (fee, term) are computed before the INSERT and written with the rows:
-  // settling afterwards would write every row twice (an UPDATE of each new charge) and read it
-  // back. These charges never have a tenant.
-  const approvedAt = rows.flatMap((row, i) => (results[i]!.approved ? [i] : []));
-  const settlements = await settlementOfCaptures(
-    trx,
-    ctx,
-    approvedAt.map((i) => ({
-      accountId: rows[i]!.account_id,
-      livemode: rows[i]!.livemode,
-      amount: rows[i]!.amount,
-      amountCaptured: rows[i]!.amount,
-      capturedAt: rows[i]!.created_at,
-      feeRate: rows[i]!.fee_rate,
-      tenantId: null,
-      platformFee: null,
-      platformFeeRate: null,
-      payjpFeeIncluded: null,
-    })),
-  );
-  const settlementOf = new Map(approvedAt.map((i, k) => [i, settlements[k]!]));
-  const settledRows: ChargeRow[] = rows.map((row, i) => {
-    const settled = settlementOf.get(i);
-    return {
-      ...row,
       tenant_id: null,
       platform_fee: null,
       platform_fee_rate: null,
@@ -246,6 +246,7 @@ export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids
       total_platform_fee: 0,
       term_id: settled?.term_id ?? null,
     };
+    return row as ChargeRow;
   });
   // The rows travel as one JSON document expanded server-side by json_to_recordset: one text
   // parameter instead of fifteen typed arrays, which node-postgres escaped element by element and
@@ -292,7 +293,7 @@ export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids
   // A charge not written repeats an existing (subscription, period start): its authorization
   // went out under that period's reference, so the network answered with the existing charge's
   // authorization, which must stand. Only an authorization under a reference of its own is voided.
-  const voided = rows.filter((row, i) => !written.has(row.charge_id) && results[i]!.approved && references[i] === row.charge_id);
+  const voided = settledRows.filter((row, i) => !written.has(row.charge_id) && results[i]!.approved && references[i] === row.charge_id);
   if (voided.length > 0) {
     await ctx.processor.release(
       voided.map((row) => {

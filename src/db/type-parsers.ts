@@ -118,6 +118,9 @@ export const SHARED_PARSERS: Readonly<Record<number, (text: string) => unknown>>
   [OID.timestamptzArray]: (text) => parseSimpleArray(text, parseTimestamptz),
 };
 
+/** JSON's four whitespace characters (anywhere: a text without any needs no compacting). */
+const WHITESPACE = /[ \n\t\r]/;
+
 /**
  * A stored document's text as JSON.stringify prints the parsed value: the same keys in the same
  * order, without the whitespace PostgreSQL (or any writer of a json value) puts between tokens
@@ -130,8 +133,6 @@ export const SHARED_PARSERS: Readonly<Record<number, (text: string) => unknown>>
  * front. A number with a fraction or an exponent would keep PostgreSQL's spelling (`1.50`), so do
  * not use it on such documents.
  */
-const WHITESPACE = /[ \n\t\r]/;
-
 export function compactJsonText(text: string): string {
   // Strings (keys and values: most of a document) are skipped with indexOf, which runs natively;
   // only the short stretches between them are read character by character. A character loop over

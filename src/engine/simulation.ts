@@ -139,7 +139,7 @@ async function scratchPostgres(url: string): Promise<{ url: string; drop(): Prom
  *
  * Unlogged: the database lives in this process's memory and is gone when the run ends, so the
  * write-ahead log protects nothing, and on PGlite writing it is work on the one thread that runs
- * everything (a 10,000-subscription year: simulation 45.9 → 39.8 s, peak RSS 1.9 → 1.5 GB). The
+ * everything (a 10,000-subscription year: simulation 45.9 → 36.8 s, peak RSS 1.9 → 1.5 GB). The
  * tables, their indexes and every statement are the migrations' own; only persistence differs.
  */
 async function migratedPglite(): Promise<Store> {

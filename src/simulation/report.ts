@@ -147,18 +147,27 @@ function single<T>(items: readonly T[]): Pages<T> {
 /**
  * Charges in (account, created, id) order with their cards, a page at a time, read through one
  * cursor: no index has that order, so keyset pages each sorted the rest of the table (3.3 s of the
- * report at 10,000 simulated subscriptions); the cursor sorts once.
+ * report at 10,000 simulated subscriptions); the cursor sorts once. Each card is read once for the
+ * whole report, not once per charge: a subscriber's card appears in every renewal (on PGlite,
+ * where every field read costs JavaScript work, reading them per page was most of the section).
  */
 function chargePages(db: Kysely<Database>): Pages<{ row: ChargeRow; card: ChargeCard | null }> {
   return (emit) =>
     db.transaction().execute(async (trx) => {
       await sql`DECLARE report_charges NO SCROLL CURSOR FOR SELECT * FROM charges ORDER BY account_id, created_at, charge_id`.execute(trx);
+      const keyOf = (row: ChargeRow) => `${row.account_id}\u0000${row.livemode ? 1 : 0}\u0000${row.card_id}`;
+      // Stored cards, else the card of the token a charge was made with (v1 charges by token,
+      // checkout and payment flows); a payment flow paid without a card (PayPay) has none (null).
+      const cards = new Map<string, ChargeCard | null>();
       const fetchPage = async () => {
         const rows = (await sql<ChargeRow>`FETCH ${sql.raw(String(PAGE))} FROM report_charges`.execute(trx)).rows;
-        // Stored cards, else the card of the token a charge was made with (v1 charges by token,
-        // checkout and payment flows); a payment flow paid without a card (PayPay) has none.
-        const cards = rows.length === 0 ? new Map<string, ChargeCard>() : await chargeCardsOf(trx, rows);
-        return rows.map((row) => ({ row, card: cards.get(`${row.account_id}\u0000${row.livemode ? 1 : 0}\u0000${row.card_id}`) ?? null }));
+        const unseen = new Map<string, ChargeRow>();
+        for (const row of rows) if (!cards.has(keyOf(row))) unseen.set(keyOf(row), row);
+        if (unseen.size > 0) {
+          const found = await chargeCardsOf(trx, [...unseen.values()]);
+          for (const key of unseen.keys()) cards.set(key, found.get(key) ?? null);
+        }
+        return rows.map((row) => ({ row, card: cards.get(keyOf(row)) ?? null }));
       };
       await prefetching(fetchPage, (page) => page.length === 0, emit);
     });

@@ -95,8 +95,17 @@ export type ChargeObject = {
   readonly term_id: string | null;
 };
 
+/** The columns of a charge row that its v1 object shows (a reader of many charges selects just these). */
+export const CHARGE_OBJECT_COLUMNS = [
+  'charge_id', 'livemode', 'created_at', 'amount', 'currency', 'paid', 'expired_at', 'captured', 'captured_at', 'customer_id', 'description',
+  'failure_code', 'failure_message', 'fee_rate', 'refunded', 'amount_refunded', 'refund_reason', 'subscription_id', 'metadata', 'platform_fee',
+  'tenant_id', 'platform_fee_rate', 'total_platform_fee', 'three_d_secure_status', 'term_id',
+] as const satisfies readonly (keyof ChargeRow)[];
+
+export type ChargeObjectColumns = Pick<ChargeRow, (typeof CHARGE_OBJECT_COLUMNS)[number]>;
+
 /** The v1 charge object (§2.2). Platform and term fields are filled in by settlement. */
-export function renderCharge(row: ChargeRow, card: ChargeCard | null): ChargeObject {
+export function renderCharge(row: ChargeObjectColumns, card: ChargeCard | null): ChargeObject {
   return {
     id: row.charge_id,
     object: 'charge',

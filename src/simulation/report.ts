@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { sql, type Kysely } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import { chargeCardsOf } from '../charges/charge-record';
-import { renderCharge, type ChargeCard, type ChargeRow } from '../charges/charges';
+import { CHARGE_OBJECT_COLUMNS, renderCharge, type ChargeCard, type ChargeRow } from '../charges/charges';
 import type { Database } from '../db/schema';
 import { compactJsonText } from '../db/type-parsers';
 import { parseInstant, toIsoSeconds } from '../domain/time';
@@ -144,6 +144,9 @@ function single<T>(items: readonly T[]): Pages<T> {
   return (emit) => emit(items);
 }
 
+const REPORT_CHARGE_COLUMNS = [...CHARGE_OBJECT_COLUMNS, 'account_id', 'card_id', 'amount_captured', 'fee'] as const;
+type ReportCharge = Pick<ChargeRow, (typeof REPORT_CHARGE_COLUMNS)[number]>;
+
 /**
  * Charges in (account, created, id) order with their cards, a page at a time, read through one
  * cursor: no index has that order, so keyset pages each sorted the rest of the table (3.3 s of the
@@ -151,17 +154,21 @@ function single<T>(items: readonly T[]): Pages<T> {
  * whole report, not once per charge: a subscriber's card appears in every renewal (on PGlite,
  * where every field read costs JavaScript work, reading them per page was most of the section).
  */
-function chargePages(db: Kysely<Database>): Pages<{ row: ChargeRow; card: ChargeCard | null }> {
+function chargePages(db: Kysely<Database>): Pages<{ row: ReportCharge; card: ChargeCard | null }> {
   return (emit) =>
     db.transaction().execute(async (trx) => {
-      await sql`DECLARE report_charges NO SCROLL CURSOR FOR SELECT * FROM charges ORDER BY account_id, created_at, charge_id`.execute(trx);
-      const keyOf = (row: ChargeRow) => `${row.account_id}\u0000${row.livemode ? 1 : 0}\u0000${row.card_id}`;
+      // The columns the charge object and the summary read, not every column of the table (on
+      // PGlite each field read is JavaScript work; the hold and flow bookkeeping is never shown).
+      await sql`
+        DECLARE report_charges NO SCROLL CURSOR FOR
+        SELECT ${sql.join(REPORT_CHARGE_COLUMNS.map((column) => sql.ref(column)))} FROM charges ORDER BY account_id, created_at, charge_id`.execute(trx);
+      const keyOf = (row: ReportCharge) => `${row.account_id}\u0000${row.livemode ? 1 : 0}\u0000${row.card_id}`;
       // Stored cards, else the card of the token a charge was made with (v1 charges by token,
       // checkout and payment flows); a payment flow paid without a card (PayPay) has none (null).
       const cards = new Map<string, ChargeCard | null>();
       const fetchPage = async () => {
-        const rows = (await sql<ChargeRow>`FETCH ${sql.raw(String(PAGE))} FROM report_charges`.execute(trx)).rows;
-        const unseen = new Map<string, ChargeRow>();
+        const rows = (await sql<ReportCharge>`FETCH ${sql.raw(String(PAGE))} FROM report_charges`.execute(trx)).rows;
+        const unseen = new Map<string, ReportCharge>();
         for (const row of rows) if (!cards.has(keyOf(row))) unseen.set(keyOf(row), row);
         if (unseen.size > 0) {
           const found = await chargeCardsOf(trx, [...unseen.values()]);
@@ -316,8 +323,7 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
       captured.captured_yen += row.amount_captured;
       day(row.captured_at).captured_yen += row.amount_captured;
     }
-    const fee = (row as { fee?: number | null }).fee;
-    if (row.captured_at !== null && typeof fee === 'number') month(row.captured_at).fees_yen += fee;
+    if (row.captured_at !== null && row.fee !== null) month(row.captured_at).fees_yen += row.fee;
     csvLines.push(
       [
         row.charge_id,
@@ -334,7 +340,7 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
         row.refunded,
         row.failure_code ?? '',
         row.fee_rate,
-        (object as { term_id?: string | null }).term_id ?? '',
+        row.term_id ?? '',
       ].join(',') + '\n',
     );
     if (csvLines.length >= PAGE) chargesCsv.write(csvLines.splice(0).join(''));

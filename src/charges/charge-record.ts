@@ -26,7 +26,8 @@ export async function findCharge(executor: Kysely<Database>, caller: Caller, cha
   return row;
 }
 
-const cardKey = (accountId: string, livemode: boolean, cardId: string): string => `${accountId}\u0000${livemode ? 1 : 0}\u0000${cardId}`;
+/** The key of chargeCardsOf's map: a charge's (account, mode, card id). */
+export const cardKey = (accountId: string, livemode: boolean, cardId: string): string => `${accountId}\u0000${livemode ? 1 : 0}\u0000${cardId}`;
 
 /**
  * The cards the charges embed, by (account, mode, card id): stored cards (deleted ones too: a

@@ -10,7 +10,7 @@ import { createWriteStream, mkdirSync, writeFileSync, type WriteStream } from 'n
 import { join } from 'node:path';
 import { sql, type Kysely } from 'kysely';
 import type { Caller } from '../accounts/accounts';
-import { chargeCardsOf } from '../charges/charge-record';
+import { cardKey, chargeCardsOf } from '../charges/charge-record';
 import { CHARGE_OBJECT_COLUMNS, renderCharge, type ChargeCard, type ChargeRow } from '../charges/charges';
 import type { Database } from '../db/schema';
 import { compactJsonText } from '../db/type-parsers';
@@ -162,19 +162,21 @@ function chargePages(db: Kysely<Database>): Pages<{ row: ReportCharge; card: Cha
       await sql`
         DECLARE report_charges NO SCROLL CURSOR FOR
         SELECT ${sql.join(REPORT_CHARGE_COLUMNS.map((column) => sql.ref(column)))} FROM charges ORDER BY account_id, created_at, charge_id`.execute(trx);
-      const keyOf = (row: ReportCharge) => `${row.account_id}\u0000${row.livemode ? 1 : 0}\u0000${row.card_id}`;
       // Stored cards, else the card of the token a charge was made with (v1 charges by token,
       // checkout and payment flows); a payment flow paid without a card (PayPay) has none (null).
       const cards = new Map<string, ChargeCard | null>();
       const fetchPage = async () => {
         const rows = (await sql<ReportCharge>`FETCH ${sql.raw(String(PAGE))} FROM report_charges`.execute(trx)).rows;
         const unseen = new Map<string, ReportCharge>();
-        for (const row of rows) if (!cards.has(keyOf(row))) unseen.set(keyOf(row), row);
+        for (const row of rows) {
+          const key = cardKey(row.account_id, row.livemode, row.card_id);
+          if (!cards.has(key)) unseen.set(key, row);
+        }
         if (unseen.size > 0) {
           const found = await chargeCardsOf(trx, [...unseen.values()]);
           for (const key of unseen.keys()) cards.set(key, found.get(key) ?? null);
         }
-        return rows.map((row) => ({ row, card: cards.get(keyOf(row)) ?? null }));
+        return rows.map((row) => ({ row, card: cards.get(cardKey(row.account_id, row.livemode, row.card_id)) ?? null }));
       };
       await prefetching(fetchPage, (page) => page.length === 0, emit);
     });

@@ -74,21 +74,18 @@ export async function expireHoldBatch(trx: Kysely<Database>, ctx: Pick<Context, 
   // versions the SELECT locked (also one that a concurrent update made current before the lock),
   // and nobody can move a row this transaction holds locked. charges is not partitioned (tuple
   // ids would repeat across partitions).
-  const updated = await sql<{ a: string; l: boolean; id: string; e: number }>`
+  const updated = await sql<{ charge_id: string }>`
     UPDATE charges c SET released_at = c.expired_at, updated_at = c.expired_at
     WHERE c.ctid = ANY(${rows.map((r) => r.t)}::tid[]) AND c.released_at IS NULL
-    RETURNING c.account_id AS a, c.livemode AS l, c.charge_id AS id, (extract(epoch from c.expired_at) * 1000)::bigint AS e`.execute(trx);
+    RETURNING c.charge_id`.execute(trx);
   // Every row was locked live and unreleased, so every one must have been written; if an
   // assumption above ever stops holding, fail the batch (rolled back, the slot retried) rather
   // than leave holds silently unreleased.
   if (updated.rows.length !== rows.length) {
     throw new Error(`hold expiry: ${rows.length} holds locked but ${updated.rows.length} released; the batch is rolled back`);
   }
-  // Events in the order the holds were due.
-  const released = new Set(updated.rows.map((r) => `${r.a}\u0000${r.l ? 1 : 0}\u0000${r.id}`));
-  const events: ChargeEventKey[] = rows
-    .filter((r) => released.has(`${r.a}\u0000${r.l ? 1 : 0}\u0000${r.id}`))
-    .map((r) => ({ accountId: r.a, livemode: r.l, chargeId: r.id, type: 'charge.updated', at: new Date(Number(r.e)) }));
+  // Every locked hold was released: its event, in the order the holds were due.
+  const events: ChargeEventKey[] = rows.map((r) => ({ accountId: r.a, livemode: r.l, chargeId: r.id, type: 'charge.updated', at: new Date(Number(r.e)) }));
   await recordChargeEvents(trx, ctx.ids, events);
   return { selected: rows.length, released: events.length };
 }

@@ -108,7 +108,11 @@ async function scratchPostgres(url: string): Promise<{ url: string; drop(): Prom
     throw new Error(`cannot connect to PostgreSQL at ${redactUrl(url)}: ${(error as Error).message}`, { cause: error });
   });
   try {
-    await admin.query(`CREATE DATABASE ${name}`);
+    // Text sorts by bytes, as on the embedded database (PGlite's collation is C), whatever the
+    // server's default: the report's order cannot depend on the server's locale, and byte
+    // comparison skips strcoll in every index and sort (PostgreSQL 15 treats only C and POSIX as
+    // C, not C.UTF-8: ~0.5 s less server CPU at 10,000 simulated subscriptions).
+    await admin.query(`CREATE DATABASE ${name} TEMPLATE template0 LC_COLLATE 'C'`);
     // A scratch database: losing the last commits in a server crash loses nothing of value, and
     // not waiting for each commit's flush makes the many small transactions of a replay cheap.
     await admin.query(`ALTER DATABASE ${name} SET synchronous_commit = off`);

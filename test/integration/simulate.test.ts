@@ -76,6 +76,21 @@ describe('the embedded simulation database', () => {
   }, 120_000);
 });
 
+describe('the simulation database, embedded or scratch', () => {
+  it('sorts text by bytes (collation C), so the report\'s order does not depend on the server\'s locale', async () => {
+    const scenario = loadScenario(join(CASES, 'pause-resume.json'));
+    const range = { from: parseInstant('2027-01-01'), to: parseInstant('2027-05-01') };
+    const steps = planSteps(scenario, { ...range, seed: 1, operations: operationNames() });
+    const collation = await simulate({ scenario, steps, ...range, seed: 1, jobs: ALL_JOBS, databaseUrl }, async (world) => {
+      const result = await sql<{ collate: string; sorted: string }>`
+        SELECT (SELECT datcollate FROM pg_database WHERE datname = current_database()) AS collate,
+               (SELECT string_agg(x, ' ' ORDER BY x) FROM (VALUES ('b'), ('_a'), ('B'), ('a'), ('é')) AS v(x)) AS sorted`.execute(world.ctx.db);
+      return result.rows[0]!;
+    });
+    expect(collation).toEqual({ collate: 'C', sorted: 'B _a a b é' });
+  }, 120_000);
+});
+
 describe('simulation and worker agree (issue 6)', () => {
   let database: TestDatabase;
   beforeAll(async () => {

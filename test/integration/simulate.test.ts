@@ -91,6 +91,32 @@ describe('the simulation database, embedded or scratch', () => {
   }, 120_000);
 });
 
+describe('planner statistics of the simulation database', () => {
+  it('are refreshed from a small sample (statistics target 10) as the tables grow', async () => {
+    const scenario = parseScenario(
+      JSON.stringify({
+        plans: [{ ref: 'monthly', params: { amount: 980, currency: 'jpy', interval: 'month' } }],
+        generators: [{ generate: 'subscribers', ref: 'gen', count: 60, plan: '$monthly', from: '2027-01-01', to: '2027-01-10' }],
+      }),
+      'statistics scenario',
+    );
+    const range = { from: parseInstant('2027-01-01'), to: parseInstant('2027-03-01') };
+    const steps = planSteps(scenario, { ...range, seed: 1, operations: operationNames() });
+    const stats = await simulate({ scenario, steps, ...range, seed: 1, jobs: ALL_JOBS, databaseUrl }, async (world) => {
+      const result = await sql<{ table: string; buckets: number }>`
+        SELECT tablename AS table, max(cardinality(histogram_bounds::text::text[]))::int AS buckets FROM pg_stats
+        WHERE schemaname = current_schema() AND tablename IN ('customers', 'charges') AND attname IN ('customer_id', 'charge_id')
+        GROUP BY tablename ORDER BY tablename`.execute(world.ctx.db);
+      return result.rows;
+    });
+    // 60 distinct ids in each: a histogram of the default target would hold all 60 (and more).
+    expect(stats).toEqual([
+      { table: 'charges', buckets: 11 },
+      { table: 'customers', buckets: 11 },
+    ]);
+  }, 120_000);
+});
+
 describe('simulation and worker agree (issue 6)', () => {
   let database: TestDatabase;
   beforeAll(async () => {

@@ -13,7 +13,6 @@ import type { Caller } from '../accounts/accounts';
 import { cardKey, chargeCardsOf } from '../charges/charge-record';
 import { CHARGE_OBJECT_COLUMNS, renderCharge, type ChargeCard, type ChargeRow } from '../charges/charges';
 import type { Database } from '../db/schema';
-import { compactJsonText } from '../db/type-parsers';
 import { parseInstant, toIsoSeconds } from '../domain/time';
 import type { SimulatedWorld } from '../engine/simulation';
 import { EVENT_TEXT_SQL } from '../events/outbox';
@@ -208,8 +207,8 @@ async function prefetching<P>(fetchPage: () => Promise<P>, last: (page: P) => bo
 /**
  * Events in (account, instant, insertion) order, a page at a time through one cursor along the
  * events_by_created index, each printed by PostgreSQL as the API's event object (EVENT_TEXT_SQL)
- * with its stored document inside, compacted here: nothing per event is parsed or built in this
- * process (~250,000 events at 10,000 simulated subscriptions).
+ * with its stored document inside, compacted: nothing per event is parsed or built in this process
+ * (~250,000 events at 10,000 simulated subscriptions).
  */
 function eventPages(db: Kysely<Database>): Pages<JsonText> {
   return (emit) =>
@@ -217,7 +216,7 @@ function eventPages(db: Kysely<Database>): Pages<JsonText> {
       await sql`DECLARE report_events NO SCROLL CURSOR FOR SELECT ${EVENT_TEXT_SQL} AS text FROM events e ORDER BY e.account_id, e.created_at, e.seq`.execute(trx);
       const fetchPage = async () => {
         const rows = (await sql<{ text: string }>`FETCH ${sql.raw(String(PAGE))} FROM report_events`.execute(trx)).rows;
-        return rows.map((row) => new JsonText(compactJsonText(row.text)));
+        return rows.map((row) => new JsonText(row.text));
       };
       await prefetching(fetchPage, (page) => page.length === 0, emit);
     });

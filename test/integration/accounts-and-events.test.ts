@@ -124,9 +124,24 @@ describe('event outbox', () => {
     for (const [i, c] of cases.entries()) {
       await recordEvent(ctx.db, ctx.ids, { accountId: 'acct_text', livemode: c.livemode, type: c.type, data: { id: `obj_${i}`, object: 'thing', note: 'a "b" \\ c' }, at: new Date(c.at), apiVersion: c.apiVersion });
     }
+    // Documents PostgreSQL printed (json_build_object's spacing, jsonb's, line breaks and tabs),
+    // with whitespace, quotes and backslashes inside strings that must stay as they are.
+    const stored = [
+      `{"id" : "obj_sql", "object" : "thing", "nested" : {"a" : [1, 2, {"b" : null}]}, "note" : "two  spaces, \\"q\\" : x"}`,
+      `{\n\t"id": "obj_pretty",\r\n  "object": "thing",\n  "empty": {},\n  "list": [ ],\n  "slash": "ends with \\\\",\n  "t": true\n}`,
+      // Each kind of whitespace alone.
+      `{\n"id":"obj_nl","object":"thing"}`,
+      `{"id":\t"obj_tab","object":"thing"}`,
+      `{"id":"obj_cr",\r"object":"thing"}`,
+    ];
+    for (const [i, text] of stored.entries()) {
+      await sql`INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at)
+        VALUES ('acct_text', ${`evnt_sql${i}`}, false, ${i % 2 === 0 ? 'v1' : 'v2'}, 'thing.printed', 'thing', ${`obj_sql${i}`}, ${text}::json, '2029-01-01T00:00:00Z')`.execute(ctx.db);
+    }
     const expected = (await listEvents(ctx.db, 'acct_text')).map((event) => JSON.stringify(renderEvent(event)));
+    expect(expected.filter((text) => text.includes('"two  spaces, \\"q\\" : x"') || text.includes('"ends with \\\\"'))).toHaveLength(2);
     const printed = await sql<{ text: string }>`SELECT ${EVENT_TEXT_SQL} AS text FROM events e WHERE e.account_id = 'acct_text' ORDER BY e.created_at, e.seq`.execute(ctx.db);
     expect(printed.rows.map((row) => row.text)).toEqual(expected);
-    expect(expected).toHaveLength(cases.length);
+    expect(expected).toHaveLength(cases.length + stored.length);
   });
 });

@@ -1,14 +1,14 @@
 /**
- * compactJsonText (src/db/type-parsers.ts) against PostgreSQL's own printers (jsonb's text and
+ * compactJsonSql (src/events/outbox.ts) against PostgreSQL's own printers (jsonb's text and
  * json_build_object's): for the documents the engine stores, the compacted text of a stored
  * document is the document, and byte for byte what parsing it and JSON.stringify would give unless
- * a key looks like an array index (the report copies events this way).
+ * a key looks like an array index (the report prints events this way).
  */
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compactJsonText } from '../../src/db/type-parsers';
 import { utf8Text } from '../../src/db/utf8-param';
+import { compactJsonSql } from '../../src/events/outbox';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 
 let database: TestDatabase;
@@ -33,7 +33,13 @@ const documents = fc.letrec((tie) => ({
   object: fc.dictionary(fc.string({ unit: 'binary-ascii', maxLength: 8 }), tie('value'), { maxKeys: 5 }),
 })).object;
 
-describe('compactJsonText', () => {
+/** The given texts compacted by PostgreSQL, in order. */
+async function compacted(texts: readonly string[]): Promise<string[]> {
+  const result = await sql<{ text: string }>`SELECT ${compactJsonSql(sql`t.d`)} AS text FROM unnest(${texts}::text[]) WITH ORDINALITY AS t(d, n) ORDER BY t.n`.execute(database.store.db);
+  return result.rows.map((row) => row.text);
+}
+
+describe('compactJsonSql', () => {
   it('prints every stored document as JSON.stringify prints it parsed', async () => {
     const docs = fc.sample(documents, { numRuns: 400, seed: 42 });
     // NUL cannot be stored in jsonb text; the engine never writes it.
@@ -41,8 +47,9 @@ describe('compactJsonText', () => {
     const result = await sql<{ text: string }>`SELECT d::jsonb::text AS text FROM unnest(${storable}::text[]) WITH ORDINALITY AS t(d, n) ORDER BY n`.execute(database.store.db);
     expect(result.rows).toHaveLength(storable.length);
     let integerKeyed = 0;
-    for (const { text } of result.rows) {
-      const compact = compactJsonText(text);
+    const compacts = await compacted(result.rows.map((row) => row.text));
+    for (const [i, { text }] of result.rows.entries()) {
+      const compact = compacts[i]!;
       // The same document always; the same bytes unless a key looks like an array index, which
       // JavaScript objects move to the front while jsonb keeps its own order (shorter keys first).
       expect(JSON.parse(compact)).toEqual(JSON.parse(text));
@@ -56,19 +63,20 @@ describe('compactJsonText', () => {
     const result = await sql<{ text: string }>`SELECT json_build_object('id', 'ch_1', 'card', json_build_object('name', 'a : b, c', 'n', 3), 'metadata', '{"k": "v"}'::jsonb, 'nothing', NULL)::text AS text`.execute(database.store.db);
     const text = result.rows[0]!.text;
     expect(text).toContain(' : ');
-    expect(compactJsonText(text)).toBe(JSON.stringify({ id: 'ch_1', card: { name: 'a : b, c', n: 3 }, metadata: { k: 'v' }, nothing: null }));
+    expect(await compacted([text])).toEqual([JSON.stringify({ id: 'ch_1', card: { name: 'a : b, c', n: 3 }, metadata: { k: 'v' }, nothing: null })]);
   });
 
   it("compacts a pretty printer's line breaks too (array_to_json(…, true))", async () => {
     const result = await sql<{ text: string }>`SELECT array_to_json(ARRAY[1, 2, 3], true)::text AS text`.execute(database.store.db);
     expect(result.rows[0]!.text).toContain('\n');
-    expect(compactJsonText(result.rows[0]!.text)).toBe('[1,2,3]');
-    expect(compactJsonText('{\r\n\t"a":\t"x\\ny"\n}')).toBe('{"a":"x\\ny"}');
+    expect(await compacted([result.rows[0]!.text, '{\r\n\t"a":\t"x\\ny"\n}'])).toEqual(['[1,2,3]', '{"a":"x\\ny"}']);
   });
 
-  it('keeps blanks inside strings and drops those jsonb adds', () => {
-    expect(compactJsonText('{"a": "x, y: z", "b": [1, 2, {"c": " "}]}')).toBe('{"a":"x, y: z","b":[1,2,{"c":" "}]}');
-    expect(compactJsonText('{"q": "say \\"hi, you\\": ok"}')).toBe('{"q":"say \\"hi, you\\": ok"}');
+  it('keeps blanks inside strings and drops those jsonb adds', async () => {
+    expect(await compacted(['{"a": "x, y: z", "b": [1, 2, {"c": " "}]}', '{"q": "say \\"hi, you\\": ok"}'])).toEqual([
+      '{"a":"x, y: z","b":[1,2,{"c":" "}]}',
+      '{"q":"say \\"hi, you\\": ok"}',
+    ]);
   });
 });
 

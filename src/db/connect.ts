@@ -9,6 +9,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
 import type { Database } from './schema';
 import { SHARED_PARSERS } from './type-parsers';
 import { PGLITE_SERIALIZERS } from './utf8-param';
@@ -25,6 +26,11 @@ export interface Store {
    * Kept apart from `db` because PGlite runs multi-statement text only through `exec`.
    */
   executeScript(executor: Kysely<Database>, script: string): Promise<void>;
+  /**
+   * PostgreSQL only: runs `COPY (…) TO STDOUT` on a connection of its own and hands its output to
+   * `write` chunk by chunk, as the raw bytes the server sends (no text decoding in this process).
+   */
+  copyOut?(statement: string, write: (chunk: Buffer) => void | Promise<void>): Promise<void>;
   /** PGlite only: the whole database as a tarball, to start another in-memory one from. */
   snapshot?(): Promise<Blob>;
   close(): Promise<void>;
@@ -92,6 +98,17 @@ async function openPostgres(url: string, options: OpenStoreOptions): Promise<Sto
     async executeScript(executor, script) {
       // Without parameters pg uses the simple query protocol, which accepts several statements.
       await sql.raw(script).execute(executor);
+    },
+    async copyOut(statement, write) {
+      const client = await pool.connect();
+      try {
+        for await (const chunk of client.query(copyTo(statement))) await write(chunk as Buffer);
+        client.release();
+      } catch (error) {
+        // A COPY left half read cannot go back to the pool: the connection is closed.
+        client.release(true);
+        throw error;
+      }
     },
     close: () => db.destroy(),
   };

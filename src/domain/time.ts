@@ -17,7 +17,10 @@ export function fromUnixSeconds(seconds: number): Date {
 
 /** v2 renders instants as ISO 8601 UTC strings without milliseconds. */
 export function toIsoSeconds(instant: Date): string {
-  return instant.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  // toISOString always ends in `.sssZ` (also for years past 9999): cut, not a regular expression,
+  // which cost three times the formatting (the report prints two per charge).
+  const iso = instant.toISOString();
+  return `${iso.slice(0, -5)}Z`;
 }
 
 /** The JST calendar date of an instant, as `YYYY-MM-DD`. */

@@ -146,5 +146,9 @@ describe('v1 UNIX seconds and v2 ISO seconds', () => {
   it('toIsoSeconds is UTC without milliseconds', () => {
     expect(toIsoSeconds(new Date('2027-01-01T09:08:07.654Z'))).toBe('2027-01-01T09:08:07Z');
     expect(toIsoSeconds(new Date('2027-01-01T00:00:00.000Z'))).toBe('2027-01-01T00:00:00Z');
+    // Before 1970, and years printed with a sign (past 9999 and before year 0).
+    expect(toIsoSeconds(new Date('1969-12-31T23:59:59.999Z'))).toBe('1969-12-31T23:59:59Z');
+    expect(toIsoSeconds(new Date(Date.UTC(12027, 0, 1, 1, 2, 3, 4)))).toBe('+012027-01-01T01:02:03Z');
+    expect(toIsoSeconds(new Date(Date.UTC(-1, 5, 1)))).toBe('-000001-06-01T00:00:00Z');
   });
 });

@@ -12,7 +12,7 @@ import type { ErrorCode } from '../domain/errors';
 import { toUnixSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvents, type EventInput } from '../events/outbox';
-import type { AuthorizationKind } from '../processor/card-network';
+import type { AuthorizationKind, AuthorizationResult } from '../processor/card-network';
 import { renderCard, type CardObject, type CardRow } from '../customers/card-object';
 import { DEFAULT_FEE_RATES } from '../accounts/accounts';
 import { settlementOfCaptures } from '../settlement/capture';
@@ -155,6 +155,30 @@ async function feeRates(executor: Kysely<Database>, accountIds: readonly string[
  */
 export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'clock'>, requests: readonly ChargeRequest[]): Promise<ChargeOutcome[]> {
   if (requests.length === 0) return [];
+  const prepared = await prepareCharges(trx, ctx, requests);
+  const written = await insertPreparedCharges(trx, prepared);
+  await voidUnwritten(ctx, prepared, written);
+  const { outcomes, events } = chargeOutcomes(prepared, written);
+  await recordEvents(trx, ctx.ids, events);
+  return outcomes;
+}
+
+/**
+ * A batch of charges authorized and built, not yet written: chargeCards in steps, for a caller
+ * that prepares what follows the INSERT while it runs (the renewal job).
+ */
+export interface PreparedCharges {
+  readonly requests: readonly ChargeRequest[];
+  readonly chargeIds: readonly string[];
+  readonly references: readonly string[];
+  readonly results: readonly AuthorizationResult[];
+  readonly rows: readonly ChargeRow[];
+  /** The rows as the INSERT's JSON document. */
+  readonly payload: string;
+}
+
+/** Draws the charges' ids, authorizes them and builds their rows (chargeCards' first step). */
+export async function prepareCharges(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'clock'>, requests: readonly ChargeRequest[]): Promise<PreparedCharges> {
   const chargeIds = requests.map(() => ctx.ids.next('charge'));
   // The network's idempotency reference: for a subscription charge the natural key (subscription,
   // period start), so a batch rolled back and retried asks again under the same reference and a
@@ -265,7 +289,6 @@ export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids
   // rebuilt exactly, whole seconds and milliseconds apart: to_timestamp of a fractional double
   // would round far-future instants.
   const ms = (value: Date | null): number | null => (value === null ? null : value.getTime());
-  const instant = (column: string) => sql.raw(`(to_timestamp(${column} / 1000) + ${column} % 1000 * interval '1 millisecond')`);
   const payload = JSON.stringify(
     settledRows.map((row) => ({
       a: row.account_id,
@@ -287,6 +310,17 @@ export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids
       tm: row.term_id,
     })),
   );
+  return { requests, chargeIds, references, results, rows: settledRows, payload };
+}
+
+/**
+ * Sends the INSERT of prepared charges; resolves to the ids of the charges written (a charge not
+ * written repeats a stored paid charge of its subscription and period).
+ */
+export async function insertPreparedCharges(trx: Kysely<Database>, prepared: PreparedCharges): Promise<Set<string>> {
+  if (prepared.rows.length === 0) return new Set();
+  const { payload } = prepared;
+  const instant = (column: string) => sql.raw(`(to_timestamp(${column} / 1000) + ${column} % 1000 * interval '1 millisecond')`);
   const inserted = await sql<{ charge_id: string }>`
     INSERT INTO charges (account_id, livemode, charge_id, amount, currency, paid, captured, captured_at, amount_captured, card_id, customer_id,
                          subscription_id, period_start, description, failure_code, failure_message, fee_rate, created_at, updated_at,
@@ -298,7 +332,16 @@ export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids
            fc text, fm text, fr numeric, t bigint, fee bigint, tm text)
     ON CONFLICT (account_id, livemode, subscription_id, period_start) WHERE subscription_id IS NOT NULL AND period_start IS NOT NULL AND paid DO NOTHING
     RETURNING charge_id`.execute(trx);
-  const written = new Set(inserted.rows.map((row) => row.charge_id));
+  return new Set(inserted.rows.map((row) => row.charge_id));
+}
+
+/**
+ * Voids the authorizations of prepared charges that were not written, where the network would not
+ * answer a repeat with the stored charge's own (see chargeCards).
+ */
+export async function voidUnwritten(ctx: Pick<Context, 'processor'>, prepared: PreparedCharges, written: ReadonlySet<string>): Promise<void> {
+  const { results, references, chargeIds } = prepared;
+  const settledRows = prepared.rows;
   // A charge not written repeats an existing (subscription, period start): its authorization
   // went out under that period's reference, so the network answered with the existing charge's
   // authorization, which must stand. Only an authorization under a reference of its own is voided.
@@ -311,6 +354,15 @@ export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids
       }),
     );
   }
+}
+
+/**
+ * What became of each prepared charge, in request order, and the `charge.succeeded` /
+ * `charge.failed` events of those written (to record with recordEvents): no I/O.
+ */
+export function chargeOutcomes(prepared: PreparedCharges, written: ReadonlySet<string>): { outcomes: ChargeOutcome[]; events: EventInput[] } {
+  const { requests, results } = prepared;
+  const settledRows = prepared.rows;
   const outcomes: ChargeOutcome[] = [];
   const events: EventInput[] = [];
   settledRows.forEach((row, i) => {
@@ -323,6 +375,5 @@ export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids
     events.push({ accountId: row.account_id, livemode: row.livemode, type: result.approved ? 'charge.succeeded' : 'charge.failed', data: charge, at: row.created_at });
     outcomes.push(result.approved ? { status: 'succeeded', charge, row } : { status: 'failed', charge, row, code: result.code, message: result.message });
   });
-  await recordEvents(trx, ctx.ids, events);
-  return outcomes;
+  return { outcomes, events };
 }

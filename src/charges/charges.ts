@@ -179,6 +179,7 @@ export interface PreparedCharges {
 
 /** Draws the charges' ids, authorizes them and builds their rows (chargeCards' first step). */
 export async function prepareCharges(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'clock'>, requests: readonly ChargeRequest[]): Promise<PreparedCharges> {
+  if (requests.length === 0) return { requests, chargeIds: [], references: [], results: [], rows: [], payload: '[]' };
   const chargeIds = requests.map(() => ctx.ids.next('charge'));
   // The network's idempotency reference: for a subscription charge the natural key (subscription,
   // period start), so a batch rolled back and retried asks again under the same reference and a

@@ -317,6 +317,13 @@ describe('subscriptions.renew (service rules §1.5)', () => {
     expect(await runSlot(t('2027-01-01T00:01:00Z'))).toMatchObject({ renewed: 1 });
     expect(await chargesOf('sub_r00000001')).toHaveLength(1);
     expect(await stored('sub_r00000001')).toMatchObject({ current_period_start: due, renews_at: before.renews_at, last_charge_id: before.last_charge_id });
+    // No event for the charge that was not written; the subscription's move is reported.
+    const events = await sql<{ type: string; n: number }>`
+      SELECT type, count(*)::int AS n FROM events WHERE data->>'subscription' = 'sub_r00000001' OR resource_id = 'sub_r00000001' GROUP BY type ORDER BY type`.execute(db);
+    expect(events.rows).toEqual([
+      { type: 'charge.succeeded', n: 1 },
+      { type: 'subscription.renewed', n: 2 },
+    ]);
   });
 
   it('nextDueAt is the earliest renews_at strictly after the given instant', async () => {

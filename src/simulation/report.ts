@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { sql, type Kysely } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import { cardKey, chargeCardsOf } from '../charges/charge-record';
-import { CHARGE_OBJECT_COLUMNS, renderCharge, type ChargeCard, type ChargeRow } from '../charges/charges';
+import { CHARGE_OBJECT_COLUMNS, renderCharge, type ChargeRow } from '../charges/charges';
+import { renderCard } from '../customers/card-object';
 import type { Database } from '../db/schema';
 import { parseInstant, toIsoSeconds } from '../domain/time';
 import type { SimulatedWorld } from '../engine/simulation';
@@ -173,7 +174,7 @@ type ReportCharge = Pick<ChargeRow, (typeof REPORT_CHARGE_COLUMNS)[number]>;
  * whole report, not once per charge: a subscriber's card appears in every renewal (on PGlite,
  * where every field read costs JavaScript work, reading them per page was most of the section).
  */
-function chargePages(db: Kysely<Database>): Pages<{ row: ReportCharge; card: ChargeCard | null }> {
+function chargePages(db: Kysely<Database>): Pages<{ row: ReportCharge; cardText: string | null }> {
   return (emit) =>
     db.transaction().execute(async (trx) => {
       // The columns the charge object and the summary read, not every column of the table (on
@@ -183,7 +184,8 @@ function chargePages(db: Kysely<Database>): Pages<{ row: ReportCharge; card: Cha
         SELECT ${sql.join(REPORT_CHARGE_COLUMNS.map((column) => sql.ref(column)))} FROM charges ORDER BY account_id, created_at, charge_id`.execute(trx);
       // Stored cards, else the card of the token a charge was made with (v1 charges by token,
       // checkout and payment flows); a payment flow paid without a card (PayPay) has none (null).
-      const cards = new Map<string, ChargeCard | null>();
+      // Each card's object is printed once (JSON text): a subscriber's card is in every renewal.
+      const cards = new Map<string, string | null>();
       const fetchPage = async () => {
         const rows = (await sql<ReportCharge>`FETCH ${sql.raw(String(PAGE))} FROM report_charges`.execute(trx)).rows;
         const unseen = new Map<string, ReportCharge>();
@@ -193,12 +195,31 @@ function chargePages(db: Kysely<Database>): Pages<{ row: ReportCharge; card: Cha
         }
         if (unseen.size > 0) {
           const found = await chargeCardsOf(trx, [...unseen.values()]);
-          for (const key of unseen.keys()) cards.set(key, found.get(key) ?? null);
+          for (const key of unseen.keys()) {
+            const card = found.get(key);
+            cards.set(key, card === undefined ? null : JSON.stringify(renderCard(card)));
+          }
         }
-        return rows.map((row) => ({ row, card: cards.get(cardKey(row.account_id, row.livemode, row.card_id)) ?? null }));
+        return rows.map((row) => ({ row, cardText: cards.get(cardKey(row.account_id, row.livemode, row.card_id)) ?? null }));
       };
       await prefetching(fetchPage, (page) => page.length === 0, emit);
     });
+}
+
+const NO_CARD = '"card":null';
+
+/**
+ * The charge object as JSON.stringify(renderCharge(row, card)) prints it, given the card's object
+ * already printed: the charge is printed without its card, and the card's text put in its place.
+ * The first `"card":null` is the field: inside a string its quotes would be escaped, and no field
+ * before `card` is an object (metadata, which could hold such a key, comes after).
+ */
+function chargeText(row: ReportCharge, cardText: string | null): JsonText {
+  const text = JSON.stringify(renderCharge(row, null));
+  if (cardText === null) return new JsonText(text);
+  const at = text.indexOf(NO_CARD);
+  if (at < 0) throw new Error(`charge ${row.charge_id} printed without a card field`);
+  return new JsonText(`${text.slice(0, at)}"card":${cardText}${text.slice(at + NO_CARD.length)}`);
 }
 
 /**
@@ -350,8 +371,8 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   chargesCsv.write('id,account,created_at,customer,subscription,amount,paid,captured,captured_at,amount_captured,amount_refunded,refunded,failure_code,fee_rate,term_id\n');
   // Lines are written a page at a time.
   const csvLines: string[] = [];
-  await json.array('charges', chargePages(db), ({ row, card }) => {
-    const object = renderCharge(row, card);
+  await json.array('charges', chargePages(db), ({ row, cardText }) => {
+    const object = chargeText(row, cardText);
     const created = month(row.created_at);
     created.charges += 1;
     if (!row.paid) {

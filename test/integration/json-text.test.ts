@@ -72,6 +72,16 @@ describe('compactJsonSql', () => {
     expect(await compacted([result.rows[0]!.text, '{\r\n\t"a":\t"x\\ny"\n}'])).toEqual(['[1,2,3]', '{"a":"x\\ny"}']);
   });
 
+  it('compacts the same with standard_conforming_strings off (its literals are escape strings)', async () => {
+    const texts = ['{"q" : "say \\"hi, you\\" : ok", "p" : "a\\\\"}', '{\n"a":\t[1, 2]}'];
+    const printed = await database.store.db.transaction().execute(async (trx) => {
+      await sql`SET LOCAL standard_conforming_strings = off`.execute(trx);
+      const result = await sql<{ text: string }>`SELECT ${compactJsonSql(sql`t.d`)} AS text FROM unnest(${texts}::text[]) WITH ORDINALITY AS t(d, n) ORDER BY t.n`.execute(trx);
+      return result.rows.map((row) => row.text);
+    });
+    expect(printed).toEqual(texts.map((text) => JSON.stringify(JSON.parse(text))));
+  });
+
   it('keeps blanks inside strings and drops those jsonb adds', async () => {
     expect(await compacted(['{"a": "x, y: z", "b": [1, 2, {"c": " "}]}', '{"q": "say \\"hi, you\\": ok"}'])).toEqual([
       '{"a":"x, y: z","b":[1,2,{"c":" "}]}',

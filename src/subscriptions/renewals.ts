@@ -135,11 +135,6 @@ export async function renewBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'
 
   // 3. Decide every subscription in memory.
   const decisions = due.map((row) => decide(row, plans, cards, ctx));
-  for (const decision of decisions) {
-    if (decision.kind === 'uncharged') {
-      ctx.log.warn({ account: decision.row.account_id, subscription: decision.row.subscription_id, reason: decision.reason }, 'renewal not charged; subscription paused');
-    }
-  }
 
   // 4. Authorize every chargeable subscription in one call and send the charges' INSERT.
   const charged = decisions.filter((d): d is Extract<Decision, { kind: 'charge' }> => d.kind === 'charge');
@@ -152,7 +147,7 @@ export async function renewBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'
   // locked, so none repeats a stored charge of its period — checked below, and rebuilt if one
   // did. One turn of the event loop first, so that the INSERT is on its way. (This work was a
   // fifth of a batch's time, done while the connection sat idle.)
-  await new Promise((resolve) => setImmediate(resolve));
+  if (prepared.rows.length > 0) await new Promise((resolve) => setImmediate(resolve));
   let charges = chargeOutcomes(prepared, new Set(prepared.rows.map((row) => row.charge_id)));
   let followUp = planFollowUp(decisions, charged, charges.outcomes, new Map(), plans);
   let chargeEvents = prepareEvents(charges.events);
@@ -169,6 +164,11 @@ export async function renewBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'
   await recordPreparedEvents(trx, ctx.ids, chargeEvents);
   await writeChanges(trx, followUp.changes);
   await recordPreparedEvents(trx, ctx.ids, followUp.events);
+  for (const decision of decisions) {
+    if (decision.kind === 'uncharged') {
+      ctx.log.warn({ account: decision.row.account_id, subscription: decision.row.subscription_id, reason: decision.reason }, 'renewal not charged; subscription paused');
+    }
+  }
   return { selected: due.length, ...followUp.counts };
 }
 

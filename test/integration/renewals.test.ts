@@ -326,6 +326,30 @@ describe('subscriptions.renew (service rules §1.5)', () => {
     ]);
   });
 
+  it('a batch where the unique index refuses one charge writes the others, their events and every subscription move', async () => {
+    const due = t('2027-01-01T00:00:00Z');
+    await seedDueSubscriptions(db, { count: 3, dueAt: due });
+    await runSlot(due);
+    const next = (await stored('sub_r00000002')).renews_at!;
+    // sub 1 as if its update had been lost (its January period is billed already); subs 2 and 3
+    // are due for February at the same slot: one batch with one refused charge and two written.
+    await db.updateTable('subscriptions').set({ current_period_start: t('2026-12-01T00:00:00Z'), current_period_end: due, renews_at: due }).where('subscription_id', '=', 'sub_r00000001').execute();
+    // sub 1 moves on to February in that batch and is renewed for it in a second one.
+    expect(await runSlot(next)).toMatchObject({ renewed: 4, failed: 0, batches: 2 });
+    for (const id of ['sub_r00000001', 'sub_r00000002', 'sub_r00000003']) {
+      expect((await chargesOf(id)).map((c) => c.period_start), id).toEqual([due, next]);
+    }
+    // One charge event per charge written (none for the refused one), one renewal event per move.
+    const tally = await sql<{ type: string; n: number; charges: number }>`
+      SELECT e.type, count(*)::int AS n, count(c.charge_id)::int AS charges FROM events e
+      LEFT JOIN charges c ON e.type LIKE 'charge.%' AND c.charge_id = e.resource_id
+      WHERE e.type IN ('charge.succeeded', 'subscription.renewed') GROUP BY e.type ORDER BY e.type`.execute(db);
+    expect(tally.rows).toEqual([
+      { type: 'charge.succeeded', n: 6, charges: 6 },
+      { type: 'subscription.renewed', n: 7, charges: 0 },
+    ]);
+  });
+
   it('nextDueAt is the earliest renews_at strictly after the given instant', async () => {
     await plan('pln_m', 1000);
     await customer('cus_j');

@@ -137,6 +137,24 @@ export function renderCharge(row: ChargeObjectColumns, card: ChargeCard | null):
   };
 }
 
+const NO_CARD = '"card":null';
+
+/**
+ * The charge object as JSON.stringify(renderCharge(row, card)) prints it, given the card's object
+ * already printed (JSON.stringify(renderCard(card))), for a reader printing many charges of few
+ * cards (the simulation report): the charge is printed without its card, and the card's text put
+ * in its place. The first `"card":null` is the field: inside a string its quotes would be
+ * escaped, and no field before `card` is an object (metadata, which could hold such a key, comes
+ * after).
+ */
+export function chargeText(row: ChargeObjectColumns, cardText: string | null): string {
+  const text = JSON.stringify(renderCharge(row, null));
+  if (cardText === null) return text;
+  const at = text.indexOf(NO_CARD);
+  if (at < 0) throw new Error(`charge ${row.charge_id} printed without a card field`);
+  return `${text.slice(0, at)}"card":${cardText}${text.slice(at + NO_CARD.length)}`;
+}
+
 /** Fee rates of the given accounts by brand, in one query (a batch spans many accounts). */
 async function feeRates(executor: Kysely<Database>, accountIds: readonly string[]): Promise<Map<string, string>> {
   const unique = [...new Set(accountIds)];

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { sql, type Kysely } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import { cardKey, chargeCardsOf } from '../charges/charge-record';
-import { CHARGE_OBJECT_COLUMNS, renderCharge, type ChargeRow } from '../charges/charges';
+import { CHARGE_OBJECT_COLUMNS, chargeText, type ChargeRow } from '../charges/charges';
 import { renderCard } from '../customers/card-object';
 import type { Database } from '../db/schema';
 import { parseInstant, toIsoSeconds } from '../domain/time';
@@ -206,22 +206,6 @@ function chargePages(db: Kysely<Database>): Pages<{ row: ReportCharge; cardText:
     });
 }
 
-const NO_CARD = '"card":null';
-
-/**
- * The charge object as JSON.stringify(renderCharge(row, card)) prints it, given the card's object
- * already printed: the charge is printed without its card, and the card's text put in its place.
- * The first `"card":null` is the field: inside a string its quotes would be escaped, and no field
- * before `card` is an object (metadata, which could hold such a key, comes after).
- */
-function chargeText(row: ReportCharge, cardText: string | null): JsonText {
-  const text = JSON.stringify(renderCharge(row, null));
-  if (cardText === null) return new JsonText(text);
-  const at = text.indexOf(NO_CARD);
-  if (at < 0) throw new Error(`charge ${row.charge_id} printed without a card field`);
-  return new JsonText(`${text.slice(0, at)}"card":${cardText}${text.slice(at + NO_CARD.length)}`);
-}
-
 /**
  * Hands pages to `emit` until `last` says a page is the end, asking for the next page before
  * emitting the current one: the database reads page k+1 while this process renders and writes
@@ -372,7 +356,7 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   // Lines are written a page at a time.
   const csvLines: string[] = [];
   await json.array('charges', chargePages(db), ({ row, cardText }) => {
-    const object = chargeText(row, cardText);
+    const object = new JsonText(chargeText(row, cardText));
     const created = month(row.created_at);
     created.charges += 1;
     if (!row.paid) {

@@ -6,13 +6,13 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, isPostgres, type TestDatabase } from '../support/database';
 
-let database: TestDatabase;
-beforeAll(async () => {
-  database = await createTestDatabase();
-});
-afterAll(async () => database?.drop());
-
 describe.runIf(isPostgres())('Store.copyOut', () => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+  });
+  afterAll(async () => database?.drop());
+
   it('hands over the raw bytes of COPY … TO STDOUT, chunk by chunk', async () => {
     const values = ['{"a":"x, y"}', '{"q":"say \\"hi\\" \\\\ ok"}', '{"jp":"請求 ¥1,000 — 決済"}', 'plain'];
     const chunks: Buffer[] = [];

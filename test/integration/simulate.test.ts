@@ -91,6 +91,20 @@ describe('the simulation database, embedded or scratch', () => {
   }, 120_000);
 });
 
+describe('the report\'s events section (streamed by COPY on a server, a cursor on PGlite)', () => {
+  it('is laid out like every other section: empty, one event, several', async () => {
+    const token = (at: string) => ({ at, op: 'tokens.create', params: { card: { number: '4242424242424242', exp_month: 12, exp_year: 2032 } } });
+    for (const timeline of [[], [token('2027-01-02T10:00:00+09:00')], [token('2027-01-02T10:00:00+09:00'), token('2027-01-03T10:00:00+09:00')]]) {
+      const { report } = await run(parseScenario(JSON.stringify({ timeline }), 'events layout'), '2027-01-01', '2027-01-05', 1);
+      const events = (JSON.parse(report) as { events: unknown[] }).events;
+      expect(events).toHaveLength(timeline.length);
+      const section = report.slice(report.indexOf('\n  "events": '));
+      const lines = events.map((event) => `    ${JSON.stringify(event)}`).join(',\n');
+      expect(section).toBe(`\n  "events": ${events.length === 0 ? '[]' : `[\n${lines}\n  ]`}\n}\n`);
+    }
+  }, 120_000);
+});
+
 describe('planner statistics of the simulation database', () => {
   it('are refreshed from a small sample (statistics target 10) as the tables grow', async () => {
     const scenario = parseScenario(

@@ -16,7 +16,8 @@
  * or whose first charge is declined, gets the error its `subscriptions.create` call would have got
  * (a declined charge stays recorded, as the call leaves it); its token and customer stand.
  */
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import { utf8Text } from '../db/utf8-param';
 import type { Caller } from '../accounts/accounts';
 import { chargeCards, type ChargeRequest } from '../charges/charges';
 import { renderCard, type CardRow } from '../customers/card-object';
@@ -51,11 +52,20 @@ export interface NewSubscriberResult {
   readonly subscription: SubscriptionObject | KessaiError;
 }
 
-/** Rows per INSERT: well under PostgreSQL's 65,535 bind parameters for the widest table (cards). */
-const ROWS_PER_INSERT = 1000;
-
-async function insertChunked<T>(rows: readonly T[], insert: (chunk: readonly T[]) => Promise<unknown>): Promise<void> {
-  for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) await insert(rows.slice(i, i + ROWS_PER_INSERT));
+/**
+ * Writes rows of one table in one statement: the rows travel as one JSON document (one UTF-8
+ * parameter) expanded by json_populate_recordset into the table's own column types, instead of a
+ * multi-row VALUES list that the query builder compiles and node-postgres serialises parameter by
+ * parameter (sign-ups of a 10,000-subscriber year: 2.9 → 2.7 s on PostgreSQL, 4.2 → 3.3 s on
+ * PGlite). The rows come from one row builder, so they have the same columns, named by the first
+ * row's defined values, written as given (instants as JSON.stringify prints a Date, exact to the
+ * millisecond; metadata as nested JSON for jsonb).
+ */
+async function insertRows(trx: Kysely<Database>, table: 'tokens' | 'customers' | 'cards' | 'subscriptions', rows: readonly object[]): Promise<void> {
+  if (rows.length === 0) return;
+  const names = Object.entries(rows[0]!).flatMap(([column, value]) => (value === undefined ? [] : [column]));
+  const columns = sql.join(names.map((column) => sql.ref(column)));
+  await sql`INSERT INTO ${sql.table(table)} (${columns}) SELECT ${columns} FROM json_populate_recordset(NULL::${sql.table(table)}, ${utf8Text(JSON.stringify(rows))}::json)`.execute(trx);
 }
 
 /**
@@ -94,9 +104,9 @@ export async function subscribeNewCustomers(trx: Kysely<Database>, ctx: Pick<Con
     customerObjects.push(object);
     events.push(event('token.created', renderToken(token), person.at), event('customer.created', object, person.at), event('customer.card.created', renderCard(card), person.at));
   });
-  await insertChunked(tokens, (chunk) => trx.insertInto('tokens').values(chunk.map((token, k) => ({ ...token, used_at: chunk[k]!.created_at }))).execute());
-  await insertChunked(customers, (chunk) => trx.insertInto('customers').values(chunk.map((row) => ({ ...row, metadata: JSON.stringify(row.metadata) }))).execute());
-  await insertChunked(cards, (chunk) => trx.insertInto('cards').values(chunk.map((row) => ({ ...row, metadata: JSON.stringify(row.metadata) }))).execute());
+  await insertRows(trx, 'tokens', tokens.map((token) => ({ ...token, used_at: token.created_at })));
+  await insertRows(trx, 'customers', customers);
+  await insertRows(trx, 'cards', cards);
   await recordEvents(trx, ctx.ids, events);
 
   // subscriptions.create, in its order of checks: parameters, plan, subscribable, §1.3 plan, charge.
@@ -172,7 +182,7 @@ export async function subscribeNewCustomers(trx: Kysely<Database>, ctx: Pick<Con
     created.push(event('subscription.created', object, row.created_at));
     outcomes[draft.i] = object;
   }
-  await insertChunked(stored, (chunk) => trx.insertInto('subscriptions').values(chunk.map((row) => ({ ...row, metadata: JSON.stringify(row.metadata) }))).execute());
+  await insertRows(trx, 'subscriptions', stored);
   await recordEvents(trx, ctx.ids, created);
 
   return people.map((_, i) => {

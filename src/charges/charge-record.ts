@@ -9,6 +9,7 @@ import type { Database } from '../db/schema';
 import { reject } from '../domain/errors';
 import type { IdGenerator } from '../domain/ids';
 import { renderCharge, type ChargeCard, type ChargeObject, type ChargeRow } from './charges';
+import { instantFromEpochMs } from '../db/epoch-ms';
 
 /** The charge of the caller's account and mode, locked FOR UPDATE when asked; `invalid_id` on `id` otherwise. */
 export async function findCharge(executor: Kysely<Database>, caller: Caller, chargeId: string, lock = false): Promise<ChargeRow> {
@@ -115,7 +116,7 @@ export async function recordChargeEvents(executor: Kysely<Database>, ids: IdGene
         'fee_rate', c.fee_rate::text, 'refunded', c.refunded, 'amount_refunded', c.amount_refunded, 'refund_reason', c.refund_reason,
         'subscription', c.subscription_id, 'metadata', c.metadata, 'platform_fee', c.platform_fee, 'tenant', c.tenant_id, 'platform_fee_rate', c.platform_fee_rate::text,
         'total_platform_fee', c.total_platform_fee, 'three_d_secure_status', c.three_d_secure_status, 'term_id', c.term_id),
-      to_timestamp(k.at / 1000) + k.at % 1000 * interval '1 millisecond'
+      ${instantFromEpochMs('k.at')}
     FROM unnest(${keys.map((k) => k.accountId)}::text[], ${keys.map((k) => k.livemode)}::boolean[], ${keys.map((k) => k.chargeId)}::text[],
                 ${eventIds}::text[], ${keys.map((k) => k.type)}::text[], ${keys.map((k) => k.at.getTime())}::bigint[]) WITH ORDINALITY AS k(a, l, id, eid, t, at, n)
     CROSS JOIN LATERAL (SELECT * FROM charges c WHERE c.account_id = k.a AND c.livemode = k.l AND c.charge_id = k.id OFFSET 0) c

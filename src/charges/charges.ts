@@ -16,6 +16,7 @@ import type { AuthorizationKind, AuthorizationResult } from '../processor/card-n
 import { renderCard, type CardObject, type CardRow } from '../customers/card-object';
 import { DEFAULT_FEE_RATES } from '../accounts/accounts';
 import { settlementOfCaptures } from '../settlement/capture';
+import { instantFromEpochMs } from '../db/epoch-ms';
 
 export type ChargeRow = Selectable<ChargesTable>;
 
@@ -339,13 +340,12 @@ export async function prepareCharges(trx: Kysely<Database>, ctx: Pick<Context, '
 export async function insertPreparedCharges(trx: Kysely<Database>, prepared: PreparedCharges): Promise<Set<string>> {
   if (prepared.rows.length === 0) return new Set();
   const { payload } = prepared;
-  const instant = (column: string) => sql.raw(`(to_timestamp(${column} / 1000) + ${column} % 1000 * interval '1 millisecond')`);
   const inserted = await sql<{ charge_id: string }>`
     INSERT INTO charges (account_id, livemode, charge_id, amount, currency, paid, captured, captured_at, amount_captured, card_id, customer_id,
                          subscription_id, period_start, description, failure_code, failure_message, fee_rate, created_at, updated_at,
                          fee, total_platform_fee, term_id)
-    SELECT a, l, c, amt, 'jpy', p, p, ${instant('cap')}, CASE WHEN p THEN amt END, card, cus, sub, ${instant('ps')}, d, fc, fm, fr,
-           ${instant('t')}, ${instant('t')}, fee, 0, tm
+    SELECT a, l, c, amt, 'jpy', p, p, ${instantFromEpochMs('cap')}, CASE WHEN p THEN amt END, card, cus, sub, ${instantFromEpochMs('ps')}, d, fc, fm, fr,
+           ${instantFromEpochMs('t')}, ${instantFromEpochMs('t')}, fee, 0, tm
     FROM json_to_recordset(${utf8Text(payload)}::json)
       AS r(a text, l boolean, c text, amt bigint, p boolean, cap bigint, card text, cus text, sub text, ps bigint, d text,
            fc text, fm text, fr numeric, t bigint, fee bigint, tm text)

@@ -21,11 +21,11 @@ import { v1HoldExpiresAt, V1_EXPIRY_DAYS } from '../domain/hold-periods';
 import type { Context } from '../engine/context';
 import { checkpoint, type JobCounts, type SlotRun } from '../engine/job';
 import { recordChargeEvents, type ChargeEventKey } from './charge-record';
+import { instantFromEpochMs } from '../db/epoch-ms';
 
 /** The columns that make a hold live: authorized, not captured, not cancelled, not yet released. */
 const LIVE_HOLD = sql`paid AND NOT captured AND NOT refunded AND released_at IS NULL AND expired_at IS NOT NULL`;
 
-const ms = (column: string) => sql.raw(`(to_timestamp(${column} / 1000) + ${column} % 1000 * interval '1 millisecond')`);
 
 /** Runs `batch` in its own transaction (claim asserted first) until it reports 0 rows. */
 async function inBatches(ctx: Context, run: SlotRun, job: string, batch: (trx: Kysely<Database>) => Promise<Record<string, number> & { selected: number }>): Promise<Record<string, number>> {
@@ -267,7 +267,7 @@ export async function reauthorizeBatch(trx: Kysely<Database>, ctx: Pick<Context,
   const inserted = await sql<{ reauth_id: string }>`
     INSERT INTO reauthorizations (account_id, livemode, reauth_id, charge_id, scheduled, amount, outcome, failure_code, failure_message,
                                   authorization_code, previous_expired_at, expired_at, attempted_at)
-    SELECT a, l, rid, id, true, amt, CASE WHEN ok THEN 'succeeded' ELSE 'failed' END, fc, fm, code, ${ms('prev')}, ${ms('exp')}, ${ms('at')}
+    SELECT a, l, rid, id, true, amt, CASE WHEN ok THEN 'succeeded' ELSE 'failed' END, fc, fm, code, ${instantFromEpochMs('prev')}, ${instantFromEpochMs('exp')}, ${instantFromEpochMs('at')}
     FROM json_to_recordset(${payload}::json) AS r(a text, l boolean, rid text, id text, amt bigint, ok boolean, fc text, fm text, code text, prev bigint, exp bigint, at bigint)
     ON CONFLICT (account_id, livemode, charge_id, previous_expired_at) WHERE scheduled DO NOTHING
     RETURNING reauth_id`.execute(trx);
@@ -291,10 +291,10 @@ export async function reauthorizeBatch(trx: Kysely<Database>, ctx: Pick<Context,
   await sql`
     UPDATE charges c SET
       reauth_count = c.reauth_count + 1, reauth_tried_expired_at = c.expired_at,
-      expired_at = CASE WHEN r.ok THEN ${ms('r.exp')} ELSE c.expired_at END,
-      authorized_at = CASE WHEN r.ok THEN ${ms('r.at')} ELSE c.authorized_at END,
+      expired_at = CASE WHEN r.ok THEN ${instantFromEpochMs('r.exp')} ELSE c.expired_at END,
+      authorized_at = CASE WHEN r.ok THEN ${instantFromEpochMs('r.at')} ELSE c.authorized_at END,
       authorization_code = CASE WHEN r.ok THEN r.code ELSE c.authorization_code END,
-      updated_at = ${ms('r.at')}
+      updated_at = ${instantFromEpochMs('r.at')}
     FROM json_to_recordset(${JSON.stringify(kept)}::json) AS r(a text, l boolean, id text, ok boolean, code text, exp bigint, at bigint)
     WHERE c.account_id = r.a AND c.livemode = r.l AND c.charge_id = r.id`.execute(trx);
   await recordChargeEvents(

@@ -19,6 +19,7 @@ import { findPaymentFlow, type PaymentFlowRow } from '../payment-flows/payment-f
 import { confirmLockedFlow, flowEvent, insertPaymentFlow, MAX_FLOW_AMOUNT, MIN_FLOW_AMOUNT, readNestedObject, readPaymentMethodTypes } from '../payment-flows/payment-flows';
 import { isPaymentMethodType, resolvePaymentMethod } from '../payment-flows/payment-method';
 import { findPrices } from '../prices/prices';
+import { instantFromEpochMs } from '../db/epoch-ms';
 
 export type CheckoutSessionRow = Selectable<CheckoutSessionsTable>;
 export type LineItemRow = Selectable<CheckoutSessionLineItemsTable>;
@@ -324,7 +325,7 @@ export async function completeCheckoutSession(ctx: Context, caller: Caller, inpu
 export async function expireSessions(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, sessions: readonly CheckoutSessionRow[], at: (row: CheckoutSessionRow) => Date): Promise<number> {
   if (sessions.length === 0) return 0;
   const payload = JSON.stringify(sessions.map((s) => ({ a: s.account_id, l: s.livemode, id: s.checkout_session_id, t: at(s).getTime() })));
-  const instant = sql.raw(`(to_timestamp(u.t / 1000) + u.t % 1000 * interval '1 millisecond')`);
+  const instant = instantFromEpochMs('u.t');
   const expired = await sql<CheckoutSessionRow>`
     UPDATE checkout_sessions s SET status = 'expired', expired_at = ${instant}, updated_at = ${instant}
     FROM json_to_recordset(${payload}::json) AS u(a text, l boolean, id text, t bigint)

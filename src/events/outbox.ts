@@ -8,6 +8,7 @@ import type { Database } from '../db/schema';
 import { utf8Text } from '../db/utf8-param';
 import type { IdGenerator } from '../domain/ids';
 import { toIsoSeconds, toUnixSeconds } from '../domain/time';
+import { instantFromEpochMs } from '../db/epoch-ms';
 
 export type ApiVersion = 'v1' | 'v2';
 
@@ -82,7 +83,7 @@ export async function recordPreparedEvents(executor: Kysely<Database>, ids: IdGe
   // element by element here and parsed again by the server.
   await sql`
     INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at)
-    SELECT x.a, x.id, x.l, x.v, x.t, x.o, x.r, x.d::json, to_timestamp(x.c / 1000) + x.c % 1000 * interval '1 millisecond' FROM ROWS FROM (
+    SELECT x.a, x.id, x.l, x.v, x.t, x.o, x.r, x.d::json, ${instantFromEpochMs('x.c')} FROM ROWS FROM (
       json_to_recordset(${utf8Text(prepared.columns)}::json) AS (a text, l boolean, v text, t text, o text, r text, c bigint),
       string_to_table(${eventIds.join('\n')}, E'\\n'),
       string_to_table(${utf8Text(prepared.documents)}, E'\\n')

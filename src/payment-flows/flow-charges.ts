@@ -12,6 +12,7 @@ import type { Context } from '../engine/context';
 import { settleCaptured } from '../settlement/capture';
 import { PAYPAY_METHOD_ID } from './payment-method';
 import type { PaymentFlowRow } from './payment-flow-object';
+import { instantFromEpochMs } from '../db/epoch-ms';
 
 export interface FlowCapture {
   readonly flow: PaymentFlowRow;
@@ -50,11 +51,10 @@ export async function recordFlowCaptures(trx: Kysely<Database>, ctx: Pick<Contex
       n: captureNumber,
     };
   });
-  const instant = (column: string) => sql.raw(`(to_timestamp(${column} / 1000) + ${column} % 1000 * interval '1 millisecond')`);
   const inserted = await sql<{ account_id: string; livemode: boolean; charge_id: string }>`
     INSERT INTO charges (account_id, livemode, charge_id, amount, currency, paid, captured, captured_at, amount_captured, card_id, customer_id,
                          description, fee_rate, created_at, updated_at, payment_flow_id, payment_flow_capture)
-    SELECT a, l, c, amt, 'jpy', true, true, ${instant('t')}, amt, card, cus, d, fr, ${instant('t')}, ${instant('t')}, f, n
+    SELECT a, l, c, amt, 'jpy', true, true, ${instantFromEpochMs('t')}, amt, card, cus, d, fr, ${instantFromEpochMs('t')}, ${instantFromEpochMs('t')}, f, n
     FROM json_to_recordset(${JSON.stringify(rows)}::json)
       AS r(a text, l boolean, c text, amt bigint, card text, cus text, d text, fr numeric, t bigint, f text, n smallint)
     ON CONFLICT (account_id, livemode, payment_flow_id, payment_flow_capture) WHERE payment_flow_id IS NOT NULL DO NOTHING

@@ -24,6 +24,7 @@ import { checkpoint, type JobCounts, type SlotRun } from '../engine/job';
 import { recordEvents } from '../events/outbox';
 import { flowEvent } from './payment-flows';
 import type { PaymentFlowRow } from './payment-flow-object';
+import { instantFromEpochMs } from '../db/epoch-ms';
 
 export type FlowExpiryCounts = {
   /** Flows canceled with reason `expired`. */
@@ -103,7 +104,7 @@ export async function expireFlowBatch(
   const payload = JSON.stringify(
     due.map((flow) => ({ a: flow.account_id, l: flow.livemode, id: flow.payment_flow_id, s: flow.amount_received > 0 ? 'succeeded' : 'canceled', t: flow.capture_before!.getTime() })),
   );
-  const instant = sql.raw(`(to_timestamp(u.t / 1000) + u.t % 1000 * interval '1 millisecond')`);
+  const instant = instantFromEpochMs('u.t');
   const updated = await sql<PaymentFlowRow>`
     UPDATE payment_flows f SET
       status = u.s,

@@ -42,6 +42,7 @@ import { checkpoint, type JobCounts, type SlotRun } from '../engine/job';
 import { recordEvents, type EventInput } from '../events/outbox';
 import { balanceObjects, renderStatement, type BalanceRow, type StatementObject, type StatementRow } from './statements';
 import { openTerms, renderTerm, type TermRow } from './terms';
+import { instantFromEpochMs } from '../db/epoch-ms';
 
 export type TermCloseCounts = {
   readonly terms_closed: number;
@@ -53,7 +54,6 @@ export type TermCloseCounts = {
 type BatchCounts = Omit<TermCloseCounts, 'batches'> & { readonly selected: number };
 
 const ms = (value: Date | null): number | null => (value === null ? null : value.getTime());
-const instant = (column: string) => sql.raw(`(to_timestamp(${column} / 1000) + ${column} % 1000 * interval '1 millisecond')`);
 
 /** Closes everything due as of `run.slot`, batch after batch, until no due term is left. */
 export async function closeDueTerms(ctx: Context, run: SlotRun): Promise<TermCloseCounts & JobCounts> {
@@ -277,7 +277,7 @@ export async function closeTermBatch(trx: Kysely<Database>, ctx: Pick<Context, '
   if (statementRows.length > 0) {
     await sql`
       INSERT INTO statements (account_id, livemode, statement_id, owner, owner_ref, tenant_id, type, title, term_id, balance_id, net, created_at, updated_at)
-      SELECT a, l, id, o, r, ten, ty, ti, t, b, n, ${instant('c')}, ${instant('c')}
+      SELECT a, l, id, o, r, ten, ty, ti, t, b, n, ${instantFromEpochMs('c')}, ${instantFromEpochMs('c')}
       FROM json_to_recordset(${JSON.stringify(
         statementRows.map((s) => ({ a: s.account_id, l: s.livemode, id: s.statement_id, o: s.owner, r: s.owner_ref, ten: s.tenant_id, ty: s.type, ti: s.title, t: s.term_id, b: s.balance_id, n: s.net, c: s.created_at.getTime() })),
       )}::json) AS x(a text, l boolean, id text, o text, r text, ten text, ty text, ti text, t text, b text, n bigint, c bigint)`.execute(trx);
@@ -311,15 +311,15 @@ export async function closeTermBatch(trx: Kysely<Database>, ctx: Pick<Context, '
   const balanceColumns = sql.raw('a text, l boolean, id text, o text, r text, ten text, st text, n bigint, dl bigint, dd date, da bigint, cl boolean, cd date, lt text, c bigint, u bigint');
   if (changedBalances.length > 0) {
     await sql`
-      UPDATE balances b SET state = x.st, net = x.n, deadline = ${instant('x.dl')}, due_date = x.dd, due_at = ${instant('x.da')}, closed = x.cl,
-        closed_date = x.cd, last_term_id = x.lt, updated_at = ${instant('x.u')}
+      UPDATE balances b SET state = x.st, net = x.n, deadline = ${instantFromEpochMs('x.dl')}, due_date = x.dd, due_at = ${instantFromEpochMs('x.da')}, closed = x.cl,
+        closed_date = x.cd, last_term_id = x.lt, updated_at = ${instantFromEpochMs('x.u')}
       FROM json_to_recordset(${balancePayload(changedBalances)}::json) AS x(${balanceColumns})
       WHERE b.account_id = x.a AND b.livemode = x.l AND b.balance_id = x.id`.execute(trx);
   }
   if (newBalances.length > 0) {
     await sql`
       INSERT INTO balances (account_id, livemode, balance_id, owner, owner_ref, tenant_id, state, net, deadline, due_date, due_at, closed, closed_date, last_term_id, created_at, updated_at)
-      SELECT a, l, id, o, r, ten, st, n, ${instant('dl')}, dd, ${instant('da')}, cl, cd, lt, ${instant('c')}, ${instant('u')}
+      SELECT a, l, id, o, r, ten, st, n, ${instantFromEpochMs('dl')}, dd, ${instantFromEpochMs('da')}, cl, cd, lt, ${instantFromEpochMs('c')}, ${instantFromEpochMs('u')}
       FROM json_to_recordset(${balancePayload(newBalances)}::json) AS x(${balanceColumns})`.execute(trx);
   }
   await sql`

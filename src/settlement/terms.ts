@@ -15,6 +15,7 @@ import { recordEvents, type EventInput } from '../events/outbox';
 import { defineOperation } from '../operations/define';
 import { inPage, listObject, PAGINATION_PARAMS, readPage, type ListObject } from '../operations/pagination';
 import { readParams, requireString } from '../operations/params';
+import { instantFromEpochMs } from '../db/epoch-ms';
 
 export const TERMS_URL = '/v1/terms';
 
@@ -101,7 +102,7 @@ export async function openTerms(trx: Kysely<Database>, ids: IdGenerator, wants: 
   if (fresh.length === 0) return;
   const inserted = await sql<TermRow>`
     INSERT INTO terms (account_id, livemode, term_id, cycle, start_at, end_at, created_at)
-    SELECT k.a, k.l, k.id, k.c, to_timestamp(k.s / 1000.0), to_timestamp(k.e / 1000.0), to_timestamp(k.t / 1000) + k.t % 1000 * interval '1 millisecond'
+    SELECT k.a, k.l, k.id, k.c, to_timestamp(k.s / 1000.0), to_timestamp(k.e / 1000.0), ${instantFromEpochMs('k.t')}
     FROM json_to_recordset(${JSON.stringify(fresh)}::json) AS k(a text, l boolean, id text, c text, s bigint, e bigint, t bigint)
     ON CONFLICT (account_id, livemode, start_at) DO NOTHING
     RETURNING *`.execute(trx);

@@ -31,6 +31,7 @@ import { checkpoint, type JobCounts, type SlotRun } from '../engine/job';
 import { prepareEvents, recordPreparedEvents, type EventInput, type PreparedEvents } from '../events/outbox';
 import { renderPlan, type PlanObject, type PlanRow } from '../plans/plan-record';
 import { renderSubscription, type SubscriptionRow } from './subscription-object';
+import { instantFromEpochMs } from '../db/epoch-ms';
 
 /** What one renewal run did, stored in the run ledger. */
 export type RenewalCounts = {
@@ -433,12 +434,11 @@ function changesDocument(changes: readonly { row: SubscriptionRow; change: Subsc
 
 /** Writes every subscription change of a batch (changesDocument's document) in one statement. */
 async function writeChanges(trx: Kysely<Database>, payload: string): Promise<void> {
-  const instant = (column: string) => sql.raw(`(to_timestamp(${column} / 1000) + ${column} % 1000 * interval '1 millisecond')`);
   await sql`
     UPDATE subscriptions s SET
-      status = u.status, plan_id = u.plan_id, next_cycle_plan_id = u.next_plan, current_period_start = ${instant('u.ps')},
-      current_period_end = ${instant('u.pe')}, paused_at = ${instant('u.paused_at')}, renews_at = ${instant('u.renews_at')},
-      last_charge_id = u.last_charge, deleted_at = ${instant('u.deleted_at')}, updated_at = ${instant('u.updated_at')}
+      status = u.status, plan_id = u.plan_id, next_cycle_plan_id = u.next_plan, current_period_start = ${instantFromEpochMs('u.ps')},
+      current_period_end = ${instantFromEpochMs('u.pe')}, paused_at = ${instantFromEpochMs('u.paused_at')}, renews_at = ${instantFromEpochMs('u.renews_at')},
+      last_charge_id = u.last_charge, deleted_at = ${instantFromEpochMs('u.deleted_at')}, updated_at = ${instantFromEpochMs('u.updated_at')}
     FROM json_to_recordset(${utf8Text(payload)}::json)
       AS u(a text, l boolean, id text, status text, plan_id text, next_plan text, ps bigint, pe bigint, paused_at bigint,
            renews_at bigint, last_charge text, deleted_at bigint, updated_at bigint)

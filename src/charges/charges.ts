@@ -173,7 +173,6 @@ async function feeRates(executor: Kysely<Database>, accountIds: readonly string[
  * bill so it should never fire.
  */
 export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'clock'>, requests: readonly ChargeRequest[]): Promise<ChargeOutcome[]> {
-  if (requests.length === 0) return [];
   const prepared = await prepareCharges(trx, ctx, requests);
   const written = await insertPreparedCharges(trx, prepared);
   await voidUnwritten(ctx, prepared, written);

@@ -39,6 +39,13 @@ async function run(scenario: Scenario, from: string, to: string, seed: number): 
   return { report: readFileSync(join(dir, 'report.json'), 'utf8'), summary };
 }
 
+/** The pause-resume replay case over its range (2027-01 → 2027-05), planned with seed 1. */
+function pauseResume() {
+  const scenario = loadScenario(join(CASES, 'pause-resume.json'));
+  const range = { from: parseInstant('2027-01-01'), to: parseInstant('2027-05-01') };
+  return { scenario, range, steps: planSteps(scenario, { ...range, seed: 1, operations: operationNames() }) };
+}
+
 describe('determinism (issue 6 §4)', () => {
   const scenario = loadScenario(join(CASES, 'pause-resume.json'));
 
@@ -60,9 +67,7 @@ describe('determinism (issue 6 §4)', () => {
 
 describe('the embedded simulation database', () => {
   it('is in memory with unlogged tables (no write-ahead log for a database that dies with the run)', async () => {
-    const scenario = loadScenario(join(CASES, 'pause-resume.json'));
-    const range = { from: parseInstant('2027-01-01'), to: parseInstant('2027-05-01') };
-    const steps = planSteps(scenario, { ...range, seed: 1, operations: operationNames() });
+    const { scenario, range, steps } = pauseResume();
     // Twice: the first run may build the cached snapshot, the second starts from it.
     await simulate({ scenario, steps, ...range, seed: 1, jobs: ALL_JOBS }, async () => undefined);
     const persistence = await simulate({ scenario, steps, ...range, seed: 1, jobs: ALL_JOBS }, async (world) => {
@@ -78,9 +83,7 @@ describe('the embedded simulation database', () => {
 
 describe('the simulation database, embedded or scratch', () => {
   it('sorts text by bytes (collation C), so the report\'s order does not depend on the server\'s locale', async () => {
-    const scenario = loadScenario(join(CASES, 'pause-resume.json'));
-    const range = { from: parseInstant('2027-01-01'), to: parseInstant('2027-05-01') };
-    const steps = planSteps(scenario, { ...range, seed: 1, operations: operationNames() });
+    const { scenario, range, steps } = pauseResume();
     const collation = await simulate({ scenario, steps, ...range, seed: 1, jobs: ALL_JOBS, databaseUrl }, async (world) => {
       const result = await sql<{ collate: string; sorted: string }>`
         SELECT (SELECT datcollate FROM pg_database WHERE datname = current_database()) AS collate,

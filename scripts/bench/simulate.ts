@@ -16,7 +16,7 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { ALL_JOBS } from '../../jobs/index';
 import { parseInstant } from '../../src/domain/time';
-import { simulate } from '../../src/engine/simulation';
+import { simulate } from '../../src/simulation/simulate';
 import { operationNames } from '../../src/operations/registry';
 import { writeReport } from '../../src/simulation/report';
 import { parseScenario, planSteps } from '../../src/simulation/scenario';

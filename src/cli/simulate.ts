@@ -10,7 +10,7 @@ import cliProgress from 'cli-progress';
 import { InvalidArgumentError, type Command } from 'commander';
 import { ALL_JOBS } from '../../jobs/index';
 import { parseInstant } from '../domain/time';
-import { simulate, type SimulationStats } from '../engine/simulation';
+import { simulate, type SimulationStats } from '../simulation/simulate';
 import { operationNames } from '../operations/registry';
 import { diffSummaries, formatDiff, formatSummary, writeReport, writeSummaryFiles, type Summary, type WrittenReport } from '../simulation/report';
 import { loadScenario, overlayScenario, planSteps, ScenarioError, type Scenario, type Step } from '../simulation/scenario';

@@ -15,7 +15,7 @@ import { CHARGE_OBJECT_COLUMNS, chargeText, type ChargeRow } from '../charges/ch
 import { renderCard } from '../customers/card-object';
 import type { Database } from '../db/schema';
 import { parseInstant, toIsoSeconds } from '../domain/time';
-import type { SimulatedWorld } from '../engine/simulation';
+import type { SimulatedWorld } from './simulate';
 import { EVENT_TEXT_SQL } from '../events/outbox';
 import { findOperation, runOperation } from '../operations/registry';
 import { subscriptionObjects } from '../subscriptions/subscription-record';

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ALL_JOBS } from '../../jobs/index';
 import { parseInstant } from '../../src/domain/time';
-import { simulate } from '../../src/engine/simulation';
+import { simulate } from '../../src/simulation/simulate';
 import { operationNames } from '../../src/operations/registry';
 import { writeReport } from '../../src/simulation/report';
 import { parseScenario, planSteps, type Scenario } from '../../src/simulation/scenario';

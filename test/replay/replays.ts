@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ALL_JOBS } from '../../jobs/index';
 import { parseInstant } from '../../src/domain/time';
-import { simulate } from '../../src/engine/simulation';
+import { simulate } from '../../src/simulation/simulate';
 import { operationNames } from '../../src/operations/registry';
 import { writeReport } from '../../src/simulation/report';
 import { loadScenario, planSteps } from '../../src/simulation/scenario';

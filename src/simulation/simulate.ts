@@ -30,13 +30,13 @@ import { runOperation } from '../operations/registry';
 import { simulatedCardNetwork } from '../processor/card-network';
 import { tokenizedCardOf } from '../customers/tokens';
 import { subscribeNewCustomers, type NewSubscriber, type NewSubscriberResult } from '../subscriptions/new-subscribers';
-import { ITEM_LABEL, parseRef, refsIn, scenarioAccounts, type JsonObject, type Scenario, type Step } from '../simulation/scenario';
-import { VirtualClock } from './clock';
-import { createContext, type Context } from './context';
-import { nextSlotAfter, slotAtOrAfter, slotAtOrBefore } from './cron';
-import type { JobCounts, JobDefinition } from './job';
-import { silentLogger, type Logger } from './logger';
-import { Scheduler } from './scheduler';
+import { ITEM_LABEL, parseRef, refsIn, scenarioAccounts, type JsonObject, type Scenario, type Step } from './scenario';
+import { VirtualClock } from '../engine/clock';
+import { createContext, type Context } from '../engine/context';
+import { nextSlotAfter, slotAtOrAfter, slotAtOrBefore } from '../engine/cron';
+import type { JobCounts, JobDefinition } from '../engine/job';
+import { silentLogger, type Logger } from '../engine/logger';
+import { Scheduler } from '../engine/scheduler';
 
 export interface SimulationOptions {
   readonly scenario: Scenario;

@@ -174,9 +174,10 @@ export type CreationPlan = {
  * §1.3 creation as a pure decision. Validation order: the plan, then `trial_end`. The card check
  * (`doesnt_have_card`) and `already_subscribed` need stored state and are the caller's.
  *
- * `trial_end=now` only removes the trial (**Decision**): the subscription then follows the
- * no-trial rules, so on a billing_day plan without prorate=true nothing is charged now and the
- * first full charge is on the billing day, as v1 §4.6 rule 4 lists its exceptions.
+ * `trial_end=now` ends the trial at once and charges now (v1 §3.2 "trial ends at once … charged
+ * immediately", service rules §1.3 "charge now"), also on a billing_day plan without prorate=true:
+ * the charge is the one trial end makes (the full amount for the period up to the next billing
+ * instant, or the pro-rated amount with prorate=true), as `subscriptions.update` does on a trial.
  */
 export function planCreation(request: CreationRequest): CreationPlan {
   const { plan, now, prorate } = request;
@@ -199,7 +200,7 @@ export function planCreation(request: CreationRequest): CreationPlan {
     };
   }
 
-  if (plan.billingDay !== null && !storedProrate) {
+  if (plan.billingDay !== null && !storedProrate && request.trialEnd !== 'now') {
     // Free until the billing day: the first (full) charge is the first renewal.
     const periodEnd = nextBillingInstant(plan, now);
     return {

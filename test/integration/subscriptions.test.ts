@@ -172,6 +172,21 @@ describe('subscriptions.create (service rules §1.3)', () => {
     expect((await chargesOf(sub.id)).map((c) => c.amount)).toEqual([700]);
   });
 
+  it('"trial_end = now" on a billing_day plan: v1 §3.2 "trial ends at once … charged immediately": the full amount now, the period up to the billing day', async () => {
+    ctx.clock.set(REFERENCE_INSTANT);
+    const pln = await plan({ billing_day: '20', trial_days: '14', amount: '900' });
+    for (const prorate of [undefined, 'false'] as const) {
+      const sub = await run('subscriptions.create', { customer: await customer(), plan: pln.id, trial_end: 'now', ...(prorate === undefined ? {} : { prorate }) });
+      expect(sub).toMatchObject({ status: 'active', trial_start: null, trial_end: null, current_period_start: seconds('2027-01-01T00:00:00Z'), current_period_end: seconds('2027-01-20T00:00:00Z') });
+      expect((await chargesOf(sub.id)).map((c) => [c.amount, c.created_at.toISOString()])).toEqual([[900, '2027-01-01T00:00:00.000Z']]);
+      // The next charge is the renewal on the billing day.
+      expect(await renewsAtOf(sub.id)).toBe(seconds('2027-01-20T00:00:00Z'));
+    }
+    // With prorate=true the charge now is the pro-rated one (Jan 1..19 = 19 of the 31 days from Dec 20).
+    const prorated = await run('subscriptions.create', { customer: await customer(), plan: pln.id, trial_end: 'now', prorate: 'true' });
+    expect((await chargesOf(prorated.id)).map((c) => c.amount)).toEqual([Math.floor((900 * 19) / 31)]);
+  });
+
   it('"With billing_day and prorate explicitly false: trial_end is moved to 09:00 JST of the next billing day on or after the requested trial end"', async () => {
     ctx.clock.set(REFERENCE_INSTANT);
     const pln = await plan({ billing_day: '20' });

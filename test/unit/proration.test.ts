@@ -309,13 +309,18 @@ describe('creation (service rules §1.3)', () => {
     });
   });
 
-  it('follows the no-trial billing_day rules with trial_end=now (Decision): nothing now without prorate, the pro-rated amount with it', () => {
-    expect(planCreation({ plan: plan({ billingDay: 25, trialDays: 30 }), now, trialEnd: 'now', prorate: undefined })).toMatchObject({
-      status: 'active',
-      trialEnd: null,
-      currentPeriodEnd: at('2027-04-25T00:00:00Z'),
-      chargeNow: null,
-    });
+  it('charges now with trial_end=now on a billing_day plan: v1 §3.2 "trial_end = now | trial ends at once | charged immediately"; the full amount up to the billing day without prorate, the pro-rated amount with it', () => {
+    for (const prorate of [undefined, false] as const) {
+      expect(planCreation({ plan: plan({ billingDay: 25, trialDays: 30 }), now, trialEnd: 'now', prorate })).toMatchObject({
+        status: 'active',
+        trialStart: null,
+        trialEnd: null,
+        currentPeriodStart: now,
+        currentPeriodEnd: at('2027-04-25T00:00:00Z'),
+        chargeNow: 1000,
+        firstCharge: { at: now, amount: 1000, kind: 'full' },
+      });
+    }
     // Apr 10..24 = 15 of the 31 days from Mar 25 to Apr 24.
     expect(planCreation({ plan: plan({ billingDay: 25, trialDays: 30 }), now, trialEnd: 'now', prorate: true })).toMatchObject({
       status: 'active',
@@ -361,7 +366,8 @@ describe('creation (service rules §1.3)', () => {
           expect(creation.prorate).toBe(prorate === true);
           const inTrial = trialEnd instanceof Date || (trialEnd === undefined && subscribed.trialDays > 0);
           expect(creation.status).toBe(inTrial ? 'trial' : 'active');
-          const chargesNow = !inTrial && !(subscribed.billingDay !== null && prorate !== true);
+          // trial_end=now charges now on every plan (v1 §3.2); only billing_day without prorate and no trial_end=now waits.
+          const chargesNow = !inTrial && (trialEnd === 'now' || !(subscribed.billingDay !== null && prorate !== true));
           expect(creation.chargeNow === null).toBe(!chargesNow);
           if (chargesNow) expect(creation.firstCharge).toEqual({ at: now, amount: creation.chargeNow, kind: creation.firstCharge.kind });
           else expect(creation.firstCharge.at).toEqual(creation.currentPeriodEnd);

@@ -1,0 +1,180 @@
+/**
+ * Races a payments API must survive (issue 15, point 8), as real concurrent transactions on two
+ * connection pools of one PostgreSQL database, the way two server processes would run them.
+ * PostgreSQL only: PGlite is a single session, so nothing there can run at the same time.
+ *
+ * Where the outcome depends on who takes the row first, the card network of the first caller is
+ * slowed down after it has taken its lock, and the second starts a moment later: the test then
+ * knows the winner and checks that the loser got the catalogue error and changed nothing.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAccount, type Caller } from '../../src/accounts/accounts';
+import { expireHoldBatch } from '../../src/charges/hold-jobs';
+import type { Store } from '../../src/db/connect';
+import { KessaiError } from '../../src/domain/errors';
+import { listEvents } from '../../src/events/outbox';
+import { runOperation } from '../../src/operations/registry';
+import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card-network';
+import { TEST_CARDS } from '../../src/processor/test-cards';
+import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
+
+const caller: Caller = { accountId: 'acct_races', livemode: false, kind: 'secret' };
+const SLOW_MS = 150;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The simulator, with every call answered `SLOW_MS` late: the caller holds its row locks that long. */
+function slowNetwork(): CardNetwork {
+  const network = simulatedCardNetwork();
+  return {
+    authorize: async (requests) => (await sleep(SLOW_MS), network.authorize(requests)),
+    authenticate: async (requests) => (await sleep(SLOW_MS), network.authenticate(requests)),
+    capture: async (requests) => (await sleep(SLOW_MS), network.capture(requests)),
+    release: async (requests) => (await sleep(SLOW_MS), network.release(requests)),
+  };
+}
+
+type Ctx = ReturnType<typeof testContext>;
+let database: TestDatabase;
+let other: Store;
+/** Two "processes": each its own pool; `slow` answers from a slowed card network. */
+let first: Ctx;
+let second: Ctx;
+let slowFirst: Ctx;
+let slowSecond: Ctx;
+
+interface Charge {
+  id: string;
+  amount: number;
+  captured: boolean;
+  refunded: boolean;
+  amount_refunded: number;
+  expired_at: number | null;
+}
+
+/** Settles both calls, the second started `delayMs` after the first. */
+async function race<A, B>(a: () => Promise<A>, b: () => Promise<B>, delayMs = 30): Promise<[PromiseSettledResult<A>, PromiseSettledResult<B>]> {
+  const one = a();
+  await sleep(delayMs);
+  const two = b();
+  return Promise.all([Promise.allSettled([one]).then(([r]) => r!), Promise.allSettled([two]).then(([r]) => r!)]);
+}
+
+function codeOf(result: PromiseSettledResult<unknown>): string {
+  if (result.status === 'fulfilled') return 'ok';
+  if (result.reason instanceof KessaiError) return result.reason.code;
+  throw result.reason;
+}
+
+function op<T = Charge>(ctx: Ctx, name: string, params?: unknown): Promise<T> {
+  return runOperation(ctx, caller, name, params) as Promise<T>;
+}
+
+async function customer(): Promise<string> {
+  const token = await op<{ id: string }>(first, 'tokens.create', { card: { number: TEST_CARDS.visa.number, exp_month: '12', exp_year: '2035', cvc: '123' } });
+  return (await op<{ id: string }>(first, 'customers.create', { card: token.id })).id;
+}
+
+async function heldCharge(): Promise<Charge> {
+  return op(first, 'charges.create', { amount: '1000', currency: 'jpy', customer: await customer(), capture: 'false' });
+}
+
+async function chargeRow(id: string) {
+  return first.db.selectFrom('charges').selectAll().where('account_id', '=', caller.accountId).where('charge_id', '=', id).executeTakeFirstOrThrow();
+}
+
+async function eventTypes(id: string): Promise<string[]> {
+  return (await listEvents(first.db, caller.accountId, { resourceId: id })).map((e) => e.type);
+}
+
+describe.runIf(isPostgres())('races on one charge or customer, two connection pools (PostgreSQL)', () => {
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    other = await database.openAnother();
+    // Distinct seeds: the two "processes" must not draw the same ids.
+    first = testContext(database.store, { seed: 151 });
+    second = testContext(other, { seed: 152 });
+    slowFirst = { ...testContext(database.store, { seed: 153 }), processor: slowNetwork() };
+    slowSecond = { ...testContext(other, { seed: 154 }), processor: slowNetwork() };
+    await createAccount(first, { name: 'Races Shop', id: caller.accountId });
+  });
+  afterAll(async () => database?.drop());
+
+  it('two captures of one charge at once: one succeeds, the other is already_captured; one capture event', async () => {
+    const held = await heldCharge();
+    const [a, b] = await race(() => op(slowFirst, 'charges.capture', { id: held.id }), () => op(second, 'charges.capture', { id: held.id }));
+    expect([codeOf(a), codeOf(b)]).toEqual(['ok', 'already_captured']);
+    expect(await chargeRow(held.id)).toMatchObject({ captured: true, amount_captured: 1000 });
+    expect((await eventTypes(held.id)).filter((t) => t === 'charge.captured')).toHaveLength(1);
+  });
+
+  it('two captures started together (no head start): exactly one succeeds', async () => {
+    for (let round = 0; round < 5; round += 1) {
+      const held = await heldCharge();
+      const results = await Promise.allSettled([op(first, 'charges.capture', { id: held.id }), op(second, 'charges.capture', { id: held.id, amount: '900' })]);
+      expect(results.map(codeOf).sort()).toEqual(['already_captured', 'ok']);
+      const row = await chargeRow(held.id);
+      const winner = results.findIndex((r) => r.status === 'fulfilled');
+      expect(row.amount_captured).toBe(winner === 0 ? 1000 : 900);
+    }
+  });
+
+  it('two refunds that together exceed the amount: one is refused (refund_amount_gt_net), never over-refunded', async () => {
+    const paid = await op(first, 'charges.create', { amount: '1000', currency: 'jpy', customer: await customer() });
+    const [a, b] = await race(() => op(slowFirst, 'charges.refund', { id: paid.id, amount: '600' }), () => op(second, 'charges.refund', { id: paid.id, amount: '600' }));
+    expect([codeOf(a), codeOf(b)]).toEqual(['ok', 'refund_amount_gt_net']);
+    const refunds = await first.db.selectFrom('refunds').select('amount').where('account_id', '=', caller.accountId).where('charge_id', '=', paid.id).execute();
+    expect(refunds.map((r) => r.amount)).toEqual([600]);
+    expect(await chargeRow(paid.id)).toMatchObject({ amount_refunded: 600, refunded: false });
+    // Many at once, no head start: the refunds never add up past the charge.
+    const many = await Promise.allSettled([first, second, first, second].map((ctx) => op(ctx, 'charges.refund', { id: paid.id, amount: '300' })));
+    expect(many.map(codeOf).sort()).toEqual(['ok', 'refund_amount_gt_net', 'refund_amount_gt_net', 'refund_amount_gt_net']);
+    expect(await chargeRow(paid.id)).toMatchObject({ amount_refunded: 900 });
+  });
+
+  /** A capture at the last instant the hold is good, and the hold-expiry job's slot just after it. */
+  async function captureAgainstExpiry(captureFirst: boolean): Promise<{ capture: string; released: number; row: Awaited<ReturnType<typeof chargeRow>>; events: string[] }> {
+    const held = await heldCharge();
+    const expiredAt = new Date(held.expired_at! * 1000);
+    for (const ctx of [first, second, slowFirst, slowSecond]) ctx.clock.set(expiredAt);
+    const slot = new Date(expiredAt.getTime() + 60_000);
+    const capture = (ctx: Ctx) => op(ctx, 'charges.capture', { id: held.id });
+    const expire = (ctx: Ctx) => ctx.db.transaction().execute((trx) => expireHoldBatch(trx, ctx, slot, 100));
+    const [c, j] = captureFirst
+      ? await race(() => capture(slowFirst), () => expire(second))
+      : await race(() => expire(slowSecond), () => capture(first)).then(([job, cap]) => [cap, job] as const);
+    if (j.status === 'rejected') throw j.reason;
+    return { capture: codeOf(c), released: j.value.released, row: await chargeRow(held.id), events: await eventTypes(held.id) };
+  }
+
+  it('a capture racing the hold-expiry job: the one that locks the charge first decides, and there is one outcome', async () => {
+    const captured = await captureAgainstExpiry(true);
+    expect(captured.capture).toBe('ok');
+    expect(captured.released).toBe(0);
+    expect(captured.row).toMatchObject({ captured: true, released_at: null });
+    expect(captured.events.filter((t) => t !== 'charge.succeeded')).toEqual(['charge.captured']);
+
+    const released = await captureAgainstExpiry(false);
+    expect(released.capture).toBe('charge_expired');
+    expect(released.released).toBe(1);
+    expect(released.row.captured).toBe(false);
+    expect(released.row.released_at).not.toBeNull();
+    expect(released.events.filter((t) => t !== 'charge.succeeded')).toEqual(['charge.updated']);
+  });
+
+  it('two subscriptions.create for one customer and plan at once: already_subscribed for one, one subscription and one charge', async () => {
+    for (const clockOf of [slowFirst, first, second, slowSecond]) clockOf.clock.set(REFERENCE_INSTANT);
+    const plan = await op<{ id: string }>(first, 'plans.create', { amount: '800', currency: 'jpy', interval: 'month' });
+    const cus = await customer();
+    const [a, b] = await race(() => op(slowFirst, 'subscriptions.create', { customer: cus, plan: plan.id }), () => op(second, 'subscriptions.create', { customer: cus, plan: plan.id }));
+    expect([codeOf(a), codeOf(b)]).toEqual(['ok', 'already_subscribed']);
+    const subscriptions = await first.db.selectFrom('subscriptions').select('subscription_id').where('account_id', '=', caller.accountId).where('customer_id', '=', cus).execute();
+    expect(subscriptions).toHaveLength(1);
+    const charges = await first.db.selectFrom('charges').select(['charge_id', 'paid']).where('account_id', '=', caller.accountId).where('customer_id', '=', cus).execute();
+    expect(charges).toEqual([{ charge_id: expect.any(String), paid: true }]);
+
+    // Started together, several times over: never two.
+    const again = await customer();
+    const results = await Promise.allSettled([first, second, first, second].map((ctx) => op(ctx, 'subscriptions.create', { customer: again, plan: plan.id })));
+    expect(results.map(codeOf).sort()).toEqual(['already_subscribed', 'already_subscribed', 'already_subscribed', 'ok']);
+  });
+});

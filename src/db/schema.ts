@@ -541,3 +541,32 @@ export interface Database {
   checkout_session_line_items: CheckoutSessionLineItemsTable;
   payment_method_configurations: PaymentMethodConfigurationsTable;
 }
+
+// ---- 000025_idempotency_rate_limits.sql -----------------------------------------------------
+
+/** A POST's `Idempotency-Key`: reserved (`pending`) before the work, then the response it gave (`done`). */
+export interface IdempotencyKeysTable {
+  account_id: string;
+  livemode: boolean;
+  idempotency_key: string;
+  request_hash: string;
+  state: 'pending' | 'done';
+  status_code: number | null;
+  response_headers: Json<Record<string, string>> | null;
+  response_body: string | null;
+  created_at: Date;
+  expires_at: Date;
+}
+
+/** rate-limiter-flexible's PostgreSQL store; written by the library only. */
+export interface RateLimitCountersTable {
+  key: string;
+  points: number;
+  /** End of the window, epoch milliseconds (bigint). */
+  expire: number | null;
+}
+
+export interface Database {
+  idempotency_keys: IdempotencyKeysTable;
+  rate_limit_counters: RateLimitCountersTable;
+}

@@ -1,0 +1,213 @@
+/**
+ * Rate limits of the v1 API (v1 §8): requests per second per account, zone and mode, with the
+ * document's values as defaults:
+ *
+ * | zone      | applies to                                                     | live | test |
+ * |-----------|----------------------------------------------------------------|------|------|
+ * | `pk`      | token creation with a public key                               | 10   | 2    |
+ * | `payment` | create charge, capture, refund, reauth, finish 3-D Secure      | 14   | 2    |
+ * | `sk`      | all other secret-key requests                                  | 30   | 2    |
+ *
+ * A limited request gets 429 with the v1 error body, code `over_capacity`, before any work is
+ * done. The counting is rate-limiter-flexible's (fixed windows): on PostgreSQL its store keeps the
+ * counters in `rate_limit_counters`, so every server process on one database shares them; on the
+ * embedded database, which one process owns, they are kept in memory. A store that fails falls
+ * back to an in-memory limiter of the same values (the library's insurance limiter) rather than
+ * refusing every request. Windows run on the wall clock: rate limiting is about real traffic,
+ * not business time.
+ *
+ * Registered after the authentication hook: it limits requests that carry a caller
+ * (`request.caller`) and lets the others through to be refused by authentication.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fastifyPlugin from 'fastify-plugin';
+import { CompiledQuery, type Kysely } from 'kysely';
+import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { Caller } from '../accounts/accounts';
+import type { Database } from '../db/schema';
+import { KessaiError } from '../domain/errors';
+
+export const RATE_LIMIT_ZONES = ['pk', 'payment', 'sk'] as const;
+export type RateLimitZone = (typeof RATE_LIMIT_ZONES)[number];
+
+/** Requests per window of each zone. */
+export type ZoneLimits = Readonly<Record<RateLimitZone, number>>;
+export interface RateLimitTable {
+  readonly live: ZoneLimits;
+  readonly test: ZoneLimits;
+}
+/** Some zones of some modes, laid over the defaults (or over the server's table, for an account). */
+export type RateLimitOverrides = { readonly live?: Partial<ZoneLimits>; readonly test?: Partial<ZoneLimits> };
+
+/** v1 §8's table. "Limit values may change without notice": every value can be configured. */
+export const DEFAULT_RATE_LIMITS: RateLimitTable = {
+  live: { pk: 10, payment: 14, sk: 30 },
+  test: { pk: 2, payment: 2, sk: 2 },
+};
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The rate-limit zone of the route; without it the zone follows from the key and the path. */
+    zone?: RateLimitZone;
+  }
+}
+
+export interface RateLimitOptions {
+  /** `postgres`: counters shared by every process on the database (needs `db`); `memory`: this process only. */
+  readonly store: 'postgres' | 'memory';
+  /** The database whose `rate_limit_counters` table holds the counters (store `postgres`). */
+  readonly db?: Kysely<Database>;
+  /** Server-wide values laid over v1 §8's defaults. */
+  readonly limits?: RateLimitOverrides;
+  /** Per account id, values laid over the server-wide table (a benchmark account raised, say). */
+  readonly accounts?: Readonly<Record<string, RateLimitOverrides>>;
+  /** Length of a window in seconds; v1 §8 counts per second (default 1). */
+  readonly windowSeconds?: number;
+  /** The zone of a request; default `defaultZoneOf`. */
+  readonly zoneOf?: (request: FastifyRequest, caller: Caller) => RateLimitZone;
+}
+
+/** The caller the authentication hook set, if any (the hook is the server's, not this plugin's). */
+export function callerOf(request: FastifyRequest): Caller | undefined {
+  return (request as FastifyRequest & { caller?: Caller }).caller;
+}
+
+/** v1 §8's `payment` zone: charge creation and the charge actions that move money. */
+const PAYMENT_PATH = /^\/v1\/charges(?:\/[^/]+\/(?:capture|refund|reauth|tds_finish))?\/?$/;
+
+/**
+ * The route's configured `zone`; else `pk` for a public key, `payment` for a POST to a charge
+ * route of v1 §8's list, and `sk` for everything else a secret key does.
+ */
+export function defaultZoneOf(request: FastifyRequest, caller: Caller): RateLimitZone {
+  const configured = request.routeOptions.config?.zone;
+  if (configured !== undefined) return configured;
+  if (caller.kind === 'public') return 'pk';
+  const path = request.routeOptions.url ?? request.url.split('?')[0]!;
+  if (request.method === 'POST' && PAYMENT_PATH.test(path)) return 'payment';
+  return 'sk';
+}
+
+function checkLimit(value: unknown, where: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) throw new Error(`rate limit ${where} must be a whole number of requests of at least 1, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+function applyOverrides(table: RateLimitTable, overrides: RateLimitOverrides | undefined, where: string): RateLimitTable {
+  if (overrides === undefined) return table;
+  const mode = (name: 'live' | 'test'): ZoneLimits => {
+    const given = overrides[name] ?? {};
+    for (const zone of Object.keys(given)) {
+      if (!(RATE_LIMIT_ZONES as readonly string[]).includes(zone)) throw new Error(`rate limit ${where}.${name}: unknown zone ${JSON.stringify(zone)} (zones: ${RATE_LIMIT_ZONES.join(', ')})`);
+    }
+    const merged = { ...table[name] };
+    for (const zone of RATE_LIMIT_ZONES) if (given[zone] !== undefined) merged[zone] = checkLimit(given[zone], `${where}.${name}.${zone}`);
+    return merged;
+  };
+  for (const key of Object.keys(overrides)) if (key !== 'live' && key !== 'test') throw new Error(`rate limit ${where}: unknown mode ${JSON.stringify(key)} (live or test)`);
+  return { live: mode('live'), test: mode('test') };
+}
+
+/**
+ * Reads the rate-limit configuration from JSON text (the server's `KESSAI_RATE_LIMITS`):
+ * `{ "live": { "sk": 60 }, "test": { … }, "accounts": { "acct_bench": { "test": { "payment": 5000 } } } }`.
+ * Unknown modes, zones or non-integer values are refused with a message naming them.
+ */
+export function parseRateLimits(text: string): Pick<RateLimitOptions, 'limits' | 'accounts'> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`rate limits are not JSON: ${(error as Error).message}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('rate limits must be a JSON object');
+  const { accounts, ...limits } = parsed as { accounts?: unknown } & RateLimitOverrides;
+  applyOverrides(DEFAULT_RATE_LIMITS, limits, 'limits');
+  if (accounts !== undefined && (typeof accounts !== 'object' || accounts === null || Array.isArray(accounts))) throw new Error('rate limits: accounts must be an object of account id → limits');
+  for (const [account, overrides] of Object.entries((accounts ?? {}) as Record<string, RateLimitOverrides>)) applyOverrides(DEFAULT_RATE_LIMITS, overrides, `accounts.${account}`);
+  return { limits, ...(accounts === undefined ? {} : { accounts: accounts as Record<string, RateLimitOverrides> }) };
+}
+
+/**
+ * rate-limiter-flexible's PostgreSQL store speaks to a `pg`-style client (`query({ text, values })`
+ * resolving to `{ rows }`); this one runs the library's statements through Kysely, so the limiter
+ * uses the server's own pool.
+ */
+function kyselyClient(db: Kysely<Database>): { query(q: { text: string; values?: unknown[] }): Promise<{ rows: unknown[] }> } {
+  return { query: (q) => db.executeQuery(CompiledQuery.raw(q.text, q.values ?? [])) };
+}
+
+const KEY_PREFIX = 'kessai';
+const COUNTER_TABLE = 'rate_limit_counters';
+
+/** One limiter per distinct budget (the library fixes `points` per instance); keys tell accounts apart. */
+class Limiters {
+  readonly #byPoints = new Map<number, RateLimiterAbstract>();
+  constructor(
+    private readonly options: RateLimitOptions,
+    private readonly duration: number,
+  ) {}
+
+  of(points: number): RateLimiterAbstract {
+    let limiter = this.#byPoints.get(points);
+    if (limiter === undefined) {
+      const memory = new RateLimiterMemory({ points, duration: this.duration, keyPrefix: KEY_PREFIX });
+      limiter =
+        this.options.store === 'memory'
+          ? memory
+          : new RateLimiterPostgres({
+              storeClient: kyselyClient(this.options.db!),
+              storeType: 'pool',
+              tableName: COUNTER_TABLE,
+              tableCreated: true, // by migration 000025, with named constraints
+              points,
+              duration: this.duration,
+              keyPrefix: KEY_PREFIX,
+              insuranceLimiter: memory,
+            });
+      this.#byPoints.set(points, limiter);
+    }
+    return limiter;
+  }
+}
+
+function overCapacity(reply: FastifyReply, zone: RateLimitZone, msBeforeNext: number): FastifyReply {
+  const error = new KessaiError('over_capacity', { message: `Too many requests in the ${zone} zone; retry with exponential back-off.` });
+  return reply
+    .code(error.status)
+    .header('retry-after', String(Math.max(1, Math.ceil(msBeforeNext / 1000))))
+    .type('application/json; charset=utf-8')
+    .send(JSON.stringify(error.toV1()));
+}
+
+async function rateLimitsPlugin(app: FastifyInstance, options: RateLimitOptions): Promise<void> {
+  if (options.store === 'postgres' && options.db === undefined) throw new Error('rate limits on the postgres store need db');
+  const windowSeconds = options.windowSeconds ?? 1;
+  if (!Number.isInteger(windowSeconds) || windowSeconds < 1) throw new Error(`rate limit windowSeconds must be a whole number of seconds of at least 1, got ${windowSeconds}`);
+  const table = applyOverrides(DEFAULT_RATE_LIMITS, options.limits, 'limits');
+  const perAccount = new Map(Object.entries(options.accounts ?? {}).map(([account, overrides]) => [account, applyOverrides(table, overrides, `accounts.${account}`)]));
+  const limiters = new Limiters(options, windowSeconds);
+  const zoneOf = options.zoneOf ?? defaultZoneOf;
+
+  app.addHook('onRequest', async (request, reply) => {
+    const caller = callerOf(request);
+    if (caller === undefined) return;
+    const zone = zoneOf(request, caller);
+    const mode = caller.livemode ? 'live' : 'test';
+    const points = (perAccount.get(caller.accountId) ?? table)[mode][zone];
+    try {
+      await limiters.of(points).consume(`${caller.accountId}:${mode}:${zone}`);
+    } catch (refusal) {
+      // A RateLimiterRes is "no points left"; anything else is a fault of the store and its
+      // insurance limiter both, which the server's error handler answers.
+      if (refusal instanceof RateLimiterRes) return overCapacity(reply, zone, refusal.msBeforeNext);
+      throw refusal;
+    }
+  });
+}
+
+/**
+ * The plugin: `app.register(rateLimits, { store: 'postgres', db, limits, accounts })`, after the
+ * hook that authenticates. Not encapsulated, so it limits every route of the server.
+ */
+export const rateLimits = fastifyPlugin(rateLimitsPlugin, { name: 'kessai-rate-limits', fastify: '5.x' });

@@ -1,0 +1,167 @@
+/**
+ * Rate limits (v1 §8; issue 15, point 6) through a real Fastify app with the plugin, the accounts'
+ * real keys and real routes: per account, zone and mode; 429 `over_capacity` in the v1 error body;
+ * the official SDK's back-off gets through; on PostgreSQL two app instances (two pools, as two
+ * server processes) share one count. Most tests use a 60-second window so a slow machine cannot
+ * split a burst over two windows; the SDK test uses v1 §8's one second.
+ */
+import Payjp from 'payjp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAccount, type AccountKeys } from '../../src/accounts/accounts';
+import { DEFAULT_RATE_LIMITS, parseRateLimits, type RateLimitOptions } from '../../src/api/rate-limits';
+import type { Context } from '../../src/engine/context';
+import { TEST_CARDS } from '../../src/processor/test-cards';
+import { createTestDatabase, isPostgres, testContext, type TestDatabase } from '../support/database';
+import { call, startPluginApp, type PluginApp } from '../support/plugin-app';
+
+let database: TestDatabase;
+let ctx: Context;
+let shop: AccountKeys;
+let neighbour: AccountKeys;
+const opened: PluginApp[] = [];
+const store: RateLimitOptions['store'] = isPostgres() ? 'postgres' : 'memory';
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  ctx = testContext(database.store, { seed: 61 });
+  shop = (await createAccount(ctx, { name: 'Limited Shop', id: 'acct_limited', liveEnabled: true })).keys;
+  neighbour = (await createAccount(ctx, { name: 'Neighbour', id: 'acct_neighbour' })).keys;
+});
+afterAll(async () => {
+  await Promise.all(opened.map((a) => a.close()));
+  await database?.drop();
+});
+
+async function app(options: Partial<RateLimitOptions> = {}, on: Context = ctx): Promise<PluginApp> {
+  const started = await startPluginApp(on, { rateLimits: { store, db: on.db, windowSeconds: 60, ...options } });
+  opened.push(started);
+  return started;
+}
+
+/** A fresh account per test, so counters of one test never reach another (the window is long). */
+let accounts = 0;
+async function freshAccount(options: { live?: boolean } = {}): Promise<AccountKeys & { id: string }> {
+  accounts += 1;
+  const id = `acct_rl${accounts}`;
+  return { id, ...(await createAccount(ctx, { name: `Rate ${accounts}`, id, liveEnabled: options.live ?? false })).keys };
+}
+
+/** A token made with the public key (zone pk), then a charge with the secret key (zone payment). */
+async function charge(apibase: string, keys: AccountKeys): Promise<string> {
+  const token = await call(apibase, keys.test.public, 'POST', '/tokens', { 'card[number]': TEST_CARDS.visa.number, 'card[exp_month]': '12', 'card[exp_year]': '2035', 'card[cvc]': '123' });
+  expect(token.status).toBe(200);
+  const created = await call(apibase, keys.test.secret, 'POST', '/charges', { amount: '500', currency: 'jpy', card: token.body.id! });
+  expect(created.status).toBe(200);
+  return created.body.id!;
+}
+
+describe(`rate limits (${store} store)`, () => {
+  it('v1 §8 defaults: live pk 10, payment 14, sk 30; test 2 each', () => {
+    expect(DEFAULT_RATE_LIMITS).toEqual({ live: { pk: 10, payment: 14, sk: 30 }, test: { pk: 2, payment: 2, sk: 2 } });
+  });
+
+  it('the zone\'s budget + 1 requests: the last is 429 over_capacity in the v1 error body, before any work', async () => {
+    const keys = await freshAccount();
+    const limited = await app({ limits: { test: { payment: 5, sk: 5 } } });
+    const id = await charge(limited.apibase, keys); // pk 1, payment 1
+    // sk (test mode, 2 by default; here 5): the retrieves.
+    for (let i = 0; i < 5; i += 1) expect((await call(limited.apibase, keys.test.secret, 'GET', `/charges/${id}`)).status).toBe(200);
+    const refused = await call(limited.apibase, keys.test.secret, 'GET', `/charges/${id}`);
+    expect(refused.status).toBe(429);
+    expect(refused.body).toEqual({ error: { status: 429, type: 'client_error', code: 'over_capacity', message: expect.stringContaining('sk zone') } });
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(limited.handled.get('charges.retrieve')).toBe(5);
+  });
+
+  it('zones, modes and accounts are counted apart', async () => {
+    const keys = await freshAccount({ live: true });
+    const other = await freshAccount();
+    const limited = await app();
+    const id = await charge(limited.apibase, keys); // pk 1, payment 1 (test mode: 2 each)
+    expect((await call(limited.apibase, keys.test.secret, 'GET', `/charges/${id}`)).status).toBe(200); // sk 1
+    expect((await call(limited.apibase, keys.test.secret, 'GET', `/charges/${id}`)).status).toBe(200); // sk 2
+    expect((await call(limited.apibase, keys.test.secret, 'GET', `/charges/${id}`)).body.error?.code).toBe('over_capacity'); // sk 3
+    // payment still has its second request, then refuses.
+    const token = () => call(limited.apibase, keys.test.public, 'POST', '/tokens', { 'card[number]': TEST_CARDS.visa.number, 'card[exp_month]': '12', 'card[exp_year]': '2035', 'card[cvc]': '123' });
+    const paid = await call(limited.apibase, keys.test.secret, 'POST', '/charges', { amount: '500', currency: 'jpy', card: (await token()).body.id! });
+    expect(paid.status).toBe(200);
+    expect((await call(limited.apibase, keys.test.secret, 'POST', `/charges/${id}/capture`)).body.error?.code).toBe('over_capacity');
+    // pk: the public key's token creations, 2 in test mode, both used above.
+    expect((await token()).body.error?.code).toBe('over_capacity');
+    // Live mode has its own counters (sk 30), and so has another account.
+    expect((await call(limited.apibase, keys.live.secret, 'GET', `/charges/${id}`)).status).toBe(404);
+    expect((await call(limited.apibase, other.test.secret, 'GET', `/charges/${id}`)).status).toBe(404);
+  });
+
+  it('a per-account override raises one account (a benchmark account) and leaves the others on the table', async () => {
+    const raised = await freshAccount();
+    const plain = await freshAccount();
+    const limited = await app({ accounts: { [raised.id]: { test: { sk: 6 } } } });
+    const statuses = async (key: string) => {
+      const out: number[] = [];
+      for (let i = 0; i < 7; i += 1) out.push((await call(limited.apibase, key, 'GET', '/charges/ch_none')).status);
+      return out;
+    };
+    expect(await statuses(raised.test.secret)).toEqual([404, 404, 404, 404, 404, 404, 429]);
+    expect(await statuses(plain.test.secret)).toEqual([404, 404, 429, 429, 429, 429, 429]);
+  });
+
+  it('a request that fails authentication is refused by authentication, not counted', async () => {
+    const keys = await freshAccount();
+    const limited = await app();
+    for (let i = 0; i < 3; i += 1) expect((await call(limited.apibase, 'sk_test_wrong', 'GET', '/charges/ch_none')).status).toBe(401);
+    expect((await call(limited.apibase, keys.test.secret, 'GET', '/charges/ch_none')).status).toBe(404);
+  });
+
+  it('the official SDK with maxRetry backs off on 429 and completes (v1 §8, one-second windows)', async () => {
+    const keys = await freshAccount();
+    const limited = await app({ windowSeconds: 1 });
+    const id = await charge(limited.apibase, keys);
+    const payjp = Payjp(keys.test.secret, { apibase: limited.apibase, maxRetry: 10, retryInitialDelay: 200, retryMaxDelay: 1000 });
+    const retrieved = await Promise.all([1, 2, 3, 4, 5].map(() => payjp.charges.retrieve(id)));
+    expect(retrieved.map((c) => c.id)).toEqual([id, id, id, id, id]);
+    // Without retries the SDK surfaces the 429 with the v1 body (6 requests in well under a second
+    // cannot all fit: at most 2 in the current window and 2 in the next).
+    const impatient = Payjp(keys.test.secret, { apibase: limited.apibase });
+    const outcomes = await Promise.allSettled([1, 2, 3, 4, 5, 6].map(() => impatient.charges.retrieve(id)));
+    const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused[0]!.reason).toMatchObject({ status: 429, response: { body: { error: { code: 'over_capacity', status: 429 } } } });
+  });
+
+  it.runIf(isPostgres())('two app instances on two pools (two server processes) share one count on PostgreSQL', async () => {
+    const keys = await freshAccount();
+    const otherCtx = testContext(await database.openAnother(), { seed: 62 });
+    const one = await app({ limits: { test: { sk: 3 } } });
+    const two = await app({ limits: { test: { sk: 3 } } }, otherCtx);
+    const statuses = [];
+    for (const instance of [one, two, one, two]) statuses.push((await call(instance.apibase, keys.test.secret, 'GET', '/charges/ch_none')).status);
+    expect(statuses).toEqual([404, 404, 404, 429]);
+    const counter = await ctx.db.selectFrom('rate_limit_counters').select(['points']).where('key', '=', `kessai:${keys.id}:test:sk`).executeTakeFirstOrThrow();
+    expect(counter.points).toBe(4);
+  });
+
+  it.runIf(!isPostgres())('the memory store counts per process: a second instance has its own budget', async () => {
+    const keys = await freshAccount();
+    const one = await app();
+    const two = await app();
+    const statuses = [];
+    for (const instance of [one, one, one, two]) statuses.push((await call(instance.apibase, keys.test.secret, 'GET', '/charges/ch_none')).status);
+    expect(statuses).toEqual([404, 404, 429, 404]);
+  });
+});
+
+describe('rate-limit configuration', () => {
+  it('reads server-wide and per-account values from JSON and refuses unknown modes, zones and bad values', () => {
+    expect(parseRateLimits('{"test":{"payment":100},"accounts":{"acct_bench":{"test":{"payment":5000,"sk":5000}}}}')).toEqual({
+      limits: { test: { payment: 100 } },
+      accounts: { acct_bench: { test: { payment: 5000, sk: 5000 } } },
+    });
+    expect(() => parseRateLimits('{"test":{"charges":1}}')).toThrow(/unknown zone "charges"/);
+    expect(() => parseRateLimits('{"sandbox":{"sk":1}}')).toThrow(/unknown mode "sandbox"/);
+    expect(() => parseRateLimits('{"live":{"sk":0}}')).toThrow(/limits.live.sk must be a whole number/);
+    expect(() => parseRateLimits('{"accounts":{"acct_x":{"test":{"sk":1.5}}}}')).toThrow(/accounts.acct_x.test.sk/);
+    expect(() => parseRateLimits('[1]')).toThrow(/JSON object/);
+    expect(() => parseRateLimits('{')).toThrow(/not JSON/);
+  });
+});

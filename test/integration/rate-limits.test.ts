@@ -16,16 +16,12 @@ import { call, startPluginApp, type PluginApp } from '../support/plugin-app';
 
 let database: TestDatabase;
 let ctx: Context;
-let shop: AccountKeys;
-let neighbour: AccountKeys;
 const opened: PluginApp[] = [];
 const store: RateLimitOptions['store'] = isPostgres() ? 'postgres' : 'memory';
 
 beforeAll(async () => {
   database = await createTestDatabase();
   ctx = testContext(database.store, { seed: 61 });
-  shop = (await createAccount(ctx, { name: 'Limited Shop', id: 'acct_limited', liveEnabled: true })).keys;
-  neighbour = (await createAccount(ctx, { name: 'Neighbour', id: 'acct_neighbour' })).keys;
 });
 afterAll(async () => {
   await Promise.all(opened.map((a) => a.close()));

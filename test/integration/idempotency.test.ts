@@ -1,0 +1,188 @@
+/**
+ * Idempotency keys (issue 15, point 7) through a real Fastify app with the plugin, the accounts'
+ * real keys and real routes that write charges: a retry returns the same response without doing
+ * the work again, the same key with another request is refused, two concurrent requests with one
+ * key do the work once (on PostgreSQL from two app instances on two pools, as two server
+ * processes), server faults are not kept, and keys expire after 24 hours and are purged.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAccount, type AccountKeys } from '../../src/accounts/accounts';
+import { IDEMPOTENCY_TTL_MS, purgeExpiredIdempotencyKeys, requestHash } from '../../src/api/idempotency';
+import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card-network';
+import { TEST_CARDS } from '../../src/processor/test-cards';
+import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
+import { call, startPluginApp, type PluginApp } from '../support/plugin-app';
+
+type Ctx = ReturnType<typeof testContext>;
+let database: TestDatabase;
+let ctx: Ctx;
+let keys: AccountKeys;
+let server: PluginApp;
+const opened: PluginApp[] = [];
+const ACCOUNT = 'acct_idempotent';
+
+/** The simulator answering every authorization 300 ms late: a request stays in flight that long. */
+function slowNetwork(): CardNetwork {
+  const network = simulatedCardNetwork();
+  const later = <T>(work: () => Promise<T>) => new Promise<T>((resolve, reject) => setTimeout(() => work().then(resolve, reject), 300));
+  return { ...network, authorize: (requests) => later(() => network.authorize(requests)) };
+}
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  ctx = testContext(database.store, { seed: 71 });
+  keys = (await createAccount(ctx, { name: 'Idempotent Shop', id: ACCOUNT, liveEnabled: true })).keys;
+  server = await open(ctx);
+});
+afterAll(async () => {
+  await Promise.all(opened.map((a) => a.close()));
+  await database?.drop();
+});
+
+async function open(on: Ctx): Promise<PluginApp> {
+  const started = await startPluginApp(on, { idempotency: { purgeIntervalMs: 0 } });
+  opened.push(started);
+  return started;
+}
+
+async function customer(apibase = server.apibase): Promise<string> {
+  const token = await call(apibase, keys.test.public, 'POST', '/tokens', { 'card[number]': TEST_CARDS.visa.number, 'card[exp_month]': '12', 'card[exp_year]': '2035', 'card[cvc]': '123' });
+  return (await call(apibase, keys.test.secret, 'POST', '/customers', { card: token.body.id! })).body.id!;
+}
+
+async function chargesOf(customerId: string) {
+  return ctx.db.selectFrom('charges').select(['charge_id', 'amount', 'paid']).where('account_id', '=', ACCOUNT).where('customer_id', '=', customerId).orderBy('charge_id').execute();
+}
+
+const key = (name: string) => ({ 'idempotency-key': `${name}-${Math.random().toString(36).slice(2)}` });
+
+describe('Idempotency-Key on POST', () => {
+  it('a retry returns the same response without doing the work again', async () => {
+    const cus = await customer();
+    const header = key('retry');
+    const first = await call(server.apibase, keys.test.secret, 'POST', '/charges', { amount: '1200', currency: 'jpy', customer: cus }, header);
+    const second = await call(server.apibase, keys.test.secret, 'POST', '/charges', { amount: '1200', currency: 'jpy', customer: cus }, header);
+    expect(first.status).toBe(200);
+    expect(second).toMatchObject({ status: 200, body: first.body });
+    expect(second.headers.get('idempotent-replayed')).toBe('true');
+    expect(second.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    expect(await chargesOf(cus)).toEqual([{ charge_id: first.body.id, amount: 1200, paid: true }]);
+    // The same parameters in another order are the same request.
+    const reordered = await fetch(`${server.apibase}/charges`, {
+      method: 'POST',
+      headers: { authorization: `Basic ${Buffer.from(`${keys.test.secret}:`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded', ...header },
+      body: `customer=${cus}&currency=jpy&amount=1200`,
+    });
+    expect(await reordered.json()).toEqual(first.body);
+    // Without a key, the same request is a new charge.
+    await call(server.apibase, keys.test.secret, 'POST', '/charges', { amount: '1200', currency: 'jpy', customer: cus });
+    expect(await chargesOf(cus)).toHaveLength(2);
+  });
+
+  it('a refusal is kept too: a declined card\'s 402 comes back the same, with no second attempt', async () => {
+    const token = await call(server.apibase, keys.test.public, 'POST', '/tokens', { 'card[number]': TEST_CARDS.declinesOnCharge.number, 'card[exp_month]': '12', 'card[exp_year]': '2035', 'card[cvc]': '123' });
+    const cus = (await call(server.apibase, keys.test.secret, 'POST', '/customers', { card: token.body.id! })).body.id!;
+    const header = key('declined');
+    const first = await call(server.apibase, keys.test.secret, 'POST', '/charges', { amount: '800', currency: 'jpy', customer: cus }, header);
+    const second = await call(server.apibase, keys.test.secret, 'POST', '/charges', { amount: '800', currency: 'jpy', customer: cus }, header);
+    expect(first).toMatchObject({ status: 402, body: { error: { code: 'card_declined', type: 'card_error', charge: expect.any(String) } } });
+    expect(second).toMatchObject({ status: 402, body: first.body });
+    expect(await chargesOf(cus)).toHaveLength(1);
+  });
+
+  it('the same key with another request is refused (400 already_exist_id on Idempotency-Key) and changes nothing', async () => {
+    const cus = await customer();
+    const header = key('conflict');
+    await call(server.apibase, keys.test.secret, 'POST', '/charges', { amount: '1000', currency: 'jpy', customer: cus }, header);
+    const customersBefore = server.handled.get('customers.create');
+    for (const [path, body] of [
+      ['/charges', { amount: '1001', currency: 'jpy', customer: cus }],
+      ['/customers', {}],
+    ] as const) {
+      const refused = await call(server.apibase, keys.test.secret, 'POST', path, body, header);
+      expect(refused).toMatchObject({ status: 400, body: { error: { status: 400, type: 'client_error', code: 'already_exist_id', param: 'Idempotency-Key' } } });
+    }
+    expect(await chargesOf(cus)).toHaveLength(1);
+    expect(server.handled.get('customers.create')).toBe(customersBefore);
+  });
+
+  it('keys are per account and mode: the same key in live mode is another key', async () => {
+    const header = key('modes');
+    const test = await call(server.apibase, keys.test.secret, 'POST', '/customers', { email: 'a@example.com' }, header);
+    const live = await call(server.apibase, keys.live.secret, 'POST', '/customers', { email: 'a@example.com' }, header);
+    expect(test.status).toBe(200);
+    expect(live.status).toBe(200);
+    expect(live.body.id).not.toBe(test.body.id);
+    expect(live.body.livemode).toBe(true);
+  });
+
+  it('a malformed key is refused (invalid_param_key on Idempotency-Key) before any work', async () => {
+    const before = server.handled.get('customers.create');
+    for (const bad of ['has space', 'x'.repeat(256), 'semi;colon']) {
+      const refused = await call(server.apibase, keys.test.secret, 'POST', '/customers', {}, { 'idempotency-key': bad });
+      expect(refused.body.error).toMatchObject({ status: 400, code: 'invalid_param_key', param: 'Idempotency-Key' });
+    }
+    expect(server.handled.get('customers.create')).toBe(before);
+  });
+
+  it('a server fault (5xx) is not kept: the retry does the work', async () => {
+    const header = key('flaky');
+    const first = await call(server.apibase, keys.test.secret, 'POST', '/flaky', {}, header);
+    expect(first.body.error).toMatchObject({ status: 500, code: 'payjp_wrong' });
+    const second = await call(server.apibase, keys.test.secret, 'POST', '/flaky', {}, header);
+    expect(second).toMatchObject({ status: 200, body: { calls: 2 } });
+    const third = await call(server.apibase, keys.test.secret, 'POST', '/flaky', {}, header);
+    expect(third).toMatchObject({ status: 200, body: { calls: 2 } });
+    expect(server.handled.get('flaky')).toBe(2);
+  });
+
+  it('two concurrent requests with one key do the work once; the second waits and gets the same response', async () => {
+    // PostgreSQL: two app instances on two pools, as two server processes. PGlite: one app (one process owns the data).
+    const slowCtx = { ...testContext(database.store, { seed: 72 }), processor: slowNetwork() };
+    const slow = await open(slowCtx);
+    const other = isPostgres() ? await open(testContext(await database.openAnother(), { seed: 73 })) : slow;
+    const cus = await customer();
+    const header = key('concurrent');
+    const body = { amount: '1500', currency: 'jpy', customer: cus };
+    const first = call(slow.apibase, keys.test.secret, 'POST', '/charges', body, header);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const second = call(other.apibase, keys.test.secret, 'POST', '/charges', body, header);
+    const [a, b] = await Promise.all([first, second]);
+    expect(a.status).toBe(200);
+    expect(b).toMatchObject({ status: 200, body: a.body });
+    expect(b.headers.get('idempotent-replayed')).toBe('true');
+    expect(await chargesOf(cus)).toHaveLength(1);
+    expect((slow.handled.get('charges.create') ?? 0) + (other === slow ? 0 : (other.handled.get('charges.create') ?? 0))).toBe(1);
+  });
+
+  it('keys last 24 hours: an expired key is a new key, and the purge deletes expired keys only', async () => {
+    const cus = await customer();
+    const header = key('expiry');
+    ctx.clock.set(REFERENCE_INSTANT);
+    const first = await call(server.apibase, keys.test.secret, 'POST', '/charges', { amount: '900', currency: 'jpy', customer: cus }, header);
+    ctx.clock.set(new Date(REFERENCE_INSTANT.getTime() + IDEMPOTENCY_TTL_MS - 1));
+    expect((await call(server.apibase, keys.test.secret, 'POST', '/charges', { amount: '900', currency: 'jpy', customer: cus }, header)).body.id).toBe(first.body.id);
+    ctx.clock.set(new Date(REFERENCE_INSTANT.getTime() + IDEMPOTENCY_TTL_MS));
+    const later = await call(server.apibase, keys.test.secret, 'POST', '/charges', { amount: '900', currency: 'jpy', customer: cus }, header);
+    expect(later.body.id).not.toBe(first.body.id);
+    expect(await chargesOf(cus)).toHaveLength(2);
+
+    const stored = () => ctx.db.selectFrom('idempotency_keys').select(['idempotency_key', 'expires_at']).where('account_id', '=', ACCOUNT).execute();
+    const asOf = new Date(REFERENCE_INSTANT.getTime() + IDEMPOTENCY_TTL_MS);
+    const expiredBefore = (await stored()).filter((r) => r.expires_at.getTime() <= asOf.getTime()).length;
+    expect(expiredBefore).toBeGreaterThan(0);
+    const kept = (await stored()).filter((r) => r.expires_at.getTime() > asOf.getTime()).map((r) => r.idempotency_key);
+    expect(kept).toContain(header['idempotency-key']);
+    expect(await purgeExpiredIdempotencyKeys(ctx.db, asOf, 2)).toBe(expiredBefore);
+    expect((await stored()).map((r) => r.idempotency_key).sort()).toEqual(kept.sort());
+    ctx.clock.set(REFERENCE_INSTANT);
+  });
+
+  it('"the same request" is the method, the path with its query, and the body whatever its key order', () => {
+    expect(requestHash('POST', '/v1/charges', { a: '1', b: { c: '2', d: '3' } })).toBe(requestHash('POST', '/v1/charges', { b: { d: '3', c: '2' }, a: '1' }));
+    expect(requestHash('POST', '/v1/charges', { a: '1' })).not.toBe(requestHash('POST', '/v1/charges?x=1', { a: '1' }));
+    expect(requestHash('POST', '/v1/charges', { a: '1' })).not.toBe(requestHash('POST', '/v1/customers', { a: '1' }));
+    expect(requestHash('POST', '/v1/charges', { a: '1' })).not.toBe(requestHash('POST', '/v1/charges', { a: '2' }));
+  });
+});

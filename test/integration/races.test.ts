@@ -177,4 +177,32 @@ describe.runIf(isPostgres())('races on one charge or customer, two connection po
     const results = await Promise.allSettled([first, second, first, second].map((ctx) => op(ctx, 'subscriptions.create', { customer: again, plan: plan.id })));
     expect(results.map(codeOf).sort()).toEqual(['already_subscribed', 'already_subscribed', 'already_subscribed', 'ok']);
   });
+
+  it('a plan change onto a plan racing subscriptions.create of that plan for the same customer: already_subscribed for one', async () => {
+    for (const ctx of [slowFirst, first, second, slowSecond]) ctx.clock.set(REFERENCE_INSTANT);
+    const [basic, premium] = await Promise.all(['500', '900'].map((amount) => op<{ id: string }>(first, 'plans.create', { amount, currency: 'jpy', interval: 'month' })));
+    const cus = await customer();
+    const held = await op<{ id: string }>(first, 'subscriptions.create', { customer: cus, plan: basic!.id });
+    // A day later (a plan change at the very instant of creation would charge the same period again).
+    for (const ctx of [slowFirst, first, second, slowSecond]) ctx.clock.set(new Date(REFERENCE_INSTANT.getTime() + 86_400_000));
+    const [change, create] = await race(() => op(slowFirst, 'subscriptions.update', { id: held.id, plan: premium!.id }), () => op(second, 'subscriptions.create', { customer: cus, plan: premium!.id }));
+    expect([codeOf(change), codeOf(create)]).toEqual(['ok', 'already_subscribed']);
+    const onPremium = await first.db.selectFrom('subscriptions').select('subscription_id').where('account_id', '=', caller.accountId).where('customer_id', '=', cus).where('plan_id', '=', premium!.id).execute();
+    expect(onPremium).toEqual([{ subscription_id: held.id }]);
+  });
+
+  it('a capture racing a refund of the same hold: one outcome, never both', async () => {
+    const held = await heldCharge();
+    const [capture, refund] = await race(() => op(slowFirst, 'charges.capture', { id: held.id }), () => op(second, 'charges.refund', { id: held.id }));
+    expect(codeOf(capture)).toBe('ok');
+    expect(codeOf(refund)).toBe('ok'); // the refund waited for the capture, then refunded the captured money
+    expect(await chargeRow(held.id)).toMatchObject({ captured: true, refunded: true, amount_refunded: 1000 });
+    const refunds = await first.db.selectFrom('refunds').select('amount').where('account_id', '=', caller.accountId).where('charge_id', '=', held.id).execute();
+    expect(refunds.map((r) => r.amount)).toEqual([1000]);
+
+    const other = await heldCharge();
+    const [cancel, late] = await race(() => op(slowFirst, 'charges.refund', { id: other.id }), () => op(second, 'charges.capture', { id: other.id }));
+    expect([codeOf(cancel), codeOf(late)]).toEqual(['ok', 'cant_capture_refunded_charge']);
+    expect(await chargeRow(other.id)).toMatchObject({ captured: false, refunded: true, amount_captured: null });
+  });
 });

@@ -72,14 +72,17 @@ export function callerOf(request: FastifyRequest): Caller | undefined {
   return (request as FastifyRequest & { caller?: Caller }).caller;
 }
 
-/** v1 §8's `payment` zone: charge creation and the charge actions that move money. */
-const PAYMENT_PATH = /^\/v1\/charges(?:\/[^/]+\/(?:capture|refund|reauth|tds_finish))?\/?$/;
+/**
+ * v1 §8's `payment` zone: "create charge, capture, refund, reauth, finish 3-D Secure" — the charge
+ * routes, and the 3-D Secure finish of a charge or of a token.
+ */
+const PAYMENT_PATH = /^\/v1\/(?:charges(?:\/[^/]+\/(?:capture|refund|reauth|tds_finish))?|tokens\/[^/]+\/tds_finish)\/?$/;
 
 /**
  * The route's configured `zone`; else `pk` for a public key, `payment` for a POST to a charge
  * route of v1 §8's list, and `sk` for everything else a secret key does.
  */
-export function defaultZoneOf(request: FastifyRequest, caller: Caller): RateLimitZone {
+export function defaultZoneOf(request: Pick<FastifyRequest, 'routeOptions' | 'method' | 'url'>, caller: Caller): RateLimitZone {
   const configured = request.routeOptions.config?.zone;
   if (configured !== undefined) return configured;
   if (caller.kind === 'public') return 'pk';

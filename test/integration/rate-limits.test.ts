@@ -8,7 +8,7 @@
 import Payjp from 'payjp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type AccountKeys } from '../../src/accounts/accounts';
-import { DEFAULT_RATE_LIMITS, parseRateLimits, type RateLimitOptions } from '../../src/api/rate-limits';
+import { DEFAULT_RATE_LIMITS, defaultZoneOf, parseRateLimits, type RateLimitOptions } from '../../src/api/rate-limits';
 import type { Context } from '../../src/engine/context';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, testContext, type TestDatabase } from '../support/database';
@@ -144,6 +144,23 @@ describe(`rate limits (${store} store)`, () => {
     const statuses = [];
     for (const instance of [one, one, one, two]) statuses.push((await call(instance.apibase, keys.test.secret, 'GET', '/charges/ch_none')).status);
     expect(statuses).toEqual([404, 404, 429, 404]);
+  });
+});
+
+describe('zones (v1 §8)', () => {
+  const secret = { accountId: 'acct_x', livemode: false, kind: 'secret' as const };
+  const zoneOf = (method: string, url: string, config: { zone?: 'pk' | 'payment' | 'sk' } = {}, caller: typeof secret | { accountId: string; livemode: boolean; kind: 'public' } = secret) =>
+    defaultZoneOf({ method, url, routeOptions: { url, config } } as unknown as Parameters<typeof defaultZoneOf>[0], caller);
+
+  it('"payment: create charge, capture, refund, reauth, finish 3-D Secure"; "pk: token creation with a public key"; "sk: all other secret-key requests"', () => {
+    for (const url of ['/v1/charges', '/v1/charges/:id/capture', '/v1/charges/:id/refund', '/v1/charges/:id/reauth', '/v1/charges/:id/tds_finish', '/v1/tokens/:id/tds_finish']) {
+      expect([url, zoneOf('POST', url)]).toEqual([url, 'payment']);
+    }
+    for (const [method, url] of [['GET', '/v1/charges'], ['GET', '/v1/charges/:id'], ['POST', '/v1/charges/:id'], ['POST', '/v1/customers'], ['POST', '/v1/tokens'], ['DELETE', '/v1/subscriptions/:id']] as const) {
+      expect([method, url, zoneOf(method, url)]).toEqual([method, url, 'sk']);
+    }
+    expect(zoneOf('POST', '/v1/tokens', {}, { accountId: 'acct_x', livemode: false, kind: 'public' })).toBe('pk');
+    expect(zoneOf('GET', '/v1/accounts', { zone: 'payment' })).toBe('payment');
   });
 });
 

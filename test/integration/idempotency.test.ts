@@ -156,6 +156,30 @@ describe('Idempotency-Key on POST', () => {
     expect((slow.handled.get('charges.create') ?? 0) + (other === slow ? 0 : (other.handled.get('charges.create') ?? 0))).toBe(1);
   });
 
+  it('a key still pending past the wait is 429 over_capacity (retry later); one left pending by a dead process is taken over after staleMs', async () => {
+    const impatient = await startPluginApp(ctx, { idempotency: { purgeIntervalMs: 0, waitMs: 100, pollMs: 20, staleMs: 60_000 } });
+    opened.push(impatient);
+    ctx.clock.set(REFERENCE_INSTANT);
+    const body = { email: 'pending@example.com' };
+    const header = key('pending');
+    // A reservation as a process that died mid-request leaves it, stamped now.
+    await ctx.db
+      .insertInto('idempotency_keys')
+      .values({ account_id: ACCOUNT, livemode: false, idempotency_key: header['idempotency-key'], request_hash: requestHash('POST', '/v1/customers', body), state: 'pending', created_at: REFERENCE_INSTANT, expires_at: new Date(REFERENCE_INSTANT.getTime() + IDEMPOTENCY_TTL_MS) })
+      .execute();
+    const before = impatient.handled.get('customers.create') ?? 0;
+    const waited = await call(impatient.apibase, keys.test.secret, 'POST', '/customers', body, header);
+    expect(waited).toMatchObject({ status: 429, body: { error: { code: 'over_capacity', status: 429 } } });
+    expect(impatient.handled.get('customers.create') ?? 0).toBe(before);
+    // 60 s later the reservation counts as abandoned: the request does the work and keeps its answer.
+    ctx.clock.set(new Date(REFERENCE_INSTANT.getTime() + 60_000));
+    const taken = await call(impatient.apibase, keys.test.secret, 'POST', '/customers', body, header);
+    expect(taken).toMatchObject({ status: 200, body: { object: 'customer', email: 'pending@example.com' } });
+    expect(await call(impatient.apibase, keys.test.secret, 'POST', '/customers', body, header)).toMatchObject({ status: 200, body: taken.body });
+    expect(impatient.handled.get('customers.create')).toBe(before + 1);
+    ctx.clock.set(REFERENCE_INSTANT);
+  });
+
   it('keys last 24 hours: an expired key is a new key, and the purge deletes expired keys only', async () => {
     const cus = await customer();
     const header = key('expiry');

@@ -10,6 +10,7 @@ import { reject } from '../domain/errors';
 import type { IdGenerator } from '../domain/ids';
 import { renderCharge, type ChargeCard, type ChargeObject, type ChargeRow } from './charges';
 import { instantFromEpochMs } from '../db/epoch-ms';
+import { compositeKey } from '../db/bulk-rows';
 
 /** The charge of the caller's account and mode, locked FOR UPDATE when asked; `invalid_id` on `id` otherwise. */
 export async function findCharge(executor: Kysely<Database>, caller: Caller, chargeId: string, lock = false): Promise<ChargeRow> {
@@ -28,7 +29,7 @@ export async function findCharge(executor: Kysely<Database>, caller: Caller, cha
 }
 
 /** The key of chargeCardsOf's map: a charge's (account, mode, card id). */
-export const cardKey = (accountId: string, livemode: boolean, cardId: string): string => `${accountId}\u0000${livemode ? 1 : 0}\u0000${cardId}`;
+export const cardKey = (accountId: string, livemode: boolean, cardId: string): string => compositeKey(accountId, livemode, cardId);
 
 /**
  * The cards the charges embed, by (account, mode, card id): stored cards (deleted ones too: a

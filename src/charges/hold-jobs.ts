@@ -21,7 +21,7 @@ import { v1HoldExpiresAt, V1_EXPIRY_DAYS } from '../domain/hold-periods';
 import type { Context } from '../engine/context';
 import { checkpoint, type JobCounts, type SlotRun } from '../engine/job';
 import { recordChargeEvents, type ChargeEventKey } from './charge-record';
-import { instantFromEpochMs } from '../db/epoch-ms';
+import { bulkColumns, ROW_KEYS } from '../db/bulk-rows';
 
 /** The columns that make a hold live: authorized, not captured, not cancelled, not yet released. */
 const LIVE_HOLD = sql`paid AND NOT captured AND NOT refunded AND released_at IS NULL AND expired_at IS NOT NULL`;
@@ -182,6 +182,36 @@ const REAUTH_DUE = sql`greatest(c.expired_at - a.reauth_lead_hours * interval '1
  * a second hold is a second debit); fewer attempts than allowed; this hold not attempted before
  * (a failed attempt leaves the hold to lapse); the due instant come by the slot.
  */
+/** One scheduled reauthorization attempt, as written (reauthorizations row and the charge's hold). */
+interface ReauthAttempt {
+  readonly accountId: string;
+  readonly livemode: boolean;
+  readonly reauthId: string;
+  readonly chargeId: string;
+  readonly amount: number;
+  readonly ok: boolean;
+  readonly failureCode: string | null;
+  readonly failureMessage: string | null;
+  readonly code: string | null;
+  readonly previousExpiredAt: Date;
+  readonly expiresAt: Date | null;
+  readonly at: Date;
+}
+const REAUTH_COLUMNS = bulkColumns<ReauthAttempt>()({
+  a: ['text', 'accountId'],
+  l: ['boolean', 'livemode'],
+  rid: ['text', 'reauthId'],
+  id: ['text', 'chargeId'],
+  amt: ['bigint', 'amount'],
+  ok: ['boolean', 'ok'],
+  fc: ['text', 'failureCode'],
+  fm: ['text', 'failureMessage'],
+  code: ['text', 'code'],
+  prev: ['instant', 'previousExpiredAt'],
+  exp: ['instant', 'expiresAt'],
+  at: ['instant', 'at'],
+});
+
 /** The largest lead time an account may configure (accounts.reauth_lead_hours ≤ 720). */
 const MAX_LEAD_MS = 720 * 3600_000;
 
@@ -240,67 +270,70 @@ export async function reauthorizeBatch(trx: Kysely<Database>, ctx: Pick<Context,
       kind: 'reauth' as const,
     })),
   );
-  const attempts = rows.map((r, i) => {
+  const attempts = rows.map((r, i): ReauthAttempt => {
     const result = results[i]!;
     const at = new Date(Number(r.due));
     const expiresAt = result.approved
-      ? v1HoldExpiresAt({ authorizedAt: at, expiryDays: r.expiry_days ?? V1_EXPIRY_DAYS.default, issuer: r.issuer === 'overseas' ? 'overseas' : 'domestic' }).expiresAt.getTime()
+      ? v1HoldExpiresAt({ authorizedAt: at, expiryDays: r.expiry_days ?? V1_EXPIRY_DAYS.default, issuer: r.issuer === 'overseas' ? 'overseas' : 'domestic' }).expiresAt
       : null;
     return {
-      a: r.a,
-      l: r.l,
-      rid: reauthIds[i]!,
-      id: r.id,
-      amt: r.amount,
+      accountId: r.a,
+      livemode: r.l,
+      reauthId: reauthIds[i]!,
+      chargeId: r.id,
+      amount: r.amount,
       ok: result.approved,
-      fc: result.approved ? null : result.code,
-      fm: result.approved ? null : result.message,
+      failureCode: result.approved ? null : result.code,
+      failureMessage: result.approved ? null : result.message,
       code: result.approved ? result.authorizationCode : null,
-      prev: Number(r.expired),
-      exp: expiresAt,
-      at: at.getTime(),
+      previousExpiredAt: new Date(Number(r.expired)),
+      expiresAt,
+      at,
     };
   });
-  const payload = JSON.stringify(attempts);
+  const x = REAUTH_COLUMNS.table('r', attempts);
   // The unique index (one scheduled attempt per charge and hold) is the last line of defence: an
   // attempt it refuses is not applied to the charge either.
   const inserted = await sql<{ reauth_id: string }>`
     INSERT INTO reauthorizations (account_id, livemode, reauth_id, charge_id, scheduled, amount, outcome, failure_code, failure_message,
                                   authorization_code, previous_expired_at, expired_at, attempted_at)
-    SELECT a, l, rid, id, true, amt, CASE WHEN ok THEN 'succeeded' ELSE 'failed' END, fc, fm, code, ${instantFromEpochMs('prev')}, ${instantFromEpochMs('exp')}, ${instantFromEpochMs('at')}
-    FROM json_to_recordset(${payload}::json) AS r(a text, l boolean, rid text, id text, amt bigint, ok boolean, fc text, fm text, code text, prev bigint, exp bigint, at bigint)
+    SELECT ${x.cols('a', 'l', 'rid', 'id')}, true, ${x.col('amt')}, CASE WHEN ${x.col('ok')} THEN 'succeeded' ELSE 'failed' END,
+           ${x.cols('fc', 'fm', 'code', 'prev', 'exp', 'at')}
+    FROM ${x.from}
     ON CONFLICT (account_id, livemode, charge_id, previous_expired_at) WHERE scheduled DO NOTHING
     RETURNING reauth_id`.execute(trx);
   const applied = new Set(inserted.rows.map((r) => r.reauth_id));
-  const kept = attempts.filter((attempt) => applied.has(attempt.rid));
+  const kept = attempts.filter((attempt) => applied.has(attempt.reauthId));
   // A refused attempt's hold was authorized under its own reference and belongs to no row: give
   // it back, or the card keeps a hold (a debit, the money) that nothing records.
-  const orphans = attempts.filter((attempt) => !applied.has(attempt.rid) && attempt.ok);
+  const orphans = attempts.filter((attempt) => !applied.has(attempt.reauthId) && attempt.ok);
   if (orphans.length > 0) {
-    await ctx.processor.release(orphans.map((attempt) => ({ reference: attempt.rid, authorizationCode: attempt.code ?? '', amount: attempt.amt, at: new Date(attempt.at) })));
+    await ctx.processor.release(orphans.map((attempt) => ({ reference: attempt.reauthId, authorizationCode: attempt.code ?? '', amount: attempt.amount, at: attempt.at })));
   }
   // The hold's one scheduled attempt is on record already: mark it tried so the next batch does not
   // select it again (the job takes batches until none is left).
-  const refused = attempts.filter((attempt) => !applied.has(attempt.rid));
+  const refused = attempts.filter((attempt) => !applied.has(attempt.reauthId));
   if (refused.length > 0) {
+    const k = ROW_KEYS.table('r', refused.map((attempt) => ({ accountId: attempt.accountId, livemode: attempt.livemode, id: attempt.chargeId })));
     await sql`
       UPDATE charges c SET reauth_tried_expired_at = c.expired_at
-      FROM json_to_recordset(${JSON.stringify(refused)}::json) AS r(a text, l boolean, id text)
-      WHERE c.account_id = r.a AND c.livemode = r.l AND c.charge_id = r.id`.execute(trx);
+      FROM ${k.from}
+      WHERE c.account_id = ${k.col('a')} AND c.livemode = ${k.col('l')} AND c.charge_id = ${k.col('id')}`.execute(trx);
   }
+  const r = REAUTH_COLUMNS.table('r', kept);
   await sql`
     UPDATE charges c SET
       reauth_count = c.reauth_count + 1, reauth_tried_expired_at = c.expired_at,
-      expired_at = CASE WHEN r.ok THEN ${instantFromEpochMs('r.exp')} ELSE c.expired_at END,
-      authorized_at = CASE WHEN r.ok THEN ${instantFromEpochMs('r.at')} ELSE c.authorized_at END,
-      authorization_code = CASE WHEN r.ok THEN r.code ELSE c.authorization_code END,
-      updated_at = ${instantFromEpochMs('r.at')}
-    FROM json_to_recordset(${JSON.stringify(kept)}::json) AS r(a text, l boolean, id text, ok boolean, code text, exp bigint, at bigint)
-    WHERE c.account_id = r.a AND c.livemode = r.l AND c.charge_id = r.id`.execute(trx);
+      expired_at = CASE WHEN ${r.col('ok')} THEN ${r.col('exp')} ELSE c.expired_at END,
+      authorized_at = CASE WHEN ${r.col('ok')} THEN ${r.col('at')} ELSE c.authorized_at END,
+      authorization_code = CASE WHEN ${r.col('ok')} THEN ${r.col('code')} ELSE c.authorization_code END,
+      updated_at = ${r.col('at')}
+    FROM ${r.from}
+    WHERE c.account_id = ${r.col('a')} AND c.livemode = ${r.col('l')} AND c.charge_id = ${r.col('id')}`.execute(trx);
   await recordChargeEvents(
     trx,
     ctx.ids,
-    kept.map((attempt) => ({ accountId: attempt.a, livemode: attempt.l, chargeId: attempt.id, type: 'charge.updated', at: new Date(attempt.at) })),
+    kept.map((attempt) => ({ accountId: attempt.accountId, livemode: attempt.livemode, chargeId: attempt.chargeId, type: 'charge.updated', at: attempt.at })),
   );
   const reauthorized = kept.filter((attempt) => attempt.ok).length;
   return { selected: rows.length, reauthorized, failed: kept.length - reauthorized };

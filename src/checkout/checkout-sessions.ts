@@ -19,7 +19,7 @@ import { findPaymentFlow, type PaymentFlowRow } from '../payment-flows/payment-f
 import { confirmLockedFlow, flowEvent, insertPaymentFlow, MAX_FLOW_AMOUNT, MIN_FLOW_AMOUNT, readNestedObject, readPaymentMethodTypes } from '../payment-flows/payment-flows';
 import { isPaymentMethodType, resolvePaymentMethod } from '../payment-flows/payment-method';
 import { findPrices } from '../prices/prices';
-import { instantFromEpochMs } from '../db/epoch-ms';
+import { compositeKey, ROW_KEYS_AT } from '../db/bulk-rows';
 
 export type CheckoutSessionRow = Selectable<CheckoutSessionsTable>;
 export type LineItemRow = Selectable<CheckoutSessionLineItemsTable>;
@@ -146,7 +146,7 @@ export async function lineItemsOf(executor: Kysely<Database>, sessions: readonly
 }
 
 export const sessionKey = (row: { readonly account_id: string; readonly livemode: boolean; readonly checkout_session_id: string }): string =>
-  `${row.account_id}\u0000${row.livemode ? 1 : 0}\u0000${row.checkout_session_id}`;
+  compositeKey(row.account_id, row.livemode, row.checkout_session_id);
 
 async function findSession(executor: Kysely<Database>, caller: Caller, id: string, lock: boolean): Promise<CheckoutSessionRow> {
   let query = executor.selectFrom('checkout_sessions').selectAll().where('account_id', '=', caller.accountId).where('livemode', '=', caller.livemode).where('checkout_session_id', '=', id);
@@ -324,28 +324,27 @@ export async function completeCheckoutSession(ctx: Context, caller: Caller, inpu
  */
 export async function expireSessions(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, sessions: readonly CheckoutSessionRow[], at: (row: CheckoutSessionRow) => Date): Promise<number> {
   if (sessions.length === 0) return 0;
-  const payload = JSON.stringify(sessions.map((s) => ({ a: s.account_id, l: s.livemode, id: s.checkout_session_id, t: at(s).getTime() })));
-  const instant = instantFromEpochMs('u.t');
+  const u = ROW_KEYS_AT.table('u', sessions.map((s) => ({ accountId: s.account_id, livemode: s.livemode, id: s.checkout_session_id, at: at(s) })));
   const expired = await sql<CheckoutSessionRow>`
-    UPDATE checkout_sessions s SET status = 'expired', expired_at = ${instant}, updated_at = ${instant}
-    FROM json_to_recordset(${payload}::json) AS u(a text, l boolean, id text, t bigint)
-    WHERE s.account_id = u.a AND s.livemode = u.l AND s.checkout_session_id = u.id AND s.status = 'open'
+    UPDATE checkout_sessions s SET status = 'expired', expired_at = ${u.col('t')}, updated_at = ${u.col('t')}
+    FROM ${u.from}
+    WHERE s.account_id = ${u.col('a')} AND s.livemode = ${u.col('l')} AND s.checkout_session_id = ${u.col('id')} AND s.status = 'open'
     RETURNING s.*`.execute(trx);
   const withFlow = expired.rows.filter((s) => s.payment_flow_id !== null);
-  const flowPayload = JSON.stringify(withFlow.map((s) => ({ a: s.account_id, l: s.livemode, id: s.payment_flow_id, t: at(s).getTime() })));
+  const f = ROW_KEYS_AT.table('u', withFlow.map((s) => ({ accountId: s.account_id, livemode: s.livemode, id: s.payment_flow_id!, at: at(s) })));
   const canceled =
     withFlow.length === 0
       ? { rows: [] as PaymentFlowRow[] }
       : await sql<PaymentFlowRow>`
-    UPDATE payment_flows f SET status = 'canceled', cancellation_reason = 'abandoned', canceled_at = ${instant}, updated_at = ${instant}, next_action = NULL
-    FROM json_to_recordset(${flowPayload}::json) AS u(a text, l boolean, id text, t bigint)
-    WHERE f.account_id = u.a AND f.livemode = u.l AND f.payment_flow_id = u.id
+    UPDATE payment_flows f SET status = 'canceled', cancellation_reason = 'abandoned', canceled_at = ${f.col('t')}, updated_at = ${f.col('t')}, next_action = NULL
+    FROM ${f.from}
+    WHERE f.account_id = ${f.col('a')} AND f.livemode = ${f.col('l')} AND f.payment_flow_id = ${f.col('id')}
       AND f.status IN ('requires_payment_method', 'requires_confirmation', 'requires_action')
     RETURNING f.*`.execute(trx);
   const items = await lineItemsOf(trx, expired.rows);
   const events: EventInput[] = [];
   const sorted = [...expired.rows].sort((x, y) => at(x).getTime() - at(y).getTime() || sessionKey(x).localeCompare(sessionKey(y)));
-  const flowBySession = new Map(canceled.rows.map((f) => [`${f.account_id}\u0000${f.livemode ? 1 : 0}\u0000${f.checkout_session_id ?? ''}`, f]));
+  const flowBySession = new Map(canceled.rows.map((f) => [compositeKey(f.account_id, f.livemode, f.checkout_session_id), f]));
   for (const session of sorted) {
     const flow = flowBySession.get(sessionKey(session));
     if (flow) events.push(flowEvent(flow, 'payment_flow.canceled', at(session)));

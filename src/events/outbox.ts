@@ -6,6 +6,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../db/schema';
 import { utf8Text } from '../db/utf8-param';
+import { bulkColumns, type BulkDocument, type ColumnsOf } from '../db/bulk-rows';
 import type { IdGenerator } from '../domain/ids';
 import { toIsoSeconds, toUnixSeconds } from '../domain/time';
 import { instantFromEpochMs } from '../db/epoch-ms';
@@ -49,11 +50,22 @@ export async function recordEvents(executor: Kysely<Database>, ids: IdGenerator,
   return recordPreparedEvents(executor, ids, prepareEvents(events));
 }
 
+/** Every column of an event's INSERT but the id and the document (zipped with those by position). */
+const EVENT_COLUMNS = bulkColumns<EventInput>()({
+  a: ['text', 'accountId'],
+  l: ['boolean', 'livemode'],
+  v: ['text', (e) => e.apiVersion ?? 'v1'],
+  t: ['text', 'type'],
+  o: ['text', (e) => e.data.object],
+  r: ['text', (e) => e.data.id],
+  c: ['instant', 'at'],
+});
+
 /** Events serialised for their INSERT, ids not yet drawn (see prepareEvents). */
 export interface PreparedEvents {
   readonly kinds: readonly ('eventV1' | 'eventV2')[];
   /** Every column but the id and the document, as one JSON array of rows. */
-  readonly columns: string;
+  readonly columns: BulkDocument<ColumnsOf<typeof EVENT_COLUMNS>>;
   /** The documents, newline-separated (JSON.stringify never emits a raw newline). */
   readonly documents: string;
 }
@@ -65,9 +77,7 @@ export interface PreparedEvents {
 export function prepareEvents(events: readonly EventInput[]): PreparedEvents {
   return {
     kinds: events.map((event) => ((event.apiVersion ?? 'v1') === 'v1' ? 'eventV1' : 'eventV2')),
-    // Instants travel as epoch milliseconds, rebuilt exactly (whole seconds and milliseconds apart):
-    // Date's toISOString costs several times a number in Node.
-    columns: JSON.stringify(events.map((e) => ({ a: e.accountId, l: e.livemode, v: e.apiVersion ?? 'v1', t: e.type, o: e.data.object, r: e.data.id, c: e.at.getTime() }))),
+    columns: EVENT_COLUMNS.document(events),
     documents: events.map((e) => JSON.stringify(e.data)).join('\n'),
   };
 }
@@ -84,7 +94,7 @@ export async function recordPreparedEvents(executor: Kysely<Database>, ids: IdGe
   await sql`
     INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at)
     SELECT x.a, x.id, x.l, x.v, x.t, x.o, x.r, x.d::json, ${instantFromEpochMs('x.c')} FROM ROWS FROM (
-      json_to_recordset(${utf8Text(prepared.columns)}::json) AS (a text, l boolean, v text, t text, o text, r text, c bigint),
+      ${EVENT_COLUMNS.recordset(prepared.columns)} AS (${EVENT_COLUMNS.definition}),
       string_to_table(${eventIds.join('\n')}, E'\\n'),
       string_to_table(${utf8Text(prepared.documents)}, E'\\n')
     ) AS x(a, l, v, t, o, r, c, id, d)`.execute(executor);

@@ -12,7 +12,7 @@ import type { Context } from '../engine/context';
 import { settleCaptured } from '../settlement/capture';
 import { PAYPAY_METHOD_ID } from './payment-method';
 import type { PaymentFlowRow } from './payment-flow-object';
-import { instantFromEpochMs } from '../db/epoch-ms';
+import { bulkColumns, compositeKey } from '../db/bulk-rows';
 
 export interface FlowCapture {
   readonly flow: PaymentFlowRow;
@@ -28,35 +28,45 @@ export interface FlowCapture {
  */
 const PAYPAY_RATE_BRAND = 'Visa';
 
+/** A capture's charge row (recordFlowCaptures). */
+const FLOW_CHARGE_COLUMNS = bulkColumns<{
+  readonly flow: FlowCapture['flow'];
+  readonly chargeId: string;
+  readonly amount: number;
+  readonly feeRate: string;
+  readonly at: Date;
+  readonly captureNumber: number;
+}>()({
+  a: ['text', (r) => r.flow.account_id],
+  l: ['boolean', (r) => r.flow.livemode],
+  c: ['text', 'chargeId'],
+  amt: ['bigint', 'amount'],
+  card: ['text', (r) => r.flow.card_id ?? r.flow.payment_method_id ?? PAYPAY_METHOD_ID],
+  cus: ['text', (r) => r.flow.customer_id],
+  d: ['text', (r) => r.flow.description],
+  fr: ['numeric', 'feeRate'],
+  t: ['instant', 'at'],
+  f: ['text', (r) => r.flow.payment_flow_id],
+  n: ['smallint', 'captureNumber'],
+});
+
 /** Writes the charge rows of the captures and hands them to settlement, in the caller's transaction. */
 export async function recordFlowCaptures(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'clock'>, captures: readonly FlowCapture[]): Promise<string[]> {
   if (captures.length === 0) return [];
   const accounts = [...new Set(captures.map((c) => c.flow.account_id))];
   const rates = await trx.selectFrom('account_fee_rates').select(['account_id', 'brand', 'fee_rate']).where('account_id', 'in', accounts).execute();
-  const rateOf = new Map(rates.map((r) => [`${r.account_id}\u0000${r.brand}`, r.fee_rate]));
+  const rateOf = new Map(rates.map((r) => [compositeKey(r.account_id, r.brand), r.fee_rate]));
   const rows = captures.map(({ flow, captureNumber, amount, at }) => {
     const brand = flow.card_brand ?? PAYPAY_RATE_BRAND;
-    const feeRate = rateOf.get(`${flow.account_id}\u0000${brand}`) ?? DEFAULT_FEE_RATES[brand as keyof typeof DEFAULT_FEE_RATES] ?? '3.00';
-    return {
-      a: flow.account_id,
-      l: flow.livemode,
-      c: ctx.ids.next('charge'),
-      amt: amount,
-      card: flow.card_id ?? flow.payment_method_id ?? PAYPAY_METHOD_ID,
-      cus: flow.customer_id,
-      d: flow.description,
-      fr: feeRate,
-      t: at.getTime(),
-      f: flow.payment_flow_id,
-      n: captureNumber,
-    };
+    const feeRate = rateOf.get(compositeKey(flow.account_id, brand)) ?? DEFAULT_FEE_RATES[brand as keyof typeof DEFAULT_FEE_RATES] ?? '3.00';
+    return { flow, chargeId: ctx.ids.next('charge'), amount, feeRate, at, captureNumber };
   });
+  const r = FLOW_CHARGE_COLUMNS.table('r', rows);
   const inserted = await sql<{ account_id: string; livemode: boolean; charge_id: string }>`
     INSERT INTO charges (account_id, livemode, charge_id, amount, currency, paid, captured, captured_at, amount_captured, card_id, customer_id,
                          description, fee_rate, created_at, updated_at, payment_flow_id, payment_flow_capture)
-    SELECT a, l, c, amt, 'jpy', true, true, ${instantFromEpochMs('t')}, amt, card, cus, d, fr, ${instantFromEpochMs('t')}, ${instantFromEpochMs('t')}, f, n
-    FROM json_to_recordset(${JSON.stringify(rows)}::json)
-      AS r(a text, l boolean, c text, amt bigint, card text, cus text, d text, fr numeric, t bigint, f text, n smallint)
+    SELECT ${r.cols('a', 'l', 'c', 'amt')}, 'jpy', true, true, ${r.cols('t', 'amt', 'card', 'cus', 'd', 'fr', 't', 't', 'f', 'n')}
+    FROM ${r.from}
     ON CONFLICT (account_id, livemode, payment_flow_id, payment_flow_capture) WHERE payment_flow_id IS NOT NULL DO NOTHING
     RETURNING account_id, livemode, charge_id`.execute(trx);
   await settleCaptured(

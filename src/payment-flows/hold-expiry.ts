@@ -1,3 +1,12 @@
+/** Each expired flow's end: succeeded when something was captured, else canceled, at its capture deadline. */
+const EXPIRED_FLOW_COLUMNS = bulkColumns<PaymentFlowRow>()({
+  a: ['text', 'account_id'],
+  l: ['boolean', 'livemode'],
+  id: ['text', 'payment_flow_id'],
+  s: ['text', (flow) => (flow.amount_received > 0 ? 'succeeded' : 'canceled')],
+  t: ['instant', 'capture_before'],
+});
+
 /**
  * The v2 hold-expiry job's feature code (service rules §3: "A hold that lapses cancels the flow
  * with reason `expired` (event `payment_flow.canceled`)"): every flow in requires_capture whose
@@ -24,7 +33,7 @@ import { checkpoint, type JobCounts, type SlotRun } from '../engine/job';
 import { recordEvents } from '../events/outbox';
 import { flowEvent } from './payment-flows';
 import type { PaymentFlowRow } from './payment-flow-object';
-import { instantFromEpochMs } from '../db/epoch-ms';
+import { bulkColumns, compositeKey } from '../db/bulk-rows';
 
 export type FlowExpiryCounts = {
   /** Flows canceled with reason `expired`. */
@@ -101,24 +110,22 @@ export async function expireFlowBatch(
     if (!result.ok) ctx.log.warn({ job: 'payment_flows.expire_holds', payment_flow: result.reference, code: result.code }, 'hold release refused by the network; the flow ends anyway');
   }
 
-  const payload = JSON.stringify(
-    due.map((flow) => ({ a: flow.account_id, l: flow.livemode, id: flow.payment_flow_id, s: flow.amount_received > 0 ? 'succeeded' : 'canceled', t: flow.capture_before!.getTime() })),
-  );
-  const instant = instantFromEpochMs('u.t');
+  const u = EXPIRED_FLOW_COLUMNS.table('u', due);
+  const instant = u.col('t');
   const updated = await sql<PaymentFlowRow>`
     UPDATE payment_flows f SET
-      status = u.s,
-      cancellation_reason = CASE WHEN u.s = 'canceled' THEN 'expired' ELSE f.cancellation_reason END,
-      canceled_at = CASE WHEN u.s = 'canceled' THEN ${instant} ELSE f.canceled_at END,
+      status = ${u.col('s')},
+      cancellation_reason = CASE WHEN ${u.col('s')} = 'canceled' THEN 'expired' ELSE f.cancellation_reason END,
+      canceled_at = CASE WHEN ${u.col('s')} = 'canceled' THEN ${instant} ELSE f.canceled_at END,
       amount_capturable = 0,
       updated_at = ${instant}
-    FROM json_to_recordset(${payload}::json) AS u(a text, l boolean, id text, s text, t bigint)
-    WHERE f.account_id = u.a AND f.livemode = u.l AND f.payment_flow_id = u.id AND f.status = 'requires_capture'
+    FROM ${u.from}
+    WHERE f.account_id = ${u.col('a')} AND f.livemode = ${u.col('l')} AND f.payment_flow_id = ${u.col('id')} AND f.status = 'requires_capture'
     RETURNING f.*`.execute(trx);
   // Events in due order, as the flows were selected.
-  const byKey = new Map(updated.rows.map((row) => [`${row.account_id}\u0000${row.livemode ? 1 : 0}\u0000${row.payment_flow_id}`, row]));
+  const byKey = new Map(updated.rows.map((row) => [compositeKey(row.account_id, row.livemode, row.payment_flow_id), row]));
   const events = due.flatMap((flow) => {
-    const row = byKey.get(`${flow.account_id}\u0000${flow.livemode ? 1 : 0}\u0000${flow.payment_flow_id}`);
+    const row = byKey.get(compositeKey(flow.account_id, flow.livemode, flow.payment_flow_id));
     return row === undefined ? [] : [flowEvent(row, row.status === 'canceled' ? 'payment_flow.canceled' : 'payment_flow.succeeded', flow.capture_before!)];
   });
   await recordEvents(trx, ctx.ids, events);

@@ -11,6 +11,7 @@ import type { Context } from '../engine/context';
 import { checkpoint, type JobCounts, type SlotRun } from '../engine/job';
 import { recordEvents } from '../events/outbox';
 import { balanceObjects, type BalanceRow } from './statements';
+import { ROW_KEYS } from '../db/bulk-rows';
 
 export type BalanceCloseCounts = { readonly balances_closed: number; readonly batches: number };
 
@@ -50,10 +51,11 @@ export async function closeBalanceBatch(trx: Kysely<Database>, ctx: Pick<Context
     FOR UPDATE SKIP LOCKED`.execute(trx);
   if (due.rows.length === 0) return 0;
   const closed = due.rows.map((b) => ({ ...b, closed: true, closed_date: b.due_date, updated_at: b.due_at! }));
+  const x = ROW_KEYS.table('x', closed.map((b) => ({ accountId: b.account_id, livemode: b.livemode, id: b.balance_id })));
   await sql`
     UPDATE balances b SET closed = true, closed_date = b.due_date, updated_at = b.due_at
-    FROM json_to_recordset(${JSON.stringify(closed.map((b) => ({ a: b.account_id, l: b.livemode, id: b.balance_id })))}::json) AS x(a text, l boolean, id text)
-    WHERE b.account_id = x.a AND b.livemode = x.l AND b.balance_id = x.id`.execute(trx);
+    FROM ${x.from}
+    WHERE b.account_id = ${x.col('a')} AND b.livemode = ${x.col('l')} AND b.balance_id = ${x.col('id')}`.execute(trx);
   const objects = await balanceObjects(trx, closed);
   await recordEvents(
     trx,

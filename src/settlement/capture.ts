@@ -10,11 +10,12 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema';
-import { captureBreakdown, chargePlatformFee, refundBreakdown, type PlatformSplit } from '../domain/fees';
+import { captureBreakdown, chargePlatformFee, refundBreakdown, type PlatformSplit, type RefundBreakdown } from '../domain/fees';
 import { shareOf } from '../domain/money';
 import type { TermCycle } from '../domain/terms';
 import type { Context } from '../engine/context';
 import { openTermIds, openTerms } from './terms';
+import { bulkColumns, ROW_KEYS } from '../db/bulk-rows';
 
 export interface ChargeKey {
   readonly accountId: string;
@@ -118,14 +119,14 @@ export async function settlementOfCaptures(trx: Kysely<Database>, ctx: Pick<Cont
 
 export async function settleCaptured(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'clock'>, charges: readonly ChargeKey[]): Promise<void> {
   if (charges.length === 0) return;
-  const keys = JSON.stringify(charges.map((c) => ({ a: c.accountId, l: c.livemode, id: c.chargeId })));
+  const k = ROW_KEYS.table('k', charges.map((c) => ({ accountId: c.accountId, livemode: c.livemode, id: c.chargeId })));
   // No row lock here: the UPDATE below re-checks `term_id IS NULL` under its own lock, so two
   // concurrent settlements of one charge write it once (and would write the same values anyway).
   const due = await sql<UnsettledCharge>`
     SELECT c.account_id, c.livemode, c.charge_id, c.amount, c.amount_captured, c.captured_at, c.fee_rate, c.tenant_id, c.platform_fee,
            c.platform_fee_rate, c.payjp_fee_included
-    FROM json_to_recordset(${keys}::json) AS k(a text, l boolean, id text)
-    JOIN charges c ON c.account_id = k.a AND c.livemode = k.l AND c.charge_id = k.id
+    FROM ${k.from}
+    JOIN charges c ON c.account_id = ${k.col('a')} AND c.livemode = ${k.col('l')} AND c.charge_id = ${k.col('id')}
     WHERE c.term_id IS NULL AND c.amount_captured IS NOT NULL AND c.captured_at IS NOT NULL
     ORDER BY c.account_id, c.livemode, c.charge_id`.execute(trx);
   if (due.rows.length === 0) return;
@@ -145,12 +146,24 @@ export async function settleCaptured(trx: Kysely<Database>, ctx: Pick<Context, '
       payjpFeeIncluded: row.payjp_fee_included,
     })),
   );
-  const payload = JSON.stringify(due.rows.map((row, i) => ({ a: row.account_id, l: row.livemode, id: row.charge_id, fee: settled[i]!.fee, pf: settled[i]!.platform_fee, t: settled[i]!.term_id })));
+  const u = SETTLED_CHARGE_COLUMNS.table(
+    'u',
+    due.rows.map((row, i) => ({ row, settled: settled[i]! })),
+  );
   await sql`
-    UPDATE charges c SET fee = u.fee, platform_fee = u.pf, total_platform_fee = coalesce(u.pf, 0), term_id = u.t
-    FROM json_to_recordset(${payload}::json) AS u(a text, l boolean, id text, fee bigint, pf bigint, t text)
-    WHERE c.account_id = u.a AND c.livemode = u.l AND c.charge_id = u.id AND c.term_id IS NULL`.execute(trx);
+    UPDATE charges c SET fee = ${u.col('fee')}, platform_fee = ${u.col('pf')}, total_platform_fee = coalesce(${u.col('pf')}, 0), term_id = ${u.col('t')}
+    FROM ${u.from}
+    WHERE c.account_id = ${u.col('a')} AND c.livemode = ${u.col('l')} AND c.charge_id = ${u.col('id')} AND c.term_id IS NULL`.execute(trx);
 }
+
+const SETTLED_CHARGE_COLUMNS = bulkColumns<{ readonly row: UnsettledCharge; readonly settled: CaptureSettlement }>()({
+  a: ['text', (c) => c.row.account_id],
+  l: ['boolean', (c) => c.row.livemode],
+  id: ['text', (c) => c.row.charge_id],
+  fee: ['bigint', (c) => c.settled.fee],
+  pf: ['bigint', (c) => c.settled.platform_fee],
+  t: ['text', (c) => c.settled.term_id],
+});
 
 interface UnsettledRefund {
   account_id: string;
@@ -167,14 +180,25 @@ interface UnsettledRefund {
   term_cycle: TermCycle;
 }
 
+const SETTLED_REFUND_COLUMNS = bulkColumns<{ readonly row: UnsettledRefund; readonly split: RefundBreakdown; readonly termId: string }>()({
+  a: ['text', (r) => r.row.account_id],
+  l: ['boolean', (r) => r.row.livemode],
+  id: ['text', (r) => r.row.refund_id],
+  ten: ['text', (r) => r.row.tenant_id],
+  inc: ['boolean', (r) => r.row.payjp_fee_included ?? false],
+  rfo: ['bigint', (r) => r.split.refundFeeOffset],
+  rpfo: ['bigint', (r) => r.split.refundPlatformFeeOffset],
+  t: ['text', 'termId'],
+});
+
 export async function settleRefunds(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'clock'>, refunds: readonly RefundKey[]): Promise<void> {
   if (refunds.length === 0) return;
-  const keys = JSON.stringify(refunds.map((r) => ({ a: r.accountId, l: r.livemode, id: r.refundId })));
+  const k = ROW_KEYS.table('k', refunds.map((r) => ({ accountId: r.accountId, livemode: r.livemode, id: r.refundId })));
   // The refunded charges must be settled first: their fee and platform fee are what a refund offsets.
   const charges = await sql<{ account_id: string; livemode: boolean; charge_id: string }>`
     SELECT DISTINCT r.account_id, r.livemode, r.charge_id
-    FROM json_to_recordset(${keys}::json) AS k(a text, l boolean, id text)
-    JOIN refunds r ON r.account_id = k.a AND r.livemode = k.l AND r.refund_id = k.id
+    FROM ${k.from}
+    JOIN refunds r ON r.account_id = ${k.col('a')} AND r.livemode = ${k.col('l')} AND r.refund_id = ${k.col('id')}
     WHERE r.term_id IS NULL`.execute(trx);
   await settleCaptured(
     trx,
@@ -184,8 +208,8 @@ export async function settleRefunds(trx: Kysely<Database>, ctx: Pick<Context, 'i
   const due = await sql<UnsettledRefund>`
     SELECT r.account_id, r.livemode, r.refund_id, r.charge_id, r.amount, r.created_at, c.amount_captured, c.fee_rate, c.tenant_id,
            c.platform_fee, c.payjp_fee_included, a.term_cycle
-    FROM json_to_recordset(${keys}::json) AS k(a text, l boolean, id text)
-    JOIN refunds r ON r.account_id = k.a AND r.livemode = k.l AND r.refund_id = k.id
+    FROM ${k.from}
+    JOIN refunds r ON r.account_id = ${k.col('a')} AND r.livemode = ${k.col('l')} AND r.refund_id = ${k.col('id')}
     JOIN charges c ON c.account_id = r.account_id AND c.livemode = r.livemode AND c.charge_id = r.charge_id
     JOIN accounts a ON a.account_id = r.account_id
     WHERE r.term_id IS NULL AND c.amount_captured IS NOT NULL
@@ -195,25 +219,18 @@ export async function settleRefunds(trx: Kysely<Database>, ctx: Pick<Context, 'i
   const wants = due.rows.map((row) => ({ accountId: row.account_id, livemode: row.livemode, cycle: row.term_cycle, at: row.created_at }));
   await openTerms(trx, ctx.ids, wants);
   const termIds = await openTermIds(trx, wants);
-  const payload = JSON.stringify(
+  const u = SETTLED_REFUND_COLUMNS.table(
+    'u',
     due.rows.map((row, i) => {
       const platform: PlatformSplit | null = row.tenant_id === null ? null : { platformFee: row.platform_fee ?? 0, payjpFeeIncluded: row.payjp_fee_included ?? false };
       const split = refundBreakdown({ amount: row.amount_captured, refunded: row.amount, feeRate: row.fee_rate, platform });
-      return {
-        a: row.account_id,
-        l: row.livemode,
-        id: row.refund_id,
-        ten: row.tenant_id,
-        inc: row.payjp_fee_included ?? false,
-        rfo: split.refundFeeOffset,
-        rpfo: split.refundPlatformFeeOffset,
-        t: termIds[i]!,
-      };
+      return { row, split, termId: termIds[i]! };
     }),
   );
   await sql`
-    UPDATE refunds r SET tenant_id = u.ten, payjp_fee_included = u.inc, refund_fee_offset = u.rfo, refund_platform_fee_offset = u.rpfo, term_id = u.t
-    FROM json_to_recordset(${payload}::json) AS u(a text, l boolean, id text, ten text, inc boolean, rfo bigint, rpfo bigint, t text)
-    WHERE r.account_id = u.a AND r.livemode = u.l AND r.refund_id = u.id`.execute(trx);
+    UPDATE refunds r SET tenant_id = ${u.col('ten')}, payjp_fee_included = ${u.col('inc')}, refund_fee_offset = ${u.col('rfo')},
+      refund_platform_fee_offset = ${u.col('rpfo')}, term_id = ${u.col('t')}
+    FROM ${u.from}
+    WHERE r.account_id = ${u.col('a')} AND r.livemode = ${u.col('l')} AND r.refund_id = ${u.col('id')}`.execute(trx);
 }
 

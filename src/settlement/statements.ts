@@ -13,6 +13,7 @@ import { defineOperation } from '../operations/define';
 import { inPage, listObject, PAGINATION_PARAMS, readPage, type ListObject } from '../operations/pagination';
 import { optionalString, readParams, requireString } from '../operations/params';
 import { renderTerm, type TermObject, type TermRow } from './terms';
+import { bulkColumns, compositeKey, ROW_KEYS } from '../db/bulk-rows';
 
 export const STATEMENTS_URL = '/v1/statements';
 export const BALANCES_URL = '/v1/balances';
@@ -100,38 +101,41 @@ export function renderBalance(row: BalanceRow, statements: readonly StatementObj
   };
 }
 
+/** Statements' keys and terms, to read their items and terms (statementObjects). */
+const STATEMENT_KEYS = bulkColumns<StatementRow>()({ a: ['text', 'account_id'], l: ['boolean', 'livemode'], s: ['text', 'statement_id'], t: ['text', 'term_id'] });
+
 /** Statement objects of stored rows, with their items and terms in two queries. */
 export async function statementObjects(executor: Kysely<Database>, rows: readonly StatementRow[]): Promise<StatementObject[]> {
   if (rows.length === 0) return [];
-  const keys = JSON.stringify(rows.map((r) => ({ a: r.account_id, l: r.livemode, s: r.statement_id, t: r.term_id })));
+  const k = STATEMENT_KEYS.table('k', rows);
   const [items, terms] = await Promise.all([
     sql<StatementItemRow>`
-      SELECT i.* FROM json_to_recordset(${keys}::json) AS k(a text, l boolean, s text)
-      JOIN statement_items i ON i.account_id = k.a AND i.livemode = k.l AND i.statement_id = k.s
+      SELECT i.* FROM ${k.from}
+      JOIN statement_items i ON i.account_id = ${k.col('a')} AND i.livemode = ${k.col('l')} AND i.statement_id = ${k.col('s')}
       ORDER BY i.statement_id, i.position`.execute(executor),
     sql<TermRow>`
-      SELECT DISTINCT t.* FROM json_to_recordset(${keys}::json) AS k(a text, l boolean, t text)
-      JOIN terms t ON t.account_id = k.a AND t.livemode = k.l AND t.term_id = k.t`.execute(executor),
+      SELECT DISTINCT t.* FROM ${k.from}
+      JOIN terms t ON t.account_id = ${k.col('a')} AND t.livemode = ${k.col('l')} AND t.term_id = ${k.col('t')}`.execute(executor),
   ]);
   const itemsOf = new Map<string, StatementItemRow[]>();
   for (const item of items.rows) {
-    const list = itemsOf.get(`${item.account_id}\u0000${item.statement_id}`) ?? [];
+    const list = itemsOf.get(compositeKey(item.account_id, item.statement_id)) ?? [];
     list.push(item);
-    itemsOf.set(`${item.account_id}\u0000${item.statement_id}`, list);
+    itemsOf.set(compositeKey(item.account_id, item.statement_id), list);
   }
-  const termOf = new Map(terms.rows.map((t) => [`${t.account_id}\u0000${t.term_id}`, t]));
+  const termOf = new Map(terms.rows.map((t) => [compositeKey(t.account_id, t.term_id), t]));
   return rows.map((row) =>
-    renderStatement(row, itemsOf.get(`${row.account_id}\u0000${row.statement_id}`) ?? [], row.term_id === null ? null : (termOf.get(`${row.account_id}\u0000${row.term_id}`) ?? null)),
+    renderStatement(row, itemsOf.get(compositeKey(row.account_id, row.statement_id)) ?? [], row.term_id === null ? null : (termOf.get(compositeKey(row.account_id, row.term_id)) ?? null)),
   );
 }
 
 /** Balance objects of stored rows, each with its statements (oldest first). */
 export async function balanceObjects(executor: Kysely<Database>, rows: readonly BalanceRow[]): Promise<BalanceObject[]> {
   if (rows.length === 0) return [];
-  const keys = JSON.stringify(rows.map((r) => ({ a: r.account_id, l: r.livemode, b: r.balance_id })));
+  const k = ROW_KEYS.table('k', rows.map((r) => ({ accountId: r.account_id, livemode: r.livemode, id: r.balance_id })));
   const statements = await sql<StatementRow>`
-    SELECT s.* FROM json_to_recordset(${keys}::json) AS k(a text, l boolean, b text)
-    JOIN statements s ON s.account_id = k.a AND s.livemode = k.l AND s.balance_id = k.b
+    SELECT s.* FROM ${k.from}
+    JOIN statements s ON s.account_id = ${k.col('a')} AND s.livemode = ${k.col('l')} AND s.balance_id = ${k.col('id')}
     -- A close writes the sales statement before the transfer fee or forfeit it leads to.
     ORDER BY s.created_at, CASE s.type WHEN 'sales' THEN 0 WHEN 'service_fee' THEN 1 WHEN 'misc' THEN 2 ELSE 3 END, s.statement_id`.execute(executor);
   const objects = await statementObjects(executor, statements.rows);

@@ -42,7 +42,7 @@ import { checkpoint, type JobCounts, type SlotRun } from '../engine/job';
 import { recordEvents, type EventInput } from '../events/outbox';
 import { balanceObjects, renderStatement, type BalanceRow, type StatementObject, type StatementRow } from './statements';
 import { openTerms, renderTerm, type TermRow } from './terms';
-import { instantFromEpochMs } from '../db/epoch-ms';
+import { bulkColumns, compositeKey } from '../db/bulk-rows';
 
 export type TermCloseCounts = {
   readonly terms_closed: number;
@@ -53,7 +53,55 @@ export type TermCloseCounts = {
 
 type BatchCounts = Omit<TermCloseCounts, 'batches'> & { readonly selected: number };
 
-const ms = (value: Date | null): number | null => (value === null ? null : value.getTime());
+const ACCOUNT_MODE_COLUMNS = bulkColumns<TermRow>()({ a: ['text', 'account_id'], l: ['boolean', 'livemode'] });
+const STATEMENT_COLUMNS = bulkColumns<StatementRow>()({
+  a: ['text', 'account_id'],
+  l: ['boolean', 'livemode'],
+  id: ['text', 'statement_id'],
+  o: ['text', 'owner'],
+  r: ['text', 'owner_ref'],
+  ten: ['text', 'tenant_id'],
+  ty: ['text', 'type'],
+  ti: ['text', 'title'],
+  t: ['text', 'term_id'],
+  b: ['text', 'balance_id'],
+  n: ['bigint', 'net'],
+  c: ['instant', 'created_at'],
+});
+const STATEMENT_ITEM_COLUMNS = bulkColumns<{ readonly statement: StatementRow; readonly item: StatementDraft['items'][number]; readonly position: number }>()({
+  a: ['text', (x) => x.statement.account_id],
+  l: ['boolean', (x) => x.statement.livemode],
+  s: ['text', (x) => x.statement.statement_id],
+  p: ['smallint', 'position'],
+  su: ['text', (x) => x.item.subject],
+  am: ['bigint', (x) => x.item.amount],
+  tr: ['numeric', (x) => x.item.taxRate],
+});
+const BALANCE_COLUMNS = bulkColumns<BalanceRow>()({
+  a: ['text', 'account_id'],
+  l: ['boolean', 'livemode'],
+  id: ['text', 'balance_id'],
+  o: ['text', 'owner'],
+  r: ['text', 'owner_ref'],
+  ten: ['text', 'tenant_id'],
+  st: ['text', 'state'],
+  n: ['bigint', 'net'],
+  dl: ['instant', 'deadline'],
+  dd: ['date', 'due_date'],
+  da: ['instant', 'due_at'],
+  cl: ['boolean', 'closed'],
+  cd: ['date', 'closed_date'],
+  lt: ['text', 'last_term_id'],
+  c: ['instant', 'created_at'],
+  u: ['instant', 'updated_at'],
+});
+const CLOSED_TERM_COLUMNS = bulkColumns<TermRow>()({
+  a: ['text', 'account_id'],
+  l: ['boolean', 'livemode'],
+  id: ['text', 'term_id'],
+  cc: ['int', 'charge_count'],
+  rc: ['int', 'refund_count'],
+});
 
 /** Closes everything due as of `run.slot`, batch after batch, until no due term is left. */
 export async function closeDueTerms(ctx: Context, run: SlotRun): Promise<TermCloseCounts & JobCounts> {
@@ -117,7 +165,7 @@ export async function closeTermBatch(trx: Kysely<Database>, ctx: Pick<Context, '
   // Term ids are drawn by the engine, so (id, account) pins each locked term.
   const termIds = terms.map((t) => t.term_id);
   const accountIds = [...new Set(terms.map((t) => t.account_id))];
-  const accountKeys = JSON.stringify([...new Map(terms.map((t) => [`${t.account_id}\u0000${t.livemode}`, { a: t.account_id, l: t.livemode }])).values()]);
+  const k = ACCOUNT_MODE_COLUMNS.table('k', [...new Map(terms.map((t) => [compositeKey(t.account_id, t.livemode), t])).values()]);
 
   // 2. The terms' money, aggregated in the database.
   const [charges, refunds] = await Promise.all([
@@ -140,15 +188,15 @@ export async function closeTermBatch(trx: Kysely<Database>, ctx: Pick<Context, '
   // 3. Collecting balances of the accounts (locked) and the tenants' minimums.
   const [collecting, tenants] = await Promise.all([
     sql<BalanceRow>`
-      SELECT b.* FROM json_to_recordset(${accountKeys}::json) AS k(a text, l boolean)
-      JOIN balances b ON b.account_id = k.a AND b.livemode = k.l AND b.state = 'collecting'
+      SELECT b.* FROM ${k.from}
+      JOIN balances b ON b.account_id = ${k.col('a')} AND b.livemode = ${k.col('l')} AND b.state = 'collecting'
       ORDER BY b.account_id, b.livemode, b.owner_ref
       FOR UPDATE OF b`.execute(trx),
     sql<{ account_id: string; livemode: boolean; tenant_id: string; minimum_transfer_amount: number }>`
-      SELECT t.account_id, t.livemode, t.tenant_id, t.minimum_transfer_amount FROM json_to_recordset(${accountKeys}::json) AS k(a text, l boolean)
-      JOIN tenants t ON t.account_id = k.a AND t.livemode = k.l`.execute(trx),
+      SELECT t.account_id, t.livemode, t.tenant_id, t.minimum_transfer_amount FROM ${k.from}
+      JOIN tenants t ON t.account_id = ${k.col('a')} AND t.livemode = ${k.col('l')}`.execute(trx),
   ]);
-  const termKey = (accountId: string, termId: string): string => `${accountId}\u0000${termId}`;
+  const termKey = compositeKey;
   const chargesOf = new Map<string, ChargeAggregate[]>();
   for (const row of charges.rows) {
     const list = chargesOf.get(termKey(row.account_id, row.term_id)) ?? [];
@@ -161,14 +209,14 @@ export async function closeTermBatch(trx: Kysely<Database>, ctx: Pick<Context, '
     list.push({ tenantId: row.tenant_id, payjpFeeIncluded: row.inc, count: row.n, refunded: row.refunded, refundFeeOffset: row.rfo, refundPlatformFeeOffset: row.rpfo });
     refundsOf.set(termKey(row.account_id, row.term_id), list);
   }
-  const modeKey = (accountId: string, livemode: boolean): string => `${accountId}\u0000${livemode ? 1 : 0}`;
+  const modeKey = compositeKey;
   const balancesOf = new Map<string, Map<string, BalanceRow>>();
   for (const row of collecting.rows) {
     const map = balancesOf.get(modeKey(row.account_id, row.livemode)) ?? new Map<string, BalanceRow>();
     map.set(row.owner_ref, row);
     balancesOf.set(modeKey(row.account_id, row.livemode), map);
   }
-  const minimumOf = new Map(tenants.rows.map((t) => [`${modeKey(t.account_id, t.livemode)}\u0000${t.tenant_id}`, t.minimum_transfer_amount]));
+  const minimumOf = new Map(tenants.rows.map((t) => [compositeKey(t.account_id, t.livemode, t.tenant_id), t.minimum_transfer_amount]));
 
   // 4. Decide every term in memory.
   const statementRows: (StatementRow & { items: StatementDraft['items'] })[] = [];
@@ -238,7 +286,7 @@ export async function closeTermBatch(trx: Kysely<Database>, ctx: Pick<Context, '
         balance = { ...balance, deadline: deferralDeadline(closeAt, balance.deadline) };
         if (!isNew) balanceEvents.push({ type: 'balance.merged', row: balance });
       }
-      const minimum = minimumTransferAmount(ownerRule(owner, minimumOf.get(`${modeKey(term.account_id, term.livemode)}\u0000${owner.ownerRef}`)));
+      const minimum = minimumTransferAmount(ownerRule(owner, minimumOf.get(compositeKey(term.account_id, term.livemode, owner.ownerRef))));
       const decision = decideBalanceAtClose({ net: balance.net, minimum, deadline: balance.deadline, closeAt });
       const touched = { ...balance, last_term_id: term.term_id, updated_at: closeAt };
       switch (decision.outcome) {
@@ -275,58 +323,36 @@ export async function closeTermBatch(trx: Kysely<Database>, ctx: Pick<Context, '
 
   // 5. Writes: statements and items, balances, terms, next terms, events.
   if (statementRows.length > 0) {
+    const x = STATEMENT_COLUMNS.table('x', statementRows);
     await sql`
       INSERT INTO statements (account_id, livemode, statement_id, owner, owner_ref, tenant_id, type, title, term_id, balance_id, net, created_at, updated_at)
-      SELECT a, l, id, o, r, ten, ty, ti, t, b, n, ${instantFromEpochMs('c')}, ${instantFromEpochMs('c')}
-      FROM json_to_recordset(${JSON.stringify(
-        statementRows.map((s) => ({ a: s.account_id, l: s.livemode, id: s.statement_id, o: s.owner, r: s.owner_ref, ten: s.tenant_id, ty: s.type, ti: s.title, t: s.term_id, b: s.balance_id, n: s.net, c: s.created_at.getTime() })),
-      )}::json) AS x(a text, l boolean, id text, o text, r text, ten text, ty text, ti text, t text, b text, n bigint, c bigint)`.execute(trx);
+      SELECT ${x.cols('a', 'l', 'id', 'o', 'r', 'ten', 'ty', 'ti', 't', 'b', 'n', 'c', 'c')}
+      FROM ${x.from}`.execute(trx);
+    const i = STATEMENT_ITEM_COLUMNS.table('x', statementRows.flatMap((s) => s.items.map((item, position) => ({ statement: s, item, position }))));
     await sql`
       INSERT INTO statement_items (account_id, livemode, statement_id, position, subject, amount, tax_rate)
-      SELECT a, l, s, p, su, am, tr FROM json_to_recordset(${JSON.stringify(
-        statementRows.flatMap((s) => s.items.map((item, position) => ({ a: s.account_id, l: s.livemode, s: s.statement_id, p: position, su: item.subject, am: item.amount, tr: item.taxRate }))),
-      )}::json) AS x(a text, l boolean, s text, p smallint, su text, am bigint, tr numeric)`.execute(trx);
+      SELECT ${i.cols('a', 'l', 's', 'p', 'su', 'am', 'tr')} FROM ${i.from}`.execute(trx);
   }
-  const balancePayload = (rows: readonly BalanceRow[]): string =>
-    JSON.stringify(
-      rows.map((b) => ({
-        a: b.account_id,
-        l: b.livemode,
-        id: b.balance_id,
-        o: b.owner,
-        r: b.owner_ref,
-        ten: b.tenant_id,
-        st: b.state,
-        n: b.net,
-        dl: ms(b.deadline),
-        dd: b.due_date,
-        da: ms(b.due_at),
-        cl: b.closed,
-        cd: b.closed_date,
-        lt: b.last_term_id,
-        c: b.created_at.getTime(),
-        u: b.updated_at.getTime(),
-      })),
-    );
-  const balanceColumns = sql.raw('a text, l boolean, id text, o text, r text, ten text, st text, n bigint, dl bigint, dd date, da bigint, cl boolean, cd date, lt text, c bigint, u bigint');
   if (changedBalances.length > 0) {
+    const x = BALANCE_COLUMNS.table('x', changedBalances);
     await sql`
-      UPDATE balances b SET state = x.st, net = x.n, deadline = ${instantFromEpochMs('x.dl')}, due_date = x.dd, due_at = ${instantFromEpochMs('x.da')}, closed = x.cl,
-        closed_date = x.cd, last_term_id = x.lt, updated_at = ${instantFromEpochMs('x.u')}
-      FROM json_to_recordset(${balancePayload(changedBalances)}::json) AS x(${balanceColumns})
-      WHERE b.account_id = x.a AND b.livemode = x.l AND b.balance_id = x.id`.execute(trx);
+      UPDATE balances b SET state = ${x.col('st')}, net = ${x.col('n')}, deadline = ${x.col('dl')}, due_date = ${x.col('dd')}, due_at = ${x.col('da')}, closed = ${x.col('cl')},
+        closed_date = ${x.col('cd')}, last_term_id = ${x.col('lt')}, updated_at = ${x.col('u')}
+      FROM ${x.from}
+      WHERE b.account_id = ${x.col('a')} AND b.livemode = ${x.col('l')} AND b.balance_id = ${x.col('id')}`.execute(trx);
   }
   if (newBalances.length > 0) {
+    const x = BALANCE_COLUMNS.table('x', newBalances);
     await sql`
       INSERT INTO balances (account_id, livemode, balance_id, owner, owner_ref, tenant_id, state, net, deadline, due_date, due_at, closed, closed_date, last_term_id, created_at, updated_at)
-      SELECT a, l, id, o, r, ten, st, n, ${instantFromEpochMs('dl')}, dd, ${instantFromEpochMs('da')}, cl, cd, lt, ${instantFromEpochMs('c')}, ${instantFromEpochMs('u')}
-      FROM json_to_recordset(${balancePayload(newBalances)}::json) AS x(${balanceColumns})`.execute(trx);
+      SELECT ${x.cols('a', 'l', 'id', 'o', 'r', 'ten', 'st', 'n', 'dl', 'dd', 'da', 'cl', 'cd', 'lt', 'c', 'u')}
+      FROM ${x.from}`.execute(trx);
   }
+  const x = CLOSED_TERM_COLUMNS.table('x', closedTerms);
   await sql`
-    UPDATE terms t SET closed = true, closed_at = t.end_at, charge_count = x.cc, refund_count = x.rc
-    FROM json_to_recordset(${JSON.stringify(closedTerms.map((t) => ({ a: t.account_id, l: t.livemode, id: t.term_id, cc: t.charge_count, rc: t.refund_count })))}::json)
-      AS x(a text, l boolean, id text, cc int, rc int)
-    WHERE t.account_id = x.a AND t.livemode = x.l AND t.term_id = x.id AND NOT t.closed`.execute(trx);
+    UPDATE terms t SET closed = true, closed_at = t.end_at, charge_count = ${x.col('cc')}, refund_count = ${x.col('rc')}
+    FROM ${x.from}
+    WHERE t.account_id = ${x.col('a')} AND t.livemode = ${x.col('l')} AND t.term_id = ${x.col('id')} AND NOT t.closed`.execute(trx);
 
   // Events, in the order things happened at each close: the term closes, its statements are made,
   // the balances are decided, the next term opens.

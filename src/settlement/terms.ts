@@ -15,7 +15,7 @@ import { recordEvents, type EventInput } from '../events/outbox';
 import { defineOperation } from '../operations/define';
 import { inPage, listObject, PAGINATION_PARAMS, readPage, type ListObject } from '../operations/pagination';
 import { readParams, requireString } from '../operations/params';
-import { instantFromEpochMs } from '../db/epoch-ms';
+import { bulkColumns, compositeKey, ROW_KEYS } from '../db/bulk-rows';
 
 export const TERMS_URL = '/v1/terms';
 
@@ -76,6 +76,35 @@ function termBoundsCache(): (cycle: TermCycle, at: Date) => TermBounds {
   };
 }
 
+/** A term to open (openTerms): its bounds, the earliest instant that wanted it, its id once drawn. */
+interface NewTerm {
+  readonly accountId: string;
+  readonly livemode: boolean;
+  readonly cycle: TermCycle;
+  readonly start: Date;
+  readonly end: Date;
+  at: Date;
+  id: string;
+}
+const NEW_TERM_COLUMNS = bulkColumns<NewTerm>()({
+  a: ['text', 'accountId'],
+  l: ['boolean', 'livemode'],
+  id: ['text', 'id'],
+  c: ['text', 'cycle'],
+  s: ['instant', 'start'],
+  e: ['instant', 'end'],
+  t: ['instant', 'at'],
+});
+
+/** The open term at or after an instant (openTermIds), numbered. */
+interface TermLookup {
+  readonly index: number;
+  readonly accountId: string;
+  readonly livemode: boolean;
+  readonly at: Date;
+}
+const TERM_LOOKUP_COLUMNS = bulkColumns<TermLookup>()({ i: ['int', 'index'], a: ['text', 'accountId'], l: ['boolean', 'livemode'], t: ['instant', 'at'] });
+
 /**
  * Opens (idempotently, on the (account, mode, start) key) the terms containing the wanted instants
  * and writes `term.created` for those that are new, at the wanted instant (the capture, refund or
@@ -83,27 +112,30 @@ function termBoundsCache(): (cycle: TermCycle, at: Date) => TermBounds {
  */
 export async function openTerms(trx: Kysely<Database>, ids: IdGenerator, wants: readonly TermWant[]): Promise<void> {
   if (wants.length === 0) return;
-  const byKey = new Map<string, { a: string; l: boolean; c: TermCycle; s: number; e: number; t: number }>();
+  const byKey = new Map<string, NewTerm>();
   const boundsOf = termBoundsCache();
   for (const want of wants) {
     const bounds = boundsOf(want.cycle, want.at);
-    const key = `${want.accountId}\u0000${want.livemode ? 1 : 0}\u0000${bounds.start.getTime()}`;
+    const key = compositeKey(want.accountId, want.livemode, bounds.start.getTime());
     const current = byKey.get(key);
-    if (current === undefined) byKey.set(key, { a: want.accountId, l: want.livemode, c: want.cycle, s: bounds.start.getTime(), e: bounds.end.getTime(), t: want.at.getTime() });
-    else if (want.at.getTime() < current.t) current.t = want.at.getTime();
+    if (current === undefined) byKey.set(key, { accountId: want.accountId, livemode: want.livemode, cycle: want.cycle, start: bounds.start, end: bounds.end, at: want.at, id: '' });
+    else if (want.at.getTime() < current.at.getTime()) current.at = want.at;
   }
   // Skip the ones that exist already, so ids are drawn only for new terms (deterministic sequences).
   const candidates = [...byKey.values()];
-  const existing = await sql<{ a: string; l: boolean; s: number }>`
-    SELECT k.a, k.l, k.s FROM json_to_recordset(${JSON.stringify(candidates)}::json) AS k(a text, l boolean, s bigint)
-    JOIN terms t ON t.account_id = k.a AND t.livemode = k.l AND t.start_at = to_timestamp(k.s / 1000.0)`.execute(trx);
-  const have = new Set(existing.rows.map((row) => `${row.a}\u0000${row.l ? 1 : 0}\u0000${Number(row.s)}`));
-  const fresh = candidates.filter((c) => !have.has(`${c.a}\u0000${c.l ? 1 : 0}\u0000${c.s}`)).map((c) => ({ ...c, id: ids.next('term') }));
+  const k = NEW_TERM_COLUMNS.table('k', candidates);
+  const existing = await sql<{ account_id: string; livemode: boolean; start_at: Date }>`
+    SELECT t.account_id, t.livemode, t.start_at FROM ${k.from}
+    JOIN terms t ON t.account_id = ${k.col('a')} AND t.livemode = ${k.col('l')} AND t.start_at = ${k.col('s')}`.execute(trx);
+  const have = new Set(existing.rows.map((row) => compositeKey(row.account_id, row.livemode, row.start_at.getTime())));
+  const fresh = candidates.filter((c) => !have.has(compositeKey(c.accountId, c.livemode, c.start.getTime())));
   if (fresh.length === 0) return;
+  for (const term of fresh) term.id = ids.next('term');
+  const x = NEW_TERM_COLUMNS.table('k', fresh);
   const inserted = await sql<TermRow>`
     INSERT INTO terms (account_id, livemode, term_id, cycle, start_at, end_at, created_at)
-    SELECT k.a, k.l, k.id, k.c, to_timestamp(k.s / 1000.0), to_timestamp(k.e / 1000.0), ${instantFromEpochMs('k.t')}
-    FROM json_to_recordset(${JSON.stringify(fresh)}::json) AS k(a text, l boolean, id text, c text, s bigint, e bigint, t bigint)
+    SELECT ${x.cols('a', 'l', 'id', 'c', 's', 'e', 't')}
+    FROM ${x.from}
     ON CONFLICT (account_id, livemode, start_at) DO NOTHING
     RETURNING *`.execute(trx);
   const events: EventInput[] = inserted.rows
@@ -122,22 +154,23 @@ export async function openTerms(trx: Kysely<Database>, ids: IdGenerator, wants: 
 export async function openTermIds(trx: Kysely<Database>, wants: readonly TermWant[]): Promise<string[]> {
   if (wants.length === 0) return [];
   const boundsOf = termBoundsCache();
-  const keyOf = (want: TermWant): { key: string; start: number } => {
-    const start = boundsOf(want.cycle, want.at).start.getTime();
-    return { key: `${want.accountId}\u0000${want.livemode ? 1 : 0}\u0000${start}`, start };
+  const keyOf = (want: TermWant): { key: string; start: Date } => {
+    const start = boundsOf(want.cycle, want.at).start;
+    return { key: compositeKey(want.accountId, want.livemode, start.getTime()), start };
   };
-  const distinct = new Map<string, { i: number; a: string; l: boolean; t: number }>();
+  const distinct = new Map<string, TermLookup>();
   const keys = wants.map((want) => {
     const { key, start } = keyOf(want);
     // The containing term's start stands for every instant in it: no term boundary lies between.
-    if (!distinct.has(key)) distinct.set(key, { i: distinct.size, a: want.accountId, l: want.livemode, t: start });
+    if (!distinct.has(key)) distinct.set(key, { index: distinct.size, accountId: want.accountId, livemode: want.livemode, at: start });
     return key;
   });
+  const k = TERM_LOOKUP_COLUMNS.table('k', [...distinct.values()]);
   const lookup = () => sql<{ i: number; term_id: string }>`
-    SELECT k.i, x.term_id FROM json_to_recordset(${JSON.stringify([...distinct.values()])}::json) AS k(i int, a text, l boolean, t bigint)
+    SELECT ${k.col('i')} AS i, x.term_id FROM ${k.from}
     CROSS JOIN LATERAL (
       SELECT t.term_id FROM terms t
-      WHERE t.account_id = k.a AND t.livemode = k.l AND NOT t.closed AND t.end_at > to_timestamp(k.t / 1000.0)
+      WHERE t.account_id = ${k.col('a')} AND t.livemode = ${k.col('l')} AND NOT t.closed AND t.end_at > ${k.col('t')}
       ORDER BY t.start_at LIMIT 1 FOR SHARE
     ) x`.execute(trx);
   let result = await lookup();
@@ -146,7 +179,7 @@ export async function openTermIds(trx: Kysely<Database>, wants: readonly TermWan
   for (let retry = 0; retry < 3 && result.rows.length < distinct.size; retry += 1) result = await lookup();
   const byIndex = new Map(result.rows.map((row) => [row.i, row.term_id]));
   return keys.map((key, n) => {
-    const id = byIndex.get(distinct.get(key)!.i);
+    const id = byIndex.get(distinct.get(key)!.index);
     if (id === undefined) throw new Error(`no open term for ${wants[n]!.accountId} at ${wants[n]!.at.toISOString()}; openTerms must run first`);
     return id;
   });
@@ -157,12 +190,12 @@ export async function openTermCounts(executor: Kysely<Database>, terms: readonly
   const open = terms.filter((t) => !t.closed);
   const counts = new Map<string, { charges: number; refunds: number }>();
   if (open.length === 0) return counts;
-  const keys = JSON.stringify(open.map((t) => ({ a: t.account_id, l: t.livemode, t: t.term_id })));
+  const k = ROW_KEYS.table('k', open.map((t) => ({ accountId: t.account_id, livemode: t.livemode, id: t.term_id })));
   const result = await sql<{ t: string; charges: number; refunds: number }>`
-    SELECT k.t,
-      (SELECT count(*)::int FROM charges c WHERE c.account_id = k.a AND c.livemode = k.l AND c.term_id = k.t) AS charges,
-      (SELECT count(*)::int FROM refunds r WHERE r.account_id = k.a AND r.livemode = k.l AND r.term_id = k.t) AS refunds
-    FROM json_to_recordset(${keys}::json) AS k(a text, l boolean, t text)`.execute(executor);
+    SELECT ${k.col('id')} AS t,
+      (SELECT count(*)::int FROM charges c WHERE c.account_id = ${k.col('a')} AND c.livemode = ${k.col('l')} AND c.term_id = ${k.col('id')}) AS charges,
+      (SELECT count(*)::int FROM refunds r WHERE r.account_id = ${k.col('a')} AND r.livemode = ${k.col('l')} AND r.term_id = ${k.col('id')}) AS refunds
+    FROM ${k.from}`.execute(executor);
   for (const row of result.rows) counts.set(row.t, { charges: row.charges, refunds: row.refunds });
   return counts;
 }

@@ -1,7 +1,8 @@
 /**
- * What happens to an owner's balance when a term closes (service-rules §4 "Balance"). This is the
- * pure decision only; writing statements, changing the balance and emitting `balance.fixed`,
- * `balance.merged` or `balance.closed` belong to the term-close job that calls it.
+ * What happens to an owner's balance when a term closes (service-rules §4 "Balance"): the decision
+ * (decideBalanceAtClose) and the whole transition of one owner's balance with the statements and
+ * events it leads to (closeOwnerBalance). Pure: the term close's plan (src/settlement/
+ * term-close-plan.ts) applies them to rows, and the job writes them.
  *
  * Order of the rules, as the spec lists them:
  * 1. net < 0 → `claim` (the owner owes);
@@ -10,7 +11,7 @@
  * 4. 0 ≤ net < minimum, deadline reached → net < 1,000: `forfeit`; net ≥ 1,000: `transfer`.
  */
 import { assertYen } from './money';
-import { JST_OFFSET_MS } from './time';
+import { JST_OFFSET_MS, jstDate } from './time';
 
 /** service-rules §4: merchants are paid out from 10,000 yen. */
 export const MERCHANT_MINIMUM_TRANSFER_AMOUNT = 10_000;
@@ -151,4 +152,87 @@ function addJstYears(instant: Date, years: number): Date {
   // Feb 29 + 1 year overflows to Mar 1; step back to Feb 28.
   if (shifted.getUTCMonth() !== month) shifted.setUTCDate(0);
   return new Date(shifted.getTime() - JST_OFFSET_MS);
+}
+
+/** A balance as the close rules see it (the row's other columns are the caller's). */
+export interface BalanceState {
+  readonly state: 'collecting' | 'transfer' | 'claim';
+  readonly net: number;
+  readonly deadline: Date | null;
+  readonly dueDate: string | null;
+  readonly dueAt: Date | null;
+  readonly closed: boolean;
+  readonly closedDate: string | null;
+}
+
+/** A balance opened at a close for an owner that had none collecting. */
+export const NEW_BALANCE: BalanceState = { state: 'collecting', net: 0, deadline: null, dueDate: null, dueAt: null, closed: false, closedDate: null };
+
+export interface OwnerCloseInput {
+  /** The owner's collecting balance before the close; null when it has none (one is opened: `balance.created`). */
+  readonly balance: BalanceState | null;
+  /** The net of the closing term's sales statement of the owner; null when the term has none for it. */
+  readonly salesNet: number | null;
+  /** From minimumTransferAmount. */
+  readonly minimum: number;
+  /** The close instant (the end of the closing term). */
+  readonly closeAt: Date;
+  /** The payout (or claim) date of the closing term (balanceDueDate), 00:00 JST. */
+  readonly due: { readonly date: string; readonly at: Date };
+}
+
+export type BalanceEventType = 'balance.created' | 'balance.merged' | 'balance.fixed' | 'balance.closed';
+
+export interface BalanceTransition {
+  readonly decision: BalanceDecision;
+  /** The statements the close adds to the balance, in order; each adds its net to the balance's. */
+  readonly statements: readonly { readonly type: 'sales' | 'transfer_fee' | 'forfeit'; readonly net: number }[];
+  /** False when the balance is left exactly as it was (deferred with nothing new): nothing is written. */
+  readonly changed: boolean;
+  /** Events in order, each with the balance as it was at that step; `atClose` false: the balance was not touched yet (its update time stays). */
+  readonly events: readonly { readonly type: BalanceEventType; readonly balance: BalanceState; readonly atClose: boolean }[];
+  /** The balance after the close. */
+  readonly after: BalanceState;
+}
+
+/**
+ * One owner's balance through a term close (service-rules §4 "Balance", in order): the term's
+ * sales statement joins the balance (opened if the owner had none; merged into a deferred one) and
+ * moves the deferral deadline; then decideBalanceAtClose: claim and transfer take the term's
+ * due date, a transfer adds the `transfer_fee` statement, a forfeit adds the `forfeit` statement
+ * (none when net is 0) and closes the balance at once; a deferral leaves it collecting.
+ */
+export function closeOwnerBalance(input: OwnerCloseInput): BalanceTransition {
+  const isNew = input.balance === null;
+  let balance: BalanceState = input.balance ?? NEW_BALANCE;
+  const statements: { type: 'sales' | 'transfer_fee' | 'forfeit'; net: number }[] = [];
+  const events: { type: BalanceEventType; balance: BalanceState; atClose: boolean }[] = [];
+  if (isNew) events.push({ type: 'balance.created', balance, atClose: true });
+  if (input.salesNet !== null) {
+    statements.push({ type: 'sales', net: input.salesNet });
+    balance = { ...balance, net: balance.net + input.salesNet, deadline: deferralDeadline(input.closeAt, balance.deadline) };
+    if (!isNew) events.push({ type: 'balance.merged', balance, atClose: false });
+  }
+  const decision = decideBalanceAtClose({ net: balance.net, minimum: input.minimum, deadline: balance.deadline, closeAt: input.closeAt });
+  switch (decision.outcome) {
+    case 'defer':
+      return { decision, statements, changed: input.salesNet !== null || isNew, events, after: balance };
+    case 'claim':
+      balance = { ...balance, state: 'claim', dueDate: input.due.date, dueAt: input.due.at };
+      break;
+    case 'transfer':
+      statements.push({ type: 'transfer_fee', net: decision.transferFeeStatementNet });
+      balance = { ...balance, net: balance.net + decision.transferFeeStatementNet, state: 'transfer', dueDate: input.due.date, dueAt: input.due.at };
+      break;
+    case 'forfeit':
+      if (decision.forfeitStatementNet !== null) {
+        statements.push({ type: 'forfeit', net: decision.forfeitStatementNet });
+        balance = { ...balance, net: balance.net + decision.forfeitStatementNet };
+      }
+      balance = { ...balance, state: 'transfer', closed: true, closedDate: jstDate(decision.closedAt) };
+      break;
+  }
+  events.push({ type: 'balance.fixed', balance, atClose: true });
+  if (decision.outcome === 'forfeit') events.push({ type: 'balance.closed', balance, atClose: true });
+  return { decision, statements, changed: true, events, after: balance };
 }

@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
+  closeOwnerBalance,
   decideBalanceAtClose,
+  NEW_BALANCE,
+  type BalanceState,
   deferralDeadline,
   deferralDeadlineReached,
   minimumTransferAmount,
@@ -156,6 +159,82 @@ describe('decision invariants (property)', () => {
         },
       ),
       { numRuns: 500 },
+    );
+  });
+});
+
+describe('one owner through a term close (closeOwnerBalance, service-rules §4 "Balance")', () => {
+  const due = { date: '2027-08-31', at: jst('2027-08-31T00:00:00') };
+  const collecting = (net: number, deadline: Date | null = null): BalanceState => ({ ...NEW_BALANCE, net, deadline });
+  const run = (balance: BalanceState | null, salesNet: number | null, minimum = 10_000, closeAt = close) => closeOwnerBalance({ balance, salesNet, minimum, closeAt, due });
+
+  it('"0 ≤ net < minimum → payout deferred: the balance stays collecting and the next term\'s statements are added to it (balance.merged)"', () => {
+    const t = run(collecting(3000, jst('2027-12-01T00:00:00')), 2000);
+    expect(t.decision.outcome).toBe('defer');
+    expect(t.statements).toEqual([{ type: 'sales', net: 2000 }]);
+    expect(t.after).toMatchObject({ state: 'collecting', net: 5000, dueDate: null, closed: false });
+    expect(t.events.map((e) => e.type)).toEqual(['balance.merged']);
+    expect(t.events[0]).toMatchObject({ atClose: false, balance: { net: 5000, state: 'collecting' } });
+    expect(t.changed).toBe(true);
+  });
+
+  it('"The deferral deadline is the end of the term of the latest sales statement + 1 year; it only moves later"', () => {
+    expect(run(collecting(100), 100).after.deadline).toEqual(jst('2028-07-01T00:00:00'));
+    const later = jst('2029-01-01T00:00:00');
+    expect(run(collecting(100, later), 100).after.deadline).toEqual(later);
+    // No sales statement this term: the deadline stays.
+    expect(run(collecting(100, jst('2027-12-01T00:00:00')), null).after.deadline).toEqual(jst('2027-12-01T00:00:00'));
+  });
+
+  it('a deferred balance with nothing new this term is left exactly as it was (nothing written, no event)', () => {
+    const t = run(collecting(3000, jst('2027-12-01T00:00:00')), null);
+    expect(t).toMatchObject({ changed: false, statements: [], events: [] });
+  });
+
+  it('"net < 0 → claim", due on the term\'s due date, balance.fixed; an owner without a balance gets one (balance.created first)', () => {
+    const t = run(null, -500);
+    expect(t.decision.outcome).toBe('claim');
+    expect(t.statements).toEqual([{ type: 'sales', net: -500 }]);
+    expect(t.after).toMatchObject({ state: 'claim', net: -500, dueDate: '2027-08-31', dueAt: due.at, closed: false });
+    expect(t.events.map((e) => e.type)).toEqual(['balance.created', 'balance.fixed']);
+    expect(t.events[0]!.balance).toEqual(NEW_BALANCE);
+  });
+
+  it('"net ≥ the minimum → transfer, with a transfer_fee statement of -250 added; event balance.fixed"', () => {
+    const t = run(collecting(4000, jst('2028-01-01T00:00:00')), 6000);
+    expect(t.statements).toEqual([
+      { type: 'sales', net: 6000 },
+      { type: 'transfer_fee', net: -250 },
+    ]);
+    expect(t.after).toMatchObject({ state: 'transfer', net: 9750, dueDate: '2027-08-31', closed: false });
+    expect(t.events.map((e) => e.type)).toEqual(['balance.merged', 'balance.fixed']);
+  });
+
+  it('"past the deadline at a close: net < 1,000 → forfeited: a forfeit statement of -net, the balance is transfer, closed with closed_date"', () => {
+    const t = run(collecting(999, close), null);
+    expect(t.decision.outcome).toBe('forfeit');
+    expect(t.statements).toEqual([{ type: 'forfeit', net: -999 }]);
+    expect(t.after).toMatchObject({ state: 'transfer', net: 0, closed: true, closedDate: '2027-07-01', dueDate: null });
+    expect(t.events.map((e) => e.type)).toEqual(['balance.fixed', 'balance.closed']);
+    // A zero balance has nothing to forfeit: no statement, still closed.
+    expect(run(collecting(0, close), null).statements).toEqual([]);
+  });
+
+  it('"past the deadline at a close: … net ≥ 1,000 → paid out" (a transfer with its fee)', () => {
+    const t = run(collecting(1000, close), null);
+    expect(t.decision).toMatchObject({ outcome: 'transfer', reason: 'deadline_reached' });
+    expect(t.statements).toEqual([{ type: 'transfer_fee', net: -250 }]);
+    expect(t.after).toMatchObject({ state: 'transfer', net: 750, dueDate: '2027-08-31' });
+  });
+
+  it('the balance net is always the sum of what it had and the statements the close added', () => {
+    fc.assert(
+      fc.property(fc.option(fc.integer({ min: -50_000, max: 50_000 }), { nil: null }), fc.option(fc.integer({ min: -50_000, max: 50_000 }), { nil: null }), fc.boolean(), (had, sales, pastDeadline) => {
+        const balance = had === null ? null : collecting(had, pastDeadline ? close : jst('2030-01-01T00:00:00'));
+        if (balance === null && sales === null) return;
+        const t = run(balance, sales);
+        expect(t.after.net).toBe((had ?? 0) + t.statements.reduce((sum, s) => sum + s.net, 0));
+      }),
     );
   });
 });

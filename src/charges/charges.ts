@@ -14,7 +14,7 @@ import { recordEvents, type EventInput } from '../events/outbox';
 import type { AuthorizationKind, AuthorizationResult } from '../processor/card-network';
 import { renderCard, type CardObject, type CardRow } from '../customers/card-object';
 import { DEFAULT_FEE_RATES } from '../accounts/accounts';
-import { settlementOfCaptures } from '../settlement/capture';
+import { settlementOfCaptures, type CaptureSettlement } from '../settlement/capture';
 import { bulkColumns, compositeKey, type BulkDocument, type ColumnsOf } from '../db/bulk-rows';
 
 export type ChargeRow = Selectable<ChargesTable>;
@@ -216,14 +216,54 @@ export interface PreparedCharges {
   readonly payload: BulkDocument<ChargeColumn>;
 }
 
-/** Draws the charges' ids, authorizes them and builds their rows (chargeCards' first step). */
+/**
+ * chargeCards' first step, in three: authorize (draw the ids, ask the network), read what the rows
+ * depend on (fee rates, the settlement of the approved ones), build the rows (buildChargeRows, no I/O).
+ */
 export async function prepareCharges(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'clock'>, requests: readonly ChargeRequest[]): Promise<PreparedCharges> {
   if (requests.length === 0) return { requests, chargeIds: [], references: [], results: [], rows: [], payload: CHARGE_COLUMNS.document([]) };
+  const { chargeIds, references, results } = await authorizeCharges(ctx, requests);
+  const rates = await feeRates(trx, requests.map((r) => r.accountId));
+  const feeRateOf = requests.map(
+    (request) => rates.get(compositeKey(request.accountId, request.card.brand)) ?? DEFAULT_FEE_RATES[request.card.brand as keyof typeof DEFAULT_FEE_RATES] ?? '3.00',
+  );
+  // Settlement's columns (fee, term) are computed before the INSERT and written with the rows:
+  // settling afterwards would write every row twice (an UPDATE of each new charge) and read it
+  // back. These charges never have a tenant.
+  const approvedAt = requests.flatMap((_, i) => (results[i]!.approved ? [i] : []));
+  const settlements = await settlementOfCaptures(
+    trx,
+    ctx,
+    approvedAt.map((i) => ({
+      accountId: requests[i]!.accountId,
+      livemode: requests[i]!.livemode,
+      amount: requests[i]!.amount,
+      amountCaptured: requests[i]!.amount,
+      capturedAt: requests[i]!.at,
+      feeRate: feeRateOf[i]!,
+      tenantId: null,
+      platformFee: null,
+      platformFeeRate: null,
+      payjpFeeIncluded: null,
+    })),
+  );
+  const settlementOf = new Map(approvedAt.map((i, k) => [i, settlements[k]!]));
+  const rows = buildChargeRows(requests, chargeIds, results, feeRateOf, settlementOf);
+  return { requests, chargeIds, references, results, rows, payload: CHARGE_COLUMNS.document(rows) };
+}
+
+/**
+ * Draws the charges' ids and authorizes them. The network's idempotency reference: for a
+ * subscription charge the natural key (subscription, period start), so a batch rolled back and
+ * retried asks again under the same reference and a real processor answers with the first
+ * authorization instead of a second one. The card is part of it: a declined attempt retried with
+ * another card is a new request.
+ */
+async function authorizeCharges(
+  ctx: Pick<Context, 'ids' | 'processor'>,
+  requests: readonly ChargeRequest[],
+): Promise<{ chargeIds: string[]; references: string[]; results: readonly AuthorizationResult[] }> {
   const chargeIds = requests.map(() => ctx.ids.next('charge'));
-  // The network's idempotency reference: for a subscription charge the natural key (subscription,
-  // period start), so a batch rolled back and retried asks again under the same reference and a
-  // real processor answers with the first authorization instead of a second one.
-  // The card is part of it: a declined attempt retried with another card is a new request.
   const references = requests.map((request, i) =>
     request.subscriptionId !== undefined && request.periodStart !== undefined
       ? `${request.subscriptionId}@${request.periodStart.toISOString()}/${request.card.card_id}`
@@ -242,35 +282,23 @@ export async function prepareCharges(trx: Kysely<Database>, ctx: Pick<Context, '
       kind: request.kind,
     })),
   );
-  const rates = await feeRates(trx, requests.map((r) => r.accountId));
-  const chargeFeeRates = requests.map(
-    (request) => rates.get(compositeKey(request.accountId, request.card.brand)) ?? DEFAULT_FEE_RATES[request.card.brand as keyof typeof DEFAULT_FEE_RATES] ?? '3.00',
-  );
-  // Settlement's columns (fee, term) are computed before the INSERT and written with the rows:
-  // settling afterwards would write every row twice (an UPDATE of each new charge) and read it
-  // back. These charges never have a tenant.
-  const approvedAt = requests.flatMap((_, i) => (results[i]!.approved ? [i] : []));
-  const settlements = await settlementOfCaptures(
-    trx,
-    ctx,
-    approvedAt.map((i) => ({
-      accountId: requests[i]!.accountId,
-      livemode: requests[i]!.livemode,
-      amount: requests[i]!.amount,
-      amountCaptured: requests[i]!.amount,
-      capturedAt: requests[i]!.at,
-      feeRate: chargeFeeRates[i]!,
-      tenantId: null,
-      platformFee: null,
-      platformFeeRate: null,
-      payjpFeeIncluded: null,
-    })),
-  );
-  const settlementOf = new Map(approvedAt.map((i, k) => [i, settlements[k]!]));
+  return { chargeIds, references, results };
+}
+
+/**
+ * The charge rows of authorized requests (no I/O): paid and captured at the request's instant when
+ * approved, with the failure when declined; the settlement's fee and term for the approved ones.
+ */
+export function buildChargeRows(
+  requests: readonly ChargeRequest[],
+  chargeIds: readonly string[],
+  results: readonly AuthorizationResult[],
+  feeRateOf: readonly string[],
+  settlementOf: ReadonlyMap<number, Pick<CaptureSettlement, 'fee' | 'term_id'>>,
+): ChargeRow[] {
   // Each row is built whole in one literal: adding the settlement's columns to a finished row with
-  // a spread copied ~40 properties per charge and left objects that were slow to read afterwards
-  // (~1 s of a 10,000-subscription simulated year, profiled).
-  const settledRows: ChargeRow[] = requests.map((request, i): ChargeRow => {
+  // a spread copied ~40 properties per charge and left objects that were slow to read afterwards.
+  return requests.map((request, i): ChargeRow => {
     const result = results[i]!;
     const approved = result.approved;
     const settled = settlementOf.get(i);
@@ -291,7 +319,7 @@ export async function prepareCharges(trx: Kysely<Database>, ctx: Pick<Context, '
       description: request.description ?? null,
       failure_code: approved ? null : result.code,
       failure_message: approved ? null : result.message,
-      fee_rate: chargeFeeRates[i]!,
+      fee_rate: feeRateOf[i]!,
       refunded: false,
       amount_refunded: 0,
       refund_reason: null,
@@ -321,8 +349,6 @@ export async function prepareCharges(trx: Kysely<Database>, ctx: Pick<Context, '
     };
     return row as ChargeRow;
   });
-  const payload = CHARGE_COLUMNS.document(settledRows);
-  return { requests, chargeIds, references, results, rows: settledRows, payload };
 }
 
 /**

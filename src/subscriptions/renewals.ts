@@ -48,7 +48,6 @@ export type RenewalCounts = {
 
 type BatchCounts = Omit<RenewalCounts, 'batches'> & { readonly selected: number };
 
-
 /**
  * Processes everything due as of `run.slot`, batch after batch, until nothing due is left (or the
  * worker asks to stop, between batches). Rows locked by a concurrent API call are skipped and are

@@ -19,31 +19,12 @@ import type { Database } from '../db/schema';
 import { KessaiError } from '../domain/errors';
 import { v1HoldExpiresAt, V1_EXPIRY_DAYS } from '../domain/hold-periods';
 import type { Context } from '../engine/context';
-import { checkpoint, type JobCounts, type SlotRun } from '../engine/job';
+import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { recordChargeEvents, type ChargeEventKey } from './charge-record';
 import { bulkColumns, ROW_KEYS } from '../db/bulk-rows';
 
 /** The columns that make a hold live: authorized, not captured, not cancelled, not yet released. */
 const LIVE_HOLD = sql`paid AND NOT captured AND NOT refunded AND released_at IS NULL AND expired_at IS NOT NULL`;
-
-
-/** Runs `batch` in its own transaction (claim asserted first) until it reports 0 rows. */
-async function inBatches(ctx: Context, run: SlotRun, job: string, batch: (trx: Kysely<Database>) => Promise<Record<string, number> & { selected: number }>): Promise<Record<string, number>> {
-  const totals: Record<string, number> = { batches: 0 };
-  for (;;) {
-    checkpoint(run);
-    const counts = await ctx.db.transaction().execute(async (trx) => {
-      // Must come first: a run that lost its slot writes nothing, and a take-over waits for this batch.
-      await run.assertClaim(trx);
-      return batch(trx);
-    });
-    if (counts.selected === 0) break;
-    for (const [name, value] of Object.entries(counts)) if (name !== 'selected') totals[name] = (totals[name] ?? 0) + value;
-    totals.batches = (totals.batches ?? 0) + 1;
-    ctx.log.debug({ job, slot: run.slot.toISOString(), ...counts }, 'batch committed');
-  }
-  return totals;
-}
 
 // ---- hold expiry ---------------------------------------------------------------------------
 
@@ -52,8 +33,7 @@ async function inBatches(ctx: Context, run: SlotRun, job: string, batch: (trx: K
  * `expired_at` instant itself (holdLapsed), so it is due in slots strictly after it.
  */
 export async function expireHolds(ctx: Context, run: SlotRun): Promise<JobCounts> {
-  const totals = await inBatches(ctx, run, 'charges.expire_holds', (trx) => expireHoldBatch(trx, ctx, run.slot, ctx.config.batchSize));
-  return { released: totals.released ?? 0, batches: totals.batches ?? 0 };
+  return runBatches(ctx, run, ['released'], (trx) => expireHoldBatch(trx, ctx, run.slot, ctx.config.batchSize));
 }
 
 export async function expireHoldBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor'>, asOf: Date, limit: number): Promise<{ selected: number; released: number }> {
@@ -103,8 +83,7 @@ export const THREE_D_SECURE_EXPIRED_MESSAGE = '3-D Secure was not completed with
 
 /** Service rules §2: a pending 3-D Secure charge "can be finished for 30 minutes after creation"; past that it is abandoned. */
 export async function abandonThreeDSecure(ctx: Context, run: SlotRun): Promise<JobCounts> {
-  const totals = await inBatches(ctx, run, 'charges.expire_three_d_secure', (trx) => abandonThreeDSecureBatch(trx, ctx, run.slot, ctx.config.batchSize));
-  return { abandoned: totals.abandoned ?? 0, batches: totals.batches ?? 0 };
+  return runBatches(ctx, run, ['abandoned'], (trx) => abandonThreeDSecureBatch(trx, ctx, run.slot, ctx.config.batchSize));
 }
 
 export async function abandonThreeDSecureBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, asOf: Date, limit: number): Promise<{ selected: number; abandoned: number }> {
@@ -222,8 +201,7 @@ const REAUTH_WHERE = sql`
   AND c.reauth_tried_expired_at IS DISTINCT FROM c.expired_at`;
 
 export async function reauthorizeHolds(ctx: Context, run: SlotRun): Promise<JobCounts> {
-  const totals = await inBatches(ctx, run, 'charges.reauthorize', (trx) => reauthorizeBatch(trx, ctx, run.slot, ctx.config.batchSize));
-  return { reauthorized: totals.reauthorized ?? 0, failed: totals.failed ?? 0, batches: totals.batches ?? 0 };
+  return runBatches(ctx, run, ['reauthorized', 'failed'], (trx) => reauthorizeBatch(trx, ctx, run.slot, ctx.config.batchSize));
 }
 
 interface ReauthRow {

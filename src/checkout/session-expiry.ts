@@ -8,27 +8,13 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema';
 import type { Context } from '../engine/context';
-import { checkpoint, type JobCounts, type SlotRun } from '../engine/job';
+import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { expireSessions } from './checkout-sessions';
 
 export type SessionExpiryCounts = { readonly expired: number; readonly batches: number };
 
 export async function expireDueCheckoutSessions(ctx: Context, run: SlotRun): Promise<SessionExpiryCounts & JobCounts> {
-  let expired = 0;
-  let batches = 0;
-  for (;;) {
-    checkpoint(run);
-    const counts = await ctx.db.transaction().execute(async (trx) => {
-      // Must come first: a run that lost its slot writes nothing, and a take-over waits for this batch.
-      await run.assertClaim(trx);
-      return expireSessionBatch(trx, ctx, run.slot, ctx.config.batchSize);
-    });
-    if (counts.selected === 0) break;
-    expired += counts.expired;
-    batches += 1;
-    ctx.log.debug({ job: 'checkout_sessions.expire', slot: run.slot.toISOString(), batch: batches, ...counts }, 'checkout session expiry batch committed');
-  }
-  return { expired, batches };
+  return runBatches(ctx, run, ['expired'], (trx) => expireSessionBatch(trx, ctx, run.slot, ctx.config.batchSize));
 }
 
 /** The earliest `expires_at` of an open session strictly after `after`, or null. */

@@ -61,6 +61,10 @@ export interface JobRunsTable {
   counts: Json<Record<string, number>> | null;
   error: string | null;
   retry_at: Date | null;
+  /** 000050: consecutive attempts that ended without committing a batch. */
+  attempts_without_progress: Generated<number>;
+  /** 000050: the attempt that committed the latest batch. */
+  progress_attempt: number | null;
 }
 
 export interface JobScheduleTable {

@@ -6,7 +6,10 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema';
 import type { Context } from './context';
 
-/** What a run reports: counts by name (renewed, failed, released, …), stored in the ledger. */
+/**
+ * What a run reports: counts by name (renewed, failed, released, …). The ledger keeps, per slot,
+ * the sum of what all its attempts committed (see SlotRun.recordBatch).
+ */
 export type JobCounts = Readonly<Record<string, number>>;
 
 export interface SlotRun {
@@ -25,6 +28,13 @@ export interface SlotRun {
    * its slot then writes nothing more.
    */
   assertClaim(executor: Kysely<Database>): Promise<void>;
+  /**
+   * Call inside each batch transaction, last, with what the batch did: adds it to the slot's counts
+   * in the ledger and marks the attempt as one that made progress, in the batch's own transaction,
+   * so the ledger's counts are exactly what was committed, whichever attempts committed it.
+   * `runBatches` calls it; a job that writes its own loop must too.
+   */
+  recordBatch(executor: Kysely<Database>, counts: JobCounts): Promise<void>;
 }
 
 export interface JobDefinition {
@@ -35,7 +45,8 @@ export interface JobDefinition {
   /**
    * Processes everything due as of `run.slot`, in batches, each batch in its own transaction with
    * natural unique keys as the last line of defence, so that running a slot again, or two
-   * workers at once, creates nothing twice. Checks `run.signal` between batches.
+   * workers at once, creates nothing twice. Checks `run.signal` between batches (`runBatches`
+   * does all of this). `ctx.log` is the run's own logger, carrying `job`, `slot` and `attempt`.
    */
   run(ctx: Context, run: SlotRun): Promise<JobCounts>;
   /**
@@ -76,4 +87,44 @@ export function causedBy(error: unknown, kind: abstract new (...args: never[]) =
     current = (current as Error).cause;
   }
   return false;
+}
+
+/** What one batch did: `selected` rows taken (0: nothing due is left), and its counts by name. */
+export type BatchResult<K extends string> = { readonly selected: number } & Readonly<Record<K, number>>;
+
+/**
+ * The batch loop of every job: until a batch finds nothing due, run `batch` in its own
+ * transaction — the claim asserted first, the batch's counts recorded last, in that same
+ * transaction — and stop cleanly between batches when the worker is asked to. Returns what this
+ * attempt committed: the `counted` names in their order, then `batches`.
+ */
+export async function runBatches<const K extends string>(
+  ctx: Context,
+  run: SlotRun,
+  counted: readonly K[],
+  batch: (trx: Kysely<Database>) => Promise<BatchResult<K>>,
+): Promise<Record<K | 'batches', number>> {
+  const totals = Object.fromEntries([...counted, 'batches'].map((name) => [name, 0])) as Record<K | 'batches', number>;
+  for (;;) {
+    checkpoint(run);
+    const result = await ctx.db.transaction().execute(async (trx) => {
+      // Must come first: a run that lost its slot writes nothing, and a take-over waits for this batch.
+      await run.assertClaim(trx);
+      const done = await batch(trx);
+      if (done.selected > 0) await run.recordBatch(trx, { ...countsOf(done, counted), batches: 1 });
+      return done;
+    });
+    if (result.selected === 0) break;
+    for (const name of counted) totals[name] += result[name];
+    totals.batches += 1;
+    const committed: Record<string, number> = { batch: totals.batches, ...countsOf(result, counted) };
+    ctx.log.debug(committed, 'batch committed');
+  }
+  return totals;
+}
+
+function countsOf<K extends string>(result: BatchResult<K>, counted: readonly K[]): Record<K, number> {
+  const counts = {} as Record<K, number>;
+  for (const name of counted) counts[name] = result[name];
+  return counts;
 }

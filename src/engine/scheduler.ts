@@ -8,8 +8,16 @@
  *   only moves forward, so a clock that goes backwards schedules nothing again.
  * - Claiming: one conditional UPDATE per slot flips it to `running` under a lease; two workers
  *   racing for a slot cannot both win. A run whose lease lapsed (its worker died) is claimed again.
+ * - Progress and counts: each batch a job commits adds its counts to the slot's ledger row and marks
+ *   the attempt as one that made progress, in the batch's own transaction (SlotRun.recordBatch), so
+ *   the ledger's counts are the sum of what every attempt committed, crashed ones included.
  * - Finishing: only the claim that still holds the slot (same owner and attempt) may record the
- *   outcome. A failed run is retried after a growing delay, up to `maxAttempts`, then `abandoned`.
+ *   outcome. A failed run is retried after a growing delay. A slot is `abandoned` (logged at error
+ *   level) once `maxAttempts` attempts in a row ended — with an error, or with a worker that died —
+ *   without committing a batch; an attempt that committed one starts that count afresh.
+ * - Stopping: when `stopSignal` aborts (stop-signal.ts) or `stop()` is called, the current batch
+ *   commits, the slot is handed back as `pending` with the attempt not counted, and nothing more
+ *   is claimed.
  */
 import { performance } from 'node:perf_hooks';
 import { sql, type Kysely } from 'kysely';
@@ -17,8 +25,9 @@ import type { Database } from '../db/schema';
 import { toError } from '../domain/errors';
 import type { Clock } from './clock';
 import type { Context } from './context';
+import type { Logger } from './logger';
 import { isSlot, slotsBetween } from './cron';
-import { causedBy, RunAborted, RunLost, type JobCounts, type JobDefinition } from './job';
+import { causedBy, RunAborted, RunLost, type JobCounts, type JobDefinition, type SlotRun } from './job';
 
 export interface SchedulerOptions {
   /** Names this worker in the ledger (`owner`), e.g. `host:pid`. */
@@ -29,18 +38,48 @@ export interface SchedulerOptions {
    * clock here, so the leases it takes are not already lapsed for the other workers.
    */
   readonly ledgerClock?: Clock;
+  /**
+   * Stops the scheduler when aborted, as `stop()` does: the commands pass their StopSignal's
+   * `signal` (stop-signal.ts), so SIGTERM and SIGINT stop every command that runs jobs one way.
+   */
+  readonly stopSignal?: AbortSignal;
+}
+
+/**
+ * What the claim found the slot in: `pending` (never run, or handed back at a stop), `failed`
+ * (a retry), `lapsed` (its worker died: a take-over), `succeeded` (a replay), `abandoned` (a
+ * re-run by hand); null for a slot abandoned without being claimed (its last worker died).
+ */
+export type ClaimedFrom = 'pending' | 'failed' | 'lapsed' | 'succeeded' | 'abandoned' | null;
+
+interface OutcomeBase {
+  readonly job: string;
+  readonly slot: Date;
+  readonly attempt: number;
+  readonly claimedFrom: ClaimedFrom;
+  /**
+   * What this attempt did: for a success, the job's own report; otherwise the batches it
+   * committed before it stopped, failed or lost its claim.
+   */
+  readonly counts: JobCounts;
 }
 
 export type SlotOutcome =
-  | { readonly job: string; readonly slot: Date; readonly attempt: number; readonly status: 'succeeded'; readonly counts: JobCounts }
-  | { readonly job: string; readonly slot: Date; readonly attempt: number; readonly status: 'failed' | 'abandoned'; readonly error: string }
-  | { readonly job: string; readonly slot: Date; readonly attempt: number; readonly status: 'released' | 'lost' };
+  /** `slotCounts`: the ledger's counts of the slot, the sum over all its attempts. */
+  | (OutcomeBase & { readonly status: 'succeeded'; readonly slotCounts: JobCounts })
+  | (OutcomeBase & { readonly status: 'failed' | 'abandoned'; readonly error: string; readonly attemptsWithoutProgress: number })
+  | (OutcomeBase & { readonly status: 'released' | 'lost' });
 
 interface Claim {
   readonly job: string;
   readonly slot: Date;
   readonly attempt: number;
+  readonly claimedFrom: Exclude<ClaimedFrom, null>;
 }
+
+/** The columns a claim returns (RETURNING of both claim statements). */
+const CLAIM_RETURNING = sql`job_runs.job, job_runs.slot, job_runs.attempt,
+  CASE WHEN previous.status = 'running' THEN 'lapsed' ELSE previous.status END AS "claimedFrom"`;
 
 /** The shortest lease the scheduler accepts: a heartbeat must fit in it several times. */
 export const MIN_LEASE_MS = 10_000;
@@ -68,6 +107,9 @@ export class Scheduler {
     this.#order = jobs.map((job) => job.name);
     this.#owner = options.owner;
     this.#ledgerClock = options.ledgerClock ?? ctx.clock;
+    const stopSignal = options.stopSignal;
+    if (stopSignal?.aborted) this.stop();
+    else stopSignal?.addEventListener('abort', () => this.stop(), { once: true });
   }
 
   get stopping(): boolean {
@@ -76,7 +118,7 @@ export class Scheduler {
 
   /** Asks the current run to stop after its batch; no further slot is started. */
   stop(): void {
-    this.#abort.abort(new RunAborted());
+    if (!this.#abort.signal.aborted) this.#abort.abort(new RunAborted());
   }
 
   /**
@@ -95,8 +137,7 @@ export class Scheduler {
         this.#ctx.log.error({ err: toError(error), job: job.name }, 'scheduling failed; the job is tried again at the next wake-up');
       }
     }
-    await this.#abandonLapsedLastAttempts();
-    const outcomes: SlotOutcome[] = [];
+    const outcomes: SlotOutcome[] = await this.#abandonLapsedLastAttempts();
     while (!this.stopping) {
       const claim = await this.#claimNext(cutoff);
       if (!claim) break;
@@ -107,7 +148,9 @@ export class Scheduler {
 
   /**
    * Runs (or replays) one slot of one job now, whatever its ledger status, unless another worker
-   * holds it under a live lease. Used by `kessai jobs run`.
+   * holds it under a live lease. Used by `kessai jobs run` and `statements run`. A slot run this
+   * way — an operator's deliberate act, e.g. after fixing what made it abandoned — starts its count
+   * of attempts without progress afresh.
    */
   async runSlot(jobName: string, slot: Date): Promise<SlotOutcome> {
     const job = this.#job(jobName);
@@ -119,6 +162,7 @@ export class Scheduler {
       .values({ job: job.name, slot, status: 'pending' })
       .onConflict((oc) => oc.columns(['job', 'slot']).doNothing())
       .execute();
+    if (this.stopping) throw new RunAborted();
     const claim = await this.#claim(job.name, slot);
     if (!claim) {
       const row = await this.#ctx.db.selectFrom('job_runs').select(['owner', 'lease_until']).where('job', '=', job.name).where('slot', '=', slot).executeTakeFirst();
@@ -162,29 +206,56 @@ export class Scheduler {
   }
 
   /**
-   * A slot whose worker died on every attempt (a crash, not an error) is given up like one that
-   * failed on every attempt, instead of being taken over forever. Once per wake-up: a lease that
-   * lapses during this tick is dealt with at the next one.
+   * A slot whose worker died on the attempt that reached `maxAttempts` attempts without progress
+   * (a crash that committed nothing, not an error) is given up like one that failed that often,
+   * instead of being taken over forever; a lapsed attempt that had committed a batch is taken over
+   * by the next claim instead. Once per wake-up: a lease that lapses during this tick is dealt
+   * with at the next one. Logged at error level, and returned as outcomes (`worker --once` exits
+   * non-zero).
    */
-  async #abandonLapsedLastAttempts(): Promise<void> {
+  async #abandonLapsedLastAttempts(): Promise<SlotOutcome[]> {
     const now = this.#ledgerClock.now();
-    await sql`
-      UPDATE job_runs SET status = 'abandoned', finished_at = ${now}, error = 'the lease lapsed on the last attempt: the worker stopped without recording an outcome'
-      WHERE job = ANY(${[...this.#order]}::text[]) AND status = 'running' AND lease_until < ${now} AND attempt >= ${this.#ctx.config.maxAttempts}`.execute(this.#ctx.db);
+    const maxAttempts = this.#ctx.config.maxAttempts;
+    const abandoned = await sql<{ job: string; slot: Date; attempt: number; attempts_without_progress: number; counts: JobCounts | null; last_error: string | null }>`
+      UPDATE job_runs SET status = 'abandoned', finished_at = ${now}, attempts_without_progress = job_runs.attempts_without_progress + 1,
+             error = 'the lease lapsed on attempt ' || job_runs.attempt || ' before it committed a batch ('
+                     || (job_runs.attempts_without_progress + 1) || ' attempts in a row without progress): the worker stopped without recording an outcome'
+                     || coalesce('; last error: ' || job_runs.error, '')
+      FROM (
+        SELECT job, slot, error FROM job_runs
+        WHERE job = ANY(${[...this.#order]}::text[]) AND status = 'running' AND lease_until < ${now}
+          AND progress_attempt IS DISTINCT FROM attempt AND attempts_without_progress + 1 >= ${maxAttempts}
+        FOR UPDATE SKIP LOCKED
+      ) AS previous
+      WHERE job_runs.job = previous.job AND job_runs.slot = previous.slot
+      RETURNING job_runs.job, job_runs.slot, job_runs.attempt, job_runs.attempts_without_progress, job_runs.counts, previous.error AS last_error`.execute(this.#ctx.db);
+    return abandoned.rows.map((row) => {
+      const error = `the worker died on attempt ${row.attempt} without committing a batch: ${row.attempts_without_progress} attempts in a row made no progress`;
+      this.#ctx.log.error(
+        { job: row.job, slot: row.slot.toISOString(), attempt: row.attempt, attempts_without_progress: row.attempts_without_progress, last_error: row.last_error },
+        `slot abandoned: ${error}; re-run it with \`kessai jobs run ${row.job} --at ${row.slot.toISOString()}\``,
+      );
+      return { job: row.job, slot: row.slot, attempt: row.attempt, claimedFrom: null, counts: row.counts ?? {}, status: 'abandoned', error, attemptsWithoutProgress: row.attempts_without_progress } as const;
+    });
   }
 
   /** Claims the oldest claimable slot (due by `cutoff`) of any registered job, or returns null. */
   async #claimNext(cutoff: Date): Promise<Claim | null> {
     const now = this.#ledgerClock.now();
     const leaseUntil = new Date(now.getTime() + this.#ctx.config.leaseMs);
-    const result = await sql<{ job: string; slot: Date; attempt: number }>`
+    const result = await sql<Claim>`
       UPDATE job_runs SET status = 'running', attempt = job_runs.attempt + 1, owner = ${this.#owner},
-             lease_until = ${leaseUntil}, started_at = ${now}, finished_at = NULL, retry_at = NULL
+             lease_until = ${leaseUntil}, started_at = ${now}, finished_at = NULL, retry_at = NULL,
+             -- A take-over: the worker that died counts as an attempt without progress unless it
+             -- had committed a batch (a failed attempt was counted when it recorded its error).
+             attempts_without_progress = job_runs.attempts_without_progress
+               + CASE WHEN previous.status = 'running' AND job_runs.progress_attempt IS DISTINCT FROM job_runs.attempt THEN 1 ELSE 0 END,
+             progress_attempt = NULL
       FROM (
         -- The oldest claimable slot first (an index scan in slot order that stops at the first
         -- match), then among the jobs due at that instant the first in registry order. Sorting
         -- every claimable row by (slot, registry position) instead would cost a sort per claim.
-        SELECT job, slot FROM job_runs
+        SELECT job, slot, status FROM job_runs
         WHERE job = ANY(${[...this.#order]}::text[])
           AND slot = (
             SELECT min(slot) FROM job_runs
@@ -198,9 +269,9 @@ export class Scheduler {
         ORDER BY array_position(${[...this.#order]}::text[], job)
         LIMIT 1
         FOR UPDATE SKIP LOCKED
-      ) AS next
-      WHERE job_runs.job = next.job AND job_runs.slot = next.slot
-      RETURNING job_runs.job, job_runs.slot, job_runs.attempt`.execute(this.#ctx.db);
+      ) AS previous
+      WHERE job_runs.job = previous.job AND job_runs.slot = previous.slot
+      RETURNING ${CLAIM_RETURNING}`.execute(this.#ctx.db);
     return result.rows[0] ?? null;
   }
 
@@ -208,19 +279,25 @@ export class Scheduler {
   async #claim(job: string, slot: Date): Promise<Claim | null> {
     const now = this.#ledgerClock.now();
     const leaseUntil = new Date(now.getTime() + this.#ctx.config.leaseMs);
-    const result = await sql<{ job: string; slot: Date; attempt: number }>`
-      UPDATE job_runs SET status = 'running', attempt = attempt + 1, owner = ${this.#owner},
-             lease_until = ${leaseUntil}, started_at = ${now}, finished_at = NULL, retry_at = NULL
-      WHERE job = ${job} AND slot = ${slot} AND (status <> 'running' OR lease_until < ${now})
-      RETURNING job, slot, attempt`.execute(this.#ctx.db);
+    const result = await sql<Claim>`
+      UPDATE job_runs SET status = 'running', attempt = job_runs.attempt + 1, owner = ${this.#owner},
+             lease_until = ${leaseUntil}, started_at = ${now}, finished_at = NULL, retry_at = NULL,
+             attempts_without_progress = 0, progress_attempt = NULL
+      FROM (SELECT job, slot, status FROM job_runs WHERE job = ${job} AND slot = ${slot} FOR UPDATE) AS previous
+      WHERE job_runs.job = previous.job AND job_runs.slot = previous.slot
+        AND (previous.status <> 'running' OR job_runs.lease_until < ${now})
+      RETURNING ${CLAIM_RETURNING}`.execute(this.#ctx.db);
     return result.rows[0] ?? null;
   }
 
   async #execute(claim: Claim): Promise<SlotOutcome> {
-    const ctx = this.#ctx;
     const job = this.#job(claim.job);
-    const log = ctx.log.child({ job: claim.job, slot: claim.slot.toISOString(), attempt: claim.attempt });
-    const base = { job: claim.job, slot: claim.slot, attempt: claim.attempt } as const;
+    // The job's own logger carries job, slot and attempt: every line a job writes says which run.
+    const log = this.#ctx.log.child({ job: claim.job, slot: claim.slot.toISOString(), attempt: claim.attempt });
+    const ctx: Context = { ...this.#ctx, log };
+    // What this attempt's batches recorded, as they recorded it (a success adds only the rest).
+    const recorded: Record<string, number> = {};
+    const base = { job: claim.job, slot: claim.slot, attempt: claim.attempt, claimedFrom: claim.claimedFrom } as const;
     // The run's own signal: aborted when the worker stops, or when this run loses its claim.
     const runAbort = new AbortController();
     const onStop = (): void => runAbort.abort(this.#abort.signal.reason);
@@ -228,54 +305,100 @@ export class Scheduler {
     if (this.#abort.signal.aborted) onStop();
     const started = performance.now();
     const heartbeat = this.#startHeartbeat(claim, runAbort);
-    log.info('slot started');
+    log.debug({ claimed_from: claim.claimedFrom }, 'slot started');
+    const run: SlotRun = {
+      slot: claim.slot,
+      attempt: claim.attempt,
+      signal: runAbort.signal,
+      assertClaim: (executor) => this.#assertClaim(executor, claim),
+      recordBatch: async (executor, counts) => {
+        await this.#recordBatch(executor, claim, counts);
+        for (const [name, value] of Object.entries(counts)) recorded[name] = (recorded[name] ?? 0) + value;
+      },
+    };
     let counts: JobCounts;
     try {
-      counts = await job.run(ctx, { slot: claim.slot, attempt: claim.attempt, signal: runAbort.signal, assertClaim: (executor) => this.#assertClaim(executor, claim) });
+      counts = await job.run(ctx, run);
     } catch (thrown) {
       heartbeat.stop();
       this.#abort.signal.removeEventListener('abort', onStop);
-      const durationMs = Math.round(performance.now() - started);
-      if (causedBy(thrown, RunLost)) {
-        log.warn({ duration_ms: durationMs }, 'run lost its claim to another worker and stopped; the other run records the outcome');
-        return { ...base, status: 'lost' };
-      }
-      if (causedBy(thrown, RunAborted)) {
-        // Stopped between batches at shutdown: hand the slot back so the next worker resumes it.
-        const released = await this.#finish(claim, { status: 'pending', attempt: claim.attempt - 1, owner: null, lease_until: null, duration_ms: durationMs });
-        log.info({ duration_ms: durationMs }, released ? 'slot released at shutdown; it resumes on the next run' : 'stopped at shutdown after the claim had been taken over');
-        return { ...base, status: released ? 'released' : 'lost' };
-      }
-      const error = toError(thrown);
-      const now = this.#ledgerClock.now();
-      const abandoned = claim.attempt >= ctx.config.maxAttempts;
-      const retryAt = new Date(now.getTime() + ctx.config.retryDelayMs * 2 ** (Math.min(claim.attempt, 20) - 1));
-      const recorded = await this.#finish(claim, {
-        status: abandoned ? 'abandoned' : 'failed',
-        finished_at: now,
-        duration_ms: durationMs,
-        error: error.stack ?? error.message,
-        retry_at: abandoned ? null : retryAt,
-      });
-      if (!recorded) {
-        log.warn({ err: error }, 'run failed after its claim had been taken over; the other run records the outcome');
-        return { ...base, status: 'lost' };
-      }
-      log.error({ err: error, duration_ms: durationMs, retry_at: abandoned ? null : retryAt.toISOString() }, abandoned ? 'slot abandoned after its last attempt' : 'slot failed; it will be retried');
-      return { ...base, status: abandoned ? 'abandoned' : 'failed', error: error.message };
+      return this.#recordStop(claim, base, recorded, thrown, Math.round(performance.now() - started), log);
     }
     // Recording success stays outside the try: a database error here must not turn a completed run
     // into a failed one. The claim then lapses and the slot is run again, creating nothing twice.
     heartbeat.stop();
     this.#abort.signal.removeEventListener('abort', onStop);
     const durationMs = Math.round(performance.now() - started);
-    const finished = await this.#finish(claim, { status: 'succeeded', finished_at: this.#ledgerClock.now(), duration_ms: durationMs, counts: JSON.stringify(counts), error: null });
-    if (!finished) {
+    // The batches already added their counts; what the job reports beyond them (every name, so
+    // a slot that found nothing due still shows its zeros) is added now.
+    const rest = Object.fromEntries(Object.entries(counts).map(([name, value]) => [name, value - (recorded[name] ?? 0)]));
+    const finished = await sql<{ counts: JobCounts }>`
+      UPDATE job_runs SET status = 'succeeded', finished_at = ${this.#ledgerClock.now()}, duration_ms = ${durationMs}, error = NULL,
+             counts = ${addedCounts(rest)}
+      WHERE ${this.#holds(claim)}
+      RETURNING job_runs.counts`.execute(this.#ctx.db);
+    const row = finished.rows[0];
+    if (!row) {
       log.warn({ counts, duration_ms: durationMs }, 'slot finished, but its claim had been taken over; the other run records the outcome');
-      return { ...base, status: 'lost' };
+      return { ...base, counts, status: 'lost' };
     }
-    log.info({ counts, duration_ms: durationMs }, 'slot succeeded');
-    return { ...base, status: 'succeeded', counts };
+    log.info({ counts, slot_counts: row.counts, duration_ms: durationMs }, 'slot succeeded');
+    return { ...base, counts, status: 'succeeded', slotCounts: row.counts };
+  }
+
+  /** Records how a run that threw ended: lost, stopped at shutdown, or failed (maybe abandoned). */
+  async #recordStop(claim: Claim, base: Omit<OutcomeBase, 'counts'>, counts: JobCounts, thrown: unknown, durationMs: number, log: Logger): Promise<SlotOutcome> {
+    if (causedBy(thrown, RunLost)) {
+      log.warn({ duration_ms: durationMs }, 'run lost its claim to another worker and stopped; the other run records the outcome');
+      return { ...base, counts, status: 'lost' };
+    }
+    if (causedBy(thrown, RunAborted)) {
+      // Stopped between batches at shutdown: hand the slot back, the attempt not counted, so the
+      // next worker resumes it at once.
+      const released = await this.#finish(claim, { status: 'pending', attempt: claim.attempt - 1, owner: null, lease_until: null, duration_ms: durationMs });
+      log.info({ counts, duration_ms: durationMs }, released ? 'slot handed back at shutdown; it resumes on the next run' : 'stopped at shutdown after the claim had been taken over');
+      return { ...base, counts, status: released ? 'released' : 'lost' };
+    }
+    const error = toError(thrown);
+    const { maxAttempts, retryDelayMs } = this.#ctx.config;
+    const row = await this.#ctx.db
+      .selectFrom('job_runs')
+      .select(['attempts_without_progress', 'progress_attempt'])
+      .where('job', '=', claim.job)
+      .where('slot', '=', claim.slot)
+      .where('owner', '=', this.#owner)
+      .where('attempt', '=', claim.attempt)
+      .where('status', '=', 'running')
+      .executeTakeFirst();
+    // An attempt that committed a batch made progress: it starts the count afresh, however it ended.
+    const withoutProgress = row === undefined ? 0 : row.progress_attempt === claim.attempt ? 0 : row.attempts_without_progress + 1;
+    const abandoned = withoutProgress >= maxAttempts;
+    const now = this.#ledgerClock.now();
+    const retryAt = new Date(now.getTime() + retryDelayMs * 2 ** (Math.min(Math.max(withoutProgress, 1), 20) - 1));
+    const recorded =
+      row !== undefined &&
+      (await this.#finish(claim, {
+        status: abandoned ? 'abandoned' : 'failed',
+        finished_at: now,
+        duration_ms: durationMs,
+        error: error.stack ?? error.message,
+        retry_at: abandoned ? null : retryAt,
+        attempts_without_progress: withoutProgress,
+      }));
+    if (!recorded) {
+      log.warn({ err: error }, 'run failed after its claim had been taken over; the other run records the outcome');
+      return { ...base, counts, status: 'lost' };
+    }
+    const fields = { err: error, counts, attempts_without_progress: withoutProgress, duration_ms: durationMs };
+    if (abandoned) log.error(fields, `slot abandoned: ${withoutProgress} attempts in a row made no progress; re-run it with \`kessai jobs run ${claim.job} --at ${claim.slot.toISOString()}\``);
+    else log.error({ ...fields, retry_at: retryAt.toISOString() }, 'slot failed; it will be retried');
+    return { ...base, counts, status: abandoned ? 'abandoned' : 'failed', error: error.message, attemptsWithoutProgress: withoutProgress };
+  }
+
+  /** The ledger row condition of a claim that still holds its slot (same owner, same attempt). */
+  #holds(claim: Claim) {
+    return sql`job_runs.job = ${claim.job} AND job_runs.slot = ${claim.slot} AND job_runs.owner = ${this.#owner}
+      AND job_runs.attempt = ${claim.attempt} AND job_runs.status = 'running'`;
   }
 
   /** Records an outcome only if this claim still holds the slot (same owner, same attempt). */
@@ -290,6 +413,16 @@ export class Scheduler {
       .where('status', '=', 'running')
       .executeTakeFirst();
     return Number(result.numUpdatedRows) > 0;
+  }
+
+  /** SlotRun.recordBatch: in the batch's transaction, its counts added and the attempt marked as progressing. */
+  async #recordBatch(executor: Kysely<Database>, claim: Claim, counts: JobCounts): Promise<void> {
+    const result = await sql`
+      UPDATE job_runs SET counts = ${addedCounts(counts)}, attempts_without_progress = 0, progress_attempt = ${claim.attempt}
+      WHERE ${this.#holds(claim)}`.execute(executor);
+    // assertClaim's FOR SHARE holds the row since the batch began, so this only fails when a job
+    // records outside the transaction it asserted the claim in: then nothing of the batch stays.
+    if (Number(result.numAffectedRows ?? 0) === 0) throw new RunLost(claim.job, claim.slot);
   }
 
   /** The fence a job calls in each batch transaction (SlotRun.assertClaim). */
@@ -338,4 +471,18 @@ export class Scheduler {
 /** Ledger rows of a job, newest slot first (for `jobs list` and tests). */
 export async function recentRuns(ctx: Pick<Context, 'db'>, job: string, limit = 10) {
   return ctx.db.selectFrom('job_runs').selectAll().where('job', '=', job).orderBy('slot', 'desc').limit(limit).execute();
+}
+
+/**
+ * The ledger's counts of a slot plus `delta`, name by name (the correlated `job_runs.counts` of the
+ * row being updated; a name missing on either side counts as 0).
+ */
+function addedCounts(delta: JobCounts) {
+  return sql`(
+    SELECT coalesce(jsonb_object_agg(key, total), '{}'::jsonb) FROM (
+      SELECT key, sum(value::numeric) AS total FROM (
+        SELECT key, value FROM jsonb_each_text(coalesce(job_runs.counts, '{}'::jsonb))
+        UNION ALL SELECT key, value FROM jsonb_each_text(${JSON.stringify(delta)}::jsonb)
+      ) AS each_count GROUP BY key
+    ) AS sums)`;
 }

@@ -29,7 +29,7 @@ const EXPIRED_FLOW_COLUMNS = bulkColumns<PaymentFlowRow>()({
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema';
 import type { Context } from '../engine/context';
-import { checkpoint, type JobCounts, type SlotRun } from '../engine/job';
+import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { recordEvents } from '../events/outbox';
 import { flowEvent } from './payment-flows';
 import type { PaymentFlowRow } from './payment-flow-object';
@@ -46,25 +46,7 @@ export type FlowExpiryCounts = {
 };
 
 export async function expireDuePaymentFlows(ctx: Context, run: SlotRun): Promise<FlowExpiryCounts & JobCounts> {
-  let canceled = 0;
-  let remainderReleased = 0;
-  let released = 0;
-  let batches = 0;
-  for (;;) {
-    checkpoint(run);
-    const counts = await ctx.db.transaction().execute(async (trx) => {
-      // Must come first: a run that lost its slot writes nothing, and a take-over waits for this batch.
-      await run.assertClaim(trx);
-      return expireFlowBatch(trx, ctx, run.slot, ctx.config.batchSize);
-    });
-    if (counts.selected === 0) break;
-    canceled += counts.canceled;
-    remainderReleased += counts.remainder_released;
-    released += counts.released;
-    batches += 1;
-    ctx.log.debug({ job: 'payment_flows.expire_holds', slot: run.slot.toISOString(), batch: batches, ...counts }, 'payment flow expiry batch committed');
-  }
-  return { canceled, remainder_released: remainderReleased, released, batches };
+  return runBatches(ctx, run, ['canceled', 'remainder_released', 'released'], (trx) => expireFlowBatch(trx, ctx, run.slot, ctx.config.batchSize));
 }
 
 /** The earliest `capture_before` of a held flow strictly after `after`, or null. */
@@ -107,7 +89,7 @@ export async function expireFlowBatch(
   // The simulated network never refuses a release; a real one that did would leave the hold to lapse
   // at the issuer anyway, so the flow still ends here (logged, never stalling the batch).
   for (const result of results) {
-    if (!result.ok) ctx.log.warn({ job: 'payment_flows.expire_holds', payment_flow: result.reference, code: result.code }, 'hold release refused by the network; the flow ends anyway');
+    if (!result.ok) ctx.log.warn({ payment_flow: result.reference, code: result.code }, 'hold release refused by the network; the flow ends anyway');
   }
 
   const u = EXPIRED_FLOW_COLUMNS.table('u', due);

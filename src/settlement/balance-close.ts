@@ -8,7 +8,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema';
 import type { Context } from '../engine/context';
-import { checkpoint, type JobCounts, type SlotRun } from '../engine/job';
+import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { recordEvents } from '../events/outbox';
 import { balanceObjects, type BalanceRow } from './statements';
 import { ROW_KEYS } from '../db/bulk-rows';
@@ -16,19 +16,10 @@ import { ROW_KEYS } from '../db/bulk-rows';
 export type BalanceCloseCounts = { readonly balances_closed: number; readonly batches: number };
 
 export async function closeDueBalances(ctx: Context, run: SlotRun): Promise<BalanceCloseCounts & JobCounts> {
-  let closed = 0;
-  let batches = 0;
-  for (;;) {
-    checkpoint(run);
-    const count = await ctx.db.transaction().execute(async (trx) => {
-      await run.assertClaim(trx);
-      return closeBalanceBatch(trx, ctx, run.slot, ctx.config.batchSize);
-    });
-    if (count === 0) break;
-    closed += count;
-    batches += 1;
-  }
-  return { balances_closed: closed, batches };
+  return runBatches(ctx, run, ['balances_closed'], async (trx) => {
+    const closed = await closeBalanceBatch(trx, ctx, run.slot, ctx.config.batchSize);
+    return { selected: closed, balances_closed: closed };
+  });
 }
 
 export async function nextBalanceCloseDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {

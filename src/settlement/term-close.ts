@@ -24,7 +24,7 @@ import { bulkColumns, compositeKey } from '../db/bulk-rows';
 import type { Database } from '../db/schema';
 import type { StatementDraft } from '../domain/sales-statements';
 import type { Context } from '../engine/context';
-import { checkpoint, type JobCounts, type SlotRun } from '../engine/job';
+import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { recordEvents, type EventInput } from '../events/outbox';
 import { balanceObjects, type BalanceRow, type StatementRow } from './statements';
 import { planTermClose, type ChargeAggregateRow, type RefundAggregateRow, type TenantMinimumRow, type TermCloseInput, type TermClosePlan } from './term-close-plan';
@@ -91,25 +91,7 @@ const CLOSED_TERM_COLUMNS = bulkColumns<TermRow>()({
 
 /** Closes everything due as of `run.slot`, batch after batch, until no due term is left. */
 export async function closeDueTerms(ctx: Context, run: SlotRun): Promise<TermCloseCounts & JobCounts> {
-  let terms = 0;
-  let statements = 0;
-  let fixed = 0;
-  let batches = 0;
-  for (;;) {
-    checkpoint(run);
-    const counts = await ctx.db.transaction().execute(async (trx) => {
-      // Must come first: a run that lost its slot writes nothing.
-      await run.assertClaim(trx);
-      return closeTermBatch(trx, ctx, run.slot, ctx.config.batchSize);
-    });
-    if (counts.selected === 0) break;
-    terms += counts.terms_closed;
-    statements += counts.statements;
-    fixed += counts.balances_fixed;
-    batches += 1;
-    ctx.log.debug({ job: 'terms.close', slot: run.slot.toISOString(), batch: batches, ...counts }, 'term close batch committed');
-  }
-  return { terms_closed: terms, statements, balances_fixed: fixed, batches };
+  return runBatches(ctx, run, ['terms_closed', 'statements', 'balances_fixed'], (trx) => closeTermBatch(trx, ctx, run.slot, ctx.config.batchSize));
 }
 
 /** The earliest open term end strictly after `after`, or null. */

@@ -27,7 +27,7 @@ import { planRenewal, planTrialEnd, type ChargedPeriod, type SubscribablePlan } 
 import { chargeOutcomes, insertPreparedCharges, prepareCharges, voidUnwritten, type ChargeOutcome, type ChargeRequest } from '../charges/charges';
 import type { CardRow } from '../customers/card-object';
 import type { Context } from '../engine/context';
-import { checkpoint, type JobCounts, type SlotRun } from '../engine/job';
+import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { prepareEvents, recordPreparedEvents, type EventInput, type PreparedEvents } from '../events/outbox';
 import { renderPlan, type PlanObject, type PlanRow } from '../plans/plan-record';
 import { renderSubscription, type SubscriptionRow } from './subscription-object';
@@ -54,27 +54,7 @@ type BatchCounts = Omit<RenewalCounts, 'batches'> & { readonly selected: number 
  * picked up by the next slot.
  */
 export async function renewDueSubscriptions(ctx: Context, run: SlotRun): Promise<RenewalCounts & JobCounts> {
-  let renewed = 0;
-  let failed = 0;
-  let trialsEnded = 0;
-  let deleted = 0;
-  let batches = 0;
-  for (;;) {
-    checkpoint(run);
-    const counts = await ctx.db.transaction().execute(async (trx) => {
-      // Must come first: a run that lost its slot writes nothing, and a take-over waits for this batch.
-      await run.assertClaim(trx);
-      return renewBatch(trx, ctx, run.slot, ctx.config.batchSize);
-    });
-    if (counts.selected === 0) break;
-    renewed += counts.renewed;
-    failed += counts.failed;
-    trialsEnded += counts.trials_ended;
-    deleted += counts.deleted;
-    batches += 1;
-    ctx.log.debug({ job: 'subscriptions.renew', slot: run.slot.toISOString(), batch: batches, ...counts }, 'renewal batch committed');
-  }
-  return { renewed, failed, trials_ended: trialsEnded, deleted, batches };
+  return runBatches(ctx, run, ['renewed', 'failed', 'trials_ended', 'deleted'], (trx) => renewBatch(trx, ctx, run.slot, ctx.config.batchSize));
 }
 
 /** The earliest `renews_at` strictly after `after`, or null: where the simulator jumps next. */

@@ -180,16 +180,37 @@ describe('scheduler with a manual clock', () => {
     expect(await ctx.db.selectFrom('job_runs').select(['owner', 'status', 'attempt']).executeTakeFirstOrThrow()).toEqual({ owner: 'thief', status: 'running', attempt: 2 });
   });
 
-  it('gives up a slot whose worker died on its last attempt, instead of taking it over forever', async () => {
+  it('gives up a slot whose worker died on the last of its attempts without progress, instead of taking it over forever', async () => {
     const ctx = testContext(database.store, { config: { maxAttempts: 3, leaseMs: 5 * MINUTE } });
-    await ctx.db.insertInto('job_runs').values({ job: 'test.batch-writer', slot: at(0), status: 'running', attempt: 3, owner: 'crashing-worker', lease_until: at(5), started_at: at(0) }).execute();
+    // Two attempts ended without committing anything (the last with an error), and the worker of
+    // the third died before its first batch committed.
+    await ctx.db
+      .insertInto('job_runs')
+      .values({ job: 'test.batch-writer', slot: at(0), status: 'running', attempt: 3, attempts_without_progress: 2, error: 'Error: connection reset', owner: 'crashing-worker', lease_until: at(5), started_at: at(0) })
+      .execute();
     await ctx.db.insertInto('job_schedule').values({ job: 'test.batch-writer', high_water: at(0), updated_at: at(0) }).execute();
     const scheduler = new Scheduler(ctx, [batchWriterJob({ owner: 'w2', schedule: '0 * * * *' })], { owner: 'w2' });
     ctx.clock.set(at(6));
-    expect(await scheduler.tick()).toEqual([]);
+    expect(await scheduler.tick()).toEqual([
+      { job: 'test.batch-writer', slot: at(0), attempt: 3, claimedFrom: null, counts: {}, status: 'abandoned', attemptsWithoutProgress: 3, error: 'the worker died on attempt 3 without committing a batch: 3 attempts in a row made no progress' },
+    ]);
     const row = await ctx.db.selectFrom('job_runs').selectAll().executeTakeFirstOrThrow();
-    expect(row).toMatchObject({ status: 'abandoned', attempt: 3, owner: 'crashing-worker' });
-    expect(row.error).toMatch(/lease lapsed on the last attempt/);
+    expect(row).toMatchObject({ status: 'abandoned', attempt: 3, owner: 'crashing-worker', attempts_without_progress: 3 });
+    expect(row.error).toMatch(/^the lease lapsed on attempt 3 before it committed a batch \(3 attempts in a row without progress\).*; last error: Error: connection reset$/);
+  });
+
+  it('takes over, rather than abandons, a slot whose worker died on its last attempt after committing a batch', async () => {
+    const ctx = testContext(database.store, { config: { maxAttempts: 3, leaseMs: 5 * MINUTE } });
+    await seedItems(db, 4, at(0));
+    await ctx.db
+      .insertInto('job_runs')
+      .values({ job: 'test.batch-writer', slot: at(0), status: 'running', attempt: 3, attempts_without_progress: 0, progress_attempt: 3, counts: JSON.stringify({ processed: 6, batches: 2 }), owner: 'crashing-worker', lease_until: at(5), started_at: at(0) })
+      .execute();
+    await ctx.db.insertInto('job_schedule').values({ job: 'test.batch-writer', high_water: at(0), updated_at: at(0) }).execute();
+    const scheduler = new Scheduler(ctx, [batchWriterJob({ owner: 'w2', schedule: '0 * * * *' })], { owner: 'w2' });
+    ctx.clock.set(at(6));
+    expect(await scheduler.tick()).toMatchObject([{ attempt: 4, claimedFrom: 'lapsed', status: 'succeeded', counts: { processed: 4, batches: 1 }, slotCounts: { processed: 10, batches: 3 } }]);
+    expect(await ctx.db.selectFrom('job_runs').select(['status', 'attempts_without_progress', 'counts']).executeTakeFirstOrThrow()).toEqual({ status: 'succeeded', attempts_without_progress: 0, counts: { processed: 10, batches: 3 } });
   });
 
   it('a long catch-up claims each slot with a lease counted from the claim, not from the wake-up', async () => {

@@ -2,7 +2,8 @@
  * A job built the way every kessai job is built, for testing the scheduler's exactly-once
  * guarantees without business rules in the way: it takes due items in batches (FOR UPDATE SKIP
  * LOCKED), writes one "effect" per item under a natural unique key and marks the items done, one
- * transaction per batch.
+ * transaction per batch that also records its counts in the ledger. It writes its own loop (rather
+ * than `runBatches`) to offer hooks after each commit: a pause to be killed in, a callback.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type Kysely } from 'kysely';
@@ -80,6 +81,7 @@ export function batchWriterJob(options: BatchWriterOptions): JobDefinition {
             UPDATE test_items SET processed_at = ${run.slot}
             FROM unnest(${due.rows.map((r) => r.account_id)}::text[], ${due.rows.map((r) => r.item_id)}::text[]) AS t(a, i)
             WHERE account_id = t.a AND item_id = t.i`.execute(trx);
+          await run.recordBatch(trx as never, { processed: due.rows.length, batches: 1 });
           return due.rows.length;
         });
         if (rows === 0) break;

@@ -11,3 +11,5 @@ ALTER TABLE job_runs ADD CONSTRAINT job_runs_attempts_without_progress_not_negat
 -- every claim: equal to `attempt` when the current (or last) attempt made progress, so a take-over
 -- knows whether the worker that died had committed anything.
 ALTER TABLE job_runs ADD COLUMN progress_attempt integer;
+-- `jobs list` shows each job's abandoned slots: they wait for an operator, however old.
+CREATE INDEX job_runs_abandoned ON job_runs (job, slot) WHERE status = 'abandoned';

@@ -17,7 +17,8 @@ import type { EngineConfig } from '../engine/context';
 import { createLogger, silentLogger, type Logger } from '../engine/logger';
 import { randomIds } from '../engine/random-ids';
 import { openRuntime, workerName } from '../engine/runtime';
-import { Scheduler, recentRuns, type SlotOutcome } from '../engine/scheduler';
+import { Scheduler, abandonedRuns, recentRuns, type SlotOutcome } from '../engine/scheduler';
+import { listenForStop, type StopSignal } from '../engine/stop-signal';
 import { systemClock } from '../engine/system-clock';
 import { FixedClock } from '../engine/clock';
 import { registerSimulate } from './simulate';
@@ -76,15 +77,68 @@ function environmentConfig(): Partial<EngineConfig> {
   };
 }
 
-async function runtime(options: GlobalOptions, log: Logger, clock = systemClock) {
-  return openRuntime({ databaseUrl: options.databaseUrl, dataDir: options.dataDir, clock, ids: randomIds(), log, config: environmentConfig() });
+async function runtime(options: GlobalOptions, log: Logger, clock = systemClock, config: Partial<EngineConfig> = {}) {
+  return openRuntime({ databaseUrl: options.databaseUrl, dataDir: options.dataDir, clock, ids: randomIds(), log, config: { ...environmentConfig(), ...config } });
 }
 
-function describeOutcome(outcome: SlotOutcome): string {
-  const head = `${outcome.job} @ ${outcome.slot.toISOString()} (attempt ${outcome.attempt}): ${outcome.status}`;
-  if (outcome.status === 'succeeded') return `${head} ${JSON.stringify(outcome.counts)}`;
-  return 'error' in outcome ? `${head}: ${outcome.error}` : head;
+/** Engine settings from the options of the commands that run jobs. */
+const jobConfig = (options: { leaseSeconds?: number; batchSize?: number }): Partial<EngineConfig> => ({
+  ...(options.leaseSeconds === undefined ? {} : { leaseMs: options.leaseSeconds * 1000 }),
+  ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
+});
+
+/** What kind of run an outcome was, in words (a first run says nothing). */
+function runKind(outcome: SlotOutcome): string {
+  switch (outcome.claimedFrom) {
+    case 'succeeded':
+      return ' (replayed)';
+    case 'abandoned':
+      return ' (re-run of an abandoned slot)';
+    case 'failed':
+      return ` (retry, attempt ${outcome.attempt})`;
+    case 'lapsed':
+      return ` (taken over from a worker that stopped, attempt ${outcome.attempt})`;
+    case 'pending':
+      return outcome.attempt > 1 ? ` (resumed, attempt ${outcome.attempt})` : '';
+    case null:
+      return '';
+  }
 }
+
+const sameCounts = (a: Readonly<Record<string, number>>, b: Readonly<Record<string, number>>): boolean =>
+  Object.keys(a).length === Object.keys(b).length && Object.entries(a).every(([name, value]) => b[name] === value);
+
+/** One line per slot run: what ran, what it did, and what an operator may have to do. */
+function describeOutcome(outcome: SlotOutcome): string {
+  const head = `${outcome.job} @ ${outcome.slot.toISOString()}${runKind(outcome)}`;
+  const counts = JSON.stringify(outcome.counts);
+  switch (outcome.status) {
+    case 'succeeded':
+      return `${head}: succeeded ${counts}${sameCounts(outcome.counts, outcome.slotCounts) ? '' : `; slot total over all attempts ${JSON.stringify(outcome.slotCounts)}`}`;
+    case 'released':
+      return `${head}: stopped after committing ${counts}; the slot is pending again and resumes on the next run`;
+    case 'lost':
+      return `${head}: lost its claim to another worker, which records the outcome`;
+    case 'failed':
+      return `${head}: failed: ${outcome.error} (retried later; ${outcome.attemptsWithoutProgress} attempt(s) in a row without progress)`;
+    case 'abandoned':
+      return `${head}: ABANDONED: ${outcome.error}; re-run it with: kessai jobs run ${outcome.job} --at ${outcome.slot.toISOString()}`;
+  }
+}
+
+/** Statuses after which a command that runs jobs exits non-zero. */
+const troubled = (outcome: SlotOutcome): boolean => outcome.status === 'failed' || outcome.status === 'abandoned' || outcome.status === 'lost';
+
+/**
+ * `--at` of the commands that run jobs: the engine acts as if it were that instant, past or future
+ * (a what-if day on a scratch database), through a fixed clock; the run ledger's leases keep the
+ * real clock (docs/decisions.md, issue 20).
+ */
+const AT_HELP = 'act as if it were this instant, past or future (JST unless it has a zone); leases keep the real clock';
+
+const STOP_HELP = `
+SIGTERM or SIGINT (Ctrl-C): the current batch commits, its slot goes back to pending with the
+attempt not counted (the next run resumes it), nothing more starts, and the command exits 0.`;
 
 export function buildProgram(): Command {
   const program = new Command();
@@ -212,6 +266,14 @@ export function buildProgram(): Command {
           console.log(`${job.name}  "${job.schedule}"  ${job.description}`);
           console.log(`  next: ${next.map((d) => d.toISOString()).join(', ')}`);
           console.log(`  last: ${lastText}`);
+          const abandoned = await abandonedRuns(rt.ctx, job.name);
+          if (abandoned.total > 0) {
+            console.log(`  ABANDONED: ${abandoned.total} slot(s) given up; run each again with: kessai jobs run ${job.name} --at SLOT`);
+            for (const run of abandoned.rows) {
+              console.log(`    ${run.slot.toISOString()}  attempt ${run.attempt}, ${run.attempts_without_progress} in a row without progress: ${(run.error ?? '').split('\n')[0]}`);
+            }
+            if (abandoned.total > abandoned.rows.length) console.log(`    … and ${abandoned.total - abandoned.rows.length} older`);
+          }
         }
       } finally {
         await rt.close();
@@ -219,19 +281,27 @@ export function buildProgram(): Command {
     });
   jobs
     .command('run')
-    .description('run, or replay, one slot of one job now (replays create nothing twice)')
+    .description('run, or replay, one slot of one job now (replays create nothing twice; an abandoned slot is run again this way)')
     .argument('<job>', 'job name (see jobs list)')
-    .requiredOption('--at <instant>', 'the slot, e.g. 2027-01-01T09:00 (JST) or 2027-01-01T00:00:00Z', instantArg)
-    .action(async (jobName: string, options: { at: Date }, command: Command) => {
+    .requiredOption('--at <instant>', `the slot, e.g. 2027-01-01T09:00 (JST) or 2027-01-01T00:00:00Z: ${AT_HELP}`, instantArg)
+    .option('--batch-size <n>', 'rows per batch transaction', positiveIntArg)
+    .addHelpText('after', STOP_HELP)
+    .action(async (jobName: string, options: { at: Date; batchSize?: number }, command: Command) => {
       const g = globals(command);
-      const rt = await runtime(g, logger(g));
+      const log = logger(g);
+      const stop = listenForStop(log);
       try {
-        const scheduler = new Scheduler(rt.ctx, ALL_JOBS, { owner: workerName() });
-        const outcome = await scheduler.runSlot(jobName, options.at);
-        console.log(describeOutcome(outcome));
-        if (outcome.status !== 'succeeded') process.exitCode = 1;
+        const rt = await runtime(g, log, new FixedClock(options.at), jobConfig(options));
+        try {
+          const scheduler = new Scheduler(rt.ctx, ALL_JOBS, { owner: workerName(), ledgerClock: systemClock, stopSignal: stop.signal });
+          const outcome = await scheduler.runSlot(jobName, options.at);
+          console.log(describeOutcome(outcome));
+          if (troubled(outcome)) process.exitCode = 1;
+        } finally {
+          await rt.close();
+        }
       } finally {
-        await rt.close();
+        stop.dispose();
       }
     });
 
@@ -242,65 +312,73 @@ export function buildProgram(): Command {
     .description('statement generation')
     .command('run')
     .description('close every term ended as of the slot at or before --at (default now), then close balances due by then')
-    .option('--at <instant>', 'e.g. 2027-02-01T00:00 (JST) or 2027-01-31T15:00:00Z; the daily 00:00 JST slot at or before it runs', instantArg)
-    .action(async (options: { at?: Date }, command: Command) => {
+    .option('--at <instant>', `e.g. 2027-02-01T00:00 (JST) or 2027-01-31T15:00:00Z; the daily 00:00 JST slot at or before it runs: ${AT_HELP}`, instantArg)
+    .option('--batch-size <n>', 'rows per batch transaction', positiveIntArg)
+    .addHelpText('after', STOP_HELP)
+    .action(async (options: { at?: Date; batchSize?: number }, command: Command) => {
       const g = globals(command);
+      const log = logger(g);
+      const stop = listenForStop(log);
       // As `worker --once --at`: the engine acts as if it were --at (a past or a what-if instant);
       // the run ledger's leases follow the real clock.
       const at = options.at ?? systemClock.now();
-      const rt = await runtime(g, logger(g), new FixedClock(at));
       try {
-        const scheduler = new Scheduler(rt.ctx, ALL_JOBS, { owner: workerName(), ledgerClock: systemClock });
-        for (const name of ['terms.close', 'balances.close']) {
-          const job = ALL_JOBS.find((candidate) => candidate.name === name)!;
-          // The latest slot at or before `at`: the first one strictly after `at` − 1 day (daily schedules).
-          const outcome = await scheduler.runSlot(name, nextSlotAfter(job.schedule, new Date(at.getTime() - 24 * 60 * 60 * 1000)));
-          console.log(describeOutcome(outcome));
-          if (outcome.status !== 'succeeded') process.exitCode = 1;
+        const rt = await runtime(g, log, new FixedClock(at), jobConfig(options));
+        try {
+          const scheduler = new Scheduler(rt.ctx, ALL_JOBS, { owner: workerName(), ledgerClock: systemClock, stopSignal: stop.signal });
+          for (const name of ['terms.close', 'balances.close']) {
+            // Stopped: the slot that was running has been handed back; the next one is not started.
+            if (scheduler.stopping) break;
+            const job = ALL_JOBS.find((candidate) => candidate.name === name)!;
+            // The latest slot at or before `at`: the first one strictly after `at` − 1 day (daily schedules).
+            const outcome = await scheduler.runSlot(name, nextSlotAfter(job.schedule, new Date(at.getTime() - 24 * 60 * 60 * 1000)));
+            console.log(describeOutcome(outcome));
+            if (troubled(outcome)) process.exitCode = 1;
+          }
+        } finally {
+          await rt.close();
         }
       } finally {
-        await rt.close();
+        stop.dispose();
       }
     });
 
   program
     .command('worker')
     .description('run the scheduler: wake every minute (node-cron), run every due slot, backfill missed ones')
-    .option('--once', 'run the due slots once and exit')
-    .option('--at <instant>', 'with --once: act as if it were this instant (JST unless it has a zone)', instantArg)
+    .option('--once', 'run the due slots once, print one line per slot, and exit (non-zero when a slot failed or was abandoned)')
+    .option('--at <instant>', `with --once: ${AT_HELP}`, instantArg)
     .option('--lease-seconds <n>', 'how long a claimed slot is reserved for this worker (at least 10)', leaseSecondsArg)
     .option('--batch-size <n>', 'rows per batch transaction', positiveIntArg)
+    .addHelpText('after', STOP_HELP)
     .action(async (options: { once?: boolean; at?: Date; leaseSeconds?: number; batchSize?: number }, command: Command) => {
       const g = globals(command);
       if (options.at && !options.once) throw new Error('--at goes with --once (a running worker follows the real clock)');
-      const log = createLogger({ level: g.verbose ? 'debug' : g.logLevel === 'warn' ? 'info' : g.logLevel });
-      const clock = options.at ? new FixedClock(options.at) : systemClock;
-      const rt = await openRuntime({
-        databaseUrl: g.databaseUrl,
-        dataDir: g.dataDir,
-        clock,
-        ids: randomIds(),
-        log,
-        config: {
-          ...environmentConfig(),
-          ...(options.leaseSeconds === undefined ? {} : { leaseMs: options.leaseSeconds * 1000 }),
-          ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
-        },
-      });
-      // Leases follow the real clock even when the slots follow --at (docs/decisions.md).
-      const scheduler = new Scheduler(rt.ctx, ALL_JOBS, { owner: workerName(), ledgerClock: systemClock });
-      if (options.once) {
+      // The long-running worker's logs are its output (info by default); `--once` prints a line
+      // per slot on stdout and logs only warnings and errors unless asked for more.
+      const log = createLogger({ level: g.verbose ? 'debug' : g.logLevel === 'warn' && !options.once ? 'info' : g.logLevel });
+      // First, before the database is opened: until the handlers exist, a signal kills the process.
+      const stop = listenForStop(log);
+      try {
+        const rt = await runtime(g, log, options.at ? new FixedClock(options.at) : systemClock, jobConfig(options));
+        // Leases follow the real clock even when the slots follow --at (docs/decisions.md).
+        const scheduler = new Scheduler(rt.ctx, ALL_JOBS, { owner: workerName(), ledgerClock: systemClock, stopSignal: stop.signal });
+        if (!options.once) {
+          await runWorker(scheduler, log, stop, rt.close);
+          return;
+        }
         try {
           const outcomes = await scheduler.tick();
           for (const outcome of outcomes) console.log(describeOutcome(outcome));
-          console.log(`${outcomes.length} slot(s) run for ${ALL_JOBS.length} job(s) on ${rt.store.kind} ${rt.store.location}`);
-          if (outcomes.some((o) => o.status === 'failed' || o.status === 'abandoned')) process.exitCode = 1;
+          const stopped = stop.signal.aborted ? `; stopped by ${String(stop.signal.reason)}` : '';
+          console.log(`${outcomes.length} slot(s) run for ${ALL_JOBS.length} job(s) on ${rt.store.kind} ${rt.store.location}${stopped}`);
+          if (outcomes.some(troubled)) process.exitCode = 1;
         } finally {
           await rt.close();
         }
-        return;
+      } finally {
+        stop.dispose();
       }
-      await runWorker(scheduler, log, rt.close);
     });
 
   registerSimulate(program);
@@ -308,19 +386,7 @@ export function buildProgram(): Command {
 }
 
 /** The long-running worker: a tick now, then one per minute until SIGTERM or SIGINT. */
-async function runWorker(scheduler: Scheduler, log: Logger, close: () => Promise<void>): Promise<void> {
-  // Signal handlers come first: until they exist, SIGTERM's default action kills the process.
-  // They stay for the whole shutdown, so a repeated signal cannot cut the current batch short.
-  let signalled = false;
-  const stopped = new Promise<string>((resolve) => {
-    const onSignal = (signal: string): void => {
-      if (signalled) log.info({ signal }, 'already stopping: the current batch finishes first');
-      signalled = true;
-      resolve(signal);
-    };
-    process.on('SIGTERM', onSignal);
-    process.on('SIGINT', onSignal);
-  });
+async function runWorker(scheduler: Scheduler, log: Logger, stop: StopSignal, close: () => Promise<void>): Promise<void> {
   let ticking: Promise<unknown> | null = null;
   const tick = (): void => {
     if (ticking || scheduler.stopping) {
@@ -337,9 +403,7 @@ async function runWorker(scheduler: Scheduler, log: Logger, close: () => Promise
   const task = cron.schedule('* * * * *', tick, { timezone: 'Asia/Tokyo', noOverlap: true });
   log.info({ jobs: ALL_JOBS.map((job) => job.name) }, 'worker started');
   tick();
-  const signal = await stopped;
-  log.info({ signal }, 'stopping: finishing the current batch');
-  scheduler.stop();
+  await stop.stopped;
   await task.stop();
   if (ticking) await ticking;
   await close();

@@ -162,7 +162,6 @@ export class Scheduler {
       .values({ job: job.name, slot, status: 'pending' })
       .onConflict((oc) => oc.columns(['job', 'slot']).doNothing())
       .execute();
-    if (this.stopping) throw new RunAborted();
     const claim = await this.#claim(job.name, slot);
     if (!claim) {
       const row = await this.#ctx.db.selectFrom('job_runs').select(['owner', 'lease_until']).where('job', '=', job.name).where('slot', '=', slot).executeTakeFirst();
@@ -342,8 +341,10 @@ export class Scheduler {
       log.warn({ counts, duration_ms: durationMs }, 'slot finished, but its claim had been taken over; the other run records the outcome');
       return { ...base, counts, status: 'lost' };
     }
-    log.info({ counts, slot_counts: row.counts, duration_ms: durationMs }, 'slot succeeded');
-    return { ...base, counts, status: 'succeeded', slotCounts: row.counts };
+    // The names in the job's own order (jsonb keeps its own), then any only earlier attempts had.
+    const slotCounts = { ...Object.fromEntries(Object.keys(counts).map((name) => [name, row.counts[name] ?? 0])), ...row.counts };
+    log.info({ counts, slot_counts: slotCounts, duration_ms: durationMs }, 'slot succeeded');
+    return { ...base, counts, status: 'succeeded', slotCounts };
   }
 
   /** Records how a run that threw ended: lost, stopped at shutdown, or failed (maybe abandoned). */
@@ -471,6 +472,18 @@ export class Scheduler {
 /** Ledger rows of a job, newest slot first (for `jobs list` and tests). */
 export async function recentRuns(ctx: Pick<Context, 'db'>, job: string, limit = 10) {
   return ctx.db.selectFrom('job_runs').selectAll().where('job', '=', job).orderBy('slot', 'desc').limit(limit).execute();
+}
+
+/**
+ * A job's abandoned slots, newest first (at most `limit`), and how many there are: they stay
+ * abandoned until run again by hand (`kessai jobs run JOB --at SLOT`).
+ */
+export async function abandonedRuns(ctx: Pick<Context, 'db'>, job: string, limit = 5) {
+  const [rows, total] = await Promise.all([
+    ctx.db.selectFrom('job_runs').select(['slot', 'attempt', 'attempts_without_progress', 'finished_at', 'error']).where('job', '=', job).where('status', '=', 'abandoned').orderBy('slot', 'desc').limit(limit).execute(),
+    ctx.db.selectFrom('job_runs').select((eb) => eb.fn.countAll<number>().as('n')).where('job', '=', job).where('status', '=', 'abandoned').executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(total.n) };
 }
 
 /**

@@ -1,15 +1,16 @@
 /**
- * A renewal worker in its own process, for the tests that need real concurrency or a real crash:
- * one scheduler tick of `subscriptions.renew` against DATABASE_URL at a fixed instant. It prints
- * `batch N authorizing` when a batch (its transaction open, its rows locked) asks the card network,
- * then waits KESSAI_PAUSE_MS, so a test can kill it in the middle of a batch; and a final JSON line
- * with its outcomes.
+ * A worker of one real job in its own process, for the tests that need real concurrency or a real
+ * crash: one scheduler tick of `subscriptions.renew` (or the job named by KESSAI_JOB) against
+ * DATABASE_URL at a fixed instant. It prints `batch N authorizing` (or `batch N releasing`) when
+ * a batch — its transaction open, its rows locked — calls the card network, then waits
+ * KESSAI_PAUSE_MS, so a test can kill it in the middle of a batch; and a final JSON line with its
+ * outcomes.
  *
  * Env: DATABASE_URL, KESSAI_AT (ISO instant), KESSAI_OWNER, KESSAI_BATCH_SIZE, KESSAI_PAUSE_MS,
- * KESSAI_LEASE_MS.
+ * KESSAI_LEASE_MS, KESSAI_JOB (a job of the registry, default subscriptions.renew).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { subscriptionRenewalsJob } from '../../jobs/subscription-renewals';
+import { ALL_JOBS } from '../../jobs/index';
 import { openStore } from '../../src/db/connect';
 import { seededIds } from '../../src/domain/ids';
 import { FixedClock } from '../../src/engine/clock';
@@ -25,16 +26,26 @@ const env = (name: string): string => {
 };
 
 const owner = env('KESSAI_OWNER');
+const jobName = process.env.KESSAI_JOB ?? 'subscriptions.renew';
+const job = ALL_JOBS.find((candidate) => candidate.name === jobName);
+if (!job) throw new Error(`no job named ${jobName}`);
 const pauseMs = Number(process.env.KESSAI_PAUSE_MS ?? 0);
 const network = simulatedCardNetwork();
 let batch = 0;
+const announce = async (what: string, requests: readonly unknown[]): Promise<void> => {
+  batch += 1;
+  process.stdout.write(`batch ${batch} ${what} ${requests.length}\n`);
+  if (pauseMs > 0) await sleep(pauseMs);
+};
 const processor: CardNetwork = {
   ...network,
   async authorize(requests) {
-    batch += 1;
-    process.stdout.write(`batch ${batch} authorizing ${requests.length}\n`);
-    if (pauseMs > 0) await sleep(pauseMs);
+    await announce('authorizing', requests);
     return network.authorize(requests);
+  },
+  async release(requests) {
+    await announce('releasing', requests);
+    return network.release(requests);
   },
 };
 const store = await openStore({ databaseUrl: env('DATABASE_URL'), poolSize: 2 });
@@ -48,7 +59,7 @@ const ctx = createContext({
   log: silentLogger(),
   config: { batchSize: Number(process.env.KESSAI_BATCH_SIZE ?? 100), leaseMs: Number(process.env.KESSAI_LEASE_MS ?? 300_000) },
 });
-const scheduler = new Scheduler(ctx, [subscriptionRenewalsJob], { owner });
+const scheduler = new Scheduler(ctx, [job], { owner });
 const outcomes = await scheduler.tick();
 process.stdout.write(`${JSON.stringify({ owner, outcomes })}\n`);
 await store.close();

@@ -4,6 +4,7 @@
  * grandchild that a SIGKILL of the child does not reach.
  */
 import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 
 export interface SpawnedWorker {
   readonly child: ReturnType<typeof spawn>;
@@ -13,7 +14,18 @@ export interface SpawnedWorker {
 }
 
 export function spawnWorker(script: string, databaseUrl: string, env: Record<string, string>): SpawnedWorker {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { env: { ...process.env, DATABASE_URL: databaseUrl, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawnNode(['--import', 'tsx', script], { DATABASE_URL: databaseUrl, ...env });
+}
+
+const KESSAI_BIN = fileURLToPath(new URL('../../bin/kessai.mjs', import.meta.url));
+
+/** The real `kessai` command (bin/kessai.mjs, which loads tsx itself) in its own process. */
+export function spawnKessai(args: readonly string[], env: Record<string, string>): SpawnedWorker {
+  return spawnNode([KESSAI_BIN, ...args], env);
+}
+
+function spawnNode(args: readonly string[], env: Record<string, string>): SpawnedWorker {
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

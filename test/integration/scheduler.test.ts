@@ -3,7 +3,8 @@ import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Scheduler } from '../../src/engine/scheduler';
 import type { Database } from '../../src/db/schema';
-import type { JobDefinition } from '../../src/engine/job';
+import { runBatches, type JobDefinition } from '../../src/engine/job';
+import { createLogger } from '../../src/engine/logger';
 import { batchWriterJob, createBatchWriterTables, seedItems } from '../support/batch-writer-job';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
 import { spawnWorker } from '../support/spawn-worker';
@@ -162,6 +163,55 @@ describe('scheduler with a manual clock', () => {
     const next = new Scheduler(ctx, [batchWriterJob({ owner: 'w2', schedule: '0 * * * *' })], { owner: 'w2' });
     expect((await next.tick()).map((o) => [o.status, o.attempt])).toEqual([['succeeded', 1]]);
     expect(await effectCounts()).toEqual({ items: 35, processed: 35, effects: 35, duplicates: 0 });
+  });
+
+  it('a stop signal given to the scheduler stops it as stop() does; the counts of both runs add up in the ledger', async () => {
+    const ctx = testContext(database.store, { config: { batchSize: 10 } });
+    await seedItems(db, 35, at(0));
+    const stop = new AbortController();
+    const job = batchWriterJob({ owner: 'w1', schedule: '0 * * * *', onBatch: (batch) => batch === 2 && stop.abort('SIGTERM') });
+    expect(await new Scheduler(ctx, [job], { owner: 'w1', stopSignal: stop.signal }).tick()).toMatchObject([{ status: 'released', attempt: 1, counts: { processed: 20, batches: 2 } }]);
+    expect(await ctx.db.selectFrom('job_runs').select(['status', 'attempt', 'counts']).executeTakeFirstOrThrow()).toEqual({ status: 'pending', attempt: 0, counts: { processed: 20, batches: 2 } });
+    // A scheduler built with a signal that has already fired claims nothing.
+    expect(await new Scheduler(ctx, [job], { owner: 'w1', stopSignal: stop.signal }).tick()).toEqual([]);
+    const next = await new Scheduler(ctx, [batchWriterJob({ owner: 'w2', schedule: '0 * * * *' })], { owner: 'w2' }).tick();
+    expect(next).toMatchObject([{ status: 'succeeded', attempt: 1, claimedFrom: 'pending', counts: { processed: 15, batches: 2 }, slotCounts: { processed: 35, batches: 4 } }]);
+    expect(await ctx.db.selectFrom('job_runs').select('counts').executeTakeFirstOrThrow()).toEqual({ counts: { processed: 35, batches: 4 } });
+  });
+
+  it('an attempt that fails after committing a batch made progress: retried after the first delay, never abandoned for it, its batches counted', async () => {
+    const ctx = testContext(database.store, { config: { batchSize: 10, maxAttempts: 2, retryDelayMs: MINUTE } });
+    await seedItems(db, 50, at(0));
+    const scheduler = new Scheduler(ctx, [batchWriterJob({ owner: 'w1', schedule: '0 * * * *', failAfterBatches: 1 })], { owner: 'w1' });
+    for (let attempt = 1; attempt <= 5; attempt += 1) {
+      ctx.clock.set(at(attempt - 1));
+      expect(await scheduler.tick()).toMatchObject([{ attempt, status: 'failed', attemptsWithoutProgress: 0, counts: { processed: 10, batches: 1 } }]);
+      expect(await ctx.db.selectFrom('job_runs').select(['retry_at', 'counts']).executeTakeFirstOrThrow()).toEqual({ retry_at: at(attempt), counts: { processed: 10 * attempt, batches: attempt } });
+    }
+    ctx.clock.set(at(5));
+    expect(await scheduler.tick()).toMatchObject([{ attempt: 6, claimedFrom: 'failed', status: 'succeeded', slotCounts: { processed: 50, batches: 5 } }]);
+    expect(await effectCounts()).toEqual({ items: 50, processed: 50, effects: 50, duplicates: 0 });
+  });
+
+  it("hands the job a logger carrying the run's job, slot and attempt (the batch loop's lines too)", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const log = createLogger({ level: 'debug', destination: { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) } });
+    const ctx = { ...testContext(database.store), log };
+    let batches = 0;
+    const job: JobDefinition = {
+      name: 'test.logs',
+      schedule: '0 * * * *',
+      description: 'logs through its context',
+      run: async (c, run) => {
+        c.log.warn({ account: 'acct_1' }, 'something to look at');
+        // One batch of one row, then nothing due.
+        return runBatches(c, run, ['n'], async () => ({ selected: batches++ === 0 ? 1 : 0, n: 1 }));
+      },
+    };
+    expect(await new Scheduler(ctx, [job], { owner: 'w1' }).tick()).toMatchObject([{ status: 'succeeded', counts: { n: 1, batches: 1 } }]);
+    const run = { job: 'test.logs', slot: at(0).toISOString(), attempt: 1 };
+    expect(lines).toContainEqual(expect.objectContaining({ ...run, account: 'acct_1', msg: 'something to look at' }));
+    expect(lines).toContainEqual(expect.objectContaining({ ...run, batch: 1, n: 1, msg: 'batch committed' }));
   });
 
   it('a run that lost its claim to another worker writes nothing more and records nothing', async () => {

@@ -47,6 +47,8 @@ export interface BatchWriterOptions {
   readonly onBatch?: (batch: number, rows: number) => void;
   /** Throw instead of working, for this many attempts of every slot. */
   readonly failAttempts?: number;
+  /** Throw after committing this many batches, in every attempt. */
+  readonly failAfterBatches?: number;
 }
 
 export function batchWriterJob(options: BatchWriterOptions): JobDefinition {
@@ -88,6 +90,7 @@ export function batchWriterJob(options: BatchWriterOptions): JobDefinition {
         processed += rows;
         batch += 1;
         options.onBatch?.(batch, rows);
+        if (batch === options.failAfterBatches) throw new Error(`planned failure after batch ${batch} of attempt ${run.attempt}`);
         if (options.pauseMs) await sleep(options.pauseMs);
       }
       return { processed, batches: batch };

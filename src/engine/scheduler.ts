@@ -20,7 +20,7 @@
  *   is claimed.
  */
 import { performance } from 'node:perf_hooks';
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type SqlBool } from 'kysely';
 import type { Database } from '../db/schema';
 import { toError } from '../domain/errors';
 import type { Clock } from './clock';
@@ -362,15 +362,7 @@ export class Scheduler {
     }
     const error = toError(thrown);
     const { maxAttempts, retryDelayMs } = this.#ctx.config;
-    const row = await this.#ctx.db
-      .selectFrom('job_runs')
-      .select(['attempts_without_progress', 'progress_attempt'])
-      .where('job', '=', claim.job)
-      .where('slot', '=', claim.slot)
-      .where('owner', '=', this.#owner)
-      .where('attempt', '=', claim.attempt)
-      .where('status', '=', 'running')
-      .executeTakeFirst();
+    const row = await this.#ctx.db.selectFrom('job_runs').select(['attempts_without_progress', 'progress_attempt']).where(this.#holds(claim)).executeTakeFirst();
     // An attempt that committed a batch made progress: it starts the count afresh, however it ended.
     const withoutProgress = row === undefined ? 0 : row.progress_attempt === claim.attempt ? 0 : row.attempts_without_progress + 1;
     const abandoned = withoutProgress >= maxAttempts;
@@ -396,22 +388,18 @@ export class Scheduler {
     return { ...base, counts, status: abandoned ? 'abandoned' : 'failed', error: error.message, attemptsWithoutProgress: withoutProgress };
   }
 
-  /** The ledger row condition of a claim that still holds its slot (same owner, same attempt). */
+  /** The fence: the ledger row of a claim that still holds its slot (same owner, same attempt, running). */
   #holds(claim: Claim) {
-    return sql`job_runs.job = ${claim.job} AND job_runs.slot = ${claim.slot} AND job_runs.owner = ${this.#owner}
+    return sql<SqlBool>`job_runs.job = ${claim.job} AND job_runs.slot = ${claim.slot} AND job_runs.owner = ${this.#owner}
       AND job_runs.attempt = ${claim.attempt} AND job_runs.status = 'running'`;
   }
 
-  /** Records an outcome only if this claim still holds the slot (same owner, same attempt). */
+  /** Records an outcome only if this claim still holds the slot. */
   async #finish(claim: Claim, values: Record<string, unknown>): Promise<boolean> {
     const result = await this.#ctx.db
       .updateTable('job_runs')
       .set(values as never)
-      .where('job', '=', claim.job)
-      .where('slot', '=', claim.slot)
-      .where('owner', '=', this.#owner)
-      .where('attempt', '=', claim.attempt)
-      .where('status', '=', 'running')
+      .where(this.#holds(claim))
       .executeTakeFirst();
     return Number(result.numUpdatedRows) > 0;
   }
@@ -437,7 +425,7 @@ export class Scheduler {
     const held = await sql`
       SELECT set_config('work_mem', CASE WHEN pg_size_bytes(current_setting('work_mem')) < pg_size_bytes(${BATCH_WORK_MEM})
                                          THEN ${BATCH_WORK_MEM} ELSE current_setting('work_mem') END, true) FROM job_runs
-      WHERE job = ${claim.job} AND slot = ${claim.slot} AND owner = ${this.#owner} AND attempt = ${claim.attempt} AND status = 'running'
+      WHERE ${this.#holds(claim)}
       FOR SHARE`.execute(executor);
     if (held.rows.length === 0) throw new RunLost(claim.job, claim.slot);
   }
@@ -453,11 +441,7 @@ export class Scheduler {
       this.#ctx.db
         .updateTable('job_runs')
         .set({ lease_until: leaseUntil })
-        .where('job', '=', claim.job)
-        .where('slot', '=', claim.slot)
-        .where('owner', '=', this.#owner)
-        .where('attempt', '=', claim.attempt)
-        .where('status', '=', 'running')
+        .where(this.#holds(claim))
         .executeTakeFirst()
         .then((result) => {
           if (Number(result.numUpdatedRows) === 0 && !runAbort.signal.aborted) runAbort.abort(new RunLost(claim.job, claim.slot));

@@ -21,6 +21,7 @@ import { Scheduler, recentRuns, type SlotOutcome } from '../engine/scheduler';
 import { systemClock } from '../engine/system-clock';
 import { FixedClock } from '../engine/clock';
 import { registerSimulate } from './simulate';
+import { registerWebhooks, startWebhookPoller } from './webhooks';
 
 interface GlobalOptions {
   readonly databaseUrl?: string;
@@ -300,10 +301,12 @@ export function buildProgram(): Command {
         }
         return;
       }
-      await runWorker(scheduler, log, rt.close);
+      const poller = startWebhookPoller(rt.ctx, workerName(), log);
+      await runWorker(scheduler, log, () => poller.stop().finally(rt.close));
     });
 
   registerSimulate(program);
+  registerWebhooks(program, (command) => runtime(globals(command), logger(globals(command))));
   return program;
 }
 

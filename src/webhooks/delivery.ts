@@ -61,6 +61,8 @@ interface Claimed {
   readonly eventId: string;
   readonly claims: number;
   readonly attempt: number;
+  /** When the attempt came due (epoch ms). */
+  readonly dueAt: number;
   readonly url: string;
   readonly token: string;
   readonly body: string;
@@ -102,7 +104,7 @@ export async function closeDefaultWebhookTransport(): Promise<void> {
 async function claimDue(ctx: Context, owner: string, limit: number, excluded: readonly string[]): Promise<Claimed[]> {
   const now = ctx.clock.now();
   const leaseUntil = new Date(now.getTime() + ctx.config.leaseMs);
-  const result = await sql<{ account_id: string; endpoint_id: string; event_id: string; claims: number; attempts: number; url: string; token: string; body: string }>`
+  const result = await sql<{ account_id: string; endpoint_id: string; event_id: string; claims: number; attempts: number; next_attempt_at: Date; url: string; token: string; body: string }>`
     UPDATE webhook_deliveries d SET claims = d.claims + 1, lease_owner = ${owner}, lease_until = ${leaseUntil}
     FROM (
       SELECT dd.account_id, dd.endpoint_id, dd.event_id FROM webhook_deliveries dd
@@ -116,7 +118,7 @@ async function claimDue(ctx: Context, owner: string, limit: number, excluded: re
     WHERE d.account_id = c.account_id AND d.endpoint_id = c.endpoint_id AND d.event_id = c.event_id
       AND w.account_id = d.account_id AND w.endpoint_id = d.endpoint_id
       AND e.account_id = d.account_id AND e.event_id = d.event_id
-    RETURNING d.account_id, d.endpoint_id, d.event_id, d.claims, d.attempts, w.url, w.token, ${EVENT_TEXT_SQL} AS body`.execute(ctx.db);
+    RETURNING d.account_id, d.endpoint_id, d.event_id, d.claims, d.attempts, d.next_attempt_at, w.url, w.token, ${EVENT_TEXT_SQL} AS body`.execute(ctx.db);
   // Sent in a fixed order (the simulation's outcomes must not depend on the server's row order).
   const rows = result.rows.sort((a, b) => cmp(a.account_id, b.account_id) || cmp(a.endpoint_id, b.endpoint_id) || cmp(a.event_id, b.event_id));
   return rows.map((row) => ({
@@ -125,6 +127,7 @@ async function claimDue(ctx: Context, owner: string, limit: number, excluded: re
     eventId: row.event_id,
     claims: row.claims,
     attempt: row.attempts + 1,
+    dueAt: row.next_attempt_at.getTime(),
     url: row.url,
     token: row.token,
     body: row.body,
@@ -241,6 +244,12 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
     });
   };
 
+  // When an attempt is made: now; in a simulation, at the slot the worker would have made it (the
+  // first minute at or after it came due), as every simulated job processes each item at its own
+  // due instant however late the simulator runs it. Deliveries are independent of each other, so
+  // this is exact; retries that come due by now are attempted in the same pass.
+  const attemptInstant = (claim: Claimed): number => (ctx.config.simulation ? Math.ceil(claim.dueAt / 60_000) * 60_000 : ctx.clock.now().getTime());
+
   const release = (claims: readonly Claimed[]): void => {
     const at = ctx.clock.now().getTime();
     for (const claim of claims) buffer.push({ claim, result: null, at });
@@ -249,7 +258,7 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
   const start = (claim: Claimed): void => {
     flying += 1;
     inFlight.set(claim.endpointId, (inFlight.get(claim.endpointId) ?? 0) + 1);
-    const at = ctx.clock.now().getTime();
+    const at = attemptInstant(claim);
     transport
       .send({ endpointId: claim.endpointId, url: claim.url, token: claim.token, body: claim.body, attempt: claim.attempt })
       .then((result) => {
@@ -288,6 +297,7 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
   };
 
   const window = concurrency * 2;
+  let retryingSeen = 0;
   for (;;) {
     const stopping = options.signal?.aborted ?? false;
     if (stopping && queued > 0) {
@@ -310,6 +320,16 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
       queued += claimed.length;
     }
     pump();
+    if (flying === 0 && queued === 0 && exhausted && !stopping && flushError === undefined) {
+      // Retries recorded in this pass may already be due (a simulation running late): go on.
+      flush();
+      await flushing;
+      if (totals.retrying > retryingSeen) {
+        retryingSeen = totals.retrying;
+        exhausted = false;
+        continue;
+      }
+    }
     if (flying === 0 && queued === 0 && (exhausted || stopping || flushError !== undefined)) break;
     if (flying === 0 && queued === 0) continue;
     await new Promise<void>((resolve) => (wake = resolve));

@@ -106,16 +106,17 @@ async function claimDue(ctx: Context, owner: string, limit: number, excluded: re
   const leaseUntil = new Date(now.getTime() + ctx.config.leaseMs);
   const result = await sql<{ account_id: string; endpoint_id: string; event_id: string; claims: number; attempts: number; next_attempt_at: Date; url: string; token: string; body: string }>`
     UPDATE webhook_deliveries d SET claims = d.claims + 1, lease_owner = ${owner}, lease_until = ${leaseUntil}
-    FROM (
-      SELECT dd.account_id, dd.endpoint_id, dd.event_id FROM webhook_deliveries dd
-      JOIN webhook_endpoints w ON w.account_id = dd.account_id AND w.endpoint_id = dd.endpoint_id AND w.status = 'enabled'
-      WHERE dd.status = 'pending' AND dd.next_attempt_at <= ${now} AND (dd.lease_until IS NULL OR dd.lease_until < ${now})
-        AND dd.endpoint_id <> ALL(${excluded}::text[])
-      ORDER BY dd.next_attempt_at
-      LIMIT ${limit}
-      FOR UPDATE OF dd SKIP LOCKED
-    ) c, webhook_endpoints w, events e
-    WHERE d.account_id = c.account_id AND d.endpoint_id = c.endpoint_id AND d.event_id = c.event_id
+    FROM webhook_endpoints w, events e
+    -- The rows locked by the subquery, by their physical address (a TID scan): joining them back by
+    -- key let the planner hash the whole table, a cost that grew with every delivery recorded.
+    WHERE d.ctid = ANY(ARRAY(
+        SELECT dd.ctid FROM webhook_deliveries dd
+        JOIN webhook_endpoints w ON w.account_id = dd.account_id AND w.endpoint_id = dd.endpoint_id AND w.status = 'enabled'
+        WHERE dd.status = 'pending' AND dd.next_attempt_at <= ${now} AND (dd.lease_until IS NULL OR dd.lease_until < ${now})
+          AND dd.endpoint_id <> ALL(${excluded}::text[])
+        ORDER BY dd.next_attempt_at
+        LIMIT ${limit}
+        FOR UPDATE OF dd SKIP LOCKED))
       AND w.account_id = d.account_id AND w.endpoint_id = d.endpoint_id
       AND e.account_id = d.account_id AND e.event_id = d.event_id
     RETURNING d.account_id, d.endpoint_id, d.event_id, d.claims, d.attempts, d.next_attempt_at, w.url, w.token, ${EVENT_TEXT_SQL} AS body`.execute(ctx.db);
@@ -215,7 +216,9 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
   let exhausted = false;
   const totals = { delivered: 0, retrying: 0, given_up: 0, released: 0 };
   let buffer: Outcome[] = [];
-  let flushing: Promise<void> = Promise.resolve();
+  // Two flushes may run at once (two connections): recording is most of the database's work.
+  const lanes: Promise<void>[] = [Promise.resolve(), Promise.resolve()];
+  let lane = 0;
   let flushError: unknown;
   let wake: (() => void) | undefined;
   const signalWake = (): void => {
@@ -228,7 +231,8 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
     if (buffer.length === 0) return;
     const batch = buffer;
     buffer = [];
-    flushing = flushing.then(async () => {
+    lane = (lane + 1) % lanes.length;
+    lanes[lane] = lanes[lane]!.then(async () => {
       try {
         const counts = await recordOutcomes(ctx.db, options.owner, batch);
         totals.delivered += counts.delivered;
@@ -280,12 +284,15 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
         flying -= 1;
         inFlight.set(claim.endpointId, inFlight.get(claim.endpointId)! - 1);
         if (buffer.length >= 256 || flying === 0) flush();
+        // Keep the pool full from here: the main loop may be waiting for a claim.
+        waitForSend = false;
+        pump();
         signalWake();
       });
   };
 
   const pump = (): void => {
-    if (flying >= concurrency) return;
+    if (flying >= concurrency || options.signal?.aborted) return;
     for (const [endpointId, queue] of queues) {
       while (queue.length > 0 && (inFlight.get(endpointId) ?? 0) < perEndpoint && flying < concurrency) {
         queued -= 1;
@@ -296,8 +303,10 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
     }
   };
 
-  const window = concurrency * 2;
+  // Claimed ahead of sending: the next claim runs while the pool works through these.
+  const window = concurrency * 4;
   let retryingSeen = 0;
+  let waitForSend = false;
   for (;;) {
     const stopping = options.signal?.aborted ?? false;
     if (stopping && queued > 0) {
@@ -305,13 +314,18 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
       queues.clear();
       queued = 0;
     }
-    if (!stopping && !exhausted && queued + flying < window / 2 && flushError === undefined) {
+    if (!stopping && !exhausted && !waitForSend && queued < window / 2 && flushError === undefined) {
       // Endpoints with a full share claimed already, or out for this pass, are not claimed for.
       const excluded = [...slowFailed];
       for (const [endpointId, queue] of queues) if (queue.length + (inFlight.get(endpointId) ?? 0) >= perEndpoint * 2) excluded.push(endpointId);
-      const limit = Math.min(claimSize, window - queued - flying);
+      const limit = Math.min(claimSize, window - queued);
       const claimed = await claimDue(ctx, options.owner, limit, excluded);
-      if (claimed.length < limit) exhausted = true;
+      // Fewer than asked: nothing more is due, unless endpoints were left out for having their
+      // share already; then claim again once a send has finished.
+      if (claimed.length < limit) {
+        if (excluded.length === slowFailed.size) exhausted = true;
+        else if (flying > 0) waitForSend = true;
+      }
       for (const claim of claimed) {
         let queue = queues.get(claim.endpointId);
         if (!queue) queues.set(claim.endpointId, (queue = []));
@@ -323,7 +337,7 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
     if (flying === 0 && queued === 0 && exhausted && !stopping && flushError === undefined) {
       // Retries recorded in this pass may already be due (a simulation running late): go on.
       flush();
-      await flushing;
+      await Promise.all(lanes);
       if (totals.retrying > retryingSeen) {
         retryingSeen = totals.retrying;
         exhausted = false;
@@ -332,10 +346,12 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
     }
     if (flying === 0 && queued === 0 && (exhausted || stopping || flushError !== undefined)) break;
     if (flying === 0 && queued === 0) continue;
+    // Claim again as soon as the queue runs low; else wait for the next completion.
+    if (!stopping && !exhausted && !waitForSend && queued < window / 2 && flushError === undefined) continue;
     await new Promise<void>((resolve) => (wake = resolve));
   }
   flush();
-  await flushing;
+  await Promise.all(lanes);
   if (flushError !== undefined) throw flushError;
   return totals;
 }

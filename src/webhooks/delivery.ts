@@ -104,7 +104,7 @@ export async function closeDefaultWebhookTransport(): Promise<void> {
 async function claimDue(ctx: Context, owner: string, limit: number, excluded: readonly string[]): Promise<Claimed[]> {
   const now = ctx.clock.now();
   const leaseUntil = new Date(now.getTime() + ctx.config.leaseMs);
-  const result = await sql<{ account_id: string; endpoint_id: string; event_id: string; claims: number; attempts: number; next_attempt_at: Date; url: string; token: string; body: string }>`
+  const result = await sql<{ account_id: string; endpoint_id: string; event_id: string; claims: number; attempts: number; next_attempt_at: Date; seq: number; url: string; token: string; body: string }>`
     UPDATE webhook_deliveries d SET claims = d.claims + 1, lease_owner = ${owner}, lease_until = ${leaseUntil}
     FROM webhook_endpoints w, events e
     -- The rows locked by the subquery, by their physical address (a TID scan): joining them back by
@@ -119,9 +119,10 @@ async function claimDue(ctx: Context, owner: string, limit: number, excluded: re
         FOR UPDATE OF dd SKIP LOCKED))
       AND w.account_id = d.account_id AND w.endpoint_id = d.endpoint_id
       AND e.account_id = d.account_id AND e.event_id = d.event_id
-    RETURNING d.account_id, d.endpoint_id, d.event_id, d.claims, d.attempts, d.next_attempt_at, w.url, w.token, ${EVENT_TEXT_SQL} AS body`.execute(ctx.db);
-  // Sent in a fixed order (the simulation's outcomes must not depend on the server's row order).
-  const rows = result.rows.sort((a, b) => cmp(a.account_id, b.account_id) || cmp(a.endpoint_id, b.endpoint_id) || cmp(a.event_id, b.event_id));
+    RETURNING d.account_id, d.endpoint_id, d.event_id, d.claims, d.attempts, d.next_attempt_at, e.seq, w.url, w.token, ${EVENT_TEXT_SQL} AS body`.execute(ctx.db);
+  // Sent in a fixed order, each endpoint's events in the order they were written (the simulation's
+  // outcomes must not depend on the server's row order; receivers still get no order guarantee).
+  const rows = result.rows.sort((a, b) => cmp(a.account_id, b.account_id) || cmp(a.endpoint_id, b.endpoint_id) || a.next_attempt_at.getTime() - b.next_attempt_at.getTime() || a.seq - b.seq);
   return rows.map((row) => ({
     accountId: row.account_id,
     endpointId: row.endpoint_id,

@@ -1,6 +1,7 @@
 /**
  * The job registry: every scheduled job, in the order jobs due at the same instant run.
- * One module per job in this folder; each is thin and calls feature code.
+ * One module per job in this folder; each is thin and calls feature code. Webhook delivery comes
+ * last: it sends the events every other job wrote at the same slot.
  */
 import type { JobDefinition } from '../src/engine/job';
 import { balanceCloseJob } from './balance-close';
@@ -11,5 +12,6 @@ import { paymentFlowExpiryJob } from './payment-flow-expiry';
 import { subscriptionRenewalsJob } from './subscription-renewals';
 import { termCloseJob } from './term-close';
 import { threeDSecureTimeoutsJob } from './three-d-secure-timeouts';
+import { webhookDeliveryJob } from './webhook-delivery';
 
-export const ALL_JOBS: readonly JobDefinition[] = [subscriptionRenewalsJob, holdReauthorizationsJob, holdExpiryJob, threeDSecureTimeoutsJob, paymentFlowExpiryJob, checkoutSessionExpiryJob, termCloseJob, balanceCloseJob];
+export const ALL_JOBS: readonly JobDefinition[] = [subscriptionRenewalsJob, holdReauthorizationsJob, holdExpiryJob, threeDSecureTimeoutsJob, paymentFlowExpiryJob, checkoutSessionExpiryJob, termCloseJob, balanceCloseJob, webhookDeliveryJob];

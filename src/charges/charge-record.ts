@@ -11,6 +11,7 @@ import type { IdGenerator } from '../domain/ids';
 import { renderCharge, type ChargeCard, type ChargeObject, type ChargeRow } from './charges';
 import { instantFromEpochMs } from '../db/epoch-ms';
 import { compositeKey } from '../db/bulk-rows';
+import { pendingWebhooksSql, withWebhookDeliveries } from '../events/outbox';
 
 /** The charge of the caller's account and mode, locked FOR UPDATE when asked; `invalid_id` on `id` otherwise. */
 export async function findCharge(executor: Kysely<Database>, caller: Caller, chargeId: string, lock = false): Promise<ChargeRow> {
@@ -96,8 +97,8 @@ const secondsOrNull = (column: string) => sql.raw(`CASE WHEN ${column} IS NULL T
 export async function recordChargeEvents(executor: Kysely<Database>, ids: IdGenerator, keys: readonly ChargeEventKey[]): Promise<void> {
   if (keys.length === 0) return;
   const eventIds = keys.map(() => ids.next('eventV1'));
-  await sql`
-    INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at)
+  await withWebhookDeliveries(sql`
+    INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks)
     SELECT c.account_id, k.eid, c.livemode, 'v1', k.t, 'charge', c.charge_id,
       json_build_object(
         'id', c.charge_id, 'object', 'charge', 'livemode', c.livemode, 'created', ${seconds('c.created_at')},
@@ -117,11 +118,11 @@ export async function recordChargeEvents(executor: Kysely<Database>, ids: IdGene
         'fee_rate', c.fee_rate::text, 'refunded', c.refunded, 'amount_refunded', c.amount_refunded, 'refund_reason', c.refund_reason,
         'subscription', c.subscription_id, 'metadata', c.metadata, 'platform_fee', c.platform_fee, 'tenant', c.tenant_id, 'platform_fee_rate', c.platform_fee_rate::text,
         'total_platform_fee', c.total_platform_fee, 'three_d_secure_status', c.three_d_secure_status, 'term_id', c.term_id),
-      ${instantFromEpochMs('k.at')}
+      ${instantFromEpochMs('k.at')}, ${pendingWebhooksSql('c.account_id', 'c.livemode', "'v1'", 'k.t')}
     FROM unnest(${keys.map((k) => k.accountId)}::text[], ${keys.map((k) => k.livemode)}::boolean[], ${keys.map((k) => k.chargeId)}::text[],
                 ${eventIds}::text[], ${keys.map((k) => k.type)}::text[], ${keys.map((k) => k.at.getTime())}::bigint[]) WITH ORDINALITY AS k(a, l, id, eid, t, at, n)
     CROSS JOIN LATERAL (SELECT * FROM charges c WHERE c.account_id = k.a AND c.livemode = k.l AND c.charge_id = k.id OFFSET 0) c
     LEFT JOIN cards cd ON cd.account_id = c.account_id AND cd.livemode = c.livemode AND cd.card_id = c.card_id
     LEFT JOIN tokens tk ON cd.card_id IS NULL AND tk.account_id = c.account_id AND tk.livemode = c.livemode AND tk.card_id = c.card_id
-    ORDER BY k.n`.execute(executor);
+    ORDER BY k.n`).execute(executor);
 }

@@ -22,6 +22,7 @@ import { listenForStop, type StopSignal } from '../engine/stop-signal';
 import { systemClock } from '../engine/system-clock';
 import { FixedClock } from '../engine/clock';
 import { registerSimulate } from './simulate';
+import { registerWebhooks, startWebhookPoller } from './webhooks';
 
 interface GlobalOptions {
   readonly databaseUrl?: string;
@@ -364,7 +365,9 @@ export function buildProgram(): Command {
         // Leases follow the real clock even when the slots follow --at (docs/decisions.md).
         const scheduler = new Scheduler(rt.ctx, ALL_JOBS, { owner: workerName(), ledgerClock: systemClock, stopSignal: stop.signal });
         if (!options.once) {
-          await runWorker(scheduler, log, stop, rt.close);
+          // The running worker also sends new events' webhooks within a second of their commit.
+          const poller = startWebhookPoller(rt.ctx, workerName(), log);
+          await runWorker(scheduler, log, stop, () => poller.stop().finally(rt.close));
           return;
         }
         try {
@@ -382,6 +385,7 @@ export function buildProgram(): Command {
     });
 
   registerSimulate(program);
+  registerWebhooks(program, (command) => runtime(globals(command), logger(globals(command))));
   return program;
 }
 

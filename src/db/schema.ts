@@ -574,3 +574,54 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   rate_limit_counters: RateLimitCountersTable;
 }
+
+// ---- 000030: webhook endpoints, deliveries and attempts -----------------------------------------
+
+export type WebhookEndpointStatus = 'enabled' | 'disabled' | 'removed';
+
+export interface WebhookEndpointsTable {
+  account_id: string;
+  endpoint_id: string;
+  livemode: boolean;
+  url: string;
+  token: string;
+  api_version: 'v1' | 'v2' | null;
+  event_types: string[] | null;
+  status: Generated<WebhookEndpointStatus>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface WebhookDeliveriesTable {
+  account_id: string;
+  endpoint_id: string;
+  event_id: string;
+  status: Generated<'pending' | 'delivered' | 'failed'>;
+  attempts: Generated<number>;
+  claims: Generated<number>;
+  next_attempt_at: Date;
+  lease_owner: string | null;
+  lease_until: Date | null;
+  last_status: number | null;
+  last_error: string | null;
+  delivered_at: Date | null;
+  created_at: Date;
+}
+
+export interface WebhookAttemptsTable {
+  account_id: string;
+  endpoint_id: string;
+  event_id: string;
+  attempt: number;
+  attempted_at: Date;
+  succeeded: boolean;
+  http_status: number | null;
+  error: string | null;
+  duration_ms: number;
+}
+
+export interface Database {
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
+}

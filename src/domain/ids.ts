@@ -23,6 +23,7 @@ export const ID_PREFIX = {
   paymentMethodConfiguration: 'pmc_',
   price: 'price_',
   webhookToken: 'whook_',
+  webhookEndpoint: 'we_',
   refund: 're_',
   reauthorization: 'rea_',
   secretKeyTest: 'sk_test_',

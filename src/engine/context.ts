@@ -9,6 +9,7 @@ import type { IdGenerator } from '../domain/ids';
 import { simulatedCardNetwork, type CardNetwork } from '../processor/card-network';
 import type { Clock } from './clock';
 import type { Logger } from './logger';
+import type { WebhookTransport } from '../webhooks/transport';
 
 export interface EngineConfig {
   /** Rows a batch job takes per transaction. */
@@ -50,6 +51,11 @@ export interface Context {
   readonly processor: CardNetwork;
   readonly log: Logger;
   readonly config: EngineConfig;
+  /**
+   * How webhooks leave the process; absent: HTTP (undici) in the worker, and in simulation a
+   * transport that records every delivery as answered (src/webhooks/transport.ts).
+   */
+  readonly webhookTransport?: WebhookTransport;
 }
 
 export function createContext(parts: Omit<Context, 'config' | 'processor'> & { config?: Partial<EngineConfig>; processor?: CardNetwork }): Context {

@@ -9,6 +9,7 @@ import type { IdGenerator } from '../domain/ids';
 import type { Clock } from './clock';
 import { createContext, type Context, type EngineConfig } from './context';
 import type { Logger } from './logger';
+import { closeDefaultWebhookTransport } from '../webhooks/delivery';
 
 export interface RuntimeOptions {
   readonly databaseUrl?: string | undefined;
@@ -44,7 +45,8 @@ export async function openRuntime(options: RuntimeOptions): Promise<{ ctx: Conte
     throw error;
   }
   const ctx = createContext({ db: store.db, store, clock: options.clock, ids: options.ids, log: options.log, config: options.config ?? {} });
-  return { ctx, store, close: () => store.close() };
+  // Closing also drops the webhook transport's keep-alive connections, if any were opened.
+  return { ctx, store, close: () => closeDefaultWebhookTransport().finally(() => store.close()) };
 }
 
 export async function assertMigrated(store: Store): Promise<void> {

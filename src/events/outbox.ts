@@ -1,7 +1,7 @@
 /**
  * The event outbox (service rules §5): every state change writes its event in the same
  * transaction as the change, so an event exists exactly when the change it reports does.
- * Delivery (webhooks) reads the outbox later; nothing here talks to the network.
+ * Each event's webhook deliveries are written with it (src/webhooks); nothing here talks to the network.
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../db/schema';
@@ -91,14 +91,46 @@ export async function recordPreparedEvents(executor: Kysely<Database>, ids: IdGe
   // Measured on a 10,000-event batch: a jsonb array parameter spent 230–480 ms in BIND parsing one
   // giant jsonb and as long again extracting its elements; typed array parameters were escaped
   // element by element here and parsed again by the server.
-  await sql`
-    INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at)
-    SELECT x.a, x.id, x.l, x.v, x.t, x.o, x.r, x.d::json, ${instantFromEpochMs('x.c')} FROM ROWS FROM (
+  await withWebhookDeliveries(sql`
+    INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks)
+    SELECT x.a, x.id, x.l, x.v, x.t, x.o, x.r, x.d::json, ${instantFromEpochMs('x.c')}, ${pendingWebhooksSql('x.a', 'x.l', 'x.v', 'x.t')}
+    FROM ROWS FROM (
       ${EVENT_COLUMNS.recordset(prepared.columns)} AS (${EVENT_COLUMNS.definition}),
       string_to_table(${eventIds.join('\n')}, E'\\n'),
       string_to_table(${utf8Text(prepared.documents)}, E'\\n')
-    ) AS x(a, l, v, t, o, r, c, id, d)`.execute(executor);
+    ) AS x(a, l, v, t, o, r, c, id, d)`).execute(executor);
   return eventIds;
+}
+
+/** Whether the endpoint row `w` receives an event of the given account, mode, API version and type (SQL expressions). */
+function endpointReceives(account: string, livemode: string, version: string, type: string): RawBuilder<boolean> {
+  const [a, l, v, t] = [account, livemode, version, type].map((column) => sql.raw(column));
+  return sql<boolean>`w.account_id = ${a} AND w.livemode = ${l} AND w.status = 'enabled'
+    AND (w.api_version IS NULL OR w.api_version = ${v}) AND (w.event_types IS NULL OR ${t} = ANY(w.event_types))`;
+}
+
+/**
+ * The `pending_webhooks` of a new event (issue 17): the number of enabled endpoints that receive
+ * it, each of which gets a delivery row (withWebhookDeliveries). A projection, not a join, so the
+ * event rows keep their order (and their sequence numbers).
+ */
+export function pendingWebhooksSql(account: string, livemode: string, version: string, type: string): RawBuilder<number> {
+  return sql<number>`(SELECT count(*) FROM webhook_endpoints w WHERE ${endpointReceives(account, livemode, version, type)})::int`;
+}
+
+/**
+ * Every INSERT INTO events goes through this: in the same statement (and so the same snapshot of
+ * the endpoints as pendingWebhooksSql), one webhook delivery row per written event and endpoint
+ * that receives it, due at the event's instant. Written in the event's own transaction, the
+ * deliveries exist exactly when their event does: no reader of the outbox can miss one (an
+ * outbox cursor could skip an event whose transaction commits after a later one's).
+ */
+export function withWebhookDeliveries(insertEvents: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`
+    WITH written AS (${insertEvents} RETURNING account_id, event_id, livemode, api_version, type, created_at)
+    INSERT INTO webhook_deliveries (account_id, endpoint_id, event_id, next_attempt_at, created_at)
+    SELECT e.account_id, w.endpoint_id, e.event_id, e.created_at, e.created_at
+    FROM written e JOIN webhook_endpoints w ON ${endpointReceives('e.account_id', 'e.livemode', 'e.api_version', 'e.type')}`;
 }
 
 /** Writes one event; see recordEvents. */

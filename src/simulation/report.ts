@@ -16,6 +16,7 @@ import { renderCard } from '../customers/card-object';
 import type { Database } from '../db/schema';
 import { parseInstant, toIsoSeconds } from '../domain/time';
 import type { SimulatedWorld } from './simulate';
+import { webhookReport } from './webhooks';
 import { EVENT_TEXT_SQL } from '../events/outbox';
 import { findOperation, runOperation } from '../operations/registry';
 import { subscriptionObjects } from '../subscriptions/subscription-record';
@@ -445,6 +446,11 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   const events = eventLines(world);
   if (events) await json.arrayOfLines('events', events);
   else await json.array('events', eventPages(db));
+  const webhooks = await webhookReport(db);
+  if (webhooks) {
+    await json.array('webhook_endpoints', single(webhooks.endpoints));
+    await json.array('webhook_deliveries', single(webhooks.deliveries));
+  }
   await json.end();
   await Promise.all([chargesWritten, statementsWritten]);
 

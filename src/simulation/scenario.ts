@@ -71,6 +71,16 @@ export interface SubscribersGenerator {
   readonly card_mix?: { readonly declined?: number; readonly overseas?: number; readonly debit?: number };
 }
 
+/** A webhook endpoint of the simulation; `fail` makes it fail always, for its first N attempts, or time out. */
+export interface ScenarioWebhook {
+  readonly account?: string;
+  readonly livemode?: boolean;
+  readonly url: string;
+  readonly api_version?: 'v1' | 'v2';
+  readonly event_types?: readonly string[];
+  readonly fail?: 'always' | 'timeout' | { readonly first: number };
+}
+
 export interface Scenario {
   readonly name?: string;
   readonly description?: string;
@@ -80,6 +90,7 @@ export interface Scenario {
   readonly customers?: readonly ScenarioCustomer[];
   readonly timeline?: readonly ScenarioEntry[];
   readonly generators?: readonly SubscribersGenerator[];
+  readonly webhooks?: readonly ScenarioWebhook[];
 }
 
 /** A bad scenario file or range: the message names the file and the entry. */
@@ -191,6 +202,7 @@ export function overlayScenario(base: Scenario, overlay: Scenario): Scenario {
     customers: join(base.customers, overlay.customers),
     timeline: join(base.timeline, overlay.timeline),
     generators: join(base.generators, overlay.generators),
+    webhooks: join(base.webhooks, overlay.webhooks),
   };
 }
 

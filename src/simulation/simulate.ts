@@ -33,6 +33,8 @@ import { subscribeNewCustomers, type NewSubscriber, type NewSubscriberResult } f
 import { ITEM_LABEL, parseRef, refsIn, scenarioAccounts, type JsonObject, type Scenario, type Step } from './scenario';
 import { VirtualClock } from '../engine/clock';
 import { createContext, type Context } from '../engine/context';
+import { simulatedWebhookTransport, type SimulatedBehaviour } from '../webhooks/transport';
+import { createScenarioWebhooks } from './webhooks';
 import { nextSlotAfter, slotAtOrAfter, slotAtOrBefore } from '../engine/cron';
 import type { JobCounts, JobDefinition } from '../engine/job';
 import { silentLogger, type Logger } from '../engine/logger';
@@ -256,7 +258,10 @@ export async function simulate<T>(options: SimulationOptions, consume: (world: S
     // A no-op on a snapshot that already has every migration.
     await migrate(store);
     const clock = new VirtualClock(options.from);
+    // Webhooks are answered in the process, as the scenario's endpoints say (never the network).
+    const webhookBehaviours = new Map<string, SimulatedBehaviour>();
     const ctx = createContext({
+      webhookTransport: simulatedWebhookTransport(webhookBehaviours),
       db: store.db,
       store,
       clock,
@@ -270,6 +275,7 @@ export async function simulate<T>(options: SimulationOptions, consume: (world: S
         ...(options.batchSize ? { batchSize: options.batchSize } : {}) },
     });
     const accounts = await createAccounts(ctx, options.scenario);
+    await createScenarioWebhooks(ctx, options.scenario, webhookBehaviours);
     const world = await advance(ctx, clock, options, accounts);
     return await consume(world);
   } finally {

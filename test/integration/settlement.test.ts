@@ -399,9 +399,9 @@ describe('exactly once and at the item\'s own instant', () => {
     expect((live as { data: Statement[] }).data.map((s) => s.net)).toEqual([3_000 - 90]);
   });
 
-  it('registers terms.close and balances.close after every other job, daily at 00:00 JST', () => {
+  it('registers terms.close and balances.close after every other job but webhook delivery (which sends what they write), daily at 00:00 JST', () => {
     const names = ALL_JOBS.map((job) => job.name);
-    expect(names.slice(-2)).toEqual(['terms.close', 'balances.close']);
+    expect(names.slice(-3)).toEqual(['terms.close', 'balances.close', 'webhooks.deliver']);
     expect(termCloseJob.schedule).toBe('0 0 * * *');
   });
 });

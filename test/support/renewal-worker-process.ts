@@ -18,12 +18,9 @@ import { createContext } from '../../src/engine/context';
 import { silentLogger } from '../../src/engine/logger';
 import { Scheduler } from '../../src/engine/scheduler';
 import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card-network';
+import { requiredEnv } from './env';
 
-const env = (name: string): string => {
-  const value = process.env[name];
-  if (value === undefined) throw new Error(`${name} is not set`);
-  return value;
-};
+const env = requiredEnv;
 
 const owner = env('KESSAI_OWNER');
 const jobName = process.env.KESSAI_JOB ?? 'subscriptions.renew';

@@ -1,0 +1,391 @@
+/**
+ * Webhook delivery (v2 §6.2, service rules §5, issue 17). Each event's delivery rows are written
+ * with the event (events/outbox.ts). A delivery pass:
+ *
+ * 1. claims due deliveries in a batch (one UPDATE … FOR UPDATE SKIP LOCKED that takes a lease and
+ *    bumps the row's `claims` fence) and COMMITS the claim;
+ * 2. sends them outside any transaction, many at once through a bounded pool (at most
+ *    `concurrency` in flight, `perEndpoint` per endpoint, so one slow endpoint never fills it);
+ * 3. records outcomes set-based, a flush of whatever finished, one statement: only a claim that
+ *    still holds its row (same owner and `claims`) records, so an attempt is recorded once.
+ *
+ * Success is a 2xx answer within the timeout; anything else is retried 3 minutes after the
+ * attempt, at most 3 retries (4 attempts), then the delivery is given up. `pending_webhooks` of
+ * the event drops by one per delivered endpoint and never for a given-up one.
+ *
+ * At least once: a worker that dies after sending and before recording leaves a lease that
+ * lapses; the delivery is claimed again and sent again (receivers dedupe by event id). Two live
+ * workers never claim the same row, so they never send the same attempt twice.
+ */
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../db/schema';
+import { instantFromEpochMs } from '../db/epoch-ms';
+import { utf8Text } from '../db/utf8-param';
+import { toError } from '../domain/errors';
+import type { Context } from '../engine/context';
+import { EVENT_TEXT_SQL, renderEvent } from '../events/outbox';
+import { endpointForSending } from './endpoints';
+import { httpWebhookTransport, simulatedWebhookTransport, type WebhookResult, type WebhookTransport } from './transport';
+
+/** Attempts of one delivery: the first and 3 retries (v2 §6.2, §8). */
+export const MAX_WEBHOOK_ATTEMPTS = 4;
+/** Delay from a failed attempt to the next (v2 §8: every 3 minutes). */
+export const WEBHOOK_RETRY_DELAY_MS = 3 * 60 * 1000;
+
+export interface DeliveryPassOptions {
+  /** Names this pass's claims (lease_owner), e.g. `host:pid`. */
+  readonly owner: string;
+  /** Aborted: claim nothing more, finish what is in flight, record it, release the rest. */
+  readonly signal?: AbortSignal;
+  /** Requests in flight at most (default 256). */
+  readonly concurrency?: number;
+  /** Requests in flight per endpoint at most (default 16). */
+  readonly perEndpoint?: number;
+  /** Deliveries claimed per statement at most (default: the engine's batch size, at most 1,000). */
+  readonly claimSize?: number;
+  /** Called with the number of outcomes each flush recorded (benchmarks, tests). */
+  readonly onRecorded?: (outcomes: readonly RecordedOutcome[]) => void;
+}
+
+export interface DeliveryCounts {
+  readonly delivered: number;
+  readonly retrying: number;
+  readonly given_up: number;
+  /** Claimed but not sent (their endpoint failed slowly earlier in the pass, or the pass stopped). */
+  readonly released: number;
+}
+
+interface Claimed {
+  readonly accountId: string;
+  readonly endpointId: string;
+  readonly eventId: string;
+  readonly claims: number;
+  readonly attempt: number;
+  /** When the attempt came due (epoch ms). */
+  readonly dueAt: number;
+  readonly url: string;
+  readonly token: string;
+  readonly body: string;
+}
+
+interface Outcome {
+  readonly claim: Claimed;
+  /** null: released unsent. */
+  readonly result: WebhookResult | null;
+  /** When the attempt was made (engine clock, epoch ms). */
+  readonly at: number;
+}
+
+export interface RecordedOutcome {
+  readonly endpointId: string;
+  readonly eventId: string;
+  readonly attempt: number;
+  readonly ok: boolean;
+  readonly durationMs: number;
+}
+
+let defaultHttp: WebhookTransport | undefined;
+
+/** The context's transport, else the process's HTTP transport (or, in simulation, one that answers 200). */
+export function webhookTransportOf(ctx: Context): WebhookTransport {
+  if (ctx.webhookTransport) return ctx.webhookTransport;
+  if (ctx.config.simulation) return simulatedWebhookTransport();
+  return (defaultHttp ??= httpWebhookTransport());
+}
+
+/** Closes the process's default HTTP transport (its keep-alive connections), if it was opened. */
+export async function closeDefaultWebhookTransport(): Promise<void> {
+  const transport = defaultHttp;
+  defaultHttp = undefined;
+  await transport?.close();
+}
+
+/** Claims up to `limit` due deliveries, not of the `excluded` endpoints, under a lease; commits at once. */
+async function claimDue(ctx: Context, owner: string, limit: number, excluded: readonly string[]): Promise<Claimed[]> {
+  const now = ctx.clock.now();
+  const leaseUntil = new Date(now.getTime() + ctx.config.leaseMs);
+  const result = await sql<{ account_id: string; endpoint_id: string; event_id: string; claims: number; attempts: number; next_attempt_at: Date; seq: number; url: string; token: string; body: string }>`
+    UPDATE webhook_deliveries d SET claims = d.claims + 1, lease_owner = ${owner}, lease_until = ${leaseUntil}
+    FROM webhook_endpoints w, events e
+    -- The rows locked by the subquery, by their physical address (a TID scan): joining them back by
+    -- key let the planner hash the whole table, a cost that grew with every delivery recorded.
+    WHERE d.ctid = ANY(ARRAY(
+        SELECT dd.ctid FROM webhook_deliveries dd
+        JOIN webhook_endpoints w ON w.account_id = dd.account_id AND w.endpoint_id = dd.endpoint_id AND w.status = 'enabled'
+        WHERE dd.status = 'pending' AND dd.next_attempt_at <= ${now} AND (dd.lease_until IS NULL OR dd.lease_until < ${now})
+          AND dd.endpoint_id <> ALL(${excluded}::text[])
+        ORDER BY dd.next_attempt_at
+        LIMIT ${limit}
+        FOR UPDATE OF dd SKIP LOCKED))
+      AND w.account_id = d.account_id AND w.endpoint_id = d.endpoint_id
+      AND e.account_id = d.account_id AND e.event_id = d.event_id
+    RETURNING d.account_id, d.endpoint_id, d.event_id, d.claims, d.attempts, d.next_attempt_at, e.seq, w.url, w.token, ${EVENT_TEXT_SQL} AS body`.execute(ctx.db);
+  // Sent in a fixed order, each endpoint's events in the order they were written (the simulation's
+  // outcomes must not depend on the server's row order; receivers still get no order guarantee).
+  const rows = result.rows.sort((a, b) => cmp(a.account_id, b.account_id) || cmp(a.endpoint_id, b.endpoint_id) || a.next_attempt_at.getTime() - b.next_attempt_at.getTime() || a.seq - b.seq);
+  return rows.map((row) => ({
+    accountId: row.account_id,
+    endpointId: row.endpoint_id,
+    eventId: row.event_id,
+    claims: row.claims,
+    attempt: row.attempts + 1,
+    dueAt: row.next_attempt_at.getTime(),
+    url: row.url,
+    token: row.token,
+    body: row.body,
+  }));
+}
+
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Records outcomes in one statement (retried on a deadlock with another worker's flush). */
+async function recordOutcomes(db: Kysely<Database>, owner: string, outcomes: readonly Outcome[]): Promise<{ delivered: number; retrying: number; given_up: number; released: number; recorded: RecordedOutcome[] }> {
+  const rows = JSON.stringify(
+    outcomes.map((o) => ({
+      a: o.claim.accountId,
+      w: o.claim.endpointId,
+      e: o.claim.eventId,
+      k: o.claim.claims,
+      r: o.result === null,
+      ok: o.result?.ok ?? false,
+      s: o.result?.status ?? null,
+      err: o.result?.error ?? null,
+      ms: o.result?.durationMs ?? 0,
+      t: o.at,
+    })),
+  );
+  const statement = sql<{ account_id: string; endpoint_id: string; event_id: string; attempts: number; status: string; r: boolean; ok: boolean; ms: number }>`
+    WITH o AS (
+      SELECT * FROM json_to_recordset(${utf8Text(rows)}::json) AS o(a text, w text, e text, k int, r boolean, ok boolean, s int, err text, ms int, t bigint)
+    ), u AS (
+      UPDATE webhook_deliveries d SET
+        attempts = d.attempts + CASE WHEN o.r THEN 0 ELSE 1 END,
+        status = CASE WHEN o.r THEN d.status WHEN o.ok THEN 'delivered' WHEN d.attempts + 1 >= ${MAX_WEBHOOK_ATTEMPTS} THEN 'failed' ELSE 'pending' END,
+        next_attempt_at = CASE WHEN o.r OR o.ok THEN d.next_attempt_at ELSE ${instantFromEpochMs('o.t')} + ${WEBHOOK_RETRY_DELAY_MS} * interval '1 millisecond' END,
+        lease_owner = NULL, lease_until = NULL,
+        last_status = CASE WHEN o.r THEN d.last_status ELSE o.s END,
+        last_error = CASE WHEN o.r THEN d.last_error ELSE o.err END,
+        delivered_at = CASE WHEN o.ok AND NOT o.r THEN ${instantFromEpochMs('o.t')} ELSE d.delivered_at END
+      FROM o
+      WHERE d.account_id = o.a AND d.endpoint_id = o.w AND d.event_id = o.e AND d.claims = o.k AND d.lease_owner = ${owner} AND d.status = 'pending'
+      RETURNING d.account_id, d.endpoint_id, d.event_id, d.attempts, d.status, o.r, o.ok, o.s, o.err, o.ms, o.t
+    ), attempts AS (
+      INSERT INTO webhook_attempts (account_id, endpoint_id, event_id, attempt, attempted_at, succeeded, http_status, error, duration_ms)
+      SELECT account_id, endpoint_id, event_id, attempts, ${instantFromEpochMs('u.t')}, ok, s, err, ms FROM u WHERE NOT r
+    ), pending AS (
+      UPDATE events e SET pending_webhooks = e.pending_webhooks - g.n
+      FROM (SELECT account_id, event_id, count(*)::int AS n FROM u WHERE ok AND NOT r GROUP BY account_id, event_id) g
+      WHERE e.account_id = g.account_id AND e.event_id = g.event_id
+    )
+    SELECT account_id, endpoint_id, event_id, attempts, status, r, ok, ms FROM u`;
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      const result = await statement.execute(db);
+      const counts = { delivered: 0, retrying: 0, given_up: 0, released: 0, recorded: [] as RecordedOutcome[] };
+      for (const row of result.rows) {
+        if (row.r) counts.released += 1;
+        else if (row.ok) counts.delivered += 1;
+        else if (row.status === 'failed') counts.given_up += 1;
+        else counts.retrying += 1;
+        if (!row.r) counts.recorded.push({ endpointId: row.endpoint_id, eventId: row.event_id, attempt: row.attempts, ok: row.ok, durationMs: row.ms });
+      }
+      return counts;
+    } catch (error) {
+      // Two workers' flushes touching the same events (pending_webhooks) can deadlock; one is
+      // rolled back and simply runs again. Past three tries the leases lapse and the deliveries
+      // are sent again (at least once).
+      if ((error as { code?: string }).code !== '40P01' || attempt >= 3) throw error;
+    }
+  }
+}
+
+/**
+ * One delivery pass: everything due as of the engine clock's now, until nothing due is left (or
+ * the signal stops it). Returns what it recorded.
+ */
+export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOptions): Promise<DeliveryCounts> {
+  const transport = webhookTransportOf(ctx);
+  const concurrency = options.concurrency ?? 256;
+  const perEndpoint = options.perEndpoint ?? 16;
+  const claimSize = options.claimSize ?? Math.min(ctx.config.batchSize, 1_000);
+  // Claimed and not yet sent, per endpoint; in flight per endpoint; endpoints out for this pass.
+  const queues = new Map<string, Claimed[]>();
+  const inFlight = new Map<string, number>();
+  const slowFailed = new Set<string>();
+  let queued = 0;
+  let flying = 0;
+  let exhausted = false;
+  const totals = { delivered: 0, retrying: 0, given_up: 0, released: 0 };
+  let buffer: Outcome[] = [];
+  // Two flushes may run at once (two connections): recording is most of the database's work.
+  const lanes: Promise<void>[] = [Promise.resolve(), Promise.resolve()];
+  let lane = 0;
+  let flushError: unknown;
+  let wake: (() => void) | undefined;
+  const signalWake = (): void => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+
+  const flush = (): void => {
+    if (buffer.length === 0) return;
+    const batch = buffer;
+    buffer = [];
+    lane = (lane + 1) % lanes.length;
+    lanes[lane] = lanes[lane]!.then(async () => {
+      try {
+        const counts = await recordOutcomes(ctx.db, options.owner, batch);
+        totals.delivered += counts.delivered;
+        totals.retrying += counts.retrying;
+        totals.given_up += counts.given_up;
+        totals.released += counts.released;
+        options.onRecorded?.(counts.recorded);
+      } catch (error) {
+        // Unrecorded outcomes are not lost: their leases lapse and the deliveries are sent again.
+        flushError ??= error;
+        ctx.log.error({ err: toError(error), outcomes: batch.length }, 'recording webhook outcomes failed; the deliveries are sent again when their leases lapse');
+      }
+    });
+  };
+
+  // When an attempt is made: now; in a simulation, at the slot the worker would have made it (the
+  // first minute at or after it came due), as every simulated job processes each item at its own
+  // due instant however late the simulator runs it. Deliveries are independent of each other, so
+  // this is exact; retries that come due by now are attempted in the same pass.
+  const attemptInstant = (claim: Claimed): number => (ctx.config.simulation ? Math.ceil(claim.dueAt / 60_000) * 60_000 : ctx.clock.now().getTime());
+
+  const release = (claims: readonly Claimed[]): void => {
+    const at = ctx.clock.now().getTime();
+    for (const claim of claims) buffer.push({ claim, result: null, at });
+  };
+
+  const start = (claim: Claimed): void => {
+    flying += 1;
+    inFlight.set(claim.endpointId, (inFlight.get(claim.endpointId) ?? 0) + 1);
+    const at = attemptInstant(claim);
+    transport
+      .send({ endpointId: claim.endpointId, url: claim.url, token: claim.token, body: claim.body, attempt: claim.attempt })
+      .then((result) => {
+        ctx.log.info(
+          { account: claim.accountId, endpoint: claim.endpointId, event: claim.eventId, attempt: claim.attempt, status: result.status, error: result.error, duration_ms: result.durationMs },
+          result.ok ? 'webhook delivered' : 'webhook attempt failed',
+        );
+        if (!result.ok && result.status === null && transport.failuresAreSlow && !slowFailed.has(claim.endpointId)) {
+          // A timeout or a connection error: the endpoint is left alone for the rest of the pass.
+          slowFailed.add(claim.endpointId);
+          const rest = queues.get(claim.endpointId) ?? [];
+          queues.delete(claim.endpointId);
+          queued -= rest.length;
+          release(rest);
+        }
+        buffer.push({ claim, result, at });
+      })
+      .finally(() => {
+        flying -= 1;
+        inFlight.set(claim.endpointId, inFlight.get(claim.endpointId)! - 1);
+        if (buffer.length >= 256 || flying === 0) flush();
+        // Keep the pool full from here: the main loop may be waiting for a claim.
+        waitForSend = false;
+        pump();
+        signalWake();
+      });
+  };
+
+  const pump = (): void => {
+    if (flying >= concurrency || options.signal?.aborted) return;
+    for (const [endpointId, queue] of queues) {
+      while (queue.length > 0 && (inFlight.get(endpointId) ?? 0) < perEndpoint && flying < concurrency) {
+        queued -= 1;
+        start(queue.shift()!);
+      }
+      if (queue.length === 0) queues.delete(endpointId);
+      if (flying >= concurrency) return;
+    }
+  };
+
+  // Claimed ahead of sending: the next claim runs while the pool works through these.
+  const window = concurrency * 4;
+  let retryingSeen = 0;
+  let waitForSend = false;
+  for (;;) {
+    const stopping = options.signal?.aborted ?? false;
+    if (stopping && queued > 0) {
+      for (const queue of queues.values()) release(queue);
+      queues.clear();
+      queued = 0;
+    }
+    if (!stopping && !exhausted && !waitForSend && queued < window / 2 && flushError === undefined) {
+      // Endpoints with a full share claimed already, or out for this pass, are not claimed for.
+      const excluded = [...slowFailed];
+      for (const [endpointId, queue] of queues) if (queue.length + (inFlight.get(endpointId) ?? 0) >= perEndpoint * 2) excluded.push(endpointId);
+      const limit = Math.min(claimSize, window - queued);
+      const claimed = await claimDue(ctx, options.owner, limit, excluded);
+      // Fewer than asked: nothing more is due, unless endpoints were left out for having their
+      // share already; then claim again once a send has finished.
+      if (claimed.length < limit) {
+        if (excluded.length === slowFailed.size) exhausted = true;
+        else if (flying > 0) waitForSend = true;
+      }
+      for (const claim of claimed) {
+        let queue = queues.get(claim.endpointId);
+        if (!queue) queues.set(claim.endpointId, (queue = []));
+        queue.push(claim);
+      }
+      queued += claimed.length;
+    }
+    pump();
+    if (flying === 0 && queued === 0 && exhausted && !stopping && flushError === undefined) {
+      // Retries recorded in this pass may already be due (a simulation running late): go on.
+      flush();
+      await Promise.all(lanes);
+      if (totals.retrying > retryingSeen) {
+        retryingSeen = totals.retrying;
+        exhausted = false;
+        continue;
+      }
+    }
+    if (flying === 0 && queued === 0 && (exhausted || stopping || flushError !== undefined)) break;
+    if (flying === 0 && queued === 0) continue;
+    // Claim again as soon as the queue runs low; else wait for the next completion.
+    if (!stopping && !exhausted && !waitForSend && queued < window / 2 && flushError === undefined) continue;
+    await new Promise<void>((resolve) => (wake = resolve));
+  }
+  flush();
+  await Promise.all(lanes);
+  if (flushError !== undefined) throw flushError;
+  return totals;
+}
+
+/** The earliest instant at or after which a delivery is due (the simulation stops there), or null. */
+export async function nextWebhookDueAt(db: Kysely<Database>): Promise<Date | null> {
+  const row = await sql<{ due: Date | null }>`
+    SELECT min(d.next_attempt_at) AS due FROM webhook_deliveries d
+    JOIN webhook_endpoints w ON w.account_id = d.account_id AND w.endpoint_id = d.endpoint_id AND w.status = 'enabled'
+    WHERE d.status = 'pending'`.execute(db);
+  return row.rows[0]?.due ?? null;
+}
+
+/**
+ * `kessai webhooks test`: sends one test event (type `webhook.test`, its `data` the endpoint) to
+ * one endpoint now, whether it is enabled or not, rendered in the endpoint's API version (v2 when
+ * it takes both). Nothing is stored: the test event is not in the outbox and no other endpoint
+ * gets it.
+ */
+export async function sendTestEvent(ctx: Context, accountId: string, endpointId: string): Promise<{ event: Record<string, unknown>; result: WebhookResult }> {
+  const endpoint = await endpointForSending(ctx.db, accountId, endpointId);
+  const apiVersion = endpoint.apiVersion ?? 'v2';
+  const event = renderEvent({
+    accountId,
+    id: ctx.ids.next(apiVersion === 'v1' ? 'eventV1' : 'eventV2'),
+    livemode: endpoint.livemode,
+    apiVersion,
+    type: 'webhook.test',
+    data: { id: endpoint.id, object: 'webhook_endpoint', url: endpoint.url, livemode: endpoint.livemode },
+    createdAt: ctx.clock.now(),
+    pendingWebhooks: 1,
+  });
+  const result = await webhookTransportOf(ctx).send({ endpointId, url: endpoint.url, token: endpoint.token, body: JSON.stringify(event), attempt: 1 });
+  ctx.log.info({ account: accountId, endpoint: endpointId, event: event.id, status: result.status, error: result.error, duration_ms: result.durationMs }, 'webhook test event sent');
+  return { event, result };
+}

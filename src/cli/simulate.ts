@@ -3,7 +3,7 @@
  * what-if variant, and writes the report, summary, CSV exports and chart. A composition root: it
  * reads files, the terminal and the real clock (for the progress rate only).
  */
-import { appendFileSync, readFileSync, rmSync, truncateSync } from 'node:fs';
+import { appendFileSync, readFileSync, truncateSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import cliProgress from 'cli-progress';
@@ -13,6 +13,7 @@ import { parseInstant } from '../domain/time';
 import { simulate, type SimulationStats } from '../simulation/simulate';
 import { operationNames } from '../operations/registry';
 import { diffSummaries, formatDiff, formatSummary, writeReport, writeSummaryFiles, type Summary, type WrittenReport } from '../simulation/report';
+import { openOutputFolder, type OutputFolder } from '../simulation/output-folder';
 import { loadScenario, overlayScenario, planSteps, ScenarioError, type Scenario, type Step } from '../simulation/scenario';
 
 interface SimulateOptions {
@@ -109,6 +110,34 @@ function appendWhatIf(file: string, section: unknown): void {
   appendFileSync(file, `,\n  "what_if": ${JSON.stringify(section)}\n}\n`);
 }
 
+interface Planned {
+  readonly baseline: Scenario;
+  readonly baselineSteps: readonly Step[];
+  readonly variant: Scenario | undefined;
+  readonly variantSteps: readonly Step[] | undefined;
+}
+
+/** Runs the baseline (and the what-if) and writes every file into the output's staging folder. */
+async function runAll(output: OutputFolder, planned: Planned, options: SimulateOptions, databaseUrl: string | undefined, failed: string[]) {
+  const { baseline, baselineSteps, variant, variantSteps } = planned;
+  const out = output.dir;
+  const showProgress = Boolean(process.stderr.isTTY) && !options.json;
+  const base = await runOne(baseline, baselineSteps, options, databaseUrl, out, 'baseline', showProgress);
+  failed.push(...base.failed);
+  if (!variant) {
+    writeSummaryFiles(out, base.summary, base.days, baseline.name ?? 'scenario');
+    return { baseline: base.summary };
+  }
+  const other = await runOne(variant, variantSteps!, options, databaseUrl, join(out, 'variant'), 'what-if ', showProgress);
+  failed.push(...other.failed.map((line) => `what-if: ${line}`));
+  const diff = diffSummaries(base.summary, other.summary);
+  const result = { baseline: base.summary, variant: other.summary, diff };
+  appendWhatIf(join(out, 'report.json'), { overlay: options.whatIf!, variant_report: 'variant/report.json', diff });
+  writeSummaryFiles(join(out, 'variant'), other.summary, other.days, `${baseline.name ?? 'scenario'} (what-if)`);
+  writeSummaryFiles(out, result, base.days, baseline.name ?? 'scenario');
+  return result;
+}
+
 export function registerSimulate(program: Command): void {
   program
     .command('simulate')
@@ -140,26 +169,32 @@ export function registerSimulate(program: Command): void {
       const baselineSteps = plan(baseline);
       const variantSteps = variant ? plan(variant) : undefined;
       const out = resolve(options.out);
-      rmSync(out, { recursive: true, force: true });
-      const showProgress = Boolean(process.stderr.isTTY) && !options.json;
-      const base = await runOne(baseline, baselineSteps, options, databaseUrl, out, 'baseline', showProgress);
-      let result: { baseline: Summary; variant?: Summary; diff?: ReturnType<typeof diffSummaries> } = { baseline: base.summary };
-      const failed = [...base.failed];
-      if (variant) {
-        const other = await runOne(variant, variantSteps!, options, databaseUrl, join(out, 'variant'), 'what-if ', showProgress);
-        failed.push(...other.failed.map((line) => `what-if: ${line}`));
-        const diff = diffSummaries(base.summary, other.summary);
-        result = { baseline: base.summary, variant: other.summary, diff };
-        appendWhatIf(join(out, 'report.json'), { overlay: options.whatIf!, variant_report: 'variant/report.json', diff });
-        writeSummaryFiles(join(out, 'variant'), other.summary, other.days, `${baseline.name ?? 'scenario'} (what-if)`);
-        writeSummaryFiles(out, result, base.days, baseline.name ?? 'scenario');
-      } else {
-        writeSummaryFiles(out, base.summary, base.days, baseline.name ?? 'scenario');
+      // Checked before anything runs; the results are written beside it and moved in when complete.
+      // Ctrl-C removes the staging folder: listened for before it exists.
+      let staging: OutputFolder | undefined;
+      const interrupted = () => {
+        staging?.abandon();
+        process.exit(130);
+      };
+      process.once('SIGINT', interrupted);
+      process.once('SIGTERM', interrupted);
+      let result: { baseline: Summary; variant?: Summary; diff?: ReturnType<typeof diffSummaries> };
+      const failed: string[] = [];
+      try {
+        staging = openOutputFolder(out);
+        result = await runAll(staging, { baseline, baselineSteps, variant, variantSteps }, options, databaseUrl, failed);
+        staging.commit();
+      } catch (error) {
+        staging?.abandon();
+        throw error;
+      } finally {
+        process.off('SIGINT', interrupted);
+        process.off('SIGTERM', interrupted);
       }
       if (options.json) {
-        console.log(JSON.stringify(variant ? result : base.summary, null, 2));
+        console.log(JSON.stringify(variant ? result : result.baseline, null, 2));
       } else {
-        console.log(formatSummary(base.summary, 'Baseline'));
+        console.log(formatSummary(result.baseline, 'Baseline'));
         if (result.variant && result.diff) {
           console.log(`\n${formatSummary(result.variant, 'What-if')}`);
           console.log(`\n${formatDiff(result.diff)}`);

@@ -239,7 +239,7 @@ export function buildProgram(): Command {
       const rt = await runtime(g, logger(g));
       try {
         const rows = await listAccounts(rt.ctx);
-        if (rows.length === 0) console.log('no accounts yet: kessai accounts create --name <name>');
+        if (rows.length === 0) console.log('no accounts yet: ./bin/kessai.mjs accounts create --name <name>');
         for (const row of rows) console.log(`${row.id}\t${row.name}\t${row.termCycle}\t${row.liveEnabled ? 'live' : 'test only'}\t${row.createdAt.toISOString()}`);
       } finally {
         await rt.close();

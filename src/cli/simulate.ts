@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import cliProgress from 'cli-progress';
 import { InvalidArgumentError, type Command } from 'commander';
 import { ALL_JOBS } from '../../jobs/index';
-import { parseInstant } from '../domain/time';
+import { formatJst, jstDate, MS_PER_DAY, parseInstant } from '../domain/time';
 import { simulate, type SimulationStats } from '../simulation/simulate';
 import { operationNames } from '../operations/registry';
 import { diffSummaries, formatDiff, formatSummary, writeReport, writeSummaryFiles, type Summary, type WrittenReport } from '../simulation/report';
@@ -48,8 +48,6 @@ function batchArg(value: string): number {
   return n;
 }
 
-const MS_PER_DAY = 86_400_000;
-
 /** A progress bar on stderr while the clock moves: simulated date, percent, simulated days per second. */
 function progress(from: Date, to: Date, label: string, enabled: boolean) {
   if (!enabled) return { update: () => {}, stop: () => {} };
@@ -59,12 +57,12 @@ function progress(from: Date, to: Date, label: string, enabled: boolean) {
     { format: `${label} {date} |{bar}| {percentage}% | {rate} days/s | {stops} stops`, hideCursor: true, clearOnComplete: true, stream: process.stderr },
     cliProgress.Presets.shades_classic,
   );
-  bar.start(total, 0, { date: from.toISOString().slice(0, 10), rate: '0', stops: 0 });
+  bar.start(total, 0, { date: jstDate(from), rate: '0', stops: 0 });
   return {
     update(at: Date, stats: SimulationStats) {
       const done = at.getTime() - from.getTime();
       const seconds = (performance.now() - started) / 1000;
-      bar.update(done, { date: new Date(at.getTime() + 9 * 3_600_000).toISOString().slice(0, 10), rate: seconds > 0 ? (done / MS_PER_DAY / seconds).toFixed(1) : '0', stops: stats.stops });
+      bar.update(done, { date: jstDate(at), rate: seconds > 0 ? (done / MS_PER_DAY / seconds).toFixed(1) : '0', stops: stats.stops });
     },
     stop: () => bar.stop(),
   };
@@ -93,7 +91,7 @@ async function runOne(scenario: Scenario, steps: readonly Step[], options: Simul
         // something the API does not allow, which the user must hear about.
         const failed = world.outcomes
           .filter((outcome) => outcome.error !== null && outcome.error.type !== 'card_error')
-          .map((outcome) => `${outcome.entry} (${outcome.op} at ${outcome.at.toISOString()}): ${outcome.error!.code}${outcome.error!.param ? ` (param ${outcome.error!.param})` : ''}: ${outcome.error!.message}`);
+          .map((outcome) => `${outcome.entry} (${outcome.op} at ${formatJst(outcome.at)}): ${outcome.error!.code}${outcome.error!.param ? ` (param ${outcome.error!.param})` : ''}: ${outcome.error!.message}`);
         return { ...written, failed };
       },
     );

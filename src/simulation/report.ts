@@ -14,7 +14,7 @@ import { cardKey, chargeCardsOf } from '../charges/charge-record';
 import { CHARGE_OBJECT_COLUMNS, chargeText, type ChargeRow } from '../charges/charges';
 import { renderCard } from '../customers/card-object';
 import type { Database } from '../db/schema';
-import { parseInstant, toIsoSeconds } from '../domain/time';
+import { formatJst, fromUnixSeconds, parseInstant, toIsoSeconds, toJstIso } from '../domain/time';
 import type { SimulatedWorld } from './simulate';
 import { EVENT_TEXT_SQL } from '../events/outbox';
 import { findOperation, runOperation } from '../operations/registry';
@@ -165,6 +165,13 @@ function single<T>(items: readonly T[]): Pages<T> {
 }
 
 const REPORT_CHARGE_COLUMNS = [...CHARGE_OBJECT_COLUMNS, 'account_id', 'card_id', 'amount_captured', 'fee'] as const;
+
+/**
+ * The CSV exports open in a spreadsheet in Japan: UTF-8 with a byte order mark (Excel on Japanese
+ * Windows reads a file without one as Shift_JIS and shows the titles as mojibake), instants in
+ * JST with their offset, as the months of the summary are.
+ */
+const CSV_BOM = '\uFEFF';
 type ReportCharge = Pick<ChargeRow, (typeof REPORT_CHARGE_COLUMNS)[number]>;
 
 /**
@@ -174,7 +181,7 @@ type ReportCharge = Pick<ChargeRow, (typeof REPORT_CHARGE_COLUMNS)[number]>;
  * whole report, not once per charge: a subscriber's card appears in every renewal (on PGlite,
  * where every field read costs JavaScript work, reading them per page was most of the section).
  */
-function chargePages(db: Kysely<Database>): Pages<{ row: ReportCharge; cardText: string | null }> {
+function chargePages(db: Kysely<Database>): Pages<{ row: ReportCharge; cardText: string | null; brand: string | null }> {
   return (emit) =>
     db.transaction().execute(async (trx) => {
       // The columns the charge object and the summary read, not every column of the table (on
@@ -185,7 +192,7 @@ function chargePages(db: Kysely<Database>): Pages<{ row: ReportCharge; cardText:
       // Stored cards, else the card of the token a charge was made with (v1 charges by token,
       // checkout and payment flows); a payment flow paid without a card (PayPay) has none (null).
       // Each card's object is printed once (JSON text): a subscriber's card is in every renewal.
-      const cards = new Map<string, string | null>();
+      const cards = new Map<string, { text: string; brand: string } | null>();
       const fetchPage = async () => {
         const rows = (await sql<ReportCharge>`FETCH ${sql.raw(String(PAGE))} FROM report_charges`.execute(trx)).rows;
         const unseen = new Map<string, ReportCharge>();
@@ -197,10 +204,14 @@ function chargePages(db: Kysely<Database>): Pages<{ row: ReportCharge; cardText:
           const found = await chargeCardsOf(trx, [...unseen.values()]);
           for (const key of unseen.keys()) {
             const card = found.get(key);
-            cards.set(key, card === undefined ? null : JSON.stringify(renderCard(card)));
+            const object = card === undefined ? undefined : renderCard(card);
+            cards.set(key, object === undefined ? null : { text: JSON.stringify(object), brand: object.brand });
           }
         }
-        return rows.map((row) => ({ row, cardText: cards.get(cardKey(row.account_id, row.livemode, row.card_id)) ?? null }));
+        return rows.map((row) => {
+          const card = cards.get(cardKey(row.account_id, row.livemode, row.card_id)) ?? null;
+          return { row, cardText: card?.text ?? null, brand: card?.brand ?? null };
+        });
       };
       await prefetching(fetchPage, (page) => page.length === 0, emit);
     });
@@ -352,10 +363,10 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   }));
 
   const chargesCsv = createWriteStream(join(dir, 'charges.csv'));
-  chargesCsv.write('id,account,created_at,customer,subscription,amount,paid,captured,captured_at,amount_captured,amount_refunded,refunded,failure_code,fee_rate,term_id\n');
+  chargesCsv.write(`${CSV_BOM}id,account,created_at,customer,subscription,amount,paid,captured,captured_at,amount_captured,amount_refunded,refunded,failure_code,card_brand,fee_rate,fee,platform_fee,tenant,term_id\n`);
   // Lines are written a page at a time.
   const csvLines: string[] = [];
-  await json.array('charges', chargePages(db), ({ row, cardText }) => {
+  await json.array('charges', chargePages(db), ({ row, cardText, brand }) => {
     const object = new JsonText(chargeText(row, cardText));
     const created = month(row.created_at);
     created.charges += 1;
@@ -375,18 +386,22 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
       [
         row.charge_id,
         row.account_id,
-        toIsoSeconds(row.created_at),
+        toJstIso(row.created_at),
         row.customer_id ?? '',
         row.subscription_id ?? '',
         row.amount,
         row.paid,
         row.captured,
-        row.captured_at ? toIsoSeconds(row.captured_at) : '',
+        row.captured_at ? toJstIso(row.captured_at) : '',
         row.amount_captured ?? '',
         row.amount_refunded,
         row.refunded,
         row.failure_code ?? '',
+        brand ?? '',
         row.fee_rate,
+        row.fee ?? '',
+        row.platform_fee ?? '',
+        row.tenant_id ?? '',
         row.term_id ?? '',
       ].join(',') + '\n',
     );
@@ -412,7 +427,7 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   await json.array('terms', single(terms));
   const statements = await listAll(world, 'statements.list');
   const statementsCsv = createWriteStream(join(dir, 'statements.csv'));
-  statementsCsv.write('statement,term,owner,tenant,type,title,subject,name,amount,net\n');
+  statementsCsv.write(`${CSV_BOM}statement,term,term_start,term_end,owner,tenant,type,title,subject,name,amount,net,balance,balance_state,balance_closed_date,balance_payout_date\n`);
   const balances = await listAll(world, 'balances.list');
   const ownerOfBalance = new Map(balances.map((balance) => [String(balance.id), balance]));
   const ownerOf = (record: Record<string, unknown>): string => {
@@ -424,11 +439,33 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
     const text = value === null || value === undefined ? '' : String(value);
     return /[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
   };
+  // The term's instants in JST (end exclusive); the balance's dates are JST calendar dates already.
+  const instant = (seconds: unknown) => (typeof seconds === 'number' ? toJstIso(fromUnixSeconds(seconds)) : '');
   for (const statement of statements) {
-    const term = (statement.term as { id?: string } | undefined)?.id ?? statement.term_id;
+    const term = statement.term as { id?: string; start_at?: number; end_at?: number } | undefined;
+    const balance = typeof statement.balance_id === 'string' ? ownerOfBalance.get(statement.balance_id) : undefined;
     for (const item of (statement.items as Record<string, unknown>[] | undefined) ?? []) {
       statementsCsv.write(
-        [statement.id, term, ownerOf(statement), statement.tenant_id, statement.type, statement.title, item.subject, item.name, item.amount, statement.net].map(csvCell).join(',') + '\n',
+        [
+          statement.id,
+          term?.id ?? statement.term_id,
+          instant(term?.start_at),
+          instant(term?.end_at),
+          ownerOf(statement),
+          statement.tenant_id,
+          statement.type,
+          statement.title,
+          item.subject,
+          item.name,
+          item.amount,
+          statement.net,
+          statement.balance_id,
+          balance?.state,
+          balance?.closed_date,
+          balance?.due_date,
+        ]
+          .map(csvCell)
+          .join(',') + '\n',
       );
     }
   }
@@ -517,7 +554,7 @@ export function formatSummary(summary: Summary, title = 'Simulation'): string {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 || i === cells.length - 1 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
   return [
-    `${title}: ${summary.scenario ?? '(unnamed scenario)'}, ${summary.from} → ${summary.to} (exclusive), seed ${summary.seed}`,
+    `${title}: ${summary.scenario ?? '(unnamed scenario)'}, ${formatJst(new Date(summary.from))} → ${formatJst(new Date(summary.to))} (exclusive), seed ${summary.seed}`,
     `${yen(summary.steps)} steps (${yen(summary.failed_steps)} failed), ${yen(summary.job_runs)} job runs`,
     '',
     line(head),

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Ajv, type ErrorObject } from 'ajv';
 import { seededWords } from '../domain/ids';
-import { parseInstant } from '../domain/time';
+import { formatJst, parseInstant } from '../domain/time';
 import { TEST_CARDS } from '../processor/test-cards';
 
 const require = createRequire(import.meta.url);
@@ -304,7 +304,7 @@ export interface PlanOptions {
  */
 export function planSteps(scenario: Scenario, options: PlanOptions): Step[] {
   const { from, to } = options;
-  if (from.getTime() >= to.getTime()) throw new ScenarioError(`--from (${from.toISOString()}) must be before --to (${to.toISOString()}); --to is exclusive`);
+  if (from.getTime() >= to.getTime()) throw new ScenarioError(`--from (${formatJst(from)}) must be before --to (${formatJst(to)}); --to is exclusive`);
   const accounts = scenarioAccounts(scenario);
   const accountIds = new Set(accounts.map((account) => account.id));
   const defaultAccount = accounts[0]!.id;
@@ -359,10 +359,10 @@ export function planSteps(scenario: Scenario, options: PlanOptions): Step[] {
   const defined = new Set<string>();
   const steps = placed.map(({ step }) => step);
   for (const step of steps) {
-    const where = `${step.entry} (${step.op} at ${step.at.toISOString()})`;
+    const where = `${step.entry} (${step.op} at ${formatJst(step.at)})`;
     if (!known.has(step.op)) throw new ScenarioError(`${where}: unknown operation ${JSON.stringify(step.op)}`);
     if (step.at.getTime() < from.getTime() || step.at.getTime() >= to.getTime()) {
-      throw new ScenarioError(`${where}: the instant is outside the simulated range [${from.toISOString()}, ${to.toISOString()})`);
+      throw new ScenarioError(`${where}: the instant is outside the simulated range [${formatJst(from)}, ${formatJst(to)})`);
     }
     if (step.forEach && !known.has(step.forEach.op)) throw new ScenarioError(`${where}: for_each: unknown operation ${JSON.stringify(step.forEach.op)}`);
     if (step.forEach && step.ref !== undefined) throw new ScenarioError(`${where}: an entry with for_each runs many times and cannot have a ref`);

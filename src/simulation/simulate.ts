@@ -26,6 +26,7 @@ import { openStore, redactUrl, type Store } from '../db/connect';
 import { migrate, readMigrations } from '../db/migrate';
 import { KessaiError, toError } from '../domain/errors';
 import { seededIds } from '../domain/ids';
+import { formatJst } from '../domain/time';
 import { runOperation } from '../operations/registry';
 import { simulatedCardNetwork } from '../processor/card-network';
 import { tokenizedCardOf } from '../customers/tokens';
@@ -383,7 +384,7 @@ async function advance(ctx: Context, clock: VirtualClock, options: SimulationOpt
     stats.jobRuns += 1;
     stats.stops += 1;
     if (outcome.status !== 'succeeded') {
-      throw new SimulationError(`job ${first.job.name} at slot ${runAt.toISOString()} did not succeed (${outcome.status}${'error' in outcome ? `: ${outcome.error}` : ''})`);
+      throw new SimulationError(`job ${first.job.name} at slot ${formatJst(runAt)} did not succeed (${outcome.status}${'error' in outcome ? `: ${outcome.error}` : ''})`);
     }
     jobRuns.push({ job: first.job.name, slot: runAt, counts: outcome.counts });
     options.onProgress?.(runAt, stats);
@@ -534,7 +535,7 @@ async function runSubscriberBatch(
         count = error.fits;
         continue;
       }
-      throw new SimulationError(`${lead.entry} (bulk sign-up of ${count} generated subscribers from ${lead.at.toISOString()}) failed: ${toError(error).message}`, { cause: error });
+      throw new SimulationError(`${lead.entry} (bulk sign-up of ${count} generated subscribers from ${formatJst(lead.at)}) failed: ${toError(error).message}`, { cause: error });
     }
   }
   for (const [k, result] of signedUp.entries()) {
@@ -630,12 +631,12 @@ async function recordFailure(
   strict: boolean,
   stats: SimulationStats,
 ): Promise<void> {
-  if (!(error instanceof KessaiError)) throw new SimulationError(`${step.entry} (${step.op} at ${step.at.toISOString()}) failed: ${toError(error).message}`, { cause: error });
+  if (!(error instanceof KessaiError)) throw new SimulationError(`${step.entry} (${step.op} at ${formatJst(step.at)}) failed: ${toError(error).message}`, { cause: error });
   stats.failedSteps += 1;
   if (step.ref !== undefined) results.set(step.ref, error);
   const failure = { code: error.code, status: error.status, type: error.type, param: error.param ?? null, message: error.message };
   if (strict) {
-    throw new SimulationError(`${step.entry} (${step.op} at ${step.at.toISOString()}) failed: ${error.code}${error.param ? ` (param ${error.param})` : ''}: ${error.message}`);
+    throw new SimulationError(`${step.entry} (${step.op} at ${formatJst(step.at)}) failed: ${error.code}${error.param ? ` (param ${error.param})` : ''}: ${error.message}`);
   }
   outcomes.push({ entry: step.entry, at: step.at, op: step.op, ref: step.ref ?? null, account: step.account, result: null, error: failure });
 }

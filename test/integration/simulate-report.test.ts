@@ -1,0 +1,80 @@
+/**
+ * What the simulation leaves for an analyst (issue 14): CSV that opens in a spreadsheet in Japan,
+ * JST in the human-facing summary, and the business figures per month.
+ */
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { ALL_JOBS } from '../../jobs/index';
+import { parseInstant } from '../../src/domain/time';
+import { operationNames } from '../../src/operations/registry';
+import { formatSummary, writeReport } from '../../src/simulation/report';
+import { loadScenario, planSteps, type Scenario } from '../../src/simulation/scenario';
+import { simulate } from '../../src/simulation/simulate';
+
+const CASES = fileURLToPath(new URL('../replay/cases/', import.meta.url));
+const databaseUrl = process.env.DATABASE_URL;
+const scratch = mkdtempSync(join(tmpdir(), 'kessai-simulate-report-'));
+
+async function run(scenario: Scenario, from: string, to: string, seed = 1) {
+  const range = { from: parseInstant(from), to: parseInstant(to) };
+  const steps = planSteps(scenario, { ...range, seed, operations: operationNames() });
+  const dir = mkdtempSync(join(scratch, 'run-'));
+  const written = await simulate({ scenario, steps, ...range, seed, jobs: ALL_JOBS, databaseUrl }, (world) =>
+    writeReport(world, { scenario: scenario.name ?? null, ...range, seed }, dir),
+  );
+  return { dir, ...written };
+}
+
+/** A CSV file's rows as objects by header (no quoted commas in the cells read here). */
+function csvRows(text: string): Record<string, string>[] {
+  const [head, ...lines] = text.replace(/^\uFEFF/, '').trimEnd().split('\n');
+  const keys = head!.split(',');
+  return lines.map((line) => Object.fromEntries(line.split(',').map((cell, i) => [keys[i]!, cell])));
+}
+
+describe('CSV exports for a spreadsheet in Japan (issue 14, point 6)', () => {
+  it('start with a UTF-8 byte order mark, carry fee, card brand, subscription, the term\'s dates and the payout date, instants in JST', async () => {
+    const { dir } = await run(loadScenario(join(CASES, 'term-close.json')), '2027-04-01', '2027-08-01', 16);
+    const charges = readFileSync(join(dir, 'charges.csv'));
+    const statements = readFileSync(join(dir, 'statements.csv'));
+    for (const bytes of [charges, statements]) expect([...bytes.subarray(0, 3)]).toEqual([0xef, 0xbb, 0xbf]);
+
+    const chargeRows = csvRows(charges.toString('utf8'));
+    expect(Object.keys(chargeRows[0]!)).toEqual(expect.arrayContaining(['subscription', 'card_brand', 'fee', 'fee_rate', 'platform_fee', 'tenant', 'created_at', 'captured_at']));
+    const report = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8')) as { charges: { id: string; created: number; card: { brand: string } | null; fee_rate: string; amount: number; captured: boolean }[] };
+    expect(chargeRows.map((row) => row.id)).toEqual(report.charges.map((charge) => charge.id));
+    for (const [i, charge] of report.charges.entries()) {
+      const row = chargeRows[i]!;
+      expect(row.card_brand).toBe(charge.card?.brand ?? '');
+      expect(row.created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+09:00$/);
+      expect(new Date(row.created_at!).getTime()).toBe(charge.created * 1000);
+    }
+    // The worked example of the service rules (§4): ¥10,000 at 3.00% is a fee of ¥300.
+    const example = chargeRows.find((row) => row.amount === '10000' && row.fee_rate === '3.00')!;
+    expect(example).toMatchObject({ card_brand: 'Visa', fee: '300', platform_fee: '1000', tenant: 'ten_bakery' });
+
+    const statementRows = csvRows(statements.toString('utf8'));
+    expect(statementRows.length).toBeGreaterThan(0);
+    // The first term of the range starts on 2027-04-01 00:00 JST; its end is exclusive.
+    const april = statementRows.filter((row) => row.term_start === '2027-04-01T00:00:00+09:00');
+    expect(april.length).toBeGreaterThan(0);
+    expect(april.every((row) => row.term_end === '2027-05-01T00:00:00+09:00')).toBe(true);
+    expect(statementRows.every((row) => /^ba_/.test(row.balance!))).toBe(true);
+    const closed = statementRows.filter((row) => row.balance_closed_date !== '');
+    expect(closed.length).toBeGreaterThan(0);
+    for (const row of closed) expect(row.balance_payout_date).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    // Japanese titles survive as UTF-8.
+    expect(statements.toString('utf8')).toContain('売上');
+  }, 120_000);
+});
+
+describe('JST in the summary (issue 14, point 2)', () => {
+  it('the header shows the range as typed, in JST with the offset; summary.json keeps UTC ISO', async () => {
+    const { summary } = await run(loadScenario(join(CASES, 'pause-resume.json')), '2027-01-01', '2027-05-01');
+    expect(summary.from).toBe('2026-12-31T15:00:00Z');
+    expect(formatSummary(summary, 'Baseline').split('\n')[0]).toMatch(/^Baseline: .*, 2027-01-01 00:00 \+09:00 → 2027-05-01 00:00 \+09:00 \(exclusive\), seed 1$/);
+  }, 120_000);
+});

@@ -4,7 +4,7 @@
  * root: it reads files, the terminal and the real clock (for the progress rate only).
  */
 import { appendFileSync, readFileSync, truncateSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import cliProgress from 'cli-progress';
 import { ALL_JOBS } from '../../jobs/index';
@@ -81,11 +81,13 @@ interface Planned {
   readonly baselineSteps: readonly Step[];
   readonly variant: Scenario | undefined;
   readonly variantSteps: readonly Step[] | undefined;
+  /** The overlay's own name (its `name`, else its file name). */
+  readonly overlayName: string | undefined;
 }
 
 /** Runs the baseline (and the what-if) and writes every file into the output's staging folder. */
 async function runAll(output: OutputFolder, planned: Planned, options: SimulateOptions, databaseUrl: string | undefined, failed: string[]) {
-  const { baseline, baselineSteps, variant, variantSteps } = planned;
+  const { baseline, baselineSteps, variant, variantSteps, overlayName } = planned;
   const out = output.dir;
   const showProgress = Boolean(process.stderr.isTTY) && !options.json;
   const base = await runOne(baseline, baselineSteps, options, databaseUrl, out, 'baseline', showProgress);
@@ -97,9 +99,9 @@ async function runAll(output: OutputFolder, planned: Planned, options: SimulateO
   const other = await runOne(variant, variantSteps!, options, databaseUrl, join(out, 'variant'), 'what-if ', showProgress);
   failed.push(...other.failed.map((line) => `what-if: ${line}`));
   const diff = diffSummaries(base.summary, other.summary);
-  const result = { baseline: base.summary, variant: other.summary, diff };
+  const result = { what_if: overlayName!, baseline: base.summary, variant: other.summary, diff };
   appendWhatIf(join(out, 'report.json'), { overlay: options.whatIf!, variant_report: 'variant/report.json', diff });
-  writeSummaryFiles(join(out, 'variant'), other.summary, other.days, `${baseline.name ?? 'scenario'} (what-if)`);
+  writeSummaryFiles(join(out, 'variant'), other.summary, other.days, `${baseline.name ?? 'scenario'} (what-if "${overlayName!}")`);
   writeSummaryFiles(out, result, base.days, baseline.name ?? 'scenario');
   return result;
 }
@@ -107,7 +109,9 @@ async function runAll(output: OutputFolder, planned: Planned, options: SimulateO
 /** Runs `kessai simulate` with its parsed options; `databaseUrl` only when given on the command line. */
 export async function runSimulate(options: SimulateOptions, databaseUrl: string | undefined): Promise<void> {
   const baseline = loadScenario(options.scenario);
-  const variant = options.whatIf ? overlayScenario(baseline, loadScenario(options.whatIf)) : undefined;
+  const overlay = options.whatIf ? loadScenario(options.whatIf) : undefined;
+  const variant = overlay ? overlayScenario(baseline, overlay) : undefined;
+  const overlayName = overlay ? (overlay.name ?? basename(options.whatIf!)) : undefined;
   // Both are planned before anything runs, so a bad overlay fails fast too.
   const plan = (scenario: Scenario) => planSteps(scenario, { from: options.from, to: options.to, seed: options.seed, operations: operationNames() });
   const baselineSteps = plan(baseline);
@@ -122,11 +126,11 @@ export async function runSimulate(options: SimulateOptions, databaseUrl: string 
   };
   process.once('SIGINT', interrupted);
   process.once('SIGTERM', interrupted);
-  let result: { baseline: Summary; variant?: Summary; diff?: ReturnType<typeof diffSummaries> };
+  let result: { what_if?: string; baseline: Summary; variant?: Summary; diff?: ReturnType<typeof diffSummaries> };
   const failed: string[] = [];
   try {
     staging = openOutputFolder(out);
-    result = await runAll(staging, { baseline, baselineSteps, variant, variantSteps }, options, databaseUrl, failed);
+    result = await runAll(staging, { baseline, baselineSteps, variant, variantSteps, overlayName }, options, databaseUrl, failed);
     staging.commit();
   } catch (error) {
     staging?.abandon();
@@ -140,8 +144,8 @@ export async function runSimulate(options: SimulateOptions, databaseUrl: string 
   } else {
     console.log(formatSummary(result.baseline, 'Baseline'));
     if (result.variant && result.diff) {
-      console.log(`\n${formatSummary(result.variant, 'What-if')}`);
-      console.log(`\n${formatDiff(result.diff)}`);
+      console.log(`\n${formatSummary(result.variant, `What-if "${overlayName!}"`)}`);
+      console.log(`\n${formatDiff(result.diff, overlayName!)}`);
     }
     console.log(`\nWrote ${out}: report.json, summary.json, charges.csv, statements.csv, chart.svg${variant ? ' (and variant/)' : ''}`);
   }

@@ -14,7 +14,8 @@ import { cardKey, chargeCardsOf } from '../charges/charge-record';
 import { CHARGE_OBJECT_COLUMNS, chargeText, type ChargeRow } from '../charges/charges';
 import { renderCard } from '../customers/card-object';
 import type { Database } from '../db/schema';
-import { formatJst, fromUnixSeconds, parseInstant, toIsoSeconds, toJstIso } from '../domain/time';
+import { formatJst, fromUnixSeconds, jstMidnight, parseInstant, toIsoSeconds, toJstIso } from '../domain/time';
+import { emptyMonthEnd, monthEndFigures, type MonthEndFigures } from './business-figures';
 import type { SimulatedWorld } from './simulate';
 import { EVENT_TEXT_SQL } from '../events/outbox';
 import { findOperation, runOperation } from '../operations/registry';
@@ -23,7 +24,7 @@ import { subscriptionObjects } from '../subscriptions/subscription-record';
 const PAGE = 5_000;
 
 /** The money of one JST month, from the simulated rows. */
-export interface MonthSummary {
+export interface MonthMoney {
   month: string;
   charges: number;
   captured_charges: number;
@@ -33,12 +34,20 @@ export interface MonthSummary {
   refunds: number;
   refunded_yen: number;
   fees_yen: number;
+  /** Platform fees of the charges captured in the month (platform mode). */
+  platform_fees_yen: number;
+  /** Failed renewal charges of the month by failure code. */
+  failed_renewals_by_reason: Record<string, number>;
   /**
    * Money that left for each owner (merchant account, tenant, platform) in balances closed in
-   * the month, by their closing date: transfers positive, collected claims negative.
+   * the month with a payout date, by their closing date: transfers positive, collected claims
+   * negative (a forfeited balance is in forfeited_by_owner).
    */
   paid_out_by_owner: Record<string, number>;
 }
+
+/** A month of the summary: its money and what stood at its end (see MonthEndFigures). */
+export type MonthSummary = MonthMoney & MonthEndFigures;
 
 export interface Summary {
   scenario: string | null;
@@ -85,7 +94,26 @@ export function jstMonth(at: Date): string {
 }
 
 function emptyMonth(month: string): MonthSummary {
-  return { month, charges: 0, captured_charges: 0, captured_yen: 0, failed_charges: 0, failed_renewals: 0, refunds: 0, refunded_yen: 0, fees_yen: 0, paid_out_by_owner: {} };
+  return {
+    month,
+    charges: 0,
+    captured_charges: 0,
+    captured_yen: 0,
+    failed_charges: 0,
+    failed_renewals: 0,
+    refunds: 0,
+    refunded_yen: 0,
+    fees_yen: 0,
+    platform_fees_yen: 0,
+    failed_renewals_by_reason: {},
+    paid_out_by_owner: {},
+    ...emptyMonthEnd(),
+  };
+}
+
+/** Adds `amount` to `key` of a record of sums. */
+function addTo(record: Record<string, number>, key: string, amount: number): void {
+  record[key] = (record[key] ?? 0) + amount;
 }
 
 /** An element already serialised (as JSON.stringify would have it), written as it is. */
@@ -372,7 +400,10 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
     created.charges += 1;
     if (!row.paid) {
       created.failed_charges += 1;
-      if (row.subscription_id !== null) created.failed_renewals += 1;
+      if (row.subscription_id !== null) {
+        created.failed_renewals += 1;
+        addTo(created.failed_renewals_by_reason, row.failure_code ?? 'unknown', 1);
+      }
       day(row.created_at).failures += 1;
     }
     if (row.captured_at !== null && row.amount_captured !== null) {
@@ -382,6 +413,7 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
       day(row.captured_at).captured_yen += row.amount_captured;
     }
     if (row.captured_at !== null && row.fee !== null) month(row.captured_at).fees_yen += row.fee;
+    if (row.captured_at !== null && row.platform_fee !== null) month(row.captured_at).platform_fees_yen += row.platform_fee;
     csvLines.push(
       [
         row.charge_id,
@@ -470,11 +502,12 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
     }
   }
   for (const balance of balances) {
-    if (balance.closed !== true || typeof balance.closed_date !== 'string' || typeof balance.net !== 'number') continue;
-    const m = month(parseInstant(balance.closed_date));
-    const owner = ownerOf(balance);
-    m.paid_out_by_owner[owner] = (m.paid_out_by_owner[owner] ?? 0) + balance.net;
+    // A balance closed without a payout date was forfeited (business-figures.ts counts it).
+    if (balance.closed !== true || typeof balance.closed_date !== 'string' || typeof balance.net !== 'number' || balance.due_date === null) continue;
+    addTo(month(parseInstant(balance.closed_date)).paid_out_by_owner, ownerOf(balance), balance.net);
   }
+  const monthEnds = await monthEndFigures(db, header, statements, balances, ownerOf);
+  for (const [key, figures] of monthEnds) Object.assign(month(jstMidnight(`${key}-01`)), figures);
   const statementsWritten = once(statementsCsv, 'finish');
   statementsCsv.end();
   await json.array('statements', single(statements));
@@ -486,10 +519,14 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   await Promise.all([chargesWritten, statementsWritten]);
 
   const ordered = [...months.values()].sort((a, b) => a.month.localeCompare(b.month));
-  const totals = emptyMonth('total');
+  // Totals: the money summed over the months; what stands at a month's end, at the last one's.
+  const totals = { ...emptyMonth('total'), ...(ordered.length > 0 ? monthEndStates(ordered.at(-1)!) : {}) };
   for (const m of ordered) {
-    for (const key of ['charges', 'captured_charges', 'captured_yen', 'failed_charges', 'failed_renewals', 'refunds', 'refunded_yen', 'fees_yen'] as const) totals[key] += m[key];
-    for (const [owner, net] of Object.entries(m.paid_out_by_owner)) totals.paid_out_by_owner[owner] = (totals.paid_out_by_owner[owner] ?? 0) + net;
+    for (const key of FLOW_FIGURES) totals[key] += m[key];
+    for (const key of ['failed_renewals_by_reason', 'paid_out_by_owner', 'forfeited_by_owner'] as const) {
+      for (const [name, amount] of Object.entries(m[key])) addTo(totals[key], name, amount);
+    }
+    for (const key of ['authorized', 'captured', 'released_at_expiry', 'reauthorized'] as const) totals.holds[key] += m.holds[key];
   }
   const { month: _total, ...totalFields } = totals;
   const summary: Summary = {
@@ -506,7 +543,28 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   return { summary, days: [...days.values()].sort((a, b) => a.day.localeCompare(b.day)) };
 }
 
-const METRICS = ['charges', 'captured_yen', 'failed_renewals', 'refunded_yen', 'fees_yen'] as const;
+/** Figures of a month that are sums of its events, summed again for the totals. */
+const FLOW_FIGURES = [
+  'charges',
+  'captured_charges',
+  'captured_yen',
+  'failed_charges',
+  'failed_renewals',
+  'refunds',
+  'refunded_yen',
+  'fees_yen',
+  'platform_fees_yen',
+  'new_subscriptions',
+  'churned_subscriptions',
+  'recovered_subscriptions',
+] as const;
+
+/** What stands at a month's end: the totals take the last month's. */
+function monthEndStates(m: MonthSummary): Pick<MonthSummary, 'mrr_yen' | 'subscriptions' | 'carried_by_owner'> {
+  return { mrr_yen: m.mrr_yen, subscriptions: { ...m.subscriptions }, carried_by_owner: { ...m.carried_by_owner } };
+}
+
+const METRICS = ['mrr_yen', 'charges', 'captured_yen', 'failed_renewals', 'refunded_yen', 'fees_yen', 'platform_fees_yen', 'new_subscriptions', 'churned_subscriptions', 'recovered_subscriptions'] as const;
 
 export interface DiffRow {
   readonly month: string;
@@ -524,11 +582,17 @@ export function diffSummaries(baseline: Summary, variant: Summary): DiffRow[] {
     const a = baseline.months.find((m) => m.month === month) ?? emptyMonth(month);
     const b = variant.months.find((m) => m.month === month) ?? emptyMonth(month);
     for (const metric of METRICS) rows.push({ month, metric, baseline: a[metric], variant: b[metric], delta: b[metric] - a[metric] });
-    const owners = new Set([...Object.keys(a.paid_out_by_owner), ...Object.keys(b.paid_out_by_owner)]);
-    for (const owner of [...owners].sort()) {
-      const x = a.paid_out_by_owner[owner] ?? 0;
-      const y = b.paid_out_by_owner[owner] ?? 0;
-      rows.push({ month, metric: `paid_out:${owner}`, baseline: x, variant: y, delta: y - x });
+    for (const status of ['active', 'trial', 'paused', 'canceled'] as const) {
+      const [x, y] = [a.subscriptions[status], b.subscriptions[status]];
+      rows.push({ month, metric: `subscriptions:${status}`, baseline: x, variant: y, delta: y - x });
+    }
+    for (const key of ['paid_out_by_owner', 'carried_by_owner', 'forfeited_by_owner'] as const) {
+      const owners = new Set([...Object.keys(a[key]), ...Object.keys(b[key])]);
+      for (const owner of [...owners].sort()) {
+        const x = a[key][owner] ?? 0;
+        const y = b[key][owner] ?? 0;
+        rows.push({ month, metric: `${key.replace('_by_owner', '')}:${owner}`, baseline: x, variant: y, delta: y - x });
+      }
     }
   }
   return rows;
@@ -536,37 +600,70 @@ export function diffSummaries(baseline: Summary, variant: Summary): DiffRow[] {
 
 const yen = (n: number) => n.toLocaleString('en-US');
 
-/** The summary as a table for a terminal. */
-export function formatSummary(summary: Summary, title = 'Simulation'): string {
-  const head = ['month', 'charges', 'captured ¥', 'failed renewals', 'refunds', 'refunded ¥', 'fees ¥', 'paid out by owner'];
-  const rows = [...summary.months, { ...summary.totals, month: 'total' }].map((m) => [
-    m.month,
-    yen(m.charges),
-    yen(m.captured_yen),
-    yen(m.failed_renewals),
-    yen(m.refunds),
-    yen(m.refunded_yen),
-    yen(m.fees_yen),
-    Object.entries(m.paid_out_by_owner)
-      .map(([owner, net]) => `${owner} ${yen(net)}`)
-      .join('; ') || '-',
-  ]);
+/** Rows as a text table: the first and last columns left-aligned, the others right-aligned. */
+function textTable(head: readonly string[], rows: readonly string[][]): string[] {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 || i === cells.length - 1 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
+  const line = (cells: readonly string[]) => cells.map((c, i) => (i === 0 || i === cells.length - 1 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
+  return [line(head), ...rows.map(line)];
+}
+
+const byName = (record: Record<string, number>) =>
+  Object.entries(record)
+    .map(([name, n]) => `${name} ${yen(n)}`)
+    .join('; ') || '-';
+
+/** The summary as tables for a terminal: the money of each month, then what stood at its end. */
+export function formatSummary(summary: Summary, title = 'Simulation'): string {
+  const all = [...summary.months, { ...summary.totals, month: 'total' }];
+  const money = textTable(
+    ['month', 'charges', 'captured ¥', 'failed renewals', 'refunds', 'refunded ¥', 'fees ¥', 'platform fees ¥', 'paid out by owner ¥'],
+    all.map((m) => [m.month, yen(m.charges), yen(m.captured_yen), yen(m.failed_renewals), yen(m.refunds), yen(m.refunded_yen), yen(m.fees_yen), yen(m.platform_fees_yen), byName(m.paid_out_by_owner)]),
+  );
+  const business = textTable(
+    ['month', 'MRR ¥', 'active', 'trial', 'paused', 'canceled', 'new', 'churned', 'recovered', 'holds auth/capt/released/reauth', 'failed renewals by reason'],
+    all.map((m) => [
+      m.month,
+      yen(m.mrr_yen),
+      yen(m.subscriptions.active),
+      yen(m.subscriptions.trial),
+      yen(m.subscriptions.paused),
+      yen(m.subscriptions.canceled),
+      yen(m.new_subscriptions),
+      yen(m.churned_subscriptions),
+      yen(m.recovered_subscriptions),
+      `${m.holds.authorized}/${m.holds.captured}/${m.holds.released_at_expiry}/${m.holds.reauthorized}`,
+      byName(m.failed_renewals_by_reason),
+    ]),
+  );
+  const owners = [...new Set(all.flatMap((m) => [...Object.keys(m.carried_by_owner), ...Object.keys(m.forfeited_by_owner), ...Object.keys(m.paid_out_by_owner)]))].sort();
+  const balances =
+    owners.length === 0
+      ? []
+      : [
+          '',
+          'Balances by owner (¥): carried at month end / paid out / forfeited',
+          ...textTable(
+            ['month', ...owners],
+            all.map((m) => [m.month, ...owners.map((o) => `${yen(m.carried_by_owner[o] ?? 0)} / ${yen(m.paid_out_by_owner[o] ?? 0)} / ${yen(m.forfeited_by_owner[o] ?? 0)}`)]),
+          ),
+        ];
   return [
     `${title}: ${summary.scenario ?? '(unnamed scenario)'}, ${formatJst(new Date(summary.from))} → ${formatJst(new Date(summary.to))} (exclusive), seed ${summary.seed}`,
-    `${yen(summary.steps)} steps (${yen(summary.failed_steps)} failed), ${yen(summary.job_runs)} job runs`,
+    `${yen(summary.steps)} steps (${yen(summary.failed_steps)} failed), ${yen(summary.job_runs)} job runs; month-end figures in the total row are those at the end of the range`,
     '',
-    line(head),
-    ...rows.map(line),
+    ...money,
+    '',
+    ...business,
+    ...balances,
   ].join('\n');
 }
 
-export function formatDiff(rows: readonly DiffRow[]): string {
+/** The changed months and metrics of a what-if, titled with the overlay's own name. */
+export function formatDiff(rows: readonly DiffRow[], overlay: string): string {
   const changed = rows.filter((row) => row.delta !== 0);
-  if (changed.length === 0) return 'What-if: no difference from the baseline.';
-  const lines = changed.map((row) => `${row.month}  ${row.metric.padEnd(18)} ${yen(row.baseline).padStart(14)} → ${yen(row.variant).padStart(14)}  (${row.delta > 0 ? '+' : ''}${yen(row.delta)})`);
-  return ['What-if against the baseline (changed months and metrics):', ...lines].join('\n');
+  if (changed.length === 0) return `What-if "${overlay}": no difference from the baseline.`;
+  const lines = changed.map((row) => `${row.month}  ${row.metric.padEnd(24)} ${yen(row.baseline).padStart(14)} → ${yen(row.variant).padStart(14)}  (${row.delta > 0 ? '+' : ''}${yen(row.delta)})`);
+  return [`What-if "${overlay}" against the baseline (changed months and metrics):`, ...lines].join('\n');
 }
 
 /** Daily captured yen (bars) and failed charges (red line) as a standalone SVG. */

@@ -11,7 +11,7 @@ import { ALL_JOBS } from '../../jobs/index';
 import { parseInstant } from '../../src/domain/time';
 import { operationNames } from '../../src/operations/registry';
 import { formatSummary, writeReport } from '../../src/simulation/report';
-import { loadScenario, planSteps, type Scenario } from '../../src/simulation/scenario';
+import { loadScenario, parseScenario, planSteps, type Scenario } from '../../src/simulation/scenario';
 import { simulate } from '../../src/simulation/simulate';
 
 const CASES = fileURLToPath(new URL('../replay/cases/', import.meta.url));
@@ -76,5 +76,63 @@ describe('JST in the summary (issue 14, point 2)', () => {
     const { summary } = await run(loadScenario(join(CASES, 'pause-resume.json')), '2027-01-01', '2027-05-01');
     expect(summary.from).toBe('2026-12-31T15:00:00Z');
     expect(formatSummary(summary, 'Baseline').split('\n')[0]).toMatch(/^Baseline: .*, 2027-01-01 00:00 \+09:00 → 2027-05-01 00:00 \+09:00 \(exclusive\), seed 1$/);
+  }, 120_000);
+});
+
+describe('business figures per JST month (issue 14, point 3)', () => {
+  it('pause-resume, by hand: MRR and subscribers at month end, new, churned, recovered, failed renewals by reason', async () => {
+    // Jan 10: Dave and Erin subscribe to ¥1,980 a month. Feb 10: Dave's card declines, his
+    // subscription pauses; Feb 20 he adds a card and is resumed. Mar 1 Erin cancels; she is
+    // deleted at her period end, Mar 10. Months run to the range's end (2027-05-01, exclusive).
+    const { summary } = await run(loadScenario(join(CASES, 'pause-resume.json')), '2027-01-01', '2027-05-01');
+    const figures = summary.months.map((m) => ({
+      month: m.month,
+      mrr: m.mrr_yen,
+      ...m.subscriptions,
+      new: m.new_subscriptions,
+      churned: m.churned_subscriptions,
+      recovered: m.recovered_subscriptions,
+      failed: m.failed_renewals_by_reason,
+    }));
+    expect(figures).toEqual([
+      { month: '2027-01', mrr: 3960, active: 2, trial: 0, paused: 0, canceled: 0, new: 2, churned: 0, recovered: 0, failed: {} },
+      { month: '2027-02', mrr: 3960, active: 2, trial: 0, paused: 0, canceled: 0, new: 0, churned: 0, recovered: 1, failed: { card_declined: 1 } },
+      { month: '2027-03', mrr: 1980, active: 1, trial: 0, paused: 0, canceled: 0, new: 0, churned: 1, recovered: 0, failed: {} },
+      { month: '2027-04', mrr: 1980, active: 1, trial: 0, paused: 0, canceled: 0, new: 0, churned: 0, recovered: 0, failed: {} },
+    ]);
+    // The total row: events summed, month-end states those of the last month.
+    expect(summary.totals).toMatchObject({ mrr_yen: 1980, new_subscriptions: 2, churned_subscriptions: 1, recovered_subscriptions: 1, failed_renewals_by_reason: { card_declined: 1 } });
+  }, 120_000);
+
+  it('a yearly plan counts a twelfth, trials and canceled-but-not-deleted subscriptions bring no MRR, rounded half up once', async () => {
+    const card = { number: '4242424242424242', exp_month: 12, exp_year: 2032 };
+    const scenario = parseScenario(
+      JSON.stringify({
+        plans: [
+          { ref: 'monthly', params: { amount: 1000, currency: 'jpy', interval: 'month' } },
+          { ref: 'yearly', params: { amount: 10006, currency: 'jpy', interval: 'year' } },
+          { ref: 'trial', params: { amount: 500, currency: 'jpy', interval: 'month', trial_days: 60 } },
+        ],
+        customers: [
+          { ref: 'a', card },
+          { ref: 'b', card },
+          { ref: 'c', card },
+          { ref: 'd', card },
+        ],
+        timeline: [
+          { at: '2027-01-05T10:00', op: 'subscriptions.create', params: { customer: '$a', plan: '$monthly' } },
+          { at: '2027-01-05T10:00', op: 'subscriptions.create', params: { customer: '$b', plan: '$yearly' } },
+          { at: '2027-01-05T10:00', op: 'subscriptions.create', params: { customer: '$c', plan: '$trial' } },
+          { at: '2027-01-05T10:00', op: 'subscriptions.create', params: { customer: '$d', plan: '$monthly' }, ref: 'd_sub' },
+          { at: '2027-01-20T10:00', op: 'subscriptions.cancel', params: { id: '$d_sub' } },
+        ],
+      }),
+      'mrr scenario',
+    );
+    const { summary } = await run(scenario, '2027-01-01', '2027-02-01');
+    const [january] = summary.months;
+    // 1,000 + 10,006 / 12 = 1,833.83… → ¥1,834. D is canceled (deleted at Feb 5); C is on trial.
+    expect(january).toMatchObject({ month: '2027-01', mrr_yen: 1834, subscriptions: { active: 2, trial: 1, paused: 0, canceled: 1 }, new_subscriptions: 4 });
+    expect(summary.months).toHaveLength(1);
   }, 120_000);
 });

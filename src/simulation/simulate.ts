@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
 import type { Caller } from '../accounts/accounts';
-import { createAccount } from '../accounts/accounts';
+import { checkedFeeRates, createAccount } from '../accounts/accounts';
 import { openStore, redactUrl, type Store } from '../db/connect';
 import { migrate, readMigrations } from '../db/migrate';
 import { KessaiError, toError } from '../domain/errors';
@@ -31,7 +31,7 @@ import { runOperation } from '../operations/registry';
 import { simulatedCardNetwork } from '../processor/card-network';
 import { tokenizedCardOf } from '../customers/tokens';
 import { subscribeNewCustomers, type NewSubscriber, type NewSubscriberResult } from '../subscriptions/new-subscribers';
-import { ITEM_LABEL, parseRef, refsIn, scenarioAccounts, type JsonObject, type Scenario, type Step } from './scenario';
+import { ACCOUNT_SETTINGS_OP, ITEM_LABEL, parseRef, refsIn, scenarioAccounts, type JsonObject, type Scenario, type Step } from './scenario';
 import { VirtualClock } from '../engine/clock';
 import { createContext, type Context } from '../engine/context';
 import { nextSlotAfter, slotAtOrAfter, slotAtOrBefore } from '../engine/cron';
@@ -210,6 +210,45 @@ export function resolveParams(value: unknown, results: ReadonlyMap<string, Recor
   return value;
 }
 
+/**
+ * Sets account settings by column name; the columns are read from the database so that a
+ * setting added by a later migration is usable here without a change.
+ */
+async function applyAccountOptions(ctx: Context, accountId: string, settings: Readonly<Record<string, unknown>>): Promise<void> {
+  const options = Object.entries(settings);
+  if (options.length === 0) return;
+  const columns = await ctx.db
+    .selectFrom('information_schema.columns' as never)
+    .select('column_name' as never)
+    .where('table_name' as never, '=', 'accounts' as never)
+    .execute();
+  const known = new Set((columns as { column_name: string }[]).map((row) => row.column_name));
+  for (const [key] of options) {
+    if (!known.has(key) || ['account_id', 'name', 'created_at', 'term_cycle', 'live_enabled'].includes(key)) {
+      throw new KessaiError('invalid_param_key', { param: `options[${key}]`, message: `unknown account setting ${JSON.stringify(key)}` });
+    }
+  }
+  await ctx.db
+    .updateTable('accounts')
+    .set(Object.fromEntries(options) as never)
+    .where('account_id', '=', accountId)
+    .execute();
+}
+
+/** A what-if's account settings taking effect at their date (ACCOUNT_SETTINGS_OP): fee rates by brand, then options. */
+async function changeAccountSettings(ctx: Context, accountId: string, params: JsonObject): Promise<Record<string, unknown>> {
+  const rates = checkedFeeRates((params.fee_rates ?? {}) as Record<string, string>);
+  for (const [brand, fee_rate] of Object.entries(rates)) {
+    await ctx.db
+      .insertInto('account_fee_rates')
+      .values({ account_id: accountId, brand, fee_rate })
+      .onConflict((oc) => oc.columns(['account_id', 'brand']).doUpdateSet({ fee_rate }))
+      .execute();
+  }
+  await applyAccountOptions(ctx, accountId, (params.options ?? {}) as Record<string, unknown>);
+  return { id: accountId, object: 'account' };
+}
+
 async function createAccounts(ctx: Context, scenario: Scenario): Promise<string[]> {
   const ids: string[] = [];
   for (const account of scenarioAccounts(scenario)) {
@@ -219,26 +258,11 @@ async function createAccounts(ctx: Context, scenario: Scenario): Promise<string[
       if (error instanceof KessaiError) throw new SimulationError(`accounts (${account.id}): ${error.param ?? ''} ${error.message}`.replace('  ', ' '));
       throw error;
     }
-    const options = Object.entries(account.options ?? {});
-    if (options.length > 0) {
-      // Options are account settings by column name; the columns are read from the database so
-      // that a setting added by a later migration is usable here without a change.
-      const columns = await ctx.db
-        .selectFrom('information_schema.columns' as never)
-        .select('column_name' as never)
-        .where('table_name' as never, '=', 'accounts' as never)
-        .execute();
-      const known = new Set((columns as { column_name: string }[]).map((row) => row.column_name));
-      for (const [key] of options) {
-        if (!known.has(key) || ['account_id', 'name', 'created_at', 'term_cycle', 'live_enabled'].includes(key)) {
-          throw new SimulationError(`accounts (${account.id}).options: unknown account setting ${JSON.stringify(key)}`);
-        }
-      }
-      await ctx.db
-        .updateTable('accounts')
-        .set(Object.fromEntries(options) as never)
-        .where('account_id', '=', account.id)
-        .execute();
+    try {
+      await applyAccountOptions(ctx, account.id, account.options ?? {});
+    } catch (error) {
+      if (error instanceof KessaiError) throw new SimulationError(`accounts (${account.id}).options: ${error.message}`);
+      throw error;
     }
     ids.push(account.id);
   }
@@ -607,7 +631,7 @@ async function runOne(
   stats.steps += 1;
   try {
     const params = resolveParams(step.params, results, step.entry) as JsonObject;
-    const result = (await runOperation(ctx, caller, step.op, params)) as Record<string, unknown>;
+    const result = step.op === ACCOUNT_SETTINGS_OP ? await changeAccountSettings(ctx, step.account, params) : ((await runOperation(ctx, caller, step.op, params)) as Record<string, unknown>);
     if (step.ref !== undefined) results.set(step.ref, result);
     outcomes.push({
       entry: step.entry,

@@ -10,8 +10,8 @@ import { describe, expect, it } from 'vitest';
 import { ALL_JOBS } from '../../jobs/index';
 import { parseInstant } from '../../src/domain/time';
 import { operationNames } from '../../src/operations/registry';
-import { formatSummary, writeReport } from '../../src/simulation/report';
-import { loadScenario, parseScenario, planSteps, type Scenario } from '../../src/simulation/scenario';
+import { diffSummaries, formatDiff, formatSummary, writeReport } from '../../src/simulation/report';
+import { loadScenario, overlayScenario, parseScenario, planSteps, type Scenario } from '../../src/simulation/scenario';
 import { simulate } from '../../src/simulation/simulate';
 
 const CASES = fileURLToPath(new URL('../replay/cases/', import.meta.url));
@@ -135,4 +135,47 @@ describe('business figures per JST month (issue 14, point 3)', () => {
     expect(january).toMatchObject({ month: '2027-01', mrr_yen: 1834, subscriptions: { active: 2, trial: 1, paused: 0, canceled: 1 }, new_subscriptions: 4 });
     expect(summary.months).toHaveLength(1);
   }, 120_000);
+});
+
+describe('what-if with dates (issue 14, point 5)', () => {
+  const card = { number: '4242424242424242', exp_month: 12, exp_year: 2032 };
+  const baseline = parseScenario(
+    JSON.stringify({
+      accounts: [{ id: 'acct_shop', fee_rates: { Visa: '3.00' } }],
+      plans: [{ ref: 'monthly', params: { amount: 1000, currency: 'jpy', interval: 'month' } }],
+      customers: [{ ref: 'a', card }],
+      timeline: [{ at: '2027-01-10T10:00', op: 'subscriptions.create', params: { customer: '$a', plan: '$monthly' } }],
+    }),
+    'dated baseline',
+  );
+
+  it('an overlay\'s fee rate takes effect from its date: months before it keep the baseline\'s fees', async () => {
+    const overlay = parseScenario(JSON.stringify({ name: 'Visa 2 % from April', accounts: [{ id: 'acct_shop', from: '2027-04-01', fee_rates: { Visa: '2.00' } }] }), 'dated overlay');
+    const variant = overlayScenario(baseline, overlay);
+    const [base, other] = [await run(baseline, '2027-01-01', '2027-06-01'), await run(variant, '2027-01-01', '2027-06-01')];
+    // One ¥1,000 charge a month (Jan 10, Feb 10, …): 3.00 % is ¥30; from April 2.00 % is ¥20.
+    expect(base.summary.months.map((m) => m.fees_yen)).toEqual([30, 30, 30, 30, 30]);
+    expect(other.summary.months.map((m) => m.fees_yen)).toEqual([30, 30, 30, 20, 20]);
+    const diff = diffSummaries(base.summary, other.summary).filter((row) => row.delta !== 0);
+    expect(diff).toEqual([
+      { month: '2027-04', metric: 'fees_yen', baseline: 30, variant: 20, delta: -10 },
+      { month: '2027-05', metric: 'fees_yen', baseline: 30, variant: 20, delta: -10 },
+      // The merchant's balance stays under the payout minimum, carried: at the end of May it holds
+      // the terms of January to April (closed at each next 1st): 4 × ¥970 against 3 × ¥970 + ¥980.
+      { month: '2027-05', metric: 'carried:merchant', baseline: 3880, variant: 3890, delta: 10 },
+    ]);
+    expect(formatDiff(diff, overlay.name!)).toMatch(/^What-if "Visa 2 % from April" against the baseline/);
+  }, 120_000);
+
+  it('a dated setting for an account the baseline does not have, or outside the range, is refused', () => {
+    const stranger = parseScenario(JSON.stringify({ accounts: [{ id: 'acct_other', from: '2027-04-01', fee_rates: { Visa: '2.00' } }] }), 'overlay');
+    expect(() => overlayScenario(baseline, stranger)).toThrow(/what-if accounts\[0\]\.from: only settings of an account of the baseline/);
+    const late = overlayScenario(baseline, parseScenario(JSON.stringify({ accounts: [{ id: 'acct_shop', from: '2028-01-01', fee_rates: { Visa: '2.00' } }] }), 'overlay'));
+    expect(() => planSteps(late, { from: parseInstant('2027-01-01'), to: parseInstant('2027-06-01'), seed: 1, operations: operationNames() })).toThrow(
+      /what-if accounts\[0\] \(simulation\.account_settings at 2028-01-01 00:00 \+09:00\): the instant is outside the simulated range/,
+    );
+    expect(() => planSteps(parseScenario(JSON.stringify({ accounts: [{ id: 'acct_x', from: '2027-02-01' }] }), 'base'), { from: parseInstant('2027-01-01'), to: parseInstant('2027-06-01'), seed: 1, operations: operationNames() })).toThrow(
+      /accounts\[0\]\.from: only a what-if overlay's account settings/,
+    );
+  });
 });

@@ -92,8 +92,10 @@ async function runAll(output: OutputFolder, planned: Planned, options: SimulateO
   const showProgress = Boolean(process.stderr.isTTY) && !options.json;
   const base = await runOne(baseline, baselineSteps, options, databaseUrl, out, 'baseline', showProgress);
   failed.push(...base.failed);
+  const range = { from: options.from, to: options.to };
+  const title = baseline.name ?? 'scenario';
   if (!variant) {
-    writeSummaryFiles(out, base.summary, base.days, baseline.name ?? 'scenario');
+    await writeSummaryFiles(out, { json: base.summary, summary: base.summary, days: base.days, title, range });
     return { baseline: base.summary };
   }
   const other = await runOne(variant, variantSteps!, options, databaseUrl, join(out, 'variant'), 'what-if ', showProgress);
@@ -101,8 +103,8 @@ async function runAll(output: OutputFolder, planned: Planned, options: SimulateO
   const diff = diffSummaries(base.summary, other.summary);
   const result = { what_if: overlayName!, baseline: base.summary, variant: other.summary, diff };
   appendWhatIf(join(out, 'report.json'), { overlay: options.whatIf!, variant_report: 'variant/report.json', diff });
-  writeSummaryFiles(join(out, 'variant'), other.summary, other.days, `${baseline.name ?? 'scenario'} (what-if "${overlayName!}")`);
-  writeSummaryFiles(out, result, base.days, baseline.name ?? 'scenario');
+  await writeSummaryFiles(join(out, 'variant'), { json: other.summary, summary: other.summary, days: other.days, title: `${title} (what-if "${overlayName!}")`, range });
+  await writeSummaryFiles(out, { json: result, summary: base.summary, days: base.days, title, range, whatIf: { overlay: overlayName!, variant: other.summary, diff } });
   return result;
 }
 
@@ -147,7 +149,7 @@ export async function runSimulate(options: SimulateOptions, databaseUrl: string 
       console.log(`\n${formatSummary(result.variant, `What-if "${overlayName!}"`)}`);
       console.log(`\n${formatDiff(result.diff, overlayName!)}`);
     }
-    console.log(`\nWrote ${out}: report.json, summary.json, charges.csv, statements.csv, chart.svg${variant ? ' (and variant/)' : ''}`);
+    console.log(`\nWrote ${out}: report.html (open it in a browser), report.json, summary.json, charges.csv, statements.csv, charts/*.svg${variant ? ' (and variant/)' : ''}`);
   }
   if (failed.length > 0) {
     console.error(`kessai simulate: ${failed.length} entr${failed.length === 1 ? 'y was' : 'ies were'} refused (see steps in report.json):`);

@@ -16,6 +16,8 @@ import { renderCard } from '../customers/card-object';
 import type { Database } from '../db/schema';
 import { formatJst, fromUnixSeconds, jstMidnight, parseInstant, toIsoSeconds, toJstIso } from '../domain/time';
 import { emptyMonthEnd, monthEndFigures, type MonthEndFigures } from './business-figures';
+import { renderCharts } from './report-charts';
+import { renderReportHtml } from './report-html';
 import type { SimulatedWorld } from './simulate';
 import { EVENT_TEXT_SQL } from '../events/outbox';
 import { findOperation, runOperation } from '../operations/registry';
@@ -666,45 +668,24 @@ export function formatDiff(rows: readonly DiffRow[], overlay: string): string {
   return [`What-if "${overlay}" against the baseline (changed months and metrics):`, ...lines].join('\n');
 }
 
-/** Daily captured yen (bars) and failed charges (red line) as a standalone SVG. */
-export function renderChart(days: readonly DayPoint[], title: string): string {
-  const width = 960;
-  const height = 320;
-  const pad = { left: 70, right: 50, top: 30, bottom: 40 };
-  const plotW = width - pad.left - pad.right;
-  const plotH = height - pad.top - pad.bottom;
-  const maxYen = Math.max(1, ...days.map((d) => d.captured_yen));
-  const maxFail = Math.max(1, ...days.map((d) => d.failures));
-  const step = days.length > 0 ? plotW / days.length : plotW;
-  const esc = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;');
-  const bars = days
-    .map((d, i) => {
-      const h = (d.captured_yen / maxYen) * plotH;
-      return `<rect x="${(pad.left + i * step).toFixed(2)}" y="${(pad.top + plotH - h).toFixed(2)}" width="${Math.max(step - 0.5, 0.5).toFixed(2)}" height="${h.toFixed(2)}" fill="#4477aa"><title>${d.day}: ¥${yen(d.captured_yen)} captured, ${d.failures} failed</title></rect>`;
-    })
-    .join('\n');
-  const line = days.map((d, i) => `${(pad.left + i * step + step / 2).toFixed(2)},${(pad.top + plotH - (d.failures / maxFail) * plotH).toFixed(2)}`).join(' ');
-  const first = days[0]?.day ?? '';
-  const last = days.at(-1)?.day ?? '';
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">
-<title>${esc(title)}</title>
-<rect width="${width}" height="${height}" fill="white"/>
-<text x="${pad.left}" y="18">${esc(title)}: daily captured yen (bars, left axis) and failed charges (red, right axis)</text>
-<line x1="${pad.left}" y1="${pad.top + plotH}" x2="${pad.left + plotW}" y2="${pad.top + plotH}" stroke="#333"/>
-<line x1="${pad.left}" y1="${pad.top}" x2="${pad.left}" y2="${pad.top + plotH}" stroke="#333"/>
-<text x="${pad.left - 6}" y="${pad.top + 4}" text-anchor="end">¥${yen(maxYen)}</text>
-<text x="${pad.left - 6}" y="${pad.top + plotH}" text-anchor="end">0</text>
-<text x="${pad.left + plotW + 6}" y="${pad.top + 4}" fill="#cc3311">${maxFail}</text>
-<text x="${pad.left}" y="${height - 12}">${first}</text>
-<text x="${pad.left + plotW}" y="${height - 12}" text-anchor="end">${last}</text>
-${bars}
-${days.length > 0 ? `<polyline points="${line}" fill="none" stroke="#cc3311" stroke-width="1.5"/>` : ''}
-</svg>
-`;
+export interface SummaryFiles {
+  /** What summary.json holds: the summary, or for a what-if the baseline, variant and diff. */
+  readonly json: unknown;
+  readonly summary: Summary;
+  readonly days: readonly DayPoint[];
+  readonly title: string;
+  readonly range: { readonly from: Date; readonly to: Date };
+  readonly whatIf?: { readonly overlay: string; readonly variant: Summary; readonly diff: readonly DiffRow[] };
 }
 
-export function writeSummaryFiles(dir: string, summary: unknown, days: readonly DayPoint[], title: string): void {
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
-  writeFileSync(join(dir, 'chart.svg'), renderChart(days, title));
+/**
+ * Writes summary.json, report.html and the charts as SVG files under charts/ (the static export
+ * for documents; report.html inlines the same SVGs).
+ */
+export async function writeSummaryFiles(dir: string, files: SummaryFiles): Promise<void> {
+  mkdirSync(join(dir, 'charts'), { recursive: true });
+  writeFileSync(join(dir, 'summary.json'), `${JSON.stringify(files.json, null, 2)}\n`);
+  const charts = await renderCharts(files.summary, files.days, files.range, files.whatIf);
+  for (const chart of charts) writeFileSync(join(dir, 'charts', `${chart.name}.svg`), chart.svg);
+  writeFileSync(join(dir, 'report.html'), renderReportHtml({ title: files.title, summary: files.summary, charts, ...(files.whatIf ? { whatIf: files.whatIf } : {}) }));
 }

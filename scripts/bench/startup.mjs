@@ -6,6 +6,9 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import process from 'node:process';
+import { URL } from 'node:url';
 
 const root = new URL('../../', import.meta.url);
 const dataDir = process.argv[2] ?? mkdtempSync(join(tmpdir(), 'kessai-startup-'));
@@ -38,5 +41,5 @@ mark('migration check (up to date)');
 await store.close();
 mark('close');
 const total = phases.reduce((sum, [, ms]) => sum + ms, 0);
-for (const [name, ms] of phases) console.log(`${(ms / 1000).toFixed(2).padStart(6)} s  ${((ms / total) * 100).toFixed(0).padStart(3)} %  ${name}`);
-console.log(`${(total / 1000).toFixed(2).padStart(6)} s  total (node's own start-up not included)`);
+for (const [name, ms] of phases) process.stdout.write(`${(ms / 1000).toFixed(2).padStart(6)} s  ${((ms / total) * 100).toFixed(0).padStart(3)} %  ${name}\n`);
+process.stdout.write(`${(total / 1000).toFixed(2).padStart(6)} s  total (node's own start-up not included)\n`);

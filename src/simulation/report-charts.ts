@@ -79,42 +79,36 @@ function dailySpec(days: readonly DayPoint[]): TopLevelSpec {
   };
 }
 
-/** Holds by month: authorized, captured, released at expiry, reauthorized. */
-function holdsSpec(summary: Summary): TopLevelSpec {
-  const kinds = { authorized: 'authorized', captured: 'captured', released_at_expiry: 'released at expiry', reauthorized: 'reauthorized' } as const;
-  const values = summary.months.flatMap((m) => Object.entries(kinds).map(([key, label]) => ({ month: m.month, kind: label, count: m.holds[key as keyof typeof kinds] })));
+/** Bars by month, side by side per group, each group its colour. */
+function groupedBars(values: readonly Record<string, unknown>[], months: readonly string[], axes: { x: string; y: string; legend: string }, group: { field: string; sort?: string[] }, y: Record<string, unknown>): TopLevelSpec {
   return {
     ...base,
     width: WIDTH,
     height: HEIGHT,
-    data: { values },
+    data: { values: values as Record<string, unknown>[] },
     mark: 'bar',
     encoding: {
-      x: { field: 'month', type: 'ordinal', axis: { title: 'Month (JST)', labelAngle: 0 } },
-      xOffset: { field: 'kind', sort: Object.values(kinds) },
-      // A month without holds still gets a readable axis (0 to 1, whole numbers).
-      y: { field: 'count', type: 'quantitative', scale: { domainMin: 0, domainMax: Math.max(1, ...values.map((v) => v.count)) }, axis: { title: 'Holds (count)', tickMinStep: 1, format: 'd' } },
-      color: { field: 'kind', type: 'nominal', sort: Object.values(kinds), legend: { title: 'Holds' } },
+      x: { field: 'month', type: 'ordinal', scale: { domain: [...months] }, axis: { title: axes.x, labelAngle: 0 } },
+      xOffset: { field: group.field, ...(group.sort ? { sort: group.sort } : {}) },
+      y: { type: 'quantitative', ...y, axis: { title: axes.y, ...(y.axis as object | undefined) } } as never,
+      color: { field: group.field, type: 'nominal', ...(group.sort ? { sort: group.sort } : {}), legend: { title: axes.legend } },
     },
   };
+}
+
+/** Holds by month: authorized, captured, released at expiry, reauthorized. */
+function holdsSpec(summary: Summary): TopLevelSpec {
+  const kinds = { authorized: 'authorized', captured: 'captured', released_at_expiry: 'released at expiry', reauthorized: 'reauthorized' } as const;
+  const values = summary.months.flatMap((m) => Object.entries(kinds).map(([key, label]) => ({ month: m.month, kind: label, count: m.holds[key as keyof typeof kinds] })));
+  // A month without holds still gets a readable axis (0 to 1, whole numbers).
+  const y = { field: 'count', scale: { domainMin: 0, domainMax: Math.max(1, ...values.map((v) => v.count)) }, axis: { tickMinStep: 1, format: 'd' } };
+  return groupedBars(values, summary.months.map((m) => m.month), { x: 'Month (JST)', y: 'Holds (count)', legend: 'Holds' }, { field: 'kind', sort: Object.values(kinds) }, y);
 }
 
 /** Paid out by owner and month (balances closed with a payout date). */
 function payoutsSpec(summary: Summary): TopLevelSpec {
   const values = summary.months.flatMap((m) => Object.entries(m.paid_out_by_owner).map(([owner, yen]) => ({ month: m.month, owner, yen })));
-  return {
-    ...base,
-    width: WIDTH,
-    height: HEIGHT,
-    data: { values },
-    mark: 'bar',
-    encoding: {
-      x: { field: 'month', type: 'ordinal', scale: { domain: summary.months.map((m) => m.month) }, axis: { title: 'Month of payout (JST)', labelAngle: 0 } },
-      y: { field: 'yen', type: 'quantitative', axis: { title: 'Paid out (¥)' } },
-      color: { field: 'owner', type: 'nominal', legend: { title: 'Owner' } },
-      xOffset: { field: 'owner' },
-    },
-  };
+  return groupedBars(values, summary.months.map((m) => m.month), { x: 'Month of payout (JST)', y: 'Paid out (¥)', legend: 'Owner' }, { field: 'owner' }, { field: 'yen' });
 }
 
 /** Baseline and variant on the same axes: MRR and captured yen by month. */

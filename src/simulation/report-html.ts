@@ -6,10 +6,9 @@
  */
 import { formatJst } from '../domain/time';
 import type { Chart } from './report-charts';
-import type { DiffRow, Summary } from './report';
+import { subscriberCells, yen, type DiffRow, type Summary } from './report';
 
 const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
-const yen = (n: number) => n.toLocaleString('en-US');
 const byName = (record: Record<string, number>) =>
   Object.entries(record)
     .map(([name, n]) => `${escape(name)} ${yen(n)}`)
@@ -27,14 +26,7 @@ function monthTable(summary: Summary): string {
     ['Month', 'MRR ¥', 'Active', 'Trial', 'Paused', 'Canceled', 'New', 'Churned', 'Recovered', 'Captured ¥', 'Failed renewals', 'Refunded ¥', 'Fees ¥', 'Platform fees ¥', 'Paid out ¥', 'Carried ¥', 'Forfeited ¥'],
     all.map((m) => [
       escape(m.month),
-      yen(m.mrr_yen),
-      yen(m.subscriptions.active),
-      yen(m.subscriptions.trial),
-      yen(m.subscriptions.paused),
-      yen(m.subscriptions.canceled),
-      yen(m.new_subscriptions),
-      yen(m.churned_subscriptions),
-      yen(m.recovered_subscriptions),
+      ...subscriberCells(m),
       yen(m.captured_yen),
       `${yen(m.failed_renewals)}${m.failed_renewals > 0 ? ` (${byName(m.failed_renewals_by_reason)})` : ''}`,
       yen(m.refunded_yen),

@@ -600,7 +600,13 @@ export function diffSummaries(baseline: Summary, variant: Summary): DiffRow[] {
   return rows;
 }
 
-const yen = (n: number) => n.toLocaleString('en-US');
+export const yen = (n: number) => n.toLocaleString('en-US');
+
+/** The subscriber columns of a month's row, in the tables' order: MRR ¥, active, trial, paused, canceled, new, churned, recovered. */
+export function subscriberCells(m: MonthSummary): string[] {
+  const { subscriptions: s } = m;
+  return [m.mrr_yen, s.active, s.trial, s.paused, s.canceled, m.new_subscriptions, m.churned_subscriptions, m.recovered_subscriptions].map(yen);
+}
 
 /** Rows as a text table: the first and last columns left-aligned, the others right-aligned. */
 function textTable(head: readonly string[], rows: readonly string[][]): string[] {
@@ -625,14 +631,7 @@ export function formatSummary(summary: Summary, title = 'Simulation'): string {
     ['month', 'MRR ¥', 'active', 'trial', 'paused', 'canceled', 'new', 'churned', 'recovered', 'holds auth/capt/released/reauth', 'failed renewals by reason'],
     all.map((m) => [
       m.month,
-      yen(m.mrr_yen),
-      yen(m.subscriptions.active),
-      yen(m.subscriptions.trial),
-      yen(m.subscriptions.paused),
-      yen(m.subscriptions.canceled),
-      yen(m.new_subscriptions),
-      yen(m.churned_subscriptions),
-      yen(m.recovered_subscriptions),
+      ...subscriberCells(m),
       `${m.holds.authorized}/${m.holds.captured}/${m.holds.released_at_expiry}/${m.holds.reauthorized}`,
       byName(m.failed_renewals_by_reason),
     ]),

@@ -11,7 +11,7 @@ import { openStore } from '../db/connect';
 import { setReauthSettings } from '../charges/hold-jobs';
 import { migrate } from '../db/migrate';
 import { KessaiError, toError } from '../domain/errors';
-import { parseInstant } from '../domain/time';
+import { formatJst, parseInstant, toUnixSeconds } from '../domain/time';
 import { nextSlotAfter } from '../engine/cron';
 import type { EngineConfig } from '../engine/context';
 import { createLogger, silentLogger, type Logger } from '../engine/logger';
@@ -23,6 +23,7 @@ import { systemClock } from '../engine/system-clock';
 import { FixedClock } from '../engine/clock';
 import { registerSimulate } from './simulate';
 import { registerWebhooks, startWebhookPoller } from './webhooks';
+import { packageVersion } from './version';
 
 interface GlobalOptions {
   readonly databaseUrl?: string;
@@ -146,6 +147,7 @@ export function buildProgram(): Command {
   program
     .name('kessai')
     .description('Deterministic billing and settlement batch engine.')
+    .version(packageVersion(), '-V, --version', 'print the version')
     .addOption(new Option('--database-url <url>', 'PostgreSQL connection string; without it the embedded database is used').env('DATABASE_URL'))
     .addOption(new Option('--data-dir <dir>', 'folder of the embedded database').env('KESSAI_DATA_DIR').default('.kessai'))
     .addOption(new Option('--log-level <level>', 'log level (logs go to stderr)').choices(['debug', 'info', 'warn', 'error', 'silent']).env('KESSAI_LOG_LEVEL').default('warn'))
@@ -191,7 +193,9 @@ export function buildProgram(): Command {
           feeRates: options.feeRate ?? {},
         });
         if (options.json) {
-          console.log(JSON.stringify({ account, keys }, null, 2));
+          // snake_case and UNIX seconds, like every other JSON this command and the API print.
+          const object = { id: account.id, object: 'account', name: account.name, live_enabled: account.liveEnabled, term_cycle: account.termCycle, fee_rates: account.feeRates, created: toUnixSeconds(account.createdAt) };
+          console.log(JSON.stringify({ account: object, keys }, null, 2));
           return;
         }
         console.log(`account ${account.id} (${account.name}), term cycle ${account.termCycle}, live mode ${account.liveEnabled ? 'enabled' : 'not enabled'}`);
@@ -240,8 +244,8 @@ export function buildProgram(): Command {
       const rt = await runtime(g, logger(g));
       try {
         const rows = await listAccounts(rt.ctx);
-        if (rows.length === 0) console.log('no accounts yet: kessai accounts create --name <name>');
-        for (const row of rows) console.log(`${row.id}\t${row.name}\t${row.termCycle}\t${row.liveEnabled ? 'live' : 'test only'}\t${row.createdAt.toISOString()}`);
+        if (rows.length === 0) console.log('no accounts yet: ./bin/kessai.mjs accounts create --name <name>');
+        for (const row of rows) console.log(`${row.id}\t${row.name}\t${row.termCycle}\t${row.liveEnabled ? 'live' : 'test only'}\t${formatJst(row.createdAt)}`);
       } finally {
         await rt.close();
       }
@@ -263,9 +267,9 @@ export function buildProgram(): Command {
           let after = now;
           for (let i = 0; i < 3; i += 1) next.push((after = nextSlotAfter(job.schedule, after)));
           const [last] = await recentRuns(rt.ctx, job.name, 1);
-          const lastText = last ? `${last.slot.toISOString()} ${last.status}` : 'never run';
+          const lastText = last ? `${formatJst(last.slot)} ${last.status}` : 'never run';
           console.log(`${job.name}  "${job.schedule}"  ${job.description}`);
-          console.log(`  next: ${next.map((d) => d.toISOString()).join(', ')}`);
+          console.log(`  next: ${next.map(formatJst).join(', ')}`);
           console.log(`  last: ${lastText}`);
           const abandoned = await abandonedRuns(rt.ctx, job.name);
           if (abandoned.total > 0) {

@@ -21,16 +21,17 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
 import type { Caller } from '../accounts/accounts';
-import { createAccount } from '../accounts/accounts';
+import { checkedFeeRates, createAccount } from '../accounts/accounts';
 import { openStore, redactUrl, type Store } from '../db/connect';
 import { migrate, readMigrations } from '../db/migrate';
 import { KessaiError, toError } from '../domain/errors';
 import { seededIds } from '../domain/ids';
+import { formatJst } from '../domain/time';
 import { runOperation } from '../operations/registry';
 import { simulatedCardNetwork } from '../processor/card-network';
 import { tokenizedCardOf } from '../customers/tokens';
 import { subscribeNewCustomers, type NewSubscriber, type NewSubscriberResult } from '../subscriptions/new-subscribers';
-import { ITEM_LABEL, parseRef, refsIn, scenarioAccounts, type JsonObject, type Scenario, type Step } from './scenario';
+import { ACCOUNT_SETTINGS_OP, ITEM_LABEL, parseRef, refsIn, scenarioAccounts, type JsonObject, type Scenario, type Step } from './scenario';
 import { VirtualClock } from '../engine/clock';
 import { createContext, type Context } from '../engine/context';
 import { simulatedWebhookTransport, type SimulatedBehaviour } from '../webhooks/transport';
@@ -211,6 +212,45 @@ export function resolveParams(value: unknown, results: ReadonlyMap<string, Recor
   return value;
 }
 
+/**
+ * Sets account settings by column name; the columns are read from the database so that a
+ * setting added by a later migration is usable here without a change.
+ */
+async function applyAccountOptions(ctx: Context, accountId: string, settings: Readonly<Record<string, unknown>>): Promise<void> {
+  const options = Object.entries(settings);
+  if (options.length === 0) return;
+  const columns = await ctx.db
+    .selectFrom('information_schema.columns' as never)
+    .select('column_name' as never)
+    .where('table_name' as never, '=', 'accounts' as never)
+    .execute();
+  const known = new Set((columns as { column_name: string }[]).map((row) => row.column_name));
+  for (const [key] of options) {
+    if (!known.has(key) || ['account_id', 'name', 'created_at', 'term_cycle', 'live_enabled'].includes(key)) {
+      throw new KessaiError('invalid_param_key', { param: `options[${key}]`, message: `unknown account setting ${JSON.stringify(key)}` });
+    }
+  }
+  await ctx.db
+    .updateTable('accounts')
+    .set(Object.fromEntries(options) as never)
+    .where('account_id', '=', accountId)
+    .execute();
+}
+
+/** A what-if's account settings taking effect at their date (ACCOUNT_SETTINGS_OP): fee rates by brand, then options. */
+async function changeAccountSettings(ctx: Context, accountId: string, params: JsonObject): Promise<Record<string, unknown>> {
+  const rates = checkedFeeRates((params.fee_rates ?? {}) as Record<string, string>);
+  for (const [brand, fee_rate] of Object.entries(rates)) {
+    await ctx.db
+      .insertInto('account_fee_rates')
+      .values({ account_id: accountId, brand, fee_rate })
+      .onConflict((oc) => oc.columns(['account_id', 'brand']).doUpdateSet({ fee_rate }))
+      .execute();
+  }
+  await applyAccountOptions(ctx, accountId, (params.options ?? {}) as Record<string, unknown>);
+  return { id: accountId, object: 'account' };
+}
+
 async function createAccounts(ctx: Context, scenario: Scenario): Promise<string[]> {
   const ids: string[] = [];
   for (const account of scenarioAccounts(scenario)) {
@@ -220,26 +260,11 @@ async function createAccounts(ctx: Context, scenario: Scenario): Promise<string[
       if (error instanceof KessaiError) throw new SimulationError(`accounts (${account.id}): ${error.param ?? ''} ${error.message}`.replace('  ', ' '));
       throw error;
     }
-    const options = Object.entries(account.options ?? {});
-    if (options.length > 0) {
-      // Options are account settings by column name; the columns are read from the database so
-      // that a setting added by a later migration is usable here without a change.
-      const columns = await ctx.db
-        .selectFrom('information_schema.columns' as never)
-        .select('column_name' as never)
-        .where('table_name' as never, '=', 'accounts' as never)
-        .execute();
-      const known = new Set((columns as { column_name: string }[]).map((row) => row.column_name));
-      for (const [key] of options) {
-        if (!known.has(key) || ['account_id', 'name', 'created_at', 'term_cycle', 'live_enabled'].includes(key)) {
-          throw new SimulationError(`accounts (${account.id}).options: unknown account setting ${JSON.stringify(key)}`);
-        }
-      }
-      await ctx.db
-        .updateTable('accounts')
-        .set(Object.fromEntries(options) as never)
-        .where('account_id', '=', account.id)
-        .execute();
+    try {
+      await applyAccountOptions(ctx, account.id, account.options ?? {});
+    } catch (error) {
+      if (error instanceof KessaiError) throw new SimulationError(`accounts (${account.id}).options: ${error.message}`);
+      throw error;
     }
     ids.push(account.id);
   }
@@ -389,7 +414,7 @@ async function advance(ctx: Context, clock: VirtualClock, options: SimulationOpt
     stats.jobRuns += 1;
     stats.stops += 1;
     if (outcome.status !== 'succeeded') {
-      throw new SimulationError(`job ${first.job.name} at slot ${runAt.toISOString()} did not succeed (${outcome.status}${'error' in outcome ? `: ${outcome.error}` : ''})`);
+      throw new SimulationError(`job ${first.job.name} at slot ${formatJst(runAt)} did not succeed (${outcome.status}${'error' in outcome ? `: ${outcome.error}` : ''})`);
     }
     jobRuns.push({ job: first.job.name, slot: runAt, counts: outcome.counts });
     options.onProgress?.(runAt, stats);
@@ -540,7 +565,7 @@ async function runSubscriberBatch(
         count = error.fits;
         continue;
       }
-      throw new SimulationError(`${lead.entry} (bulk sign-up of ${count} generated subscribers from ${lead.at.toISOString()}) failed: ${toError(error).message}`, { cause: error });
+      throw new SimulationError(`${lead.entry} (bulk sign-up of ${count} generated subscribers from ${formatJst(lead.at)}) failed: ${toError(error).message}`, { cause: error });
     }
   }
   for (const [k, result] of signedUp.entries()) {
@@ -612,7 +637,7 @@ async function runOne(
   stats.steps += 1;
   try {
     const params = resolveParams(step.params, results, step.entry) as JsonObject;
-    const result = (await runOperation(ctx, caller, step.op, params)) as Record<string, unknown>;
+    const result = step.op === ACCOUNT_SETTINGS_OP ? await changeAccountSettings(ctx, step.account, params) : ((await runOperation(ctx, caller, step.op, params)) as Record<string, unknown>);
     if (step.ref !== undefined) results.set(step.ref, result);
     outcomes.push({
       entry: step.entry,
@@ -636,12 +661,12 @@ async function recordFailure(
   strict: boolean,
   stats: SimulationStats,
 ): Promise<void> {
-  if (!(error instanceof KessaiError)) throw new SimulationError(`${step.entry} (${step.op} at ${step.at.toISOString()}) failed: ${toError(error).message}`, { cause: error });
+  if (!(error instanceof KessaiError)) throw new SimulationError(`${step.entry} (${step.op} at ${formatJst(step.at)}) failed: ${toError(error).message}`, { cause: error });
   stats.failedSteps += 1;
   if (step.ref !== undefined) results.set(step.ref, error);
   const failure = { code: error.code, status: error.status, type: error.type, param: error.param ?? null, message: error.message };
   if (strict) {
-    throw new SimulationError(`${step.entry} (${step.op} at ${step.at.toISOString()}) failed: ${error.code}${error.param ? ` (param ${error.param})` : ''}: ${error.message}`);
+    throw new SimulationError(`${step.entry} (${step.op} at ${formatJst(step.at)}) failed: ${error.code}${error.param ? ` (param ${error.param})` : ''}: ${error.message}`);
   }
   outcomes.push({ entry: step.entry, at: step.at, op: step.op, ref: step.ref ?? null, account: step.account, result: null, error: failure });
 }

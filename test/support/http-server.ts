@@ -5,7 +5,7 @@
 import type { AddressInfo } from 'node:net';
 import Payjp from 'payjp';
 import { createAccount, type AccountKeys } from '../../src/accounts/accounts';
-import { buildServer } from '../../src/api/server';
+import { buildServer, type ServerOptions } from '../../src/api/server';
 import { openStore, type Store } from '../../src/db/connect';
 import { migrate } from '../../src/db/migrate';
 import type { EngineConfig } from '../../src/engine/context';
@@ -23,7 +23,7 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(backend: Backend, options: { seed?: number; config?: Partial<EngineConfig>; bodyLimit?: number } = {}): Promise<TestServer> {
+export async function startTestServer(backend: Backend, options: { seed?: number; config?: Partial<EngineConfig>; bodyLimit?: number; requestPolicies?: ServerOptions['requestPolicies'] } = {}): Promise<TestServer> {
   let store: Store;
   let drop: () => Promise<void>;
   let kind: string;
@@ -41,7 +41,7 @@ export async function startTestServer(backend: Backend, options: { seed?: number
   const ctx = testContext(store, { seed: options.seed ?? 15, at: REFERENCE_INSTANT, config: { statementUrlSecret: 'http-test-statement-secret', ...options.config } });
   const a = await createAccount(ctx, { name: 'HTTP Shop A', id: 'acct_http_a', liveEnabled: true });
   const b = await createAccount(ctx, { name: 'HTTP Shop B', id: 'acct_http_b' });
-  const app = await buildServer({ ctx, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }) });
+  const app = await buildServer({ ctx, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }), ...(options.requestPolicies ? { requestPolicies: options.requestPolicies } : {}) });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   return {
@@ -55,6 +55,15 @@ export async function startTestServer(backend: Backend, options: { seed?: number
       await drop();
     },
   };
+}
+
+/** A raw request with a key as HTTP Basic user (for what the SDK cannot send: the public key, bad bodies). */
+export async function rawRequest(server: TestServer, method: string, path: string, options: { key?: string; body?: string | Buffer; contentType?: string } = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+  const headers: Record<string, string> = {};
+  if (options.key !== undefined) headers.authorization = `Basic ${Buffer.from(`${options.key}:`).toString('base64')}`;
+  if (options.body !== undefined) headers['content-type'] = options.contentType ?? 'application/x-www-form-urlencoded';
+  const response = await fetch(`${server.baseUrl}${path}`, { method, headers, ...(options.body === undefined ? {} : { body: options.body }) });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
 /** The SDK's rejection as the fields a test asserts: HTTP status and the v1 error body. */

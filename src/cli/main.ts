@@ -21,6 +21,7 @@ import { Scheduler, abandonedRuns, recentRuns, type SlotOutcome } from '../engin
 import { listenForStop, type StopSignal } from '../engine/stop-signal';
 import { systemClock } from '../engine/system-clock';
 import { FixedClock } from '../engine/clock';
+import { registerServe } from './serve';
 import { registerSimulate } from './simulate';
 import { registerWebhooks, startWebhookPoller } from './webhooks';
 import { packageVersion } from './version';
@@ -389,6 +390,7 @@ export function buildProgram(): Command {
     });
 
   registerSimulate(program);
+  registerServe(program);
   registerWebhooks(program, (command) => runtime(globals(command), logger(globals(command))));
   return program;
 }

@@ -15,7 +15,7 @@ import { reject } from '../domain/errors';
 import { EVENT_OPERATIONS } from '../events/event-operations';
 import type { Context } from '../engine/context';
 import { PAYMENT_FLOW_OPERATIONS } from '../payment-flows/payment-flows';
-import { PLAN_OPERATIONS } from '../plans/plans';
+import { PLAN_OPERATIONS } from '../api/v1/plans';
 import { PRICE_OPERATIONS } from '../prices/prices';
 import { SETTLEMENT_OPERATIONS } from '../settlement/operations';
 import { SUBSCRIPTION_OPERATIONS } from '../subscriptions/subscriptions';

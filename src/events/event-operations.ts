@@ -9,7 +9,7 @@ import type { Context } from '../engine/context';
 import { defineOperation } from '../operations/define';
 import { inPage, listObject, PAGINATION_PARAMS, readPage } from '../operations/pagination';
 import { optionalString, readParams, requireString } from '../operations/params';
-import { renderEvent, type EventResource } from './outbox';
+import { renderEvent, storedEvent } from './outbox';
 
 const EVENTS_URL = '/v1/events';
 
@@ -22,26 +22,11 @@ function ownEvents(ctx: Context, caller: Caller) {
     .where('api_version', '=', 'v1');
 }
 
-type EventRow = Awaited<ReturnType<ReturnType<typeof ownEvents>['executeTakeFirstOrThrow']>>;
-
-function render(row: EventRow): Record<string, unknown> {
-  return renderEvent({
-    accountId: row.account_id,
-    id: row.event_id,
-    livemode: row.livemode,
-    apiVersion: row.api_version,
-    type: row.type,
-    data: row.data as EventResource,
-    createdAt: row.created_at,
-    pendingWebhooks: row.pending_webhooks,
-  });
-}
-
 async function retrieveEvent(ctx: Context, caller: Caller, input: unknown): Promise<object> {
   const id = requireString(readParams(input, ['id']), 'id');
   const row = await ownEvents(ctx, caller).where('event_id', '=', id).executeTakeFirst();
   if (!row) return reject('invalid_id', 'id', `No such event: ${id}`);
-  return render(row);
+  return renderEvent(storedEvent(row));
 }
 
 async function listEventsOperation(ctx: Context, caller: Caller, input: unknown): Promise<object> {
@@ -56,7 +41,7 @@ async function listEventsOperation(ctx: Context, caller: Caller, input: unknown)
     .$if(type !== undefined, (q) => q.where('type', '=', type!))
     .$call(inPage(page, 'event_id'))
     .execute();
-  return listObject(rows.map(render), page, EVENTS_URL);
+  return listObject(rows.map((row) => renderEvent(storedEvent(row))), page, EVENTS_URL);
 }
 
 export const EVENT_OPERATIONS = [defineOperation('events.retrieve', retrieveEvent), defineOperation('events.list', listEventsOperation)] as const;

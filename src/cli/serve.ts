@@ -8,7 +8,6 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { InvalidArgumentError, type Command } from 'commander';
 import { ALL_JOBS } from '../../jobs/index';
-import { buildServer, DEFAULT_BODY_LIMIT } from '../api/server';
 import { createLogger } from '../engine/logger';
 import { randomIds } from '../engine/random-ids';
 import { openRuntime, workerName } from '../engine/runtime';
@@ -24,7 +23,7 @@ interface ServeOptions {
   readonly cert?: string;
   readonly key?: string;
   readonly insecureHttp?: boolean;
-  readonly bodyLimit: number;
+  readonly bodyLimit?: number;
 }
 
 function portArg(value: string): number {
@@ -56,7 +55,7 @@ export function registerServe(program: Command): void {
     .option('--cert <file>', 'TLS certificate (PEM): serve HTTPS')
     .option('--key <file>', 'TLS private key (PEM)')
     .option('--insecure-http', 'allow plain HTTP on a non-loopback address')
-    .option('--body-limit <bytes>', 'largest request body accepted', bytesArg, DEFAULT_BODY_LIMIT)
+    .option('--body-limit <bytes>', 'largest request body accepted (default 65536)', bytesArg)
     .action(async (options: ServeOptions, command: Command) => {
       const g = command.optsWithGlobals() as { databaseUrl?: string; dataDir?: string; verbose?: boolean; logLevel: string };
       if ((options.cert === undefined) !== (options.key === undefined)) throw new Error('--cert and --key go together');
@@ -69,7 +68,9 @@ export function registerServe(program: Command): void {
       const stopped = stopSignal(log);
       const rt = await openRuntime({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, clock: systemClock, ids: randomIds(), log, config: environmentConfig() });
       if (rt.ctx.config.statementUrlSecret === undefined) log.warn('KESSAI_STATEMENT_URL_SECRET is not set: statement_urls answers 500 until it is');
-      const app = await buildServer({ ctx: rt.ctx, log, bodyLimit: options.bodyLimit, ...(https ? { https } : {}) });
+      // Loaded here, not at the top: every other kessai command starts without the HTTP stack.
+      const { buildServer } = await import('../api/server');
+      const app = await buildServer({ ctx: rt.ctx, log, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }), ...(https ? { https } : {}) });
       let loop: WorkerLoop | null = null;
       try {
         await app.listen({ port: options.port, host: options.host });

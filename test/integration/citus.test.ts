@@ -114,7 +114,8 @@ async function twoWorkersAfterSimulation(serverUrl: string | undefined): Promise
         const ctx = createContext({
           db: store.db,
           store,
-          clock: new FixedClock(slot),
+          // The later of the two slots has come (a slot runs only once its instant has).
+          clock: new FixedClock(new Date(slot.getTime() + 24 * 60 * 60 * 1000)),
           ids: seededIds(100 + i),
           processor: simulatedCardNetwork({ seed: 7 }),
           log: silentLogger(),

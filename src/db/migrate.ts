@@ -85,7 +85,7 @@ export async function migrate(store: Store, dir: string = SQL_DIR): Promise<Migr
     }
     for (const file of pending) {
       await store.executeScript(trx, file.text);
-      await trx.insertInto('kessai_migrations').values({ name: file.name, checksum: file.checksum, applied_at: sql<Date>`now()` as never }).execute();
+      await trx.insertInto('kessai_migrations').values({ name: file.name, checksum: file.checksum, applied_at: sql<Date>`now()` }).execute();
     }
     return { applied: pending.map((file) => file.name), alreadyApplied: applied.length };
   });

@@ -128,7 +128,8 @@ class JsonText {
 class JsonSections {
   #first = true;
   constructor(private readonly out: WriteStream) {
-    this.#write('{');
+    // The first write into a new stream never waits for 'drain'.
+    void this.#write('{');
   }
 
   #write(text: string | Buffer): void | Promise<void> {

@@ -208,8 +208,8 @@ type ReportCharge = Pick<ChargeRow, (typeof REPORT_CHARGE_COLUMNS)[number]>;
 
 /**
  * Charges in (account, created, id) order with their cards, a page at a time, read through one
- * cursor: no index has that order, so keyset pages each sorted the rest of the table (3.3 s of the
- * report at 10,000 simulated subscriptions); the cursor sorts once. Each card is read once for the
+ * cursor: no index has that order, so keyset pages each sorted the rest of the table (most of the
+ * report's time, docs/decisions.md); the cursor sorts once. Each card is read once for the
  * whole report, not once per charge: a subscriber's card appears in every renewal (on PGlite,
  * where every field read costs JavaScript work, reading them per page was most of the section).
  */

@@ -36,7 +36,7 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-floating-promises': 'error' },
   },
   {
-    // No import cycles in the engine (type-only imports included: a cycle of types is still a tangle).
+    // No import cycles in the engine (import-x ignores `import type`: only values make a cycle).
     files: ['src/**/*.ts', 'jobs/**/*.ts'],
     plugins: { 'import-x': importX },
     settings: {

@@ -173,8 +173,8 @@ const GROUP_1 = String.raw`E'\\1'`;
  * whitespace outside strings, keys in their stored order. A text without any blank, tab or line
  * break (most documents this process writes) passes as it is after four byte searches (a regular
  * expression test, `~ '[ \t\n\r]'`, was most of the printing time of a large batch: see
- * docs/decisions.md, "Measured figures moved out of comments"); any other (a blank inside a string, json_build_object's `"a" : 1`, jsonb's
- * `{"a": 1}`, pretty printers' line breaks) goes through a regular expression that keeps every
+ * docs/decisions.md, "Measured figures moved out of comments"); any other (a blank inside a
+ * string, json_build_object's `"a" : 1`, jsonb's `{"a": 1}`, pretty printers' line breaks) goes through a regular expression that keeps every
  * string whole and drops the whitespace between them. `text` is repeated: pass an expression that
  * is cheap to evaluate again (a column, a cast of one).
  */

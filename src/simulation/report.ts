@@ -18,6 +18,7 @@ import { formatJst, fromUnixSeconds, jstMidnight, parseInstant, toIsoSeconds, to
 import { emptyMonthEnd, monthEndFigures, type MonthEndFigures } from './business-figures';
 import { renderCharts } from './report-charts';
 import { renderReportHtml } from './report-html';
+import { subscriberCells, yen } from './report-cells';
 import type { SimulatedWorld } from './simulate';
 import { webhookReport } from './webhooks';
 import { EVENT_TEXT_SQL } from '../events/outbox';
@@ -605,14 +606,6 @@ export function diffSummaries(baseline: Summary, variant: Summary): DiffRow[] {
     }
   }
   return rows;
-}
-
-export const yen = (n: number) => n.toLocaleString('en-US');
-
-/** The subscriber columns of a month's row, in the tables' order: MRR ¥, active, trial, paused, canceled, new, churned, recovered. */
-export function subscriberCells(m: MonthSummary): string[] {
-  const { subscriptions: s } = m;
-  return [m.mrr_yen, s.active, s.trial, s.paused, s.canceled, m.new_subscriptions, m.churned_subscriptions, m.recovered_subscriptions].map(yen);
 }
 
 /** Rows as a text table: the first and last columns left-aligned, the others right-aligned. */

@@ -10,6 +10,7 @@ import { createAccount, listAccounts, type TermCycle } from '../accounts/account
 import { openStore } from '../db/connect';
 import { setReauthSettings } from '../charges/hold-jobs';
 import { migrate } from '../db/migrate';
+import { assertCitus, distributeAccountTables } from '../db/citus';
 import { KessaiError, toError } from '../domain/errors';
 import { formatJst, parseInstant, toUnixSeconds } from '../domain/time';
 import { nextSlotAfter } from '../engine/cron';
@@ -21,6 +22,7 @@ import { Scheduler, abandonedRuns, recentRuns, type SlotOutcome } from '../engin
 import { listenForStop, type StopSignal } from '../engine/stop-signal';
 import { systemClock } from '../engine/system-clock';
 import { FixedClock } from '../engine/clock';
+import { registerServe } from './serve';
 import { registerSimulate } from './simulate';
 import { registerWebhooks, startWebhookPoller } from './webhooks';
 import { packageVersion } from './version';
@@ -158,14 +160,21 @@ export function buildProgram(): Command {
   program
     .command('migrate')
     .description('apply the numbered SQL migrations in sql/ (a no-op when up to date)')
-    .action(async (_options, command: Command) => {
+    .addOption(new Option('--citus', 'on a Citus coordinator: then distribute every account table by account_id (see README, "Running on Citus")').env('KESSAI_CITUS'))
+    .action(async (migrateOptions: { citus?: boolean }, command: Command) => {
       const options = globals(command);
       const store = await openStore({ databaseUrl: options.databaseUrl, dataDir: options.dataDir });
       try {
+        // Checked before migrating, so a mistyped URL migrates nothing it would not distribute.
+        if (migrateOptions.citus) await assertCitus(store);
         const result = await migrate(store);
         const where = `${store.kind} ${store.location}`;
         if (result.applied.length === 0) console.log(`${where}: up to date (${result.alreadyApplied} migrations)`);
         else console.log(`${where}: applied ${result.applied.join(', ')}`);
+        if (migrateOptions.citus) {
+          const citus = await distributeAccountTables(store);
+          console.log(`citus: distributed ${citus.distributed.length === 0 ? 'nothing new' : citus.distributed.join(', ')} (${citus.alreadyDistributed} already); local: ${citus.local.join(', ')}`);
+        }
       } finally {
         await store.close();
       }
@@ -389,6 +398,7 @@ export function buildProgram(): Command {
     });
 
   registerSimulate(program);
+  registerServe(program);
   registerWebhooks(program, (command) => runtime(globals(command), logger(globals(command))));
   return program;
 }

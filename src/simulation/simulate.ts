@@ -24,6 +24,7 @@ import type { Caller } from '../accounts/accounts';
 import { checkedFeeRates, createAccount } from '../accounts/accounts';
 import { openStore, redactUrl, type Store } from '../db/connect';
 import { migrate, readMigrations } from '../db/migrate';
+import { citusNodes, distributeAccountTables, joinCitusCluster } from '../db/citus';
 import { KessaiError, toError } from '../domain/errors';
 import { seededIds } from '../domain/ids';
 import { formatJst } from '../domain/time';
@@ -104,8 +105,9 @@ export class SimulationError extends Error {
 }
 
 /** A scratch database on a PostgreSQL server, dropped when the simulation ends. */
-async function scratchPostgres(url: string): Promise<{ url: string; drop(): Promise<void> }> {
+async function scratchPostgres(url: string): Promise<{ url: string; citus: boolean; drop(): Promise<void> }> {
   const name = `kessai_sim_${randomBytes(6).toString('hex')}`;
+  let citus: Awaited<ReturnType<typeof citusNodes>> = [];
   const admin = new pg.Client({ connectionString: url });
   await admin.connect().catch((error: unknown) => {
     throw new Error(`cannot connect to PostgreSQL at ${redactUrl(url)}: ${(error as Error).message}`, { cause: error });
@@ -118,7 +120,14 @@ async function scratchPostgres(url: string): Promise<{ url: string; drop(): Prom
     // default locale provider is ICU (15 and later), the libc provider is asked for, or the C
     // collation would be ignored.
     const version = Number((await admin.query<{ v: string }>(`SELECT current_setting('server_version_num') AS v`)).rows[0]!.v);
-    await admin.query(`CREATE DATABASE ${name} TEMPLATE template0 LC_COLLATE 'C'${version >= 150000 ? ' LOCALE_PROVIDER libc' : ''}`);
+    // On a Citus coordinator the scratch database is made on every node (propagation), then joins
+    // the cluster and its account tables are distributed after migrating (src/db/citus.ts).
+    citus = await citusNodes(admin);
+    // Citus propagates CREATE DATABASE from template1 only, with its collation: on a cluster
+    // initialised with C or C.UTF-8 text still sorts by bytes.
+    if (citus.length > 0) await admin.query('SET citus.enable_create_database_propagation = on');
+    if (citus.length > 0) await admin.query(`CREATE DATABASE ${name}`);
+    else await admin.query(`CREATE DATABASE ${name} TEMPLATE template0 LC_COLLATE 'C'${version >= 150000 ? ' LOCALE_PROVIDER libc' : ''}`);
     // A scratch database: losing the last commits in a server crash loses nothing of value, and
     // not waiting for each commit's flush makes the many small transactions of a replay cheap.
     await admin.query(`ALTER DATABASE ${name} SET synchronous_commit = off`);
@@ -127,18 +136,23 @@ async function scratchPostgres(url: string): Promise<{ url: string; drop(): Prom
   }
   const target = new URL(url);
   target.pathname = `/${name}`;
-  return {
-    url: target.toString(),
-    async drop() {
-      const client = new pg.Client({ connectionString: url });
-      await client.connect();
-      try {
-        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await client.end();
-      }
-    },
+  const drop = async () => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      if (citus.length > 0) await client.query('SET citus.enable_create_database_propagation = on');
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    } finally {
+      await client.end();
+    }
   };
+  if (citus.length > 0) {
+    await joinCitusCluster(target.toString(), citus).catch(async (error: unknown) => {
+      await drop().catch(() => {});
+      throw error;
+    });
+  }
+  return { url: target.toString(), citus: citus.length > 0, drop };
 }
 
 /**
@@ -282,6 +296,7 @@ export async function simulate<T>(options: SimulationOptions, consume: (world: S
     store = scratch ? await openStore({ databaseUrl: scratch.url, poolSize: 2, applicationName: 'kessai simulate' }) : await migratedPglite();
     // A no-op on a snapshot that already has every migration.
     await migrate(store);
+    if (scratch?.citus) await distributeAccountTables(store);
     const clock = new VirtualClock(options.from);
     // Webhooks are answered in the process, as the scenario's endpoints say (never the network).
     const webhookBehaviours = new Map<string, SimulatedBehaviour>();

@@ -1,6 +1,7 @@
 // Lint enforces the boundaries of ../shared/STYLE.md: engine code takes time and randomness as
 // inputs (ctx.clock, ctx.ids), and src/domain stays pure (no database, logger or scheduler).
 import js from '@eslint/js';
+import { createNodeResolver, importX } from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 
 const clockAndRandomness = [
@@ -29,8 +30,36 @@ export default tseslint.config(
     },
   },
   {
+    // Type-aware: a promise nobody awaits loses its error and its ordering.
+    files: ['src/**/*.ts', 'jobs/**/*.ts', 'scripts/**/*.ts', 'test/**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: { '@typescript-eslint/no-floating-promises': 'error' },
+  },
+  {
+    // No import cycles in the engine (import-x ignores `import type`: only values make a cycle).
+    files: ['src/**/*.ts', 'jobs/**/*.ts'],
+    plugins: { 'import-x': importX },
+    settings: {
+      'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.js', '.json'] })],
+      'import-x/extensions': ['.ts', '.js'],
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
+    },
+    rules: { 'import-x/no-cycle': ['error', { ignoreExternal: true }] },
+  },
+  {
     files: ['src/**/*.ts', 'jobs/**/*.ts'],
     rules: { 'no-restricted-syntax': ['error', ...clockAndRandomness] },
+  },
+  {
+    // Features never reach up into the command line or the job wiring.
+    files: ['src/**/*.ts'],
+    ignores: ['src/cli/**', 'src/domain/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/cli', '**/cli/*', '**/jobs', '**/jobs/*'], message: 'Features never import src/cli or jobs: those are composition roots that import features.' }] },
+      ],
+    },
   },
   {
     // Composition roots: the only places that may read the wall clock.
@@ -45,6 +74,8 @@ export default tseslint.config(
         {
           patterns: [
             { group: ['**/db', '**/db/*', '../db/**'], message: 'src/domain is pure: no database access.' },
+            { group: ['**/engine', '**/engine/*', '../engine/**'], message: 'src/domain is pure: no engine (clock, scheduler, context) imports.' },
+            { group: ['**/cli', '**/cli/*', '**/jobs', '**/jobs/*'], message: 'Features never import src/cli or jobs: those are composition roots that import features.' },
             { group: ['pg', 'kysely', 'pino', 'node-cron', '@electric-sql/*'], message: 'src/domain is pure: no database, logger or scheduler imports.' },
           ],
         },

@@ -7,7 +7,8 @@
  */
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
-import type { CheckoutSessionLineItemsTable, CheckoutSessionsTable, Database, PaymentMethodType } from '../db/schema';
+import type { PaymentMethodType } from '../db/column-types';
+import type { CheckoutSessionLineItemsTable, CheckoutSessionsTable, Database } from '../db/schema';
 import { KessaiError, reject } from '../domain/errors';
 import { createMetadata } from '../domain/metadata';
 import { toIsoSeconds } from '../domain/time';

@@ -12,7 +12,8 @@
  */
 import type { Kysely, Selectable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
-import type { Database, DisplayPreference, PaymentMethodConfigurationsTable } from '../db/schema';
+import type { DisplayPreference } from '../db/column-types';
+import type { Database, PaymentMethodConfigurationsTable } from '../db/schema';
 import { reject } from '../domain/errors';
 import { DISPLAY_METHODS, DISPLAY_PREFERENCES, paymentMethodDisplay, type DisplayMethod, type MethodDisplay } from '../domain/payment-method-display';
 import type { Context } from '../engine/context';

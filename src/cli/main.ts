@@ -453,5 +453,11 @@ export async function main(argv: readonly string[]): Promise<number> {
 // Run when executed directly (`tsx src/cli/main.ts`); bin/kessai.mjs imports and calls main itself.
 const invokedDirectly = process.argv[1] !== undefined && /(?:^|[\\/])src[\\/]cli[\\/]main\.ts$/.test(process.argv[1]);
 if (invokedDirectly) {
-  main(process.argv).then((code) => process.exit(code));
+  main(process.argv).then(
+    (code) => process.exit(code),
+    (error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
 }

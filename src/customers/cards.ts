@@ -5,6 +5,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { Caller } from '../accounts/accounts';
+import { isUniqueViolation } from '../db/errors';
 import type { Database } from '../db/schema';
 import { KessaiError, reject } from '../domain/errors';
 import { createMetadata, mergeMetadata } from '../domain/metadata';
@@ -18,15 +19,14 @@ import { renderCard, type CardObject, type CardRow } from './card-object';
 import { findCustomer } from './customer-record';
 import { consumeToken, type TokenRow } from './tokens';
 
-/** SQLSTATE of a unique violation: the same card was attached by a concurrent request. */
-const UNIQUE_VIOLATION = '23505';
-
 export function cardsUrl(customerId: string): string {
   return `/v1/customers/${customerId}/cards`;
 }
 
+const SAME_CARD = { param: 'card', message: 'The customer already has a card with the same number and expiry.' } as const;
+
 function sameCardError(): KessaiError {
-  return new KessaiError('already_have_the_same_card', { param: 'card', message: 'The customer already has a card with the same number and expiry.' });
+  return new KessaiError('already_have_the_same_card', SAME_CARD);
 }
 
 /** The card a token becomes when attached to a customer at `at` (the token's card id and details). */
@@ -91,7 +91,8 @@ export async function attachCardFromToken(
   try {
     await trx.insertInto('cards').values({ ...row, metadata: JSON.stringify(metadata) }).execute();
   } catch (error) {
-    if ((error as { code?: unknown }).code === UNIQUE_VIOLATION) throw sameCardError();
+    // The same card was attached by a concurrent request.
+    if (isUniqueViolation(error)) throw new KessaiError('already_have_the_same_card', { ...SAME_CARD, cause: error });
     throw error;
   }
   return row;

@@ -96,7 +96,7 @@ export async function migrate(store: Store, dir: string = SQL_DIR): Promise<Migr
           throw new MigrationError(`sql/${file.name} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
         });
       }
-      await trx.insertInto('kessai_migrations').values({ name: file.name, checksum: file.checksum, applied_at: sql<Date>`now()` as never }).execute();
+      await trx.insertInto('kessai_migrations').values({ name: file.name, checksum: file.checksum, applied_at: sql<Date>`now()` }).execute();
     }
     return { applied: pending.map((file) => file.name), alreadyApplied: applied.length };
   });

@@ -88,9 +88,9 @@ export async function recordPreparedEvents(executor: Kysely<Database>, ids: IdGe
   const eventIds = prepared.kinds.map((kind) => ids.next(kind));
   // Three text values zipped by position (ROWS FROM): the columns as a JSON array of rows, the
   // documents and the ids newline-separated, split server-side, each document parsed once as json.
-  // Measured on a 10,000-event batch: a jsonb array parameter spent 230–480 ms in BIND parsing one
-  // giant jsonb and as long again extracting its elements; typed array parameters were escaped
-  // element by element here and parsed again by the server.
+  // A jsonb array parameter cost BIND time parsing one giant jsonb and as long again extracting
+  // its elements; typed array parameters were escaped element by element here and parsed again by
+  // the server (figures: docs/decisions.md, "Measured figures moved out of comments").
   await withWebhookDeliveries(sql`
     INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks)
     SELECT x.a, x.id, x.l, x.v, x.t, x.o, x.r, x.d::json, ${instantFromEpochMs('x.c')}, ${pendingWebhooksSql('x.a', 'x.l', 'x.v', 'x.t')}
@@ -177,9 +177,9 @@ const GROUP_1 = String.raw`E'\\1'`;
  * The SQL expression that prints a JSON text as JSON.stringify prints it parsed: without
  * whitespace outside strings, keys in their stored order. A text without any blank, tab or line
  * break (most documents this process writes) passes as it is after four byte searches (a regular
- * expression test, `~ '[ \t\n\r]'`, cost 2.5 µs per 1 KB document, most of the printing of
- * 250,000 events); any other (a blank inside a string, json_build_object's `"a" : 1`, jsonb's
- * `{"a": 1}`, pretty printers' line breaks) goes through a regular expression that keeps every
+ * expression test, `~ '[ \t\n\r]'`, was most of the printing time of a large batch: see
+ * docs/decisions.md, "Measured figures moved out of comments"); any other (a blank inside a
+ * string, json_build_object's `"a" : 1`, jsonb's `{"a": 1}`, pretty printers' line breaks) goes through a regular expression that keeps every
  * string whole and drops the whitespace between them. `text` is repeated: pass an expression that
  * is cheap to evaluate again (a column, a cast of one).
  */

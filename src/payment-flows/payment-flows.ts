@@ -11,7 +11,8 @@
  */
 import { sql, type Kysely, type Updateable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
-import type { Database, PaymentFlowsTable, PaymentMethodType } from '../db/schema';
+import type { PaymentMethodType } from '../db/column-types';
+import type { Database, PaymentFlowsTable } from '../db/schema';
 import { KessaiError, reject, type ErrorCode } from '../domain/errors';
 import { holdLapsed, parseExtendedAuthorizationRequest, v2HoldExpiresAt, type ExtendedAuthorizationRequest } from '../domain/hold-periods';
 import { createMetadata, mergeMetadata, type Metadata } from '../domain/metadata';

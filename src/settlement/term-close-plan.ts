@@ -5,7 +5,7 @@
  * fixed order (term by term, owner by owner: a new balance's id, then its statements'). The
  * balance rules themselves are src/domain/balance-rules.ts (closeOwnerBalance).
  */
-import type { SettlementOwner } from '../db/schema';
+import type { SettlementOwner } from '../db/column-types';
 import { compositeKey } from '../db/bulk-rows';
 import { closeOwnerBalance, minimumTransferAmount, type BalanceOwner, type BalanceState, type BalanceEventType } from '../domain/balance-rules';
 import { balanceDueDate } from '../domain/business-days';

@@ -6,7 +6,8 @@
  */
 import { formatJst } from '../domain/time';
 import type { Chart } from './report-charts';
-import { subscriberCells, yen, type DiffRow, type Summary } from './report';
+import type { DiffRow, Summary } from './report';
+import { subscriberCells, yen } from './report-cells';
 
 const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 const byName = (record: Record<string, number>) =>

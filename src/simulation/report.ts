@@ -18,6 +18,7 @@ import { formatJst, fromUnixSeconds, jstMidnight, parseInstant, toIsoSeconds, to
 import { emptyMonthEnd, monthEndFigures, type MonthEndFigures } from './business-figures';
 import { renderCharts } from './report-charts';
 import { renderReportHtml } from './report-html';
+import { subscriberCells, yen } from './report-cells';
 import type { SimulatedWorld } from './simulate';
 import { webhookReport } from './webhooks';
 import { EVENT_TEXT_SQL } from '../events/outbox';
@@ -128,7 +129,8 @@ class JsonText {
 class JsonSections {
   #first = true;
   constructor(private readonly out: WriteStream) {
-    this.#write('{');
+    // The first write into a new stream never waits for 'drain'.
+    void this.#write('{');
   }
 
   #write(text: string | Buffer): void | Promise<void> {
@@ -207,8 +209,8 @@ type ReportCharge = Pick<ChargeRow, (typeof REPORT_CHARGE_COLUMNS)[number]>;
 
 /**
  * Charges in (account, created, id) order with their cards, a page at a time, read through one
- * cursor: no index has that order, so keyset pages each sorted the rest of the table (3.3 s of the
- * report at 10,000 simulated subscriptions); the cursor sorts once. Each card is read once for the
+ * cursor: no index has that order, so keyset pages each sorted the rest of the table (most of the
+ * report's time, docs/decisions.md); the cursor sorts once. Each card is read once for the
  * whole report, not once per charge: a subscriber's card appears in every renewal (on PGlite,
  * where every field read costs JavaScript work, reading them per page was most of the section).
  */
@@ -604,14 +606,6 @@ export function diffSummaries(baseline: Summary, variant: Summary): DiffRow[] {
     }
   }
   return rows;
-}
-
-export const yen = (n: number) => n.toLocaleString('en-US');
-
-/** The subscriber columns of a month's row, in the tables' order: MRR ¥, active, trial, paused, canceled, new, churned, recovered. */
-export function subscriberCells(m: MonthSummary): string[] {
-  const { subscriptions: s } = m;
-  return [m.mrr_yen, s.active, s.trial, s.paused, s.canceled, m.new_subscriptions, m.churned_subscriptions, m.recovered_subscriptions].map(yen);
 }
 
 /** Rows as a text table: the first and last columns left-aligned, the others right-aligned. */

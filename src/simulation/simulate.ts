@@ -116,7 +116,7 @@ async function scratchPostgres(url: string): Promise<{ url: string; citus: boole
     // Text sorts by bytes, as on the embedded database (PGlite's collation is C), whatever the
     // server's default: the report's order cannot depend on the server's locale, and byte
     // comparison skips strcoll in every index and sort (PostgreSQL 15 treats only C and POSIX as
-    // C, not C.UTF-8: ~0.5 s less server CPU at 10,000 simulated subscriptions). On a server whose
+    // C, not C.UTF-8; the saving is in docs/decisions.md). On a server whose
     // default locale provider is ICU (15 and later), the libc provider is asked for, or the C
     // collation would be ignored.
     const version = Number((await admin.query<{ v: string }>(`SELECT current_setting('server_version_num') AS v`)).rows[0]!.v);
@@ -163,7 +163,7 @@ async function scratchPostgres(url: string): Promise<{ url: string; citus: boole
  *
  * Unlogged: the database lives in this process's memory and is gone when the run ends, so the
  * write-ahead log protects nothing, and on PGlite writing it is work on the one thread that runs
- * everything (a 10,000-subscription year: simulation 45.9 → 36.8 s, peak RSS 1.9 → 1.5 GB). The
+ * everything (less time and memory: figures in docs/decisions.md). The
  * tables, their indexes and every statement are the migrations' own; only persistence differs.
  */
 async function migratedPglite(): Promise<Store> {
@@ -333,12 +333,12 @@ function rowsWritten(counts: JobCounts): number {
  * Keeps the query planner's statistics in step with a database that grows from empty within
  * seconds. A worker's server has autovacuum for this; the simulation's database does not (PGlite
  * has none, and a scratch PostgreSQL database outgrows it), and with statistics of empty tables
- * the planner joins thousands of rows by sequential scans (a batch's default-card lookup took
- * 300 ms for 300 rows). ANALYZE runs whenever the work done since the last one reaches all the
+ * the planner joins thousands of rows by sequential scans (a batch's default-card lookup grew
+ * with the table). ANALYZE runs whenever the work done since the last one reaches all the
  * work before it (at least 100 rows): a logarithmic number of times. Doubling is enough: the
  * planner scales stale statistics by a table's current size, what it needs is a first picture of
- * each table once it is no longer empty (a quarter, as before, cost 1.7 of 18 s at 10,000
- * simulated subscriptions on PostgreSQL, for no better plans).
+ * each table once it is no longer empty (analyzing at every quarter of growth cost more, for no
+ * better plans: figures in docs/decisions.md).
  */
 function plannerStatistics(ctx: Context) {
   let analyzedAt = 0;
@@ -352,7 +352,7 @@ function plannerStatistics(ctx: Context) {
         await sql<{ name: string }>`SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema() AND tablename <> 'events' ORDER BY tablename`.execute(ctx.db)
       ).rows.map((row) => `"${row.name}"`);
       // A small sample (3,000 rows a table instead of 30,000): the planner's choices here turn on
-      // row counts and key spread, not on fine histograms; 0.8 → 0.2 s at 10,000 subscriptions.
+      // row counts and key spread, not on fine histograms (saving: docs/decisions.md).
       await ctx.db.transaction().execute(async (trx) => {
         await sql`SET LOCAL default_statistics_target = 10`.execute(trx);
         await sql`ANALYZE ${sql.raw(tables!.join(', '))}`.execute(trx);

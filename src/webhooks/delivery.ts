@@ -265,7 +265,9 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
     flying += 1;
     inFlight.set(claim.endpointId, (inFlight.get(claim.endpointId) ?? 0) + 1);
     const at = attemptInstant(claim);
-    transport
+    // Not awaited: up to the pool's size of sends fly at once, each settling into `buffer`.
+    // Transports report a failed attempt (timeout, connection error) as a result, not a rejection.
+    void transport
       .send({ endpointId: claim.endpointId, url: claim.url, token: claim.token, body: claim.body, attempt: claim.attempt })
       .then((result) => {
         ctx.log.info(

@@ -5,7 +5,8 @@
  * not do) and never logged. Endpoints are configured from the CLI; the spec has no API for them.
  */
 import { sql, type Kysely } from 'kysely';
-import type { Database, WebhookEndpointStatus } from '../db/schema';
+import type { WebhookEndpointStatus } from '../db/column-types';
+import type { Database } from '../db/schema';
 import { KessaiError } from '../domain/errors';
 import type { Context } from '../engine/context';
 import type { ApiVersion } from '../events/outbox';

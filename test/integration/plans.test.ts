@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
-import type { SubscriptionStatus } from '../../src/db/schema';
+import type { SubscriptionStatus } from '../../src/db/column-types';
 import { assertSubscribablePlan } from '../../src/domain/billing-calendar';
 import { KessaiError } from '../../src/domain/errors';
 import { toUnixSeconds } from '../../src/domain/time';

@@ -331,7 +331,7 @@ describe.runIf(isPostgres())('webhook delivery across processes (PostgreSQL)', (
           resolve();
         }
       }, 5);
-      victim.exited.then(() => (clearInterval(timer), reject(new Error(`the worker finished before it was killed: ${victim.errors()}`))));
+      void victim.exited.then(() => (clearInterval(timer), reject(new Error(`the worker finished before it was killed: ${victim.errors()}`))));
     });
     expect(await victim.exited).toMatchObject({ signal: 'SIGKILL' });
     const afterKill = await deliveryState(caller.accountId);

@@ -1,20 +1,28 @@
 /**
  * The lint boundaries of STYLE.md, proved through ESLint's Node API on the repository's own
  * eslint.config.js: engine and domain code take time and randomness as inputs, and src/domain is
- * pure. The file paths below do not exist on disk; the config is not type-aware, so lintText only
- * uses them to pick the rules.
+ * pure, features never import src/cli or jobs, no floating promises, no import cycles. The example
+ * file paths below do not exist on disk: lintText uses them to pick the rules, and the type-aware
+ * rules get a default TypeScript project for them (EXAMPLE_FILES). The import cycle needs two real
+ * files, written under src/ for the test and removed after it.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ESLint, type Linter } from 'eslint';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 
+/** The files that do not exist, linted with a default project so that type-aware rules run on them. */
+const EXAMPLE_FILES = ['src/engine/example.ts', 'src/domain/example.ts', 'src/cli/example.ts', 'jobs/example.ts', 'src/charges/example.ts', 'src/simulation/example.ts'];
+
 let eslint: ESLint;
 beforeAll(() => {
-  eslint = new ESLint({ cwd: repoRoot });
+  eslint = new ESLint({
+    cwd: repoRoot,
+    overrideConfig: { files: EXAMPLE_FILES, languageOptions: { parserOptions: { projectService: { allowDefaultProject: EXAMPLE_FILES } } } },
+  });
 });
 
 async function lint(code: string, filePath: string): Promise<Linter.LintMessage[]> {
@@ -104,5 +112,64 @@ describe('src/domain is pure: no database, logger or scheduler imports', () => {
   it('importing another domain module or decimal.js in src/domain is fine', async () => {
     const code = "import Decimal from 'decimal.js';\nimport { jstDate } from './time';\nexport const used = [Decimal, jstDate];\n";
     expect(await lint(code, 'src/domain/example.ts')).toEqual([]);
+  });
+});
+
+describe('features never import src/cli or jobs', () => {
+  const IMPORTS = {
+    '../cli/main': "import { main } from '../cli/main';\nexport const used = main;\n",
+    '../../jobs/index': "import * as jobs from '../../jobs/index';\nexport const used = jobs;\n",
+  } as const;
+
+  for (const dir of ['src/charges', 'src/simulation', 'src/domain']) {
+    it.each(Object.entries(IMPORTS))(`${dir}: importing '%s' is an error (no-restricted-imports)`, async (source, code) => {
+      const messages = await lint(code, `${dir}/example.ts`);
+      expect(messages.map((m) => [m.ruleId, m.severity])).toEqual([['no-restricted-imports', 2]]);
+      expect(messages[0]!.message).toContain(`'${source}'`);
+      expect(messages[0]!.message).toContain('Features never import src/cli or jobs');
+    });
+  }
+
+  it("src/cli may import jobs (it is a composition root)", async () => {
+    expect(await lint("import * as jobs from '../../jobs/index';\nexport const used = jobs;\n", 'src/cli/example.ts')).toEqual([]);
+  });
+});
+
+describe('src/domain imports nothing from the engine', () => {
+  it("importing '../engine/context' in src/domain is an error", async () => {
+    const messages = await lint("import type { Context } from '../engine/context';\nexport type Used = Context;\n", 'src/domain/example.ts');
+    expect(messages.map((m) => [m.ruleId, m.severity])).toEqual([['no-restricted-imports', 2]]);
+    expect(messages[0]!.message).toContain('src/domain is pure');
+  });
+});
+
+describe('no floating promises (type-aware)', () => {
+  const FLOATING = 'async function work(): Promise<number> {\n  return 1;\n}\nexport function start(): void {\n  work();\n}\n';
+
+  it.each(['src/engine/example.ts', 'jobs/example.ts', 'src/cli/example.ts'])('%s: an unawaited promise is an error', async (filePath) => {
+    const messages = await lint(FLOATING, filePath);
+    expect(messages.map((m) => [m.ruleId, m.line])).toEqual([['@typescript-eslint/no-floating-promises', 5]]);
+  });
+
+  it('an awaited or explicitly voided promise is fine', async () => {
+    const code = 'async function work(): Promise<number> {\n  return 1;\n}\nexport async function start(): Promise<void> {\n  await work();\n  void work();\n}\n';
+    expect(await lint(code, 'src/engine/example.ts')).toEqual([]);
+  });
+});
+
+describe('no import cycles', () => {
+  const probeDir = join(repoRoot, 'src', `lint-cycle-probe-${process.pid}`);
+  beforeAll(() => {
+    mkdirSync(probeDir, { recursive: true });
+    writeFileSync(join(probeDir, 'a.ts'), "import { b } from './b';\nexport const a = (): number => b + 1;\n");
+    writeFileSync(join(probeDir, 'b.ts'), "import { a } from './a';\nexport const b = 1;\nexport const useA = (): number => a();\n");
+    writeFileSync(join(probeDir, 'c.ts'), "import { b } from './b';\nexport const c = b;\n");
+  });
+  afterAll(() => rmSync(probeDir, { recursive: true, force: true }));
+
+  it('two modules that import each other are each an error (import-x/no-cycle); a module outside the cycle is fine', async () => {
+    const results = await eslint.lintFiles([join(probeDir, 'a.ts'), join(probeDir, 'b.ts'), join(probeDir, 'c.ts')]);
+    const byFile = Object.fromEntries(results.map((r) => [r.filePath.slice(probeDir.length + 1), r.messages.map((m) => m.ruleId)]));
+    expect(byFile).toEqual({ 'a.ts': ['import-x/no-cycle'], 'b.ts': ['import-x/no-cycle'], 'c.ts': [] });
   });
 });

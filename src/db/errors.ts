@@ -1,0 +1,74 @@
+/**
+ * The one database error policy: which SQLSTATEs mean what to the engine, and the retry of short
+ * API transactions. Every check of a PostgreSQL error code goes through here.
+ *
+ * - unique violation (23505): the row is already there (a concurrent request wrote it first);
+ *   the caller turns it into "already done" or its own catalogue error.
+ * - serialization failure (40001) and deadlock (40P01): the transaction lost a race and nothing
+ *   of it was committed; run the whole transaction again.
+ *
+ * Errors are wrapped with `{ cause }`, so the driver's original error is never lost.
+ */
+import type { Kysely, Transaction } from 'kysely';
+import { KessaiError } from '../domain/errors';
+
+/** SQLSTATE groups the engine acts on. */
+export const SQLSTATE = {
+  uniqueViolation: '23505',
+  serializationFailure: '40001',
+  deadlockDetected: '40P01',
+} as const;
+
+/** The SQLSTATE of a database error (pg and PGlite both expose it as `code`), else undefined. */
+export function sqlState(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+/** A unique violation: the row was already written (by this request's twin or a racing one). */
+export function isUniqueViolation(error: unknown): boolean {
+  return sqlState(error) === SQLSTATE.uniqueViolation;
+}
+
+/** A serialization failure or a deadlock: nothing was committed, the whole transaction may run again. */
+export function isRetryableTransactionError(error: unknown): boolean {
+  const state = sqlState(error);
+  return state === SQLSTATE.serializationFailure || state === SQLSTATE.deadlockDetected;
+}
+
+export interface RetryOptions {
+  /** Attempts in all, the first included (default 3). */
+  readonly attempts?: number;
+  /** Isolation level of each attempt (default the server's, read committed). */
+  readonly isolation?: 'read committed' | 'repeatable read' | 'serializable';
+}
+
+export const DEFAULT_TRANSACTION_ATTEMPTS = 3;
+
+/**
+ * Runs `body` in a transaction, and again in a new transaction when the attempt fails with a
+ * serialization failure or a deadlock, at most `attempts` times in all. For short API
+ * transactions only: the body must do no network I/O (it may run more than once) and must return
+ * what it computed rather than act outside the database. Any other error is rethrown as it is;
+ * when every attempt lost its race, the last database error is the `cause` of a retryable
+ * server error (the client retries the request with its idempotency key).
+ */
+export async function inRetriedTransaction<DB, T>(db: Kysely<DB>, body: (trx: Transaction<DB>) => Promise<T>, options: RetryOptions = {}): Promise<T> {
+  const attempts = options.attempts ?? DEFAULT_TRANSACTION_ATTEMPTS;
+  if (!Number.isInteger(attempts) || attempts < 1) throw new RangeError(`attempts must be a positive integer, got ${attempts}`);
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      const builder = options.isolation === undefined ? db.transaction() : db.transaction().setIsolationLevel(options.isolation);
+      return await builder.execute(body);
+    } catch (error) {
+      if (!isRetryableTransactionError(error)) throw error;
+      if (attempt >= attempts) {
+        throw new KessaiError('payjp_wrong', {
+          message: `The request conflicted with concurrent requests ${attempts} times (SQLSTATE ${sqlState(error)}); retry it.`,
+          cause: error,
+        });
+      }
+    }
+  }
+}

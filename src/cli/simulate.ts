@@ -10,13 +10,14 @@ import cliProgress from 'cli-progress';
 import { InvalidArgumentError, type Command } from 'commander';
 import { ALL_JOBS } from '../../jobs/index';
 import { parseInstant } from '../domain/time';
-import { simulate, type SimulationStats } from '../simulation/simulate';
+import { simulate, type SimulationOptions, type SimulationStats } from '../simulation/simulate';
+import { openForecast, type Forecast } from '../simulation/forecast';
 import { operationNames } from '../operations/registry';
-import { diffSummaries, formatDiff, formatSummary, writeReport, writeSummaryFiles, type Summary, type WrittenReport } from '../simulation/report';
+import { diffSummaries, formatDiff, formatSummary, writeReport, writeSummaryFiles, type ReportHeader, type Summary, type WrittenReport } from '../simulation/report';
 import { loadScenario, overlayScenario, planSteps, ScenarioError, type Scenario, type Step } from '../simulation/scenario';
 
 interface SimulateOptions {
-  readonly scenario: string;
+  readonly scenario?: string;
   readonly from: Date;
   readonly to: Date;
   readonly seed: number;
@@ -25,7 +26,13 @@ interface SimulateOptions {
   readonly json?: boolean;
   readonly strict?: boolean;
   readonly batchSize?: number;
+  readonly source?: string;
+  readonly account?: string[];
+  readonly declineRate?: number;
 }
+
+/** Forecast runs (issue 19): the copied snapshot and the report's source header. */
+type ForecastRun = Pick<SimulationOptions, 'source' | 'declineRate'> & { readonly header?: ReportHeader['source'] };
 
 function instantArg(value: string): Date {
   try {
@@ -69,7 +76,21 @@ function progress(from: Date, to: Date, label: string, enabled: boolean) {
   };
 }
 
-async function runOne(scenario: Scenario, steps: readonly Step[], options: SimulateOptions, databaseUrl: string | undefined, dir: string, label: string, showProgress: boolean): Promise<WrittenReport & { failed: string[] }> {
+function fromArg(value: string): Date | 'now' {
+  return value === 'now' ? 'now' : instantArg(value);
+}
+
+function rateArg(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !(n >= 0 && n <= 1)) throw new InvalidArgumentError(`expected a share from 0 to 1, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
+async function runOne(scenario: Scenario, steps: readonly Step[], options: SimulateOptions, databaseUrl: string | undefined, dir: string, label: string, showProgress: boolean, forecast: ForecastRun = {}): Promise<WrittenReport & { failed: string[] }> {
   const bar = progress(options.from, options.to, label, showProgress);
   try {
     return await simulate(
@@ -83,11 +104,13 @@ async function runOne(scenario: Scenario, steps: readonly Step[], options: Simul
         databaseUrl,
         strict: options.strict ?? false,
         ...(options.batchSize ? { batchSize: options.batchSize } : {}),
+        ...(forecast.source ? { source: forecast.source } : {}),
+        ...(options.declineRate ? { declineRate: options.declineRate } : {}),
         onProgress: (at, stats) => bar.update(at, stats),
       },
       async (world) => {
         bar.stop();
-        const written = await writeReport(world, { scenario: scenario.name ?? null, from: options.from, to: options.to, seed: options.seed }, dir);
+        const written = await writeReport(world, { scenario: scenario.name ?? null, from: options.from, to: options.to, seed: options.seed, ...(forecast.header ? { source: forecast.header } : {}) }, dir);
         // Card declines are outcomes of the scenario; any other refusal means the scenario asked for
         // something the API does not allow, which the user must hear about.
         const failed = world.outcomes
@@ -113,8 +136,8 @@ export function registerSimulate(program: Command): void {
   program
     .command('simulate')
     .description('replay a scenario over [from, to) on a virtual clock with the worker\'s own jobs, and report what billing does')
-    .requiredOption('--scenario <file>', 'scenario file (JSON, see scripts/scenarios/scenario.schema.json)')
-    .requiredOption('--from <date|instant>', 'start of the range; a date or a date-time without zone is read in JST', instantArg)
+    .option('--scenario <file>', 'scenario file (JSON, see scripts/scenarios/scenario.schema.json); optional with --source')
+    .requiredOption('--from <date|instant|now>', 'start of the range; a date or a date-time without zone is read in JST; now = the source\'s newest instant (--source)', fromArg)
     .requiredOption('--to <date|instant>', 'end of the range (exclusive)', instantArg)
     .option('--seed <n>', 'seed of ids and card outcomes', seedArg, 1)
     .option('--what-if <file>', 'a scenario overlay run beside the baseline; the report adds a month-by-month diff')
@@ -122,6 +145,9 @@ export function registerSimulate(program: Command): void {
     .option('--json', 'print the summary as JSON and nothing else')
     .option('--strict', 'stop at the first timeline entry that fails')
     .option('--batch-size <n>', 'rows per job batch', batchArg)
+    .option('--source <database-url|data-dir>', 'forecast: start from a read-only snapshot of this kessai database instead of an empty book')
+    .option('--account <id>', 'with --source: copy this account only (repeatable; default every account)', collect)
+    .option('--decline-rate <share>', 'assumed share (0..1) of otherwise approved card authorizations declined, drawn from the seed', rateArg)
     .addHelpText(
       'after',
       '\nRuns on an embedded in-memory database unless --database-url is given on the command line, in which case a scratch\n' +
@@ -133,8 +159,19 @@ export function registerSimulate(program: Command): void {
       // in the environment must not turn a what-if into traffic on a production server.
       const root = command.parent!;
       const databaseUrl = root.getOptionValueSource('databaseUrl') === 'cli' ? (root.opts() as { databaseUrl?: string }).databaseUrl : undefined;
-      const baseline = loadScenario(options.scenario);
-      const variant = options.whatIf ? overlayScenario(baseline, loadScenario(options.whatIf)) : undefined;
+      if (!options.source && options.scenario === undefined) throw new InvalidArgumentError('--scenario <file> is required (or --source to forecast a live book)');
+      if (!options.source && (options.from as Date | 'now') === 'now') throw new InvalidArgumentError('--from now needs --source (the newest instant of the source)');
+      const scenarioFile = options.scenario === undefined ? undefined : loadScenario(options.scenario);
+      const overlay = options.whatIf ? loadScenario(options.whatIf) : undefined;
+      // A forecast opens its source first: every refusal comes before anything is written.
+      const forecast: Forecast | undefined = options.source
+        ? await openForecast({ source: options.source, from: options.from as Date | 'now', ...(options.account ? { accounts: options.account } : {}), ...(scenarioFile ? { scenario: scenarioFile } : {}), ...(options.declineRate ? { declineRate: options.declineRate } : {}) })
+        : undefined;
+      try {
+      if (forecast) Object.assign(options, { from: forecast.from });
+      const baseline = forecast ? forecast.scenario : scenarioFile!;
+      const variant = overlay ? overlayScenario(baseline, overlay) : undefined;
+      const runForecast: ForecastRun = forecast ? { source: forecast.snapshot, header: { name: forecast.snapshot.name, snapshot_instant: forecast.snapshot.instant, assumptions: forecast.assumptions } } : {};
       // Both are planned before anything runs, so a bad overlay fails fast too.
       const plan = (scenario: Scenario) => planSteps(scenario, { from: options.from, to: options.to, seed: options.seed, operations: operationNames() });
       const baselineSteps = plan(baseline);
@@ -142,11 +179,15 @@ export function registerSimulate(program: Command): void {
       const out = resolve(options.out);
       rmSync(out, { recursive: true, force: true });
       const showProgress = Boolean(process.stderr.isTTY) && !options.json;
-      const base = await runOne(baseline, baselineSteps, options, databaseUrl, out, 'baseline', showProgress);
+      if (forecast && !options.json) console.log(`Forecast of ${forecast.snapshot.name} (accounts ${forecast.snapshot.accounts.join(', ')}), snapshot at ${forecast.snapshot.instant.toISOString()}; from ${forecast.from.toISOString()}\n`);
+      const base = await runOne(baseline, baselineSteps, options, databaseUrl, out, 'baseline', showProgress, runForecast);
+      // The source's read-only transaction stays open only while a run still has to copy it.
+      if (!variant) await forecast?.snapshot.close();
       let result: { baseline: Summary; variant?: Summary; diff?: ReturnType<typeof diffSummaries> } = { baseline: base.summary };
       const failed = [...base.failed];
       if (variant) {
-        const other = await runOne(variant, variantSteps!, options, databaseUrl, join(out, 'variant'), 'what-if ', showProgress);
+        const other = await runOne(variant, variantSteps!, options, databaseUrl, join(out, 'variant'), 'what-if ', showProgress, runForecast);
+        await forecast?.snapshot.close();
         failed.push(...other.failed.map((line) => `what-if: ${line}`));
         const diff = diffSummaries(base.summary, other.summary);
         result = { baseline: base.summary, variant: other.summary, diff };
@@ -171,6 +212,9 @@ export function registerSimulate(program: Command): void {
         for (const line of failed.slice(0, 20)) console.error(`  ${line}`);
         if (failed.length > 20) console.error(`  … and ${failed.length - 20} more`);
         process.exitCode = 2;
+      }
+      } finally {
+        await forecast?.snapshot.close();
       }
     });
 }

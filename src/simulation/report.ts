@@ -64,6 +64,8 @@ export interface ReportHeader {
   readonly from: Date;
   readonly to: Date;
   readonly seed: number;
+  /** A forecast (issue 19): the source it copied and what it assumed. */
+  readonly source?: { readonly name: string; readonly snapshot_instant: Date; readonly assumptions: Readonly<Record<string, unknown>> };
 }
 
 /** `YYYY-MM-DD` of JST calendar days, by day number: a report asks for a few hundred days, each hundreds of times. */
@@ -322,6 +324,7 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   await json.value('from', toIsoSeconds(header.from));
   await json.value('to', toIsoSeconds(header.to));
   await json.value('seed', header.seed);
+  if (header.source) await json.value('source', { ...header.source, snapshot_instant: toIsoSeconds(header.source.snapshot_instant) });
   await json.value('accounts', world.accounts);
   await json.array('steps', single(world.outcomes), (step) => ({ ...step, at: toIsoSeconds(step.at) }));
   await json.array('job_runs', single(world.jobRuns), (run) => ({ job: run.job, slot: toIsoSeconds(run.slot), counts: run.counts }));

@@ -136,7 +136,7 @@ async function main(): Promise<void> {
       return;
     }
     log(
-      `forecast: ${seconds(forecastMs)} s total (copy ${seconds(copyMs)} s, simulation ${seconds(simulatedAt - run - copyMs)} s, report ${seconds(performance.now() - simulatedAt - (performance.now() - run - forecastMs))} s), ${renewals.toLocaleString('en-US')} renewals, peak RSS ${rss} MB`,
+      `forecast: ${seconds(forecastMs)} s total (copy ${seconds(copyMs)} s, simulation ${seconds(simulatedAt - run - copyMs)} s, report ${seconds(run + forecastMs - simulatedAt)} s), ${renewals.toLocaleString('en-US')} renewals, peak RSS ${rss} MB`,
     );
 
     // The ceiling: the scenario simulation of the same population, same backend, same run.

@@ -303,8 +303,12 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   mkdirSync(dir, { recursive: true });
   const { db } = world.ctx;
   const months = new Map<string, MonthSummary>();
+  // A forecast's copied history (before --from) is listed in report.json but not summed: the
+  // months, totals and chart are what happens in the forecast range.
+  const history = (at: Date) => header.source !== undefined && at.getTime() < header.from.getTime();
   const month = (at: Date) => {
     const key = jstMonth(at);
+    if (history(at)) return emptyMonth(key);
     let entry = months.get(key);
     if (!entry) months.set(key, (entry = emptyMonth(key)));
     return entry;
@@ -312,6 +316,7 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   const days = new Map<string, DayPoint>();
   const day = (at: Date) => {
     const key = jstDay(at);
+    if (history(at)) return { day: key, captured_yen: 0, failures: 0 };
     let entry = days.get(key);
     if (!entry) days.set(key, (entry = { day: key, captured_yen: 0, failures: 0 }));
     return entry;

@@ -306,5 +306,9 @@ describe('simulate --source on an embedded data folder (issue 19)', () => {
     expect(report.source.name).toBe(`embedded ${dir}`);
     expect(report.source.snapshot_instant).toBe('2027-02-15T00:00:00Z');
     expect(report.charges.some((charge) => charge.failure_code === 'expired_card')).toBe(true);
+    // The copied history (January's charges) is in report.json, the summary starts at --from.
+    expect(report.charges.length).toBeGreaterThan(0);
+    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as { months: { month: string }[] };
+    expect(summary.months.map((m) => m.month)).toEqual(['2027-02', '2027-03', '2027-04', '2027-05']);
   }, 240_000);
 });

@@ -192,7 +192,8 @@ export function grownFileCapacity(capacity: number, wanted: number): number {
   return Math.max(wanted, grown);
 }
 
-function processExists(pid: number): boolean {
+/** Whether a process with this id exists (one owned by another user counts). */
+export function processExists(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

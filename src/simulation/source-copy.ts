@@ -20,7 +20,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
-import type { Store } from '../db/connect';
+import { processExists, type Store } from '../db/connect';
 import { readMigrations } from '../db/migrate';
 
 /** A source that cannot be forecast from: one line, said before anything is written. */
@@ -102,15 +102,6 @@ async function postgresSession(url: string): Promise<{ name: string; session: So
       },
     },
   };
-}
-
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 async function pgliteSession(dir: string): Promise<{ name: string; session: SourceSession }> {

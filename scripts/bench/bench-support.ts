@@ -5,6 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Kysely } from 'kysely';
 import pg from 'pg';
+import { citusNodes, distributeAccountTables, joinCitusCluster } from '../../src/db/citus';
 import { openStore } from '../../src/db/connect';
 import { migrate } from '../../src/db/migrate';
 import type { Database } from '../../src/db/schema';
@@ -70,7 +71,8 @@ export interface EngineAgainstCeilingResult {
 }
 
 /**
- * Seeds a scratch database on SERVER (migrated, then copied with CREATE DATABASE … TEMPLATE), runs
+ * Seeds a scratch database on SERVER (migrated, then copied with CREATE DATABASE … TEMPLATE; on a
+ * Citus coordinator distributed, and the copy seeded again), runs
  * one slot of the job through the Scheduler on it and verifies it, then runs the plain-SQL
  * ceiling on the copy and verifies that too. Both databases are dropped at the end, also on failure.
  */
@@ -78,20 +80,32 @@ export async function runEngineAgainstCeiling<V>(bench: EngineAgainstCeiling<V>)
   const stamp = `${process.pid}_${Math.floor(performance.timeOrigin)}`;
   const engineDb = `kessai_bench_${bench.name}_${stamp}`;
   const rawDb = `kessai_bench_${bench.name}_raw_${stamp}`;
-  await admin((c) => c.query(`CREATE DATABASE "${engineDb}"`));
+  // On a Citus coordinator the scratch databases are made on every node and distributed (Citus
+  // copies no database by TEMPLATE: the copy is seeded the same way instead).
+  const citus = await admin((c) => citusNodes(c));
+  const createSeeded = async (name: string) => {
+    if (citus.length > 0) {
+      await admin(async (c) => {
+        await c.query('SET citus.enable_create_database_propagation = on');
+        await c.query(`CREATE DATABASE "${name}"`);
+      });
+      await joinCitusCluster(withDatabase(SERVER, name), citus);
+    } else await admin((c) => c.query(`CREATE DATABASE "${name}"`));
+    const store = await openStore({ databaseUrl: withDatabase(SERVER, name), poolSize: 2 });
+    try {
+      await migrate(store);
+      if (citus.length > 0) await distributeAccountTables(store);
+      await bench.seed(store.db);
+    } finally {
+      await store.close();
+    }
+  };
   try {
     let started = performance.now();
-    {
-      const store = await openStore({ databaseUrl: withDatabase(SERVER, engineDb), poolSize: 2 });
-      try {
-        await migrate(store);
-        await bench.seed(store.db);
-      } finally {
-        await store.close();
-      }
-    }
-    await admin((c) => c.query(`CREATE DATABASE "${rawDb}" TEMPLATE "${engineDb}"`));
-    log(`seeded ${bench.seeded} (and a copy) in ${seconds(performance.now() - started)} s`);
+    await createSeeded(engineDb);
+    if (citus.length > 0) await createSeeded(rawDb);
+    else await admin((c) => c.query(`CREATE DATABASE "${rawDb}" TEMPLATE "${engineDb}"`));
+    log(`seeded ${bench.seeded} (and a copy) in ${seconds(performance.now() - started)} s${citus.length > 0 ? ` on Citus (${citus.length - 1} workers)` : ''}`);
 
     // 1. The engine: one slot of the real job through the scheduler.
     const store = await openStore({ databaseUrl: withDatabase(SERVER, engineDb), poolSize: 4 });
@@ -129,6 +143,7 @@ export async function runEngineAgainstCeiling<V>(bench: EngineAgainstCeiling<V>)
   } finally {
     if (!bench.keep) {
       await admin(async (c) => {
+        if (citus.length > 0) await c.query('SET citus.enable_create_database_propagation = on');
         await c.query(`DROP DATABASE IF EXISTS "${engineDb}" WITH (FORCE)`);
         await c.query(`DROP DATABASE IF EXISTS "${rawDb}" WITH (FORCE)`);
       });

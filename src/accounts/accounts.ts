@@ -61,17 +61,10 @@ function newKey(prefix: string): string {
   return prefix + randomBytes(15).toString('hex');
 }
 
-export async function createAccount(ctx: Pick<Context, 'db' | 'clock' | 'ids'>, input: CreateAccountInput): Promise<{ account: Account; keys: AccountKeys }> {
-  const name = input.name.trim();
-  if (name.length === 0 || name.length > 100) throw new KessaiError('invalid_string_length', { param: 'name', message: 'name must be 1 to 100 characters' });
-  const id = input.id ?? ctx.ids.next('account');
-  if (!ACCOUNT_ID.test(id)) throw new KessaiError('invalid_flexible_id', { param: 'id', message: `account id must look like acct_<letters, digits, _ or ->, got ${JSON.stringify(id)}` });
-  const termCycle = input.termCycle ?? 'monthly';
-  if (termCycle !== 'monthly' && termCycle !== 'semi_monthly') {
-    throw new KessaiError('invalid_param_key', { param: 'term_cycle', message: 'term_cycle must be monthly or semi_monthly' });
-  }
-  const feeRates: Record<string, string> = { ...DEFAULT_FEE_RATES };
-  for (const [brand, rate] of Object.entries(input.feeRates ?? {})) {
+/** Fee rates by card brand as given (percent, up to two decimals), checked and normalised ("2.5" → "2.50"). */
+export function checkedFeeRates(input: Readonly<Record<string, string>>): Record<string, string> {
+  const feeRates: Record<string, string> = {};
+  for (const [brand, rate] of Object.entries(input)) {
     if (!(CARD_BRANDS as readonly string[]).includes(brand)) {
       throw new KessaiError('unacceptable_brand', { param: `fee_rates[${brand}]`, message: `unknown card brand ${JSON.stringify(brand)}; brands: ${CARD_BRANDS.join(', ')}` });
     }
@@ -81,6 +74,19 @@ export async function createAccount(ctx: Pick<Context, 'db' | 'clock' | 'ids'>, 
       throw new KessaiError('invalid_param_key', { param: `fee_rates[${brand}]`, message: (error as Error).message });
     }
   }
+  return feeRates;
+}
+
+export async function createAccount(ctx: Pick<Context, 'db' | 'clock' | 'ids'>, input: CreateAccountInput): Promise<{ account: Account; keys: AccountKeys }> {
+  const name = input.name.trim();
+  if (name.length === 0 || name.length > 100) throw new KessaiError('invalid_string_length', { param: 'name', message: 'name must be 1 to 100 characters' });
+  const id = input.id ?? ctx.ids.next('account');
+  if (!ACCOUNT_ID.test(id)) throw new KessaiError('invalid_flexible_id', { param: 'id', message: `account id must look like acct_<letters, digits, _ or ->, got ${JSON.stringify(id)}` });
+  const termCycle = input.termCycle ?? 'monthly';
+  if (termCycle !== 'monthly' && termCycle !== 'semi_monthly') {
+    throw new KessaiError('invalid_param_key', { param: 'term_cycle', message: 'term_cycle must be monthly or semi_monthly' });
+  }
+  const feeRates: Record<string, string> = { ...DEFAULT_FEE_RATES, ...checkedFeeRates(input.feeRates ?? {}) };
   const now = ctx.clock.now();
   const keys: AccountKeys = {
     test: { secret: newKey(ID_PREFIX.secretKeyTest), public: newKey(ID_PREFIX.publicKeyTest) },

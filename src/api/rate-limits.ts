@@ -67,9 +67,12 @@ export interface RateLimitOptions {
   readonly zoneOf?: (request: FastifyRequest, caller: Caller) => RateLimitZone;
 }
 
-/** The caller the authentication hook set, if any (the hook is the server's, not this plugin's). */
+/**
+ * The caller the authentication hook set, if any (the hook is the server's, not this plugin's:
+ * src/api/server.ts decorates every request with `caller`, null on the routes without a key).
+ */
 export function callerOf(request: FastifyRequest): Caller | undefined {
-  return (request as FastifyRequest & { caller?: Caller }).caller;
+  return request.caller ?? undefined;
 }
 
 /**

@@ -9,6 +9,7 @@ import type { Database } from '../db/schema';
 import { reject } from '../domain/errors';
 import type { IdGenerator } from '../domain/ids';
 import { renderCharge, type ChargeCard, type ChargeObject, type ChargeRow } from './charges';
+import { perAccount } from '../db/account-scope';
 import { instantFromEpochMs } from '../db/epoch-ms';
 import { compositeKey } from '../db/bulk-rows';
 import { pendingWebhooksSql, withWebhookDeliveries } from '../events/outbox';
@@ -40,22 +41,18 @@ export const cardKey = (accountId: string, livemode: boolean, cardId: string): s
 export async function chargeCardsOf(executor: Kysely<Database>, rows: readonly Pick<ChargeRow, 'account_id' | 'livemode' | 'card_id'>[]): Promise<Map<string, ChargeCard>> {
   const found = new Map<string, ChargeCard>();
   if (rows.length === 0) return found;
-  const accounts = rows.map((r) => r.account_id);
-  const modes = rows.map((r) => r.livemode);
-  const ids = rows.map((r) => r.card_id);
   // Index probes forced by LATERAL … OFFSET 0: as a plain join the planner hashed the whole cards
-  // table for every batch of held charges (see loadDefaultCards in the renewal job).
-  const cards = await sql<ChargeCard & { account_id: string }>`
-    SELECT c.* FROM unnest(${accounts}::text[], ${modes}::boolean[], ${ids}::text[]) AS k(a, l, id)
-    CROSS JOIN LATERAL (SELECT * FROM cards c WHERE c.account_id = k.a AND c.livemode = k.l AND c.card_id = k.id OFFSET 0) c`.execute(executor);
-  for (const card of cards.rows) found.set(cardKey(card.account_id, card.livemode, card.card_id), card);
+  // table for every batch of held charges (see loadDefaultCards in the renewal job). One statement
+  // per account (account-scope.ts): Citus runs the probes on the account's shard.
+  const cards = await perAccount(rows, (r) => r.account_id, async (accountId, group) => (await sql<ChargeCard & { account_id: string }>`
+    SELECT c.* FROM unnest(${group.map((r) => r.livemode)}::boolean[], ${group.map((r) => r.card_id)}::text[]) AS k(l, id)
+    CROSS JOIN LATERAL (SELECT * FROM cards c WHERE c.account_id = ${accountId} AND c.livemode = k.l AND c.card_id = k.id OFFSET 0) c`.execute(executor)).rows);
+  for (const card of cards) found.set(cardKey(card.account_id, card.livemode, card.card_id), card);
   const missing = rows.filter((r) => !found.has(cardKey(r.account_id, r.livemode, r.card_id)));
-  if (missing.length > 0) {
-    const tokens = await sql<ChargeCard & { account_id: string }>`
-      SELECT t.* FROM unnest(${missing.map((r) => r.account_id)}::text[], ${missing.map((r) => r.livemode)}::boolean[], ${missing.map((r) => r.card_id)}::text[]) AS k(a, l, id)
-      CROSS JOIN LATERAL (SELECT * FROM tokens t WHERE t.account_id = k.a AND t.livemode = k.l AND t.card_id = k.id OFFSET 0) t`.execute(executor);
-    for (const token of tokens.rows) found.set(cardKey(token.account_id, token.livemode, token.card_id), { ...token, customer_id: null });
-  }
+  const tokens = await perAccount(missing, (r) => r.account_id, async (accountId, group) => (await sql<ChargeCard & { account_id: string }>`
+    SELECT t.* FROM unnest(${group.map((r) => r.livemode)}::boolean[], ${group.map((r) => r.card_id)}::text[]) AS k(l, id)
+    CROSS JOIN LATERAL (SELECT * FROM tokens t WHERE t.account_id = ${accountId} AND t.livemode = k.l AND t.card_id = k.id OFFSET 0) t`.execute(executor)).rows);
+  for (const token of tokens) found.set(cardKey(token.account_id, token.livemode, token.card_id), { ...token, customer_id: null });
   return found;
 }
 
@@ -96,10 +93,14 @@ const secondsOrNull = (column: string) => sql.raw(`CASE WHEN ${column} IS NULL T
  */
 export async function recordChargeEvents(executor: Kysely<Database>, ids: IdGenerator, keys: readonly ChargeEventKey[]): Promise<void> {
   if (keys.length === 0) return;
-  const eventIds = keys.map(() => ids.next('eventV1'));
-  await withWebhookDeliveries(sql`
-    INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks)
-    SELECT c.account_id, k.eid, c.livemode, 'v1', k.t, 'charge', c.charge_id,
+  // Ids drawn in input order for all keys first, then one statement per account (account-scope.ts).
+  const numbered = keys.map((key) => ({ key, eventId: ids.next('eventV1') }));
+  await perAccount(numbered, (k) => k.key.accountId, async (accountId, group) => {
+    // The rows in a CTE of their own: Citus runs it routed to the account's shard, probes and all,
+    // then inserts its result (it cannot push an INSERT … SELECT with a LATERAL … OFFSET down).
+    await withWebhookDeliveries(sql`
+    WITH x AS MATERIALIZED (
+    SELECT c.account_id, k.eid, c.livemode, k.t, c.charge_id, k.n,
       json_build_object(
         'id', c.charge_id, 'object', 'charge', 'livemode', c.livemode, 'created', ${seconds('c.created_at')},
         'amount', c.amount, 'currency', c.currency, 'paid', c.paid, 'expired_at', ${secondsOrNull('c.expired_at')},
@@ -117,12 +118,16 @@ export async function recordChargeEvents(executor: Kysely<Database>, ids: IdGene
         'customer', c.customer_id, 'description', c.description, 'failure_code', c.failure_code, 'failure_message', c.failure_message,
         'fee_rate', c.fee_rate::text, 'refunded', c.refunded, 'amount_refunded', c.amount_refunded, 'refund_reason', c.refund_reason,
         'subscription', c.subscription_id, 'metadata', c.metadata, 'platform_fee', c.platform_fee, 'tenant', c.tenant_id, 'platform_fee_rate', c.platform_fee_rate::text,
-        'total_platform_fee', c.total_platform_fee, 'three_d_secure_status', c.three_d_secure_status, 'term_id', c.term_id),
-      ${instantFromEpochMs('k.at')}, ${pendingWebhooksSql('c.account_id', 'c.livemode', "'v1'", 'k.t')}
-    FROM unnest(${keys.map((k) => k.accountId)}::text[], ${keys.map((k) => k.livemode)}::boolean[], ${keys.map((k) => k.chargeId)}::text[],
-                ${eventIds}::text[], ${keys.map((k) => k.type)}::text[], ${keys.map((k) => k.at.getTime())}::bigint[]) WITH ORDINALITY AS k(a, l, id, eid, t, at, n)
-    CROSS JOIN LATERAL (SELECT * FROM charges c WHERE c.account_id = k.a AND c.livemode = k.l AND c.charge_id = k.id OFFSET 0) c
-    LEFT JOIN cards cd ON cd.account_id = c.account_id AND cd.livemode = c.livemode AND cd.card_id = c.card_id
-    LEFT JOIN tokens tk ON cd.card_id IS NULL AND tk.account_id = c.account_id AND tk.livemode = c.livemode AND tk.card_id = c.card_id
-    ORDER BY k.n`).execute(executor);
+        'total_platform_fee', c.total_platform_fee, 'three_d_secure_status', c.three_d_secure_status, 'term_id', c.term_id) AS data,
+      ${instantFromEpochMs('k.at')} AS at, ${pendingWebhooksSql('c.account_id', 'c.livemode', "'v1'", 'k.t')} AS pending
+    FROM unnest(${group.map((k) => k.key.livemode)}::boolean[], ${group.map((k) => k.key.chargeId)}::text[],
+                ${group.map((k) => k.eventId)}::text[], ${group.map((k) => k.key.type)}::text[], ${group.map((k) => k.key.at.getTime())}::bigint[]) WITH ORDINALITY AS k(l, id, eid, t, at, n)
+    CROSS JOIN LATERAL (SELECT * FROM charges c WHERE c.account_id = ${accountId} AND c.livemode = k.l AND c.charge_id = k.id OFFSET 0) c
+    LEFT JOIN cards cd ON cd.account_id = ${accountId} AND cd.livemode = c.livemode AND cd.card_id = c.card_id
+    LEFT JOIN tokens tk ON cd.card_id IS NULL AND tk.account_id = ${accountId} AND tk.livemode = c.livemode AND tk.card_id = c.card_id)
+    INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks)
+    SELECT account_id, eid, livemode, 'v1', t, 'charge', charge_id, data, at, pending FROM x
+    ORDER BY n`).execute(executor);
+    return [];
+  });
 }

@@ -19,6 +19,7 @@ import type { Database } from '../db/schema';
 import { KessaiError } from '../domain/errors';
 import { v1HoldExpiresAt, V1_EXPIRY_DAYS } from '../domain/hold-periods';
 import type { Context } from '../engine/context';
+import { accountsWithDueRows } from '../engine/account-batches';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { recordChargeEvents, type ChargeEventKey } from './charge-record';
 import { bulkColumns, ROW_KEYS } from '../db/bulk-rows';
@@ -33,15 +34,21 @@ const LIVE_HOLD = sql`paid AND NOT captured AND NOT refunded AND released_at IS 
  * `expired_at` instant itself (holdLapsed), so it is due in slots strictly after it.
  */
 export async function expireHolds(ctx: Context, run: SlotRun): Promise<JobCounts> {
-  return runBatches(ctx, run, ['released'], (trx) => expireHoldBatch(trx, ctx, run.slot, ctx.config.batchSize));
+  return runBatches(
+    ctx,
+    run,
+    ['released'],
+    (db) => accountsWithDueRows(db, 'charges', sql`d.paid AND NOT d.captured AND NOT d.refunded AND d.released_at IS NULL AND d.expired_at IS NOT NULL AND d.expired_at < ${run.slot}`),
+    (trx, accountId, limit) => expireHoldBatch(trx, ctx, accountId, run.slot, limit),
+  );
 }
 
-export async function expireHoldBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor'>, asOf: Date, limit: number): Promise<{ selected: number; released: number }> {
+export async function expireHoldBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor'>, accountId: string, asOf: Date, limit: number): Promise<{ selected: number; released: number }> {
   const due = await sql<{ t: string; a: string; l: boolean; id: string; amount: number; code: string | null; e: number }>`
     SELECT ctid::text AS t, account_id AS a, livemode AS l, charge_id AS id, amount, authorization_code AS code,
            (extract(epoch from expired_at) * 1000)::bigint AS e
-    FROM charges WHERE ${LIVE_HOLD} AND expired_at < ${asOf}
-    ORDER BY expired_at, account_id, livemode, charge_id LIMIT ${limit}
+    FROM charges WHERE account_id = ${accountId} AND ${LIVE_HOLD} AND expired_at < ${asOf}
+    ORDER BY expired_at, livemode, charge_id LIMIT ${limit}
     FOR UPDATE SKIP LOCKED`.execute(trx);
   const rows = due.rows;
   if (rows.length === 0) return { selected: 0, released: 0 };
@@ -53,10 +60,11 @@ export async function expireHoldBatch(trx: Kysely<Database>, ctx: Pick<Context, 
   // because this is a separate statement of the same READ COMMITTED transaction: it sees the
   // versions the SELECT locked (also one that a concurrent update made current before the lock),
   // and nobody can move a row this transaction holds locked. charges is not partitioned (tuple
-  // ids would repeat across partitions).
+  // ids would repeat across partitions). The account binds the statement to one shard on Citus,
+  // where a tuple id means something on one shard only.
   const updated = await sql<{ charge_id: string }>`
     UPDATE charges c SET released_at = c.expired_at, updated_at = c.expired_at
-    WHERE c.ctid = ANY(${rows.map((r) => r.t)}::tid[]) AND c.released_at IS NULL
+    WHERE c.account_id = ${accountId} AND c.ctid = ANY(${rows.map((r) => r.t)}::tid[]) AND c.released_at IS NULL
     RETURNING c.charge_id`.execute(trx);
   // Every row was locked live and unreleased, so every one must have been written; if an
   // assumption above ever stops holding, fail the batch (rolled back, the slot retried) rather
@@ -83,25 +91,32 @@ export const THREE_D_SECURE_EXPIRED_MESSAGE = '3-D Secure was not completed with
 
 /** Service rules §2: a pending 3-D Secure charge "can be finished for 30 minutes after creation"; past that it is abandoned. */
 export async function abandonThreeDSecure(ctx: Context, run: SlotRun): Promise<JobCounts> {
-  return runBatches(ctx, run, ['abandoned'], (trx) => abandonThreeDSecureBatch(trx, ctx, run.slot, ctx.config.batchSize));
+  return runBatches(
+    ctx,
+    run,
+    ['abandoned'],
+    (db) => accountsWithDueRows(db, 'charges', sql`d.tds_expires_at IS NOT NULL AND d.tds_expires_at < ${run.slot}`),
+    (trx, accountId, limit) => abandonThreeDSecureBatch(trx, ctx, accountId, run.slot, limit),
+  );
 }
 
-export async function abandonThreeDSecureBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, asOf: Date, limit: number): Promise<{ selected: number; abandoned: number }> {
-  const updated = await sql<{ a: string; l: boolean; id: string; e: number }>`
+export async function abandonThreeDSecureBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, accountId: string, asOf: Date, limit: number): Promise<{ selected: number; abandoned: number }> {
+  // RETURNING reads plain columns: Citus allows no STABLE function there (extract on a timestamptz is one).
+  const updated = await sql<{ a: string; l: boolean; id: string; at: Date }>`
     WITH due AS (
       SELECT account_id, livemode, charge_id FROM charges
-      WHERE tds_expires_at IS NOT NULL AND tds_expires_at < ${asOf}
-      ORDER BY tds_expires_at, account_id, livemode, charge_id LIMIT ${limit}
+      WHERE account_id = ${accountId} AND tds_expires_at IS NOT NULL AND tds_expires_at < ${asOf}
+      ORDER BY tds_expires_at, livemode, charge_id LIMIT ${limit}
       FOR UPDATE SKIP LOCKED)
     UPDATE charges c SET failure_code = 'three_d_secure_expired', failure_message = ${THREE_D_SECURE_EXPIRED_MESSAGE},
                          updated_at = c.tds_expires_at, tds_expires_at = NULL
-    FROM due WHERE c.account_id = due.account_id AND c.livemode = due.livemode AND c.charge_id = due.charge_id
-    RETURNING c.account_id AS a, c.livemode AS l, c.charge_id AS id, (extract(epoch from c.updated_at) * 1000)::bigint AS e`.execute(trx);
-  const rows = [...updated.rows].sort((x, y) => Number(x.e) - Number(y.e) || (x.a < y.a ? -1 : x.a > y.a ? 1 : 0) || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
+    FROM due WHERE c.account_id = ${accountId} AND c.account_id = due.account_id AND c.livemode = due.livemode AND c.charge_id = due.charge_id
+    RETURNING c.account_id AS a, c.livemode AS l, c.charge_id AS id, c.updated_at AS at`.execute(trx);
+  const rows = [...updated.rows].sort((x, y) => x.at.getTime() - y.at.getTime() || (x.a < y.a ? -1 : x.a > y.a ? 1 : 0) || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
   await recordChargeEvents(
     trx,
     ctx.ids,
-    rows.map((r) => ({ accountId: r.a, livemode: r.l, chargeId: r.id, type: 'charge.failed', at: new Date(Number(r.e)) })),
+    rows.map((r) => ({ accountId: r.a, livemode: r.l, chargeId: r.id, type: 'charge.failed', at: r.at })),
   );
   return { selected: rows.length, abandoned: rows.length };
 }
@@ -201,7 +216,16 @@ const REAUTH_WHERE = sql`
   AND c.reauth_tried_expired_at IS DISTINCT FROM c.expired_at`;
 
 export async function reauthorizeHolds(ctx: Context, run: SlotRun): Promise<JobCounts> {
-  return runBatches(ctx, run, ['reauthorized', 'failed'], (trx) => reauthorizeBatch(trx, ctx, run.slot, ctx.config.batchSize));
+  return runBatches(
+    ctx,
+    run,
+    ['reauthorized', 'failed'],
+    // Lock-free and a superset (the hold-due window only); the batch applies every condition.
+    (db) =>
+      accountsWithDueRows(db, 'charges', sql`d.paid AND NOT d.captured AND NOT d.refunded AND d.released_at IS NULL AND d.expired_at IS NOT NULL
+        AND d.card_funding = 'credit' AND d.expired_at <= ${new Date(run.slot.getTime() + MAX_LEAD_MS)} AND a.reauth_enabled`),
+    (trx, accountId, limit) => reauthorizeBatch(trx, ctx, accountId, run.slot, limit),
+  );
 }
 
 interface ReauthRow {
@@ -218,7 +242,7 @@ interface ReauthRow {
   exp_year: number;
 }
 
-export async function reauthorizeBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor'>, asOf: Date, limit: number): Promise<{ selected: number; reauthorized: number; failed: number }> {
+export async function reauthorizeBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor'>, accountId: string, asOf: Date, limit: number): Promise<{ selected: number; reauthorized: number; failed: number }> {
   const due = await sql<ReauthRow>`
     SELECT c.account_id AS a, c.livemode AS l, c.charge_id AS id, c.amount, c.expiry_days, c.card_issuer AS issuer,
            (extract(epoch from c.expired_at) * 1000)::bigint AS expired, (extract(epoch from ${REAUTH_DUE}) * 1000)::bigint AS due,
@@ -226,10 +250,10 @@ export async function reauthorizeBatch(trx: Kysely<Database>, ctx: Pick<Context,
     FROM ${REAUTH_FROM}
     LEFT JOIN cards cd ON cd.account_id = c.account_id AND cd.livemode = c.livemode AND cd.card_id = c.card_id
     LEFT JOIN tokens tk ON cd.card_id IS NULL AND tk.account_id = c.account_id AND tk.livemode = c.livemode AND tk.card_id = c.card_id
-    WHERE ${REAUTH_WHERE} AND ${REAUTH_DUE} <= ${asOf}
+    WHERE c.account_id = ${accountId} AND ${REAUTH_WHERE} AND ${REAUTH_DUE} <= ${asOf}
       -- Implied by the line above (lead ≤ 720 h); lets the planner use the hold-due index.
       AND c.expired_at <= ${new Date(asOf.getTime() + MAX_LEAD_MS)}
-    ORDER BY 8, 1, 2, 3 LIMIT ${limit}
+    ORDER BY 8, 2, 3 LIMIT ${limit}
     FOR UPDATE OF c SKIP LOCKED`.execute(trx);
   const rows = due.rows;
   if (rows.length === 0) return { selected: 0, reauthorized: 0, failed: 0 };
@@ -296,7 +320,7 @@ export async function reauthorizeBatch(trx: Kysely<Database>, ctx: Pick<Context,
     await sql`
       UPDATE charges c SET reauth_tried_expired_at = c.expired_at
       FROM ${k.from}
-      WHERE c.account_id = ${k.col('a')} AND c.livemode = ${k.col('l')} AND c.charge_id = ${k.col('id')}`.execute(trx);
+      WHERE c.account_id = ${accountId} AND c.account_id = ${k.col('a')} AND c.livemode = ${k.col('l')} AND c.charge_id = ${k.col('id')}`.execute(trx);
   }
   const r = REAUTH_COLUMNS.table('r', kept);
   await sql`
@@ -307,7 +331,7 @@ export async function reauthorizeBatch(trx: Kysely<Database>, ctx: Pick<Context,
       authorization_code = CASE WHEN ${r.col('ok')} THEN ${r.col('code')} ELSE c.authorization_code END,
       updated_at = ${r.col('at')}
     FROM ${r.from}
-    WHERE c.account_id = ${r.col('a')} AND c.livemode = ${r.col('l')} AND c.charge_id = ${r.col('id')}`.execute(trx);
+    WHERE c.account_id = ${accountId} AND c.account_id = ${r.col('a')} AND c.livemode = ${r.col('l')} AND c.charge_id = ${r.col('id')}`.execute(trx);
   await recordChargeEvents(
     trx,
     ctx.ids,

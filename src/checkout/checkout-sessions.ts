@@ -20,6 +20,7 @@ import { confirmLockedFlow, flowEvent, insertPaymentFlow, MAX_FLOW_AMOUNT, MIN_F
 import { isPaymentMethodType, resolvePaymentMethod } from '../payment-flows/payment-method';
 import { findPrices } from '../prices/prices';
 import { compositeKey, ROW_KEYS_AT } from '../db/bulk-rows';
+import { onlyAccount } from '../db/account-scope';
 
 export type CheckoutSessionRow = Selectable<CheckoutSessionsTable>;
 export type LineItemRow = Selectable<CheckoutSessionLineItemsTable>;
@@ -324,11 +325,13 @@ export async function completeCheckoutSession(ctx: Context, caller: Caller, inpu
  */
 export async function expireSessions(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, sessions: readonly CheckoutSessionRow[], at: (row: CheckoutSessionRow) => Date): Promise<number> {
   if (sessions.length === 0) return 0;
+  // One account's sessions (a request's, or a job batch's): every statement binds it (account-scope.ts).
+  const accountId = onlyAccount(sessions, (s) => s.account_id);
   const u = ROW_KEYS_AT.table('u', sessions.map((s) => ({ accountId: s.account_id, livemode: s.livemode, id: s.checkout_session_id, at: at(s) })));
   const expired = await sql<CheckoutSessionRow>`
     UPDATE checkout_sessions s SET status = 'expired', expired_at = ${u.col('t')}, updated_at = ${u.col('t')}
     FROM ${u.from}
-    WHERE s.account_id = ${u.col('a')} AND s.livemode = ${u.col('l')} AND s.checkout_session_id = ${u.col('id')} AND s.status = 'open'
+    WHERE s.account_id = ${accountId} AND s.account_id = ${u.col('a')} AND s.livemode = ${u.col('l')} AND s.checkout_session_id = ${u.col('id')} AND s.status = 'open'
     RETURNING s.*`.execute(trx);
   const withFlow = expired.rows.filter((s) => s.payment_flow_id !== null);
   const f = ROW_KEYS_AT.table('u', withFlow.map((s) => ({ accountId: s.account_id, livemode: s.livemode, id: s.payment_flow_id!, at: at(s) })));
@@ -338,7 +341,7 @@ export async function expireSessions(trx: Kysely<Database>, ctx: Pick<Context, '
       : await sql<PaymentFlowRow>`
     UPDATE payment_flows f SET status = 'canceled', cancellation_reason = 'abandoned', canceled_at = ${f.col('t')}, updated_at = ${f.col('t')}, next_action = NULL
     FROM ${f.from}
-    WHERE f.account_id = ${f.col('a')} AND f.livemode = ${f.col('l')} AND f.payment_flow_id = ${f.col('id')}
+    WHERE f.account_id = ${accountId} AND f.account_id = ${f.col('a')} AND f.livemode = ${f.col('l')} AND f.payment_flow_id = ${f.col('id')}
       AND f.status IN ('requires_payment_method', 'requires_confirmation', 'requires_action')
     RETURNING f.*`.execute(trx);
   const items = await lineItemsOf(trx, expired.rows);

@@ -1,12 +1,13 @@
 /**
  * The checkout-session expiry job's feature code (service rules §3: "a session expires 24 hours
  * after creation (event `checkout.session.expired`)"): every open session whose `expires_at` has
- * come by the slot is expired at its own `expires_at`, in batches, each one transaction (lock with
- * FOR UPDATE SKIP LOCKED, one UPDATE per table, one recordEvents; see expireSessions). The status
+ * come by the slot is expired at its own `expires_at`, account by account in batches
+ * (account-batches.ts), each one transaction (lock with FOR UPDATE SKIP LOCKED, one UPDATE per table, one recordEvents; see expireSessions). The status
  * condition of the UPDATE makes a replayed slot or a second worker change nothing twice.
  */
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema';
+import { accountsWithDueRows } from '../engine/account-batches';
 import type { Context } from '../engine/context';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { expireSessions } from './checkout-sessions';
@@ -14,7 +15,13 @@ import { expireSessions } from './checkout-sessions';
 export type SessionExpiryCounts = { readonly expired: number; readonly batches: number };
 
 export async function expireDueCheckoutSessions(ctx: Context, run: SlotRun): Promise<SessionExpiryCounts & JobCounts> {
-  return runBatches(ctx, run, ['expired'], (trx) => expireSessionBatch(trx, ctx, run.slot, ctx.config.batchSize));
+  return runBatches(
+    ctx,
+    run,
+    ['expired'],
+    (db) => accountsWithDueRows(db, 'checkout_sessions', sql`d.status = 'open' AND d.expires_at <= ${run.slot}`),
+    (trx, accountId, limit) => expireSessionBatch(trx, ctx, accountId, run.slot, limit),
+  );
 }
 
 /** The earliest `expires_at` of an open session strictly after `after`, or null. */
@@ -28,14 +35,15 @@ export async function nextSessionExpiryDueAt(db: Kysely<Database>, after: Date):
   return row?.due ?? null;
 }
 
-export async function expireSessionBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, asOf: Date, limit: number): Promise<{ selected: number; expired: number }> {
+/** One batch of one account's due sessions (every statement filtered by the account: see account-batches.ts). */
+export async function expireSessionBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, accountId: string, asOf: Date, limit: number): Promise<{ selected: number; expired: number }> {
   const due = await trx
     .selectFrom('checkout_sessions')
     .selectAll()
+    .where('account_id', '=', accountId)
     .where('status', '=', 'open')
     .where('expires_at', '<=', asOf)
     .orderBy('expires_at')
-    .orderBy('account_id')
     .orderBy('livemode')
     .orderBy('checkout_session_id')
     .limit(limit)

@@ -10,8 +10,9 @@ import { createAccount, listAccounts, type TermCycle } from '../accounts/account
 import { openStore } from '../db/connect';
 import { setReauthSettings } from '../charges/hold-jobs';
 import { migrate } from '../db/migrate';
+import { assertCitus, distributeAccountTables } from '../db/citus';
 import { KessaiError, toError } from '../domain/errors';
-import { parseInstant } from '../domain/time';
+import { formatJst, parseInstant, toUnixSeconds } from '../domain/time';
 import { nextSlotAfter } from '../engine/cron';
 import type { EngineConfig } from '../engine/context';
 import { createLogger, silentLogger, type Logger } from '../engine/logger';
@@ -21,8 +22,10 @@ import { Scheduler, abandonedRuns, recentRuns, type SlotOutcome } from '../engin
 import { listenForStop, type StopSignal } from '../engine/stop-signal';
 import { systemClock } from '../engine/system-clock';
 import { FixedClock } from '../engine/clock';
+import { registerServe } from './serve';
 import { registerSimulate } from './simulate';
 import { registerWebhooks, startWebhookPoller } from './webhooks';
+import { packageVersion } from './version';
 
 interface GlobalOptions {
   readonly databaseUrl?: string;
@@ -146,6 +149,7 @@ export function buildProgram(): Command {
   program
     .name('kessai')
     .description('Deterministic billing and settlement batch engine.')
+    .version(packageVersion(), '-V, --version', 'print the version')
     .addOption(new Option('--database-url <url>', 'PostgreSQL connection string; without it the embedded database is used').env('DATABASE_URL'))
     .addOption(new Option('--data-dir <dir>', 'folder of the embedded database').env('KESSAI_DATA_DIR').default('.kessai'))
     .addOption(new Option('--log-level <level>', 'log level (logs go to stderr)').choices(['debug', 'info', 'warn', 'error', 'silent']).env('KESSAI_LOG_LEVEL').default('warn'))
@@ -156,14 +160,21 @@ export function buildProgram(): Command {
   program
     .command('migrate')
     .description('apply the numbered SQL migrations in sql/ (a no-op when up to date)')
-    .action(async (_options, command: Command) => {
+    .addOption(new Option('--citus', 'on a Citus coordinator: then distribute every account table by account_id (see README, "Running on Citus")').env('KESSAI_CITUS'))
+    .action(async (migrateOptions: { citus?: boolean }, command: Command) => {
       const options = globals(command);
       const store = await openStore({ databaseUrl: options.databaseUrl, dataDir: options.dataDir });
       try {
+        // Checked before migrating, so a mistyped URL migrates nothing it would not distribute.
+        if (migrateOptions.citus) await assertCitus(store);
         const result = await migrate(store);
         const where = `${store.kind} ${store.location}`;
         if (result.applied.length === 0) console.log(`${where}: up to date (${result.alreadyApplied} migrations)`);
         else console.log(`${where}: applied ${result.applied.join(', ')}`);
+        if (migrateOptions.citus) {
+          const citus = await distributeAccountTables(store);
+          console.log(`citus: distributed ${citus.distributed.length === 0 ? 'nothing new' : citus.distributed.join(', ')} (${citus.alreadyDistributed} already); local: ${citus.local.join(', ')}`);
+        }
       } finally {
         await store.close();
       }
@@ -191,7 +202,9 @@ export function buildProgram(): Command {
           feeRates: options.feeRate ?? {},
         });
         if (options.json) {
-          console.log(JSON.stringify({ account, keys }, null, 2));
+          // snake_case and UNIX seconds, like every other JSON this command and the API print.
+          const object = { id: account.id, object: 'account', name: account.name, live_enabled: account.liveEnabled, term_cycle: account.termCycle, fee_rates: account.feeRates, created: toUnixSeconds(account.createdAt) };
+          console.log(JSON.stringify({ account: object, keys }, null, 2));
           return;
         }
         console.log(`account ${account.id} (${account.name}), term cycle ${account.termCycle}, live mode ${account.liveEnabled ? 'enabled' : 'not enabled'}`);
@@ -240,8 +253,8 @@ export function buildProgram(): Command {
       const rt = await runtime(g, logger(g));
       try {
         const rows = await listAccounts(rt.ctx);
-        if (rows.length === 0) console.log('no accounts yet: kessai accounts create --name <name>');
-        for (const row of rows) console.log(`${row.id}\t${row.name}\t${row.termCycle}\t${row.liveEnabled ? 'live' : 'test only'}\t${row.createdAt.toISOString()}`);
+        if (rows.length === 0) console.log('no accounts yet: ./bin/kessai.mjs accounts create --name <name>');
+        for (const row of rows) console.log(`${row.id}\t${row.name}\t${row.termCycle}\t${row.liveEnabled ? 'live' : 'test only'}\t${formatJst(row.createdAt)}`);
       } finally {
         await rt.close();
       }
@@ -263,9 +276,9 @@ export function buildProgram(): Command {
           let after = now;
           for (let i = 0; i < 3; i += 1) next.push((after = nextSlotAfter(job.schedule, after)));
           const [last] = await recentRuns(rt.ctx, job.name, 1);
-          const lastText = last ? `${last.slot.toISOString()} ${last.status}` : 'never run';
+          const lastText = last ? `${formatJst(last.slot)} ${last.status}` : 'never run';
           console.log(`${job.name}  "${job.schedule}"  ${job.description}`);
-          console.log(`  next: ${next.map((d) => d.toISOString()).join(', ')}`);
+          console.log(`  next: ${next.map(formatJst).join(', ')}`);
           console.log(`  last: ${lastText}`);
           const abandoned = await abandonedRuns(rt.ctx, job.name);
           if (abandoned.total > 0) {
@@ -385,6 +398,7 @@ export function buildProgram(): Command {
     });
 
   registerSimulate(program);
+  registerServe(program);
   registerWebhooks(program, (command) => runtime(globals(command), logger(globals(command))));
   return program;
 }

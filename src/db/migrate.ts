@@ -11,6 +11,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import type { Store } from './connect';
+import { splitStatements } from './sql-statements';
 
 export const SQL_DIR = fileURLToPath(new URL('../../sql/', import.meta.url));
 
@@ -30,8 +31,8 @@ export interface MigrationResult {
 }
 
 export class MigrationError extends Error {
-  constructor(message: string) {
-    super(message);
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
     this.name = 'MigrationError';
   }
 }
@@ -59,6 +60,10 @@ export async function migrate(store: Store, dir: string = SQL_DIR): Promise<Migr
   const files = readMigrations(dir);
   return store.db.transaction().execute(async (trx) => {
     await sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`.execute(trx);
+    // On a Citus coordinator: DDL on distributed tables over one connection per worker, so that a
+    // file may also create functions (Citus refuses those after parallel shard DDL in a transaction).
+    const citus = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_extension WHERE extname = 'citus'`.execute(trx);
+    if (citus.rows[0]!.n > 0) await sql`SET LOCAL citus.multi_shard_modify_mode TO 'sequential'`.execute(trx);
     await sql`CREATE TABLE IF NOT EXISTS kessai_migrations (
       name       text PRIMARY KEY,
       checksum   text NOT NULL,
@@ -84,7 +89,13 @@ export async function migrate(store: Store, dir: string = SQL_DIR): Promise<Migr
       }
     }
     for (const file of pending) {
-      await store.executeScript(trx, file.text);
+      // Statement by statement (see sql-statements.ts). All pending files share one transaction, so
+      // the server's error alone does not say which failed.
+      for (const statement of splitStatements(file.text)) {
+        await store.executeScript(trx, statement).catch((error: unknown) => {
+          throw new MigrationError(`sql/${file.name} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+        });
+      }
       await trx.insertInto('kessai_migrations').values({ name: file.name, checksum: file.checksum, applied_at: sql<Date>`now()` as never }).execute();
     }
     return { applied: pending.map((file) => file.name), alreadyApplied: applied.length };

@@ -28,6 +28,21 @@ export function jstDate(instant: Date): string {
   return new Date(instant.getTime() + JST_OFFSET_MS).toISOString().slice(0, 10);
 }
 
+/**
+ * An instant as people in Japan read it: `2027-01-01 00:00 +09:00` (seconds shown only when not
+ * zero). For headers, errors, tables and progress; API-shaped output keeps UNIX seconds or UTC ISO.
+ */
+export function formatJst(instant: Date): string {
+  const iso = new Date(instant.getTime() + JST_OFFSET_MS).toISOString();
+  const seconds = iso.slice(16, 23) === ':00.000' ? '' : iso.slice(19, 23) === '.000' ? iso.slice(16, 19) : iso.slice(16, 23);
+  return `${iso.slice(0, 10)} ${iso.slice(11, 16)}${seconds} +09:00`;
+}
+
+/** An instant as ISO 8601 in JST, to the second: `2027-01-01T00:00:00+09:00` (CSV exports). */
+export function toJstIso(instant: Date): string {
+  return `${new Date(instant.getTime() + JST_OFFSET_MS).toISOString().slice(0, 19)}+09:00`;
+}
+
 /** 00:00 JST of a calendar date `YYYY-MM-DD`, as an instant. */
 export function jstMidnight(date: string): Date {
   assertCalendarDate(date);

@@ -93,34 +93,57 @@ export function causedBy(error: unknown, kind: abstract new (...args: never[]) =
 export type BatchResult<K extends string> = { readonly selected: number } & Readonly<Record<K, number>>;
 
 /**
- * The batch loop of every job: until a batch finds nothing due, run `batch` in its own
- * transaction — the claim asserted first, the batch's counts recorded last, in that same
- * transaction — and stop cleanly between batches when the worker is asked to. Returns what this
- * attempt committed: the `counted` names in their order, then `batches`.
+ * The batch loop of every job, account by account (ARCHITECTURE.md, "Jobs, slots and
+ * exactly-once"): `dueAccounts` names the accounts with due work (lock-free), then accounts take
+ * turns, one batch each per round, each batch in its own transaction — the claim asserted first,
+ * the batch's counts recorded last, in that same transaction — with every statement filtered by
+ * its account (on Citus, routed to that account's shard). Stops cleanly between batches when the
+ * worker is asked to. Returns what this attempt committed: the `counted` names in their order,
+ * then `batches`.
+ *
+ * An account is finished for this run when a batch of it takes nothing (what is still due is
+ * locked by another run, which several workers on consecutive slots share, or falls to the next
+ * slot), so a run always ends. Not sooner: a batch can make rows due again as of the same slot (a
+ * run late by two periods renews twice, a hold is reauthorized again, terms close in order). When
+ * every account of the list is finished the list is asked for again, for accounts that became due
+ * meanwhile.
  */
 export async function runBatches<const K extends string>(
   ctx: Context,
   run: SlotRun,
   counted: readonly K[],
-  batch: (trx: Kysely<Database>) => Promise<BatchResult<K>>,
+  dueAccounts: (db: Kysely<Database>) => Promise<readonly string[]>,
+  batch: (trx: Kysely<Database>, accountId: string, limit: number) => Promise<BatchResult<K>>,
 ): Promise<Record<K | 'batches', number>> {
   const totals = Object.fromEntries([...counted, 'batches'].map((name) => [name, 0])) as Record<K | 'batches', number>;
+  const finished = new Set<string>();
   for (;;) {
-    checkpoint(run);
-    const result = await ctx.db.transaction().execute(async (trx) => {
-      // Must come first: a run that lost its slot writes nothing, and a take-over waits for this batch.
-      await run.assertClaim(trx);
-      const done = await batch(trx);
-      if (done.selected > 0) await run.recordBatch(trx, { ...countsOf(done, counted), batches: 1 });
-      return done;
-    });
-    if (result.selected === 0) break;
-    for (const name of counted) totals[name] += result[name];
-    totals.batches += 1;
-    const committed: Record<string, number> = { batch: totals.batches, ...countsOf(result, counted) };
-    ctx.log.debug(committed, 'batch committed');
+    let round = (await dueAccounts(ctx.db)).filter((accountId) => !finished.has(accountId));
+    if (round.length === 0) return totals;
+    while (round.length > 0) {
+      const again: string[] = [];
+      for (const accountId of round) {
+        checkpoint(run);
+        const result = await ctx.db.transaction().execute(async (trx) => {
+          // Must come first: a run that lost its slot writes nothing, and a take-over waits for this batch.
+          await run.assertClaim(trx);
+          const done = await batch(trx, accountId, ctx.config.batchSize);
+          if (done.selected > 0) await run.recordBatch(trx, { ...countsOf(done, counted), batches: 1 });
+          return done;
+        });
+        if (result.selected === 0) {
+          finished.add(accountId);
+          continue;
+        }
+        again.push(accountId);
+        for (const name of counted) totals[name] += result[name];
+        totals.batches += 1;
+        const committed: Record<string, number> = { batch: totals.batches, ...countsOf(result, counted) };
+        ctx.log.debug({ account: accountId, ...committed }, 'batch committed');
+      }
+      round = again;
+    }
   }
-  return totals;
 }
 
 function countsOf<K extends string>(result: BatchResult<K>, counted: readonly K[]): Record<K, number> {

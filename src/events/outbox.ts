@@ -3,8 +3,8 @@
  * transaction as the change, so an event exists exactly when the change it reports does.
  * Each event's webhook deliveries are written with it (src/webhooks); nothing here talks to the network.
  */
-import { sql, type Kysely, type RawBuilder } from 'kysely';
-import type { Database } from '../db/schema';
+import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
+import type { Database, EventsTable } from '../db/schema';
 import { utf8Text } from '../db/utf8-param';
 import { bulkColumns, type BulkDocument, type ColumnsOf } from '../db/bulk-rows';
 import type { IdGenerator } from '../domain/ids';
@@ -149,7 +149,12 @@ export async function listEvents(
   if (filter.type !== undefined) query = query.where('type', '=', filter.type);
   if (filter.resourceId !== undefined) query = query.where('resource_id', '=', filter.resourceId);
   const rows = await query.orderBy('created_at').orderBy('seq').execute();
-  return rows.map((row) => ({
+  return rows.map(storedEvent);
+}
+
+/** An `events` row as the outbox's StoredEvent. */
+export function storedEvent(row: Selectable<EventsTable>): StoredEvent {
+  return {
     accountId: row.account_id,
     id: row.event_id,
     livemode: row.livemode,
@@ -158,7 +163,7 @@ export async function listEvents(
     data: row.data as EventResource,
     createdAt: row.created_at,
     pendingWebhooks: row.pending_webhooks,
-  }));
+  };
 }
 
 /**

@@ -26,3 +26,26 @@ export interface OperationOptions {
 export function defineOperation(name: string, handler: OperationHandler, options: OperationOptions = {}): Operation {
   return { name, keys: options.keys ?? 'secret', handler };
 }
+
+/**
+ * An operation split from its wire format: `decode` turns the API's parameters into a typed
+ * command (all parameter checks, no database), `execute` carries it out and returns a domain
+ * result, `encode` renders the result as the API's object. The v1 codec supplies `decode` and
+ * `encode`; a v2 codec pairs other ones with the same `execute`.
+ */
+export interface CommandOperationParts<C, R> {
+  readonly decode: (input: unknown) => C;
+  readonly execute: (ctx: Context, caller: Caller, command: C) => Promise<R>;
+  readonly encode: (result: R, command: C) => object;
+}
+
+export function defineCommandOperation<C, R>(name: string, parts: CommandOperationParts<C, R>, options: OperationOptions = {}): Operation {
+  return defineOperation(
+    name,
+    async (ctx, caller, input) => {
+      const command = parts.decode(input);
+      return parts.encode(await parts.execute(ctx, caller, command), command);
+    },
+    options,
+  );
+}

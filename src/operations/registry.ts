@@ -4,6 +4,7 @@
  * checks, the same objects and the same errors.
  */
 import type { Caller } from '../accounts/accounts';
+import { ACCOUNT_OPERATIONS } from '../accounts/account-operations';
 import { CHARGE_OPERATIONS } from '../charges/charge-operations';
 import { CHECKOUT_SESSION_OPERATIONS } from '../checkout/checkout-sessions';
 import { PAYMENT_METHOD_CONFIGURATION_OPERATIONS } from '../checkout/payment-method-configurations';
@@ -11,9 +12,10 @@ import { CARD_OPERATIONS } from '../customers/cards';
 import { CUSTOMER_OPERATIONS } from '../customers/customers';
 import { TOKEN_OPERATIONS } from '../customers/tokens';
 import { reject } from '../domain/errors';
+import { EVENT_OPERATIONS } from '../events/event-operations';
 import type { Context } from '../engine/context';
 import { PAYMENT_FLOW_OPERATIONS } from '../payment-flows/payment-flows';
-import { PLAN_OPERATIONS } from '../plans/plans';
+import { PLAN_OPERATIONS } from '../api/v1/plans';
 import { PRICE_OPERATIONS } from '../prices/prices';
 import { SETTLEMENT_OPERATIONS } from '../settlement/operations';
 import { SUBSCRIPTION_OPERATIONS } from '../subscriptions/subscriptions';
@@ -31,7 +33,7 @@ function buildRegistry(groups: readonly (readonly Operation[])[]): ReadonlyMap<s
   return registry;
 }
 
-const REGISTRY = buildRegistry([TOKEN_OPERATIONS, CUSTOMER_OPERATIONS, CARD_OPERATIONS, PLAN_OPERATIONS, SUBSCRIPTION_OPERATIONS, CHARGE_OPERATIONS, PAYMENT_FLOW_OPERATIONS, PRICE_OPERATIONS, CHECKOUT_SESSION_OPERATIONS, PAYMENT_METHOD_CONFIGURATION_OPERATIONS, SETTLEMENT_OPERATIONS]);
+const REGISTRY = buildRegistry([TOKEN_OPERATIONS, CUSTOMER_OPERATIONS, CARD_OPERATIONS, PLAN_OPERATIONS, SUBSCRIPTION_OPERATIONS, CHARGE_OPERATIONS, PAYMENT_FLOW_OPERATIONS, PRICE_OPERATIONS, CHECKOUT_SESSION_OPERATIONS, PAYMENT_METHOD_CONFIGURATION_OPERATIONS, SETTLEMENT_OPERATIONS, EVENT_OPERATIONS, ACCOUNT_OPERATIONS]);
 
 /** Every operation name, sorted, for help texts and scenario validation. */
 export function operationNames(): string[] {

@@ -29,6 +29,7 @@ const EXPIRED_FLOW_COLUMNS = bulkColumns<PaymentFlowRow>()({
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema';
 import type { Context } from '../engine/context';
+import { accountsWithDueRows } from '../engine/account-batches';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { recordEvents } from '../events/outbox';
 import { flowEvent } from './payment-flows';
@@ -46,7 +47,13 @@ export type FlowExpiryCounts = {
 };
 
 export async function expireDuePaymentFlows(ctx: Context, run: SlotRun): Promise<FlowExpiryCounts & JobCounts> {
-  return runBatches(ctx, run, ['canceled', 'remainder_released', 'released'], (trx) => expireFlowBatch(trx, ctx, run.slot, ctx.config.batchSize));
+  return runBatches(
+    ctx,
+    run,
+    ['canceled', 'remainder_released', 'released'],
+    (db) => accountsWithDueRows(db, 'payment_flows', sql`d.status = 'requires_capture' AND d.capture_before <= ${run.slot}`),
+    (trx, accountId, limit) => expireFlowBatch(trx, ctx, accountId, run.slot, limit),
+  );
 }
 
 /** The earliest `capture_before` of a held flow strictly after `after`, or null. */
@@ -60,20 +67,21 @@ export async function nextFlowExpiryDueAt(db: Kysely<Database>, after: Date): Pr
   return row?.due ?? null;
 }
 
-/** One batch inside the caller's transaction; `selected` 0 means nothing due is left. */
+/** One batch of one account's due flows inside the caller's transaction; `selected` 0 means nothing due is left. */
 export async function expireFlowBatch(
   trx: Kysely<Database>,
   ctx: Pick<Context, 'ids' | 'processor' | 'log'>,
+  accountId: string,
   asOf: Date,
   limit: number,
 ): Promise<{ selected: number; canceled: number; remainder_released: number; released: number }> {
   const due = await trx
     .selectFrom('payment_flows')
     .selectAll()
+    .where('account_id', '=', accountId)
     .where('status', '=', 'requires_capture')
     .where('capture_before', '<=', asOf)
     .orderBy('capture_before')
-    .orderBy('account_id')
     .orderBy('livemode')
     .orderBy('payment_flow_id')
     .limit(limit)
@@ -102,7 +110,7 @@ export async function expireFlowBatch(
       amount_capturable = 0,
       updated_at = ${instant}
     FROM ${u.from}
-    WHERE f.account_id = ${u.col('a')} AND f.livemode = ${u.col('l')} AND f.payment_flow_id = ${u.col('id')} AND f.status = 'requires_capture'
+    WHERE f.account_id = ${accountId} AND f.account_id = ${u.col('a')} AND f.livemode = ${u.col('l')} AND f.payment_flow_id = ${u.col('id')} AND f.status = 'requires_capture'
     RETURNING f.*`.execute(trx);
   // Events in due order, as the flows were selected.
   const byKey = new Map(updated.rows.map((row) => [compositeKey(row.account_id, row.livemode, row.payment_flow_id), row]));

@@ -8,6 +8,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema';
 import type { Context } from '../engine/context';
+import { accountsWithDueRows } from '../engine/account-batches';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { recordEvents } from '../events/outbox';
 import { balanceObjects, type BalanceRow } from './statements';
@@ -16,10 +17,16 @@ import { ROW_KEYS } from '../db/bulk-rows';
 export type BalanceCloseCounts = { readonly balances_closed: number; readonly batches: number };
 
 export async function closeDueBalances(ctx: Context, run: SlotRun): Promise<BalanceCloseCounts & JobCounts> {
-  return runBatches(ctx, run, ['balances_closed'], async (trx) => {
-    const closed = await closeBalanceBatch(trx, ctx, run.slot, ctx.config.batchSize);
-    return { selected: closed, balances_closed: closed };
-  });
+  return runBatches(
+    ctx,
+    run,
+    ['balances_closed'],
+    (db) => accountsWithDueRows(db, 'balances', sql`NOT d.closed AND d.due_at IS NOT NULL AND d.due_at <= ${run.slot}`),
+    async (trx, accountId, limit) => {
+      const closed = await closeBalanceBatch(trx, ctx, accountId, run.slot, limit);
+      return { selected: closed, balances_closed: closed };
+    },
+  );
 }
 
 export async function nextBalanceCloseDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
@@ -33,11 +40,12 @@ export async function nextBalanceCloseDueAt(db: Kysely<Database>, after: Date): 
   return row?.due ?? null;
 }
 
-export async function closeBalanceBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, asOf: Date, limit: number): Promise<number> {
+/** One batch of one account's due balances; returns how many it closed (0: none left). */
+export async function closeBalanceBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, accountId: string, asOf: Date, limit: number): Promise<number> {
   const due = await sql<BalanceRow>`
     SELECT b.* FROM balances b
-    WHERE NOT b.closed AND b.due_at IS NOT NULL AND b.due_at <= ${asOf}
-    ORDER BY b.due_at, b.account_id, b.livemode, b.balance_id
+    WHERE b.account_id = ${accountId} AND NOT b.closed AND b.due_at IS NOT NULL AND b.due_at <= ${asOf}
+    ORDER BY b.due_at, b.livemode, b.balance_id
     LIMIT ${limit}
     FOR UPDATE SKIP LOCKED`.execute(trx);
   if (due.rows.length === 0) return 0;
@@ -46,7 +54,7 @@ export async function closeBalanceBatch(trx: Kysely<Database>, ctx: Pick<Context
   await sql`
     UPDATE balances b SET closed = true, closed_date = b.due_date, updated_at = b.due_at
     FROM ${x.from}
-    WHERE b.account_id = ${x.col('a')} AND b.livemode = ${x.col('l')} AND b.balance_id = ${x.col('id')}`.execute(trx);
+    WHERE b.account_id = ${accountId} AND b.account_id = ${x.col('a')} AND b.livemode = ${x.col('l')} AND b.balance_id = ${x.col('id')}`.execute(trx);
   const objects = await balanceObjects(trx, closed);
   await recordEvents(
     trx,

@@ -16,6 +16,7 @@ import { defineOperation } from '../operations/define';
 import { inPage, listObject, PAGINATION_PARAMS, readPage, type ListObject } from '../operations/pagination';
 import { readParams, requireString } from '../operations/params';
 import { bulkColumns, compositeKey, ROW_KEYS } from '../db/bulk-rows';
+import { perAccount } from '../db/account-scope';
 
 export const TERMS_URL = '/v1/terms';
 
@@ -165,19 +166,24 @@ export async function openTermIds(trx: Kysely<Database>, wants: readonly TermWan
     if (!distinct.has(key)) distinct.set(key, { index: distinct.size, accountId: want.accountId, livemode: want.livemode, at: start });
     return key;
   });
-  const k = TERM_LOOKUP_COLUMNS.table('k', [...distinct.values()]);
-  const lookup = () => sql<{ i: number; term_id: string }>`
+  // One statement per account (account-scope.ts): Citus routes it, LATERAL … LIMIT and all, to
+  // the account's shard; across shards it cannot push a LIMIT below a lateral reference.
+  const lookup = () =>
+    perAccount([...distinct.values()], (d) => d.accountId, async (accountId, group) => {
+      const k = TERM_LOOKUP_COLUMNS.table('k', group);
+      return (await sql<{ i: number; term_id: string }>`
     SELECT ${k.col('i')} AS i, x.term_id FROM ${k.from}
     CROSS JOIN LATERAL (
       SELECT t.term_id FROM terms t
-      WHERE t.account_id = ${k.col('a')} AND t.livemode = ${k.col('l')} AND NOT t.closed AND t.end_at > ${k.col('t')}
+      WHERE t.account_id = ${accountId} AND t.livemode = ${k.col('l')} AND NOT t.closed AND t.end_at > ${k.col('t')}
       ORDER BY t.start_at LIMIT 1 FOR SHARE
-    ) x`.execute(trx);
+    ) x`.execute(trx)).rows;
+    });
   let result = await lookup();
   // A term close that held the term we waited for has committed: the term is closed now and its
   // successor was inserted after this statement's snapshot. A new statement sees the successor.
-  for (let retry = 0; retry < 3 && result.rows.length < distinct.size; retry += 1) result = await lookup();
-  const byIndex = new Map(result.rows.map((row) => [row.i, row.term_id]));
+  for (let retry = 0; retry < 3 && result.length < distinct.size; retry += 1) result = await lookup();
+  const byIndex = new Map(result.map((row) => [row.i, row.term_id]));
   return keys.map((key, n) => {
     const id = byIndex.get(distinct.get(key)!.index);
     if (id === undefined) throw new Error(`no open term for ${wants[n]!.accountId} at ${wants[n]!.at.toISOString()}; openTerms must run first`);
@@ -190,13 +196,16 @@ export async function openTermCounts(executor: Kysely<Database>, terms: readonly
   const open = terms.filter((t) => !t.closed);
   const counts = new Map<string, { charges: number; refunds: number }>();
   if (open.length === 0) return counts;
-  const k = ROW_KEYS.table('k', open.map((t) => ({ accountId: t.account_id, livemode: t.livemode, id: t.term_id })));
-  const result = await sql<{ t: string; charges: number; refunds: number }>`
+  // One statement per account (account-scope.ts): Citus routes the correlated counts to its shard.
+  const rows = await perAccount(open, (t) => t.account_id, async (accountId, terms) => {
+    const k = ROW_KEYS.table('k', terms.map((t) => ({ accountId: t.account_id, livemode: t.livemode, id: t.term_id })));
+    return (await sql<{ t: string; charges: number; refunds: number }>`
     SELECT ${k.col('id')} AS t,
-      (SELECT count(*)::int FROM charges c WHERE c.account_id = ${k.col('a')} AND c.livemode = ${k.col('l')} AND c.term_id = ${k.col('id')}) AS charges,
-      (SELECT count(*)::int FROM refunds r WHERE r.account_id = ${k.col('a')} AND r.livemode = ${k.col('l')} AND r.term_id = ${k.col('id')}) AS refunds
-    FROM ${k.from}`.execute(executor);
-  for (const row of result.rows) counts.set(row.t, { charges: row.charges, refunds: row.refunds });
+      (SELECT count(*)::int FROM charges c WHERE c.account_id = ${accountId} AND c.livemode = ${k.col('l')} AND c.term_id = ${k.col('id')}) AS charges,
+      (SELECT count(*)::int FROM refunds r WHERE r.account_id = ${accountId} AND r.livemode = ${k.col('l')} AND r.term_id = ${k.col('id')}) AS refunds
+    FROM ${k.from}`.execute(executor)).rows;
+  });
+  for (const row of rows) counts.set(row.t, { charges: row.charges, refunds: row.refunds });
   return counts;
 }
 

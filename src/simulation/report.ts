@@ -14,7 +14,10 @@ import { cardKey, chargeCardsOf } from '../charges/charge-record';
 import { CHARGE_OBJECT_COLUMNS, chargeText, type ChargeRow } from '../charges/charges';
 import { renderCard } from '../customers/card-object';
 import type { Database } from '../db/schema';
-import { parseInstant, toIsoSeconds } from '../domain/time';
+import { formatJst, fromUnixSeconds, jstMidnight, parseInstant, toIsoSeconds, toJstIso } from '../domain/time';
+import { emptyMonthEnd, monthEndFigures, type MonthEndFigures } from './business-figures';
+import { renderCharts } from './report-charts';
+import { renderReportHtml } from './report-html';
 import type { SimulatedWorld } from './simulate';
 import { webhookReport } from './webhooks';
 import { EVENT_TEXT_SQL } from '../events/outbox';
@@ -24,7 +27,7 @@ import { subscriptionObjects } from '../subscriptions/subscription-record';
 const PAGE = 5_000;
 
 /** The money of one JST month, from the simulated rows. */
-export interface MonthSummary {
+export interface MonthMoney {
   month: string;
   charges: number;
   captured_charges: number;
@@ -34,12 +37,20 @@ export interface MonthSummary {
   refunds: number;
   refunded_yen: number;
   fees_yen: number;
+  /** Platform fees of the charges captured in the month (platform mode). */
+  platform_fees_yen: number;
+  /** Failed renewal charges of the month by failure code. */
+  failed_renewals_by_reason: Record<string, number>;
   /**
    * Money that left for each owner (merchant account, tenant, platform) in balances closed in
-   * the month, by their closing date: transfers positive, collected claims negative.
+   * the month with a payout date, by their closing date: transfers positive, collected claims
+   * negative (a forfeited balance is in forfeited_by_owner).
    */
   paid_out_by_owner: Record<string, number>;
 }
+
+/** A month of the summary: its money and what stood at its end (see MonthEndFigures). */
+export type MonthSummary = MonthMoney & MonthEndFigures;
 
 export interface Summary {
   scenario: string | null;
@@ -88,7 +99,26 @@ export function jstMonth(at: Date): string {
 }
 
 function emptyMonth(month: string): MonthSummary {
-  return { month, charges: 0, captured_charges: 0, captured_yen: 0, failed_charges: 0, failed_renewals: 0, refunds: 0, refunded_yen: 0, fees_yen: 0, paid_out_by_owner: {} };
+  return {
+    month,
+    charges: 0,
+    captured_charges: 0,
+    captured_yen: 0,
+    failed_charges: 0,
+    failed_renewals: 0,
+    refunds: 0,
+    refunded_yen: 0,
+    fees_yen: 0,
+    platform_fees_yen: 0,
+    failed_renewals_by_reason: {},
+    paid_out_by_owner: {},
+    ...emptyMonthEnd(),
+  };
+}
+
+/** Adds `amount` to `key` of a record of sums. */
+function addTo(record: Record<string, number>, key: string, amount: number): void {
+  record[key] = (record[key] ?? 0) + amount;
 }
 
 /** An element already serialised (as JSON.stringify would have it), written as it is. */
@@ -168,6 +198,13 @@ function single<T>(items: readonly T[]): Pages<T> {
 }
 
 const REPORT_CHARGE_COLUMNS = [...CHARGE_OBJECT_COLUMNS, 'account_id', 'card_id', 'amount_captured', 'fee'] as const;
+
+/**
+ * The CSV exports open in a spreadsheet in Japan: UTF-8 with a byte order mark (Excel on Japanese
+ * Windows reads a file without one as Shift_JIS and shows the titles as mojibake), instants in
+ * JST with their offset, as the months of the summary are.
+ */
+const CSV_BOM = '\uFEFF';
 type ReportCharge = Pick<ChargeRow, (typeof REPORT_CHARGE_COLUMNS)[number]>;
 
 /**
@@ -177,7 +214,7 @@ type ReportCharge = Pick<ChargeRow, (typeof REPORT_CHARGE_COLUMNS)[number]>;
  * whole report, not once per charge: a subscriber's card appears in every renewal (on PGlite,
  * where every field read costs JavaScript work, reading them per page was most of the section).
  */
-function chargePages(db: Kysely<Database>): Pages<{ row: ReportCharge; cardText: string | null }> {
+function chargePages(db: Kysely<Database>): Pages<{ row: ReportCharge; cardText: string | null; brand: string | null }> {
   return (emit) =>
     db.transaction().execute(async (trx) => {
       // The columns the charge object and the summary read, not every column of the table (on
@@ -188,7 +225,7 @@ function chargePages(db: Kysely<Database>): Pages<{ row: ReportCharge; cardText:
       // Stored cards, else the card of the token a charge was made with (v1 charges by token,
       // checkout and payment flows); a payment flow paid without a card (PayPay) has none (null).
       // Each card's object is printed once (JSON text): a subscriber's card is in every renewal.
-      const cards = new Map<string, string | null>();
+      const cards = new Map<string, { text: string; brand: string } | null>();
       const fetchPage = async () => {
         const rows = (await sql<ReportCharge>`FETCH ${sql.raw(String(PAGE))} FROM report_charges`.execute(trx)).rows;
         const unseen = new Map<string, ReportCharge>();
@@ -200,10 +237,14 @@ function chargePages(db: Kysely<Database>): Pages<{ row: ReportCharge; cardText:
           const found = await chargeCardsOf(trx, [...unseen.values()]);
           for (const key of unseen.keys()) {
             const card = found.get(key);
-            cards.set(key, card === undefined ? null : JSON.stringify(renderCard(card)));
+            const object = card === undefined ? undefined : renderCard(card);
+            cards.set(key, object === undefined ? null : { text: JSON.stringify(object), brand: object.brand });
           }
         }
-        return rows.map((row) => ({ row, cardText: cards.get(cardKey(row.account_id, row.livemode, row.card_id)) ?? null }));
+        return rows.map((row) => {
+          const card = cards.get(cardKey(row.account_id, row.livemode, row.card_id)) ?? null;
+          return { row, cardText: card?.text ?? null, brand: card?.brand ?? null };
+        });
       };
       await prefetching(fetchPage, (page) => page.length === 0, emit);
     });
@@ -361,16 +402,19 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   }));
 
   const chargesCsv = createWriteStream(join(dir, 'charges.csv'));
-  chargesCsv.write('id,account,created_at,customer,subscription,amount,paid,captured,captured_at,amount_captured,amount_refunded,refunded,failure_code,fee_rate,term_id\n');
+  chargesCsv.write(`${CSV_BOM}id,account,created_at,customer,subscription,amount,paid,captured,captured_at,amount_captured,amount_refunded,refunded,failure_code,card_brand,fee_rate,fee,platform_fee,tenant,term_id\n`);
   // Lines are written a page at a time.
   const csvLines: string[] = [];
-  await json.array('charges', chargePages(db), ({ row, cardText }) => {
+  await json.array('charges', chargePages(db), ({ row, cardText, brand }) => {
     const object = new JsonText(chargeText(row, cardText));
     const created = month(row.created_at);
     created.charges += 1;
     if (!row.paid) {
       created.failed_charges += 1;
-      if (row.subscription_id !== null) created.failed_renewals += 1;
+      if (row.subscription_id !== null) {
+        created.failed_renewals += 1;
+        addTo(created.failed_renewals_by_reason, row.failure_code ?? 'unknown', 1);
+      }
       day(row.created_at).failures += 1;
     }
     if (row.captured_at !== null && row.amount_captured !== null) {
@@ -380,22 +424,27 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
       day(row.captured_at).captured_yen += row.amount_captured;
     }
     if (row.captured_at !== null && row.fee !== null) month(row.captured_at).fees_yen += row.fee;
+    if (row.captured_at !== null && row.platform_fee !== null) month(row.captured_at).platform_fees_yen += row.platform_fee;
     csvLines.push(
       [
         row.charge_id,
         row.account_id,
-        toIsoSeconds(row.created_at),
+        toJstIso(row.created_at),
         row.customer_id ?? '',
         row.subscription_id ?? '',
         row.amount,
         row.paid,
         row.captured,
-        row.captured_at ? toIsoSeconds(row.captured_at) : '',
+        row.captured_at ? toJstIso(row.captured_at) : '',
         row.amount_captured ?? '',
         row.amount_refunded,
         row.refunded,
         row.failure_code ?? '',
+        brand ?? '',
         row.fee_rate,
+        row.fee ?? '',
+        row.platform_fee ?? '',
+        row.tenant_id ?? '',
         row.term_id ?? '',
       ].join(',') + '\n',
     );
@@ -421,7 +470,7 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   await json.array('terms', single(terms));
   const statements = await listAll(world, 'statements.list');
   const statementsCsv = createWriteStream(join(dir, 'statements.csv'));
-  statementsCsv.write('statement,term,owner,tenant,type,title,subject,name,amount,net\n');
+  statementsCsv.write(`${CSV_BOM}statement,term,term_start,term_end,owner,tenant,type,title,subject,name,amount,net,balance,balance_state,balance_closed_date,balance_payout_date\n`);
   const balances = await listAll(world, 'balances.list');
   const ownerOfBalance = new Map(balances.map((balance) => [String(balance.id), balance]));
   const ownerOf = (record: Record<string, unknown>): string => {
@@ -433,20 +482,43 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
     const text = value === null || value === undefined ? '' : String(value);
     return /[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
   };
+  // The term's instants in JST (end exclusive); the balance's dates are JST calendar dates already.
+  const instant = (seconds: unknown) => (typeof seconds === 'number' ? toJstIso(fromUnixSeconds(seconds)) : '');
   for (const statement of statements) {
-    const term = (statement.term as { id?: string } | undefined)?.id ?? statement.term_id;
+    const term = statement.term as { id?: string; start_at?: number; end_at?: number } | undefined;
+    const balance = typeof statement.balance_id === 'string' ? ownerOfBalance.get(statement.balance_id) : undefined;
     for (const item of (statement.items as Record<string, unknown>[] | undefined) ?? []) {
       statementsCsv.write(
-        [statement.id, term, ownerOf(statement), statement.tenant_id, statement.type, statement.title, item.subject, item.name, item.amount, statement.net].map(csvCell).join(',') + '\n',
+        [
+          statement.id,
+          term?.id ?? statement.term_id,
+          instant(term?.start_at),
+          instant(term?.end_at),
+          ownerOf(statement),
+          statement.tenant_id,
+          statement.type,
+          statement.title,
+          item.subject,
+          item.name,
+          item.amount,
+          statement.net,
+          statement.balance_id,
+          balance?.state,
+          balance?.closed_date,
+          balance?.due_date,
+        ]
+          .map(csvCell)
+          .join(',') + '\n',
       );
     }
   }
   for (const balance of balances) {
-    if (balance.closed !== true || typeof balance.closed_date !== 'string' || typeof balance.net !== 'number') continue;
-    const m = month(parseInstant(balance.closed_date));
-    const owner = ownerOf(balance);
-    m.paid_out_by_owner[owner] = (m.paid_out_by_owner[owner] ?? 0) + balance.net;
+    // A balance closed without a payout date was forfeited (business-figures.ts counts it).
+    if (balance.closed !== true || typeof balance.closed_date !== 'string' || typeof balance.net !== 'number' || balance.due_date === null) continue;
+    addTo(month(parseInstant(balance.closed_date)).paid_out_by_owner, ownerOf(balance), balance.net);
   }
+  const monthEnds = await monthEndFigures(db, header, statements, balances, ownerOf);
+  for (const [key, figures] of monthEnds) Object.assign(month(jstMidnight(`${key}-01`)), figures);
   const statementsWritten = once(statementsCsv, 'finish');
   statementsCsv.end();
   await json.array('statements', single(statements));
@@ -463,10 +535,14 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   await Promise.all([chargesWritten, statementsWritten]);
 
   const ordered = [...months.values()].sort((a, b) => a.month.localeCompare(b.month));
-  const totals = emptyMonth('total');
+  // Totals: the money summed over the months; what stands at a month's end, at the last one's.
+  const totals = { ...emptyMonth('total'), ...(ordered.length > 0 ? monthEndStates(ordered.at(-1)!) : {}) };
   for (const m of ordered) {
-    for (const key of ['charges', 'captured_charges', 'captured_yen', 'failed_charges', 'failed_renewals', 'refunds', 'refunded_yen', 'fees_yen'] as const) totals[key] += m[key];
-    for (const [owner, net] of Object.entries(m.paid_out_by_owner)) totals.paid_out_by_owner[owner] = (totals.paid_out_by_owner[owner] ?? 0) + net;
+    for (const key of FLOW_FIGURES) totals[key] += m[key];
+    for (const key of ['failed_renewals_by_reason', 'paid_out_by_owner', 'forfeited_by_owner'] as const) {
+      for (const [name, amount] of Object.entries(m[key])) addTo(totals[key], name, amount);
+    }
+    for (const key of ['authorized', 'captured', 'released_at_expiry', 'reauthorized'] as const) totals.holds[key] += m.holds[key];
   }
   const { month: _total, ...totalFields } = totals;
   const summary: Summary = {
@@ -483,7 +559,28 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   return { summary, days: [...days.values()].sort((a, b) => a.day.localeCompare(b.day)) };
 }
 
-const METRICS = ['charges', 'captured_yen', 'failed_renewals', 'refunded_yen', 'fees_yen'] as const;
+/** Figures of a month that are sums of its events, summed again for the totals. */
+const FLOW_FIGURES = [
+  'charges',
+  'captured_charges',
+  'captured_yen',
+  'failed_charges',
+  'failed_renewals',
+  'refunds',
+  'refunded_yen',
+  'fees_yen',
+  'platform_fees_yen',
+  'new_subscriptions',
+  'churned_subscriptions',
+  'recovered_subscriptions',
+] as const;
+
+/** What stands at a month's end: the totals take the last month's. */
+function monthEndStates(m: MonthSummary): Pick<MonthSummary, 'mrr_yen' | 'subscriptions' | 'carried_by_owner'> {
+  return { mrr_yen: m.mrr_yen, subscriptions: { ...m.subscriptions }, carried_by_owner: { ...m.carried_by_owner } };
+}
+
+const METRICS = ['mrr_yen', 'charges', 'captured_yen', 'failed_renewals', 'refunded_yen', 'fees_yen', 'platform_fees_yen', 'new_subscriptions', 'churned_subscriptions', 'recovered_subscriptions'] as const;
 
 export interface DiffRow {
   readonly month: string;
@@ -501,90 +598,107 @@ export function diffSummaries(baseline: Summary, variant: Summary): DiffRow[] {
     const a = baseline.months.find((m) => m.month === month) ?? emptyMonth(month);
     const b = variant.months.find((m) => m.month === month) ?? emptyMonth(month);
     for (const metric of METRICS) rows.push({ month, metric, baseline: a[metric], variant: b[metric], delta: b[metric] - a[metric] });
-    const owners = new Set([...Object.keys(a.paid_out_by_owner), ...Object.keys(b.paid_out_by_owner)]);
-    for (const owner of [...owners].sort()) {
-      const x = a.paid_out_by_owner[owner] ?? 0;
-      const y = b.paid_out_by_owner[owner] ?? 0;
-      rows.push({ month, metric: `paid_out:${owner}`, baseline: x, variant: y, delta: y - x });
+    for (const status of ['active', 'trial', 'paused', 'canceled'] as const) {
+      const [x, y] = [a.subscriptions[status], b.subscriptions[status]];
+      rows.push({ month, metric: `subscriptions:${status}`, baseline: x, variant: y, delta: y - x });
+    }
+    for (const key of ['paid_out_by_owner', 'carried_by_owner', 'forfeited_by_owner'] as const) {
+      const owners = new Set([...Object.keys(a[key]), ...Object.keys(b[key])]);
+      for (const owner of [...owners].sort()) {
+        const x = a[key][owner] ?? 0;
+        const y = b[key][owner] ?? 0;
+        rows.push({ month, metric: `${key.replace('_by_owner', '')}:${owner}`, baseline: x, variant: y, delta: y - x });
+      }
     }
   }
   return rows;
 }
 
-const yen = (n: number) => n.toLocaleString('en-US');
+export const yen = (n: number) => n.toLocaleString('en-US');
 
-/** The summary as a table for a terminal. */
-export function formatSummary(summary: Summary, title = 'Simulation'): string {
-  const head = ['month', 'charges', 'captured ¥', 'failed renewals', 'refunds', 'refunded ¥', 'fees ¥', 'paid out by owner'];
-  const rows = [...summary.months, { ...summary.totals, month: 'total' }].map((m) => [
-    m.month,
-    yen(m.charges),
-    yen(m.captured_yen),
-    yen(m.failed_renewals),
-    yen(m.refunds),
-    yen(m.refunded_yen),
-    yen(m.fees_yen),
-    Object.entries(m.paid_out_by_owner)
-      .map(([owner, net]) => `${owner} ${yen(net)}`)
-      .join('; ') || '-',
-  ]);
+/** The subscriber columns of a month's row, in the tables' order: MRR ¥, active, trial, paused, canceled, new, churned, recovered. */
+export function subscriberCells(m: MonthSummary): string[] {
+  const { subscriptions: s } = m;
+  return [m.mrr_yen, s.active, s.trial, s.paused, s.canceled, m.new_subscriptions, m.churned_subscriptions, m.recovered_subscriptions].map(yen);
+}
+
+/** Rows as a text table: the first and last columns left-aligned, the others right-aligned. */
+function textTable(head: readonly string[], rows: readonly string[][]): string[] {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 || i === cells.length - 1 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
+  const line = (cells: readonly string[]) => cells.map((c, i) => (i === 0 || i === cells.length - 1 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
+  return [line(head), ...rows.map(line)];
+}
+
+const byName = (record: Record<string, number>) =>
+  Object.entries(record)
+    .map(([name, n]) => `${name} ${yen(n)}`)
+    .join('; ') || '-';
+
+/** The summary as tables for a terminal: the money of each month, then what stood at its end. */
+export function formatSummary(summary: Summary, title = 'Simulation'): string {
+  const all = [...summary.months, { ...summary.totals, month: 'total' }];
+  const money = textTable(
+    ['month', 'charges', 'captured ¥', 'failed renewals', 'refunds', 'refunded ¥', 'fees ¥', 'platform fees ¥', 'paid out by owner ¥'],
+    all.map((m) => [m.month, yen(m.charges), yen(m.captured_yen), yen(m.failed_renewals), yen(m.refunds), yen(m.refunded_yen), yen(m.fees_yen), yen(m.platform_fees_yen), byName(m.paid_out_by_owner)]),
+  );
+  const business = textTable(
+    ['month', 'MRR ¥', 'active', 'trial', 'paused', 'canceled', 'new', 'churned', 'recovered', 'holds auth/capt/released/reauth', 'failed renewals by reason'],
+    all.map((m) => [
+      m.month,
+      ...subscriberCells(m),
+      `${m.holds.authorized}/${m.holds.captured}/${m.holds.released_at_expiry}/${m.holds.reauthorized}`,
+      byName(m.failed_renewals_by_reason),
+    ]),
+  );
+  const owners = [...new Set(all.flatMap((m) => [...Object.keys(m.carried_by_owner), ...Object.keys(m.forfeited_by_owner), ...Object.keys(m.paid_out_by_owner)]))].sort();
+  const balances =
+    owners.length === 0
+      ? []
+      : [
+          '',
+          'Balances by owner (¥): carried at month end / paid out / forfeited',
+          ...textTable(
+            ['month', ...owners],
+            all.map((m) => [m.month, ...owners.map((o) => `${yen(m.carried_by_owner[o] ?? 0)} / ${yen(m.paid_out_by_owner[o] ?? 0)} / ${yen(m.forfeited_by_owner[o] ?? 0)}`)]),
+          ),
+        ];
   return [
-    `${title}: ${summary.scenario ?? '(unnamed scenario)'}, ${summary.from} → ${summary.to} (exclusive), seed ${summary.seed}`,
-    `${yen(summary.steps)} steps (${yen(summary.failed_steps)} failed), ${yen(summary.job_runs)} job runs`,
+    `${title}: ${summary.scenario ?? '(unnamed scenario)'}, ${formatJst(new Date(summary.from))} → ${formatJst(new Date(summary.to))} (exclusive), seed ${summary.seed}`,
+    `${yen(summary.steps)} steps (${yen(summary.failed_steps)} failed), ${yen(summary.job_runs)} job runs; month-end figures in the total row are those at the end of the range`,
     '',
-    line(head),
-    ...rows.map(line),
+    ...money,
+    '',
+    ...business,
+    ...balances,
   ].join('\n');
 }
 
-export function formatDiff(rows: readonly DiffRow[]): string {
+/** The changed months and metrics of a what-if, titled with the overlay's own name. */
+export function formatDiff(rows: readonly DiffRow[], overlay: string): string {
   const changed = rows.filter((row) => row.delta !== 0);
-  if (changed.length === 0) return 'What-if: no difference from the baseline.';
-  const lines = changed.map((row) => `${row.month}  ${row.metric.padEnd(18)} ${yen(row.baseline).padStart(14)} → ${yen(row.variant).padStart(14)}  (${row.delta > 0 ? '+' : ''}${yen(row.delta)})`);
-  return ['What-if against the baseline (changed months and metrics):', ...lines].join('\n');
+  if (changed.length === 0) return `What-if "${overlay}": no difference from the baseline.`;
+  const lines = changed.map((row) => `${row.month}  ${row.metric.padEnd(24)} ${yen(row.baseline).padStart(14)} → ${yen(row.variant).padStart(14)}  (${row.delta > 0 ? '+' : ''}${yen(row.delta)})`);
+  return [`What-if "${overlay}" against the baseline (changed months and metrics):`, ...lines].join('\n');
 }
 
-/** Daily captured yen (bars) and failed charges (red line) as a standalone SVG. */
-export function renderChart(days: readonly DayPoint[], title: string): string {
-  const width = 960;
-  const height = 320;
-  const pad = { left: 70, right: 50, top: 30, bottom: 40 };
-  const plotW = width - pad.left - pad.right;
-  const plotH = height - pad.top - pad.bottom;
-  const maxYen = Math.max(1, ...days.map((d) => d.captured_yen));
-  const maxFail = Math.max(1, ...days.map((d) => d.failures));
-  const step = days.length > 0 ? plotW / days.length : plotW;
-  const esc = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;');
-  const bars = days
-    .map((d, i) => {
-      const h = (d.captured_yen / maxYen) * plotH;
-      return `<rect x="${(pad.left + i * step).toFixed(2)}" y="${(pad.top + plotH - h).toFixed(2)}" width="${Math.max(step - 0.5, 0.5).toFixed(2)}" height="${h.toFixed(2)}" fill="#4477aa"><title>${d.day}: ¥${yen(d.captured_yen)} captured, ${d.failures} failed</title></rect>`;
-    })
-    .join('\n');
-  const line = days.map((d, i) => `${(pad.left + i * step + step / 2).toFixed(2)},${(pad.top + plotH - (d.failures / maxFail) * plotH).toFixed(2)}`).join(' ');
-  const first = days[0]?.day ?? '';
-  const last = days.at(-1)?.day ?? '';
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">
-<title>${esc(title)}</title>
-<rect width="${width}" height="${height}" fill="white"/>
-<text x="${pad.left}" y="18">${esc(title)}: daily captured yen (bars, left axis) and failed charges (red, right axis)</text>
-<line x1="${pad.left}" y1="${pad.top + plotH}" x2="${pad.left + plotW}" y2="${pad.top + plotH}" stroke="#333"/>
-<line x1="${pad.left}" y1="${pad.top}" x2="${pad.left}" y2="${pad.top + plotH}" stroke="#333"/>
-<text x="${pad.left - 6}" y="${pad.top + 4}" text-anchor="end">¥${yen(maxYen)}</text>
-<text x="${pad.left - 6}" y="${pad.top + plotH}" text-anchor="end">0</text>
-<text x="${pad.left + plotW + 6}" y="${pad.top + 4}" fill="#cc3311">${maxFail}</text>
-<text x="${pad.left}" y="${height - 12}">${first}</text>
-<text x="${pad.left + plotW}" y="${height - 12}" text-anchor="end">${last}</text>
-${bars}
-${days.length > 0 ? `<polyline points="${line}" fill="none" stroke="#cc3311" stroke-width="1.5"/>` : ''}
-</svg>
-`;
+export interface SummaryFiles {
+  /** What summary.json holds: the summary, or for a what-if the baseline, variant and diff. */
+  readonly json: unknown;
+  readonly summary: Summary;
+  readonly days: readonly DayPoint[];
+  readonly title: string;
+  readonly range: { readonly from: Date; readonly to: Date };
+  readonly whatIf?: { readonly overlay: string; readonly variant: Summary; readonly diff: readonly DiffRow[] };
 }
 
-export function writeSummaryFiles(dir: string, summary: unknown, days: readonly DayPoint[], title: string): void {
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
-  writeFileSync(join(dir, 'chart.svg'), renderChart(days, title));
+/**
+ * Writes summary.json, report.html and the charts as SVG files under charts/ (the static export
+ * for documents; report.html inlines the same SVGs).
+ */
+export async function writeSummaryFiles(dir: string, files: SummaryFiles): Promise<void> {
+  mkdirSync(join(dir, 'charts'), { recursive: true });
+  writeFileSync(join(dir, 'summary.json'), `${JSON.stringify(files.json, null, 2)}\n`);
+  const charts = await renderCharts(files.summary, files.days, files.range, files.whatIf);
+  for (const chart of charts) writeFileSync(join(dir, 'charts', `${chart.name}.svg`), chart.svg);
+  writeFileSync(join(dir, 'report.html'), renderReportHtml({ title: files.title, summary: files.summary, charts, ...(files.whatIf ? { whatIf: files.whatIf } : {}) }));
 }

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Ajv, type ErrorObject } from 'ajv';
 import { seededWords } from '../domain/ids';
-import { parseInstant } from '../domain/time';
+import { formatJst, parseInstant } from '../domain/time';
 import { TEST_CARDS } from '../processor/test-cards';
 
 const require = createRequire(import.meta.url);
@@ -25,7 +25,24 @@ export interface ScenarioAccount {
   readonly term_cycle?: 'monthly' | 'semi_monthly';
   readonly fee_rates?: Readonly<Record<string, string>>;
   readonly options?: Readonly<Record<string, string | number | boolean | null>>;
+  /**
+   * In a what-if overlay, for an account of the baseline: the fee rates and options take effect
+   * from this date or instant (JST unless it has a zone) instead of from the start.
+   */
+  readonly from?: string;
 }
+
+/** An overlay's account settings that take effect from a date (made by overlayScenario, not written in files). */
+export interface AccountChange {
+  readonly entry: string;
+  readonly account: string;
+  readonly from: string;
+  readonly fee_rates?: Readonly<Record<string, string>>;
+  readonly options?: Readonly<Record<string, string | number | boolean | null>>;
+}
+
+/** The simulation's own step that changes an account's settings (an AccountChange); not an API operation. */
+export const ACCOUNT_SETTINGS_OP = 'simulation.account_settings';
 
 interface Placed {
   readonly ref?: string;
@@ -91,6 +108,8 @@ export interface Scenario {
   readonly timeline?: readonly ScenarioEntry[];
   readonly generators?: readonly SubscribersGenerator[];
   readonly webhooks?: readonly ScenarioWebhook[];
+  /** Dated account settings of a what-if overlay (see ScenarioAccount.from). */
+  readonly account_changes?: readonly AccountChange[];
 }
 
 /** A bad scenario file or range: the message names the file and the entry. */
@@ -177,9 +196,20 @@ export function loadScenario(path: string): Scenario {
  */
 export function overlayScenario(base: Scenario, overlay: Scenario): Scenario {
   const accounts = [...(base.accounts ?? [])];
-  for (const extra of overlay.accounts ?? []) {
+  const changes: AccountChange[] = [...(base.account_changes ?? [])];
+  for (const [i, extra] of (overlay.accounts ?? []).entries()) {
     const id = extra.id ?? (accounts.length === 0 ? DEFAULT_ACCOUNT_ID : undefined);
     const at = accounts.findIndex((account) => (account.id ?? DEFAULT_ACCOUNT_ID) === id);
+    if (extra.from !== undefined) {
+      // Settings from a date: the baseline's account as it is, then a change at that instant.
+      if (id === undefined || (at < 0 && !(accounts.length === 0 && id === DEFAULT_ACCOUNT_ID))) {
+        throw new ScenarioError(`what-if accounts[${i}].from: only settings of an account of the baseline can take effect from a date`);
+      }
+      const others = Object.keys(extra).filter((key) => !['id', 'from', 'fee_rates', 'options'].includes(key));
+      if (others.length > 0) throw new ScenarioError(`what-if accounts[${i}].from: only fee_rates and options can take effect from a date, not ${others.join(', ')}`);
+      changes.push({ entry: `what-if accounts[${i}]`, account: id, from: extra.from, ...(extra.fee_rates ? { fee_rates: extra.fee_rates } : {}), ...(extra.options ? { options: extra.options } : {}) });
+      continue;
+    }
     if (at < 0) {
       accounts.push(extra);
       continue;
@@ -203,6 +233,7 @@ export function overlayScenario(base: Scenario, overlay: Scenario): Scenario {
     timeline: join(base.timeline, overlay.timeline),
     generators: join(base.generators, overlay.generators),
     webhooks: join(base.webhooks, overlay.webhooks),
+    ...(changes.length > 0 ? { account_changes: changes } : {}),
   };
 }
 
@@ -213,6 +244,7 @@ export function scenarioAccounts(scenario: Scenario): (ScenarioAccount & { reado
   return accounts.map((account, i) => {
     const id = account.id ?? (i === 0 ? DEFAULT_ACCOUNT_ID : `acct_sim${i + 1}`);
     if (seen.has(id)) throw new ScenarioError(`accounts[${i}]: account ${id} is defined twice`);
+    if (account.from !== undefined) throw new ScenarioError(`accounts[${i}].from: only a what-if overlay's account settings can take effect from a date`);
     seen.add(id);
     return { ...account, id };
   });
@@ -316,7 +348,7 @@ export interface PlanOptions {
  */
 export function planSteps(scenario: Scenario, options: PlanOptions): Step[] {
   const { from, to } = options;
-  if (from.getTime() >= to.getTime()) throw new ScenarioError(`--from (${from.toISOString()}) must be before --to (${to.toISOString()}); --to is exclusive`);
+  if (from.getTime() >= to.getTime()) throw new ScenarioError(`--from (${formatJst(from)}) must be before --to (${formatJst(to)}); --to is exclusive`);
   const accounts = scenarioAccounts(scenario);
   const accountIds = new Set(accounts.map((account) => account.id));
   const defaultAccount = accounts[0]!.id;
@@ -352,6 +384,18 @@ export function planSteps(scenario: Scenario, options: PlanOptions): Step[] {
   (scenario.generators ?? []).forEach((generator, i) => {
     for (const step of generateSubscribers(generator, i, options.seed, accountOf(generator.account, `generators[${i}]`), to)) add(step);
   });
+  for (const change of scenario.account_changes ?? []) {
+    const { fee_rates, options } = change;
+    add({
+      entry: change.entry,
+      at: instantOf(change.from, `${change.entry}.from`),
+      op: ACCOUNT_SETTINGS_OP,
+      params: { ...(fee_rates ? { fee_rates } : {}), ...(options ? { options } : {}) },
+      ref: undefined,
+      account: accountOf(change.account, change.entry),
+      livemode: false,
+    });
+  }
   (scenario.timeline ?? []).forEach((entry, i) => {
     const where = `timeline[${i}]`;
     add({
@@ -367,14 +411,14 @@ export function planSteps(scenario: Scenario, options: PlanOptions): Step[] {
   });
 
   placed.sort((a, b) => a.step.at.getTime() - b.step.at.getTime() || a.order - b.order);
-  const known = new Set(options.operations);
+  const known = new Set([...options.operations, ACCOUNT_SETTINGS_OP]);
   const defined = new Set<string>();
   const steps = placed.map(({ step }) => step);
   for (const step of steps) {
-    const where = `${step.entry} (${step.op} at ${step.at.toISOString()})`;
+    const where = `${step.entry} (${step.op} at ${formatJst(step.at)})`;
     if (!known.has(step.op)) throw new ScenarioError(`${where}: unknown operation ${JSON.stringify(step.op)}`);
     if (step.at.getTime() < from.getTime() || step.at.getTime() >= to.getTime()) {
-      throw new ScenarioError(`${where}: the instant is outside the simulated range [${from.toISOString()}, ${to.toISOString()})`);
+      throw new ScenarioError(`${where}: the instant is outside the simulated range [${formatJst(from)}, ${formatJst(to)})`);
     }
     if (step.forEach && !known.has(step.forEach.op)) throw new ScenarioError(`${where}: for_each: unknown operation ${JSON.stringify(step.forEach.op)}`);
     if (step.forEach && step.ref !== undefined) throw new ScenarioError(`${where}: an entry with for_each runs many times and cannot have a ref`);

@@ -21,17 +21,19 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
 import type { Caller } from '../accounts/accounts';
-import { createAccount } from '../accounts/accounts';
+import { checkedFeeRates, createAccount } from '../accounts/accounts';
 import { openStore, redactUrl, type Store } from '../db/connect';
 import { migrate, readMigrations } from '../db/migrate';
+import { citusNodes, distributeAccountTables, joinCitusCluster } from '../db/citus';
 import { KessaiError, toError } from '../domain/errors';
 import { seededIds } from '../domain/ids';
+import { formatJst } from '../domain/time';
 import { runOperation } from '../operations/registry';
 import { simulatedCardNetwork } from '../processor/card-network';
 import { tokenizedCardOf } from '../customers/tokens';
 import { subscribeNewCustomers, type NewSubscriber, type NewSubscriberResult } from '../subscriptions/new-subscribers';
 import type { SourceSnapshot } from './source-copy';
-import { ITEM_LABEL, parseRef, refsIn, scenarioAccounts, type JsonObject, type Scenario, type Step } from './scenario';
+import { ACCOUNT_SETTINGS_OP, ITEM_LABEL, parseRef, refsIn, scenarioAccounts, type JsonObject, type Scenario, type Step } from './scenario';
 import { VirtualClock } from '../engine/clock';
 import { createContext, type Context } from '../engine/context';
 import { simulatedWebhookTransport, type SimulatedBehaviour } from '../webhooks/transport';
@@ -114,8 +116,9 @@ export class SimulationError extends Error {
 const FORECAST_ID_SALT = 0x19f0_7ca5;
 
 /** A scratch database on a PostgreSQL server, dropped when the simulation ends. */
-async function scratchPostgres(url: string): Promise<{ url: string; drop(): Promise<void> }> {
+async function scratchPostgres(url: string): Promise<{ url: string; citus: boolean; drop(): Promise<void> }> {
   const name = `kessai_sim_${randomBytes(6).toString('hex')}`;
+  let citus: Awaited<ReturnType<typeof citusNodes>> = [];
   const admin = new pg.Client({ connectionString: url });
   await admin.connect().catch((error: unknown) => {
     throw new Error(`cannot connect to PostgreSQL at ${redactUrl(url)}: ${(error as Error).message}`, { cause: error });
@@ -128,7 +131,14 @@ async function scratchPostgres(url: string): Promise<{ url: string; drop(): Prom
     // default locale provider is ICU (15 and later), the libc provider is asked for, or the C
     // collation would be ignored.
     const version = Number((await admin.query<{ v: string }>(`SELECT current_setting('server_version_num') AS v`)).rows[0]!.v);
-    await admin.query(`CREATE DATABASE ${name} TEMPLATE template0 LC_COLLATE 'C'${version >= 150000 ? ' LOCALE_PROVIDER libc' : ''}`);
+    // On a Citus coordinator the scratch database is made on every node (propagation), then joins
+    // the cluster and its account tables are distributed after migrating (src/db/citus.ts).
+    citus = await citusNodes(admin);
+    // Citus propagates CREATE DATABASE from template1 only, with its collation: on a cluster
+    // initialised with C or C.UTF-8 text still sorts by bytes.
+    if (citus.length > 0) await admin.query('SET citus.enable_create_database_propagation = on');
+    if (citus.length > 0) await admin.query(`CREATE DATABASE ${name}`);
+    else await admin.query(`CREATE DATABASE ${name} TEMPLATE template0 LC_COLLATE 'C'${version >= 150000 ? ' LOCALE_PROVIDER libc' : ''}`);
     // A scratch database: losing the last commits in a server crash loses nothing of value, and
     // not waiting for each commit's flush makes the many small transactions of a replay cheap.
     await admin.query(`ALTER DATABASE ${name} SET synchronous_commit = off`);
@@ -137,18 +147,23 @@ async function scratchPostgres(url: string): Promise<{ url: string; drop(): Prom
   }
   const target = new URL(url);
   target.pathname = `/${name}`;
-  return {
-    url: target.toString(),
-    async drop() {
-      const client = new pg.Client({ connectionString: url });
-      await client.connect();
-      try {
-        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await client.end();
-      }
-    },
+  const drop = async () => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      if (citus.length > 0) await client.query('SET citus.enable_create_database_propagation = on');
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    } finally {
+      await client.end();
+    }
   };
+  if (citus.length > 0) {
+    await joinCitusCluster(target.toString(), citus).catch(async (error: unknown) => {
+      await drop().catch(() => {});
+      throw error;
+    });
+  }
+  return { url: target.toString(), citus: citus.length > 0, drop };
 }
 
 /**
@@ -222,6 +237,45 @@ export function resolveParams(value: unknown, results: ReadonlyMap<string, Recor
   return value;
 }
 
+/**
+ * Sets account settings by column name; the columns are read from the database so that a
+ * setting added by a later migration is usable here without a change.
+ */
+async function applyAccountOptions(ctx: Context, accountId: string, settings: Readonly<Record<string, unknown>>): Promise<void> {
+  const options = Object.entries(settings);
+  if (options.length === 0) return;
+  const columns = await ctx.db
+    .selectFrom('information_schema.columns' as never)
+    .select('column_name' as never)
+    .where('table_name' as never, '=', 'accounts' as never)
+    .execute();
+  const known = new Set((columns as { column_name: string }[]).map((row) => row.column_name));
+  for (const [key] of options) {
+    if (!known.has(key) || ['account_id', 'name', 'created_at', 'term_cycle', 'live_enabled'].includes(key)) {
+      throw new KessaiError('invalid_param_key', { param: `options[${key}]`, message: `unknown account setting ${JSON.stringify(key)}` });
+    }
+  }
+  await ctx.db
+    .updateTable('accounts')
+    .set(Object.fromEntries(options) as never)
+    .where('account_id', '=', accountId)
+    .execute();
+}
+
+/** A what-if's account settings taking effect at their date (ACCOUNT_SETTINGS_OP): fee rates by brand, then options. */
+async function changeAccountSettings(ctx: Context, accountId: string, params: JsonObject): Promise<Record<string, unknown>> {
+  const rates = checkedFeeRates((params.fee_rates ?? {}) as Record<string, string>);
+  for (const [brand, fee_rate] of Object.entries(rates)) {
+    await ctx.db
+      .insertInto('account_fee_rates')
+      .values({ account_id: accountId, brand, fee_rate })
+      .onConflict((oc) => oc.columns(['account_id', 'brand']).doUpdateSet({ fee_rate }))
+      .execute();
+  }
+  await applyAccountOptions(ctx, accountId, (params.options ?? {}) as Record<string, unknown>);
+  return { id: accountId, object: 'account' };
+}
+
 async function createAccounts(ctx: Context, scenario: Scenario): Promise<string[]> {
   const ids: string[] = [];
   // A forecast's accounts were copied from the source: only their settings are applied below.
@@ -233,26 +287,11 @@ async function createAccounts(ctx: Context, scenario: Scenario): Promise<string[
       if (error instanceof KessaiError) throw new SimulationError(`accounts (${account.id}): ${error.param ?? ''} ${error.message}`.replace('  ', ' '));
       throw error;
     }
-    const options = Object.entries(account.options ?? {});
-    if (options.length > 0) {
-      // Options are account settings by column name; the columns are read from the database so
-      // that a setting added by a later migration is usable here without a change.
-      const columns = await ctx.db
-        .selectFrom('information_schema.columns' as never)
-        .select('column_name' as never)
-        .where('table_name' as never, '=', 'accounts' as never)
-        .execute();
-      const known = new Set((columns as { column_name: string }[]).map((row) => row.column_name));
-      for (const [key] of options) {
-        if (!known.has(key) || ['account_id', 'name', 'created_at', 'term_cycle', 'live_enabled'].includes(key)) {
-          throw new SimulationError(`accounts (${account.id}).options: unknown account setting ${JSON.stringify(key)}`);
-        }
-      }
-      await ctx.db
-        .updateTable('accounts')
-        .set(Object.fromEntries(options) as never)
-        .where('account_id', '=', account.id)
-        .execute();
+    try {
+      await applyAccountOptions(ctx, account.id, account.options ?? {});
+    } catch (error) {
+      if (error instanceof KessaiError) throw new SimulationError(`accounts (${account.id}).options: ${error.message}`);
+      throw error;
     }
     ids.push(account.id);
   }
@@ -270,6 +309,7 @@ export async function simulate<T>(options: SimulationOptions, consume: (world: S
     store = scratch ? await openStore({ databaseUrl: scratch.url, poolSize: 2, applicationName: 'kessai simulate' }) : await migratedPglite();
     // A no-op on a snapshot that already has every migration.
     await migrate(store);
+    if (scratch?.citus) await distributeAccountTables(store);
     if (options.source) {
       await options.source.copyInto(store);
       await sql`ANALYZE`.execute(store.db);
@@ -408,7 +448,7 @@ async function advance(ctx: Context, clock: VirtualClock, options: SimulationOpt
     stats.jobRuns += 1;
     stats.stops += 1;
     if (outcome.status !== 'succeeded') {
-      throw new SimulationError(`job ${first.job.name} at slot ${runAt.toISOString()} did not succeed (${outcome.status}${'error' in outcome ? `: ${outcome.error}` : ''})`);
+      throw new SimulationError(`job ${first.job.name} at slot ${formatJst(runAt)} did not succeed (${outcome.status}${'error' in outcome ? `: ${outcome.error}` : ''})`);
     }
     jobRuns.push({ job: first.job.name, slot: runAt, counts: outcome.counts });
     options.onProgress?.(runAt, stats);
@@ -559,7 +599,7 @@ async function runSubscriberBatch(
         count = error.fits;
         continue;
       }
-      throw new SimulationError(`${lead.entry} (bulk sign-up of ${count} generated subscribers from ${lead.at.toISOString()}) failed: ${toError(error).message}`, { cause: error });
+      throw new SimulationError(`${lead.entry} (bulk sign-up of ${count} generated subscribers from ${formatJst(lead.at)}) failed: ${toError(error).message}`, { cause: error });
     }
   }
   for (const [k, result] of signedUp.entries()) {
@@ -631,7 +671,7 @@ async function runOne(
   stats.steps += 1;
   try {
     const params = resolveParams(step.params, results, step.entry) as JsonObject;
-    const result = (await runOperation(ctx, caller, step.op, params)) as Record<string, unknown>;
+    const result = step.op === ACCOUNT_SETTINGS_OP ? await changeAccountSettings(ctx, step.account, params) : ((await runOperation(ctx, caller, step.op, params)) as Record<string, unknown>);
     if (step.ref !== undefined) results.set(step.ref, result);
     outcomes.push({
       entry: step.entry,
@@ -655,12 +695,12 @@ async function recordFailure(
   strict: boolean,
   stats: SimulationStats,
 ): Promise<void> {
-  if (!(error instanceof KessaiError)) throw new SimulationError(`${step.entry} (${step.op} at ${step.at.toISOString()}) failed: ${toError(error).message}`, { cause: error });
+  if (!(error instanceof KessaiError)) throw new SimulationError(`${step.entry} (${step.op} at ${formatJst(step.at)}) failed: ${toError(error).message}`, { cause: error });
   stats.failedSteps += 1;
   if (step.ref !== undefined) results.set(step.ref, error);
   const failure = { code: error.code, status: error.status, type: error.type, param: error.param ?? null, message: error.message };
   if (strict) {
-    throw new SimulationError(`${step.entry} (${step.op} at ${step.at.toISOString()}) failed: ${error.code}${error.param ? ` (param ${error.param})` : ''}: ${error.message}`);
+    throw new SimulationError(`${step.entry} (${step.op} at ${formatJst(step.at)}) failed: ${error.code}${error.param ? ` (param ${error.param})` : ''}: ${error.message}`);
   }
   outcomes.push({ entry: step.entry, at: step.at, op: step.op, ref: step.ref ?? null, account: step.account, result: null, error: failure });
 }

@@ -3,7 +3,8 @@
  * `renews_at` has come by the slot is renewed, ended or charged for the first time, in batches,
  * each batch one transaction written with a handful of set-based statements:
  *
- *   1. lock the due subscriptions (ORDER BY renews_at …, FOR UPDATE SKIP LOCKED, LIMIT batch size);
+ *   1. lock one account's due subscriptions (ORDER BY renews_at …, FOR UPDATE SKIP LOCKED, LIMIT
+ *      batch size; accounts take turns, see account-batches.ts);
  *   2. read their plans and their customers' default cards (one query each, whole batch);
  *   3. decide each subscription in memory (pure rules from src/domain/proration.ts);
  *   4. authorize every charge (one network call) and send their one INSERT (chargeCards' steps);
@@ -27,10 +28,12 @@ import { planRenewal, planTrialEnd, type ChargedPeriod, type SubscribablePlan } 
 import { chargeOutcomes, insertPreparedCharges, prepareCharges, voidUnwritten, type ChargeOutcome, type ChargeRequest } from '../charges/charges';
 import type { CardRow } from '../customers/card-object';
 import type { Context } from '../engine/context';
+import { accountsWithDueRows } from '../engine/account-batches';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { prepareEvents, recordPreparedEvents, type EventInput, type PreparedEvents } from '../events/outbox';
 import { renderPlan, type PlanObject, type PlanRow } from '../plans/plan-record';
 import { renderSubscription, type SubscriptionRow } from './subscription-object';
+import { onlyAccount, perAccount } from '../db/account-scope';
 
 /** What one renewal run did, stored in the run ledger. */
 export type RenewalCounts = {
@@ -49,12 +52,18 @@ export type RenewalCounts = {
 type BatchCounts = Omit<RenewalCounts, 'batches'> & { readonly selected: number };
 
 /**
- * Processes everything due as of `run.slot`, batch after batch, until nothing due is left (or the
- * worker asks to stop, between batches). Rows locked by a concurrent API call are skipped and are
- * picked up by the next slot.
+ * Processes everything due as of `run.slot`, account by account, batch after batch, until nothing
+ * due is left (or the worker asks to stop, between batches): see account-batches.ts. Rows locked
+ * by a concurrent API call or another run are skipped and are picked up by the next slot.
  */
 export async function renewDueSubscriptions(ctx: Context, run: SlotRun): Promise<RenewalCounts & JobCounts> {
-  return runBatches(ctx, run, ['renewed', 'failed', 'trials_ended', 'deleted'], (trx) => renewBatch(trx, ctx, run.slot, ctx.config.batchSize));
+  return runBatches(
+    ctx,
+    run,
+    ['renewed', 'failed', 'trials_ended', 'deleted'],
+    (db) => accountsWithDueRows(db, 'subscriptions', sql`d.renews_at IS NOT NULL AND d.renews_at <= ${run.slot}`),
+    (trx, accountId, limit) => renewBatch(trx, ctx, accountId, run.slot, limit),
+  );
 }
 
 /** The earliest `renews_at` strictly after `after`, or null: where the simulator jumps next. */
@@ -91,15 +100,15 @@ function subscribable(plan: PlanRow): SubscribablePlan {
  * One batch inside the caller's transaction. Returns how many subscriptions it took (0: nothing
  * due is left) and what became of them.
  */
-export async function renewBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'log' | 'clock'>, asOf: Date, limit: number): Promise<BatchCounts> {
-  // 1. The due subscriptions, oldest due first, locked; rows another transaction holds are skipped.
+export async function renewBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'log' | 'clock'>, accountId: string, asOf: Date, limit: number): Promise<BatchCounts> {
+  // 1. The account's due subscriptions, oldest due first, locked; rows another transaction holds are skipped.
   const due = await trx
     .selectFrom('subscriptions')
     .selectAll()
+    .where('account_id', '=', accountId)
     .where('renews_at', 'is not', null)
     .where('renews_at', '<=', asOf)
     .orderBy('renews_at')
-    .orderBy('account_id')
     .orderBy('livemode')
     .orderBy('subscription_id')
     .limit(limit)
@@ -140,7 +149,7 @@ export async function renewBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'
 
   // 6. The charge events, every subscription change, the subscription events (ids drawn in this order).
   await recordPreparedEvents(trx, ctx.ids, chargeEvents);
-  await writeChanges(trx, followUp.changes);
+  await writeChanges(trx, accountId, followUp.changes);
   await recordPreparedEvents(trx, ctx.ids, followUp.events);
   for (const decision of decisions) {
     if (decision.kind === 'uncharged') {
@@ -340,27 +349,28 @@ async function loadPlans(trx: Kysely<Database>, due: readonly SubscriptionRow[])
   const result = await sql<PlanRow>`
     SELECT p.* FROM plans p
     JOIN unnest(${keys.map((k) => k[0])}::text[], ${keys.map((k) => k[1])}::boolean[], ${keys.map((k) => k[2])}::text[]) AS k(a, l, id)
-      ON p.account_id = k.a AND p.livemode = k.l AND p.plan_id = k.id`.execute(trx);
+      ON p.account_id = k.a AND p.livemode = k.l AND p.plan_id = k.id
+    WHERE p.account_id = ${onlyAccount(due, (row) => row.account_id)}`.execute(trx);
   return new Map(result.rows.map((plan) => [compositeKey(plan.account_id, plan.livemode, plan.plan_id), plan]));
 }
 
 /** The live default card of each live customer in the batch, by (account, mode, customer id). */
 async function loadDefaultCards(trx: Kysely<Database>, due: readonly SubscriptionRow[]): Promise<Map<string, CardRow>> {
-  const wanted = new Map<string, [string, boolean, string]>();
-  for (const row of due) wanted.set(compositeKey(row.account_id, row.livemode, row.customer_id), [row.account_id, row.livemode, row.customer_id]);
-  const keys = [...wanted.values()];
+  const wanted = new Map<string, SubscriptionRow>();
+  for (const row of due) wanted.set(compositeKey(row.account_id, row.livemode, row.customer_id), row);
   // One primary-key probe per customer, forced by the LATERAL subquery (OFFSET 0 keeps the planner
   // from flattening it): as a plain join the planner hashed the whole customers table for every
-  // batch (random_page_cost 4 makes 5,000 probes look dearer than a scan), which at 100,000
-  // customers was 100–200 ms a batch and grows with the table, not with the batch.
-  const result = await sql<CardRow>`
-    SELECT card.* FROM unnest(${keys.map((k) => k[0])}::text[], ${keys.map((k) => k[1])}::boolean[], ${keys.map((k) => k[2])}::text[]) AS k(a, l, id)
+  // batch (random_page_cost 4 makes 5,000 probes look dearer than a scan), which grows with the
+  // table, not with the batch. One statement per account (account-scope.ts): Citus routes it,
+  // fence and all, to the account's shard.
+  const cards = await perAccount([...wanted.values()], (row) => row.account_id, async (accountId, rows) => (await sql<CardRow>`
+    SELECT card.* FROM unnest(${rows.map((row) => row.livemode)}::boolean[], ${rows.map((row) => row.customer_id)}::text[]) AS k(l, id)
     CROSS JOIN LATERAL (
       SELECT card.* FROM customers cu
-      JOIN cards card ON card.account_id = cu.account_id AND card.livemode = cu.livemode AND card.card_id = cu.default_card_id AND card.deleted_at IS NULL
-      WHERE cu.account_id = k.a AND cu.livemode = k.l AND cu.customer_id = k.id AND cu.deleted_at IS NULL
-      OFFSET 0) card`.execute(trx);
-  return new Map(result.rows.map((card) => [compositeKey(card.account_id, card.livemode, card.customer_id), card]));
+      JOIN cards card ON card.account_id = ${accountId} AND card.livemode = cu.livemode AND card.card_id = cu.default_card_id AND card.deleted_at IS NULL
+      WHERE cu.account_id = ${accountId} AND cu.livemode = k.l AND cu.customer_id = k.id AND cu.deleted_at IS NULL
+      OFFSET 0) card`.execute(trx)).rows);
+  return new Map(cards.map((card) => [compositeKey(card.account_id, card.livemode, card.customer_id), card]));
 }
 
 type ExistingCharge = { readonly status: 'succeeded' | 'failed'; readonly row: { readonly charge_id: string } };
@@ -400,7 +410,7 @@ const CHANGE_COLUMNS = bulkColumns<ChangedSubscription>()({
 });
 
 /** Writes every subscription change of a batch (CHANGE_COLUMNS' document) in one statement. */
-async function writeChanges(trx: Kysely<Database>, changes: BulkDocument<ColumnsOf<typeof CHANGE_COLUMNS>>): Promise<void> {
+async function writeChanges(trx: Kysely<Database>, accountId: string, changes: BulkDocument<ColumnsOf<typeof CHANGE_COLUMNS>>): Promise<void> {
   const u = CHANGE_COLUMNS.table('u', changes);
   await sql`
     UPDATE subscriptions s SET
@@ -408,5 +418,5 @@ async function writeChanges(trx: Kysely<Database>, changes: BulkDocument<Columns
       current_period_end = ${u.col('pe')}, paused_at = ${u.col('paused_at')}, renews_at = ${u.col('renews_at')},
       last_charge_id = ${u.col('last_charge')}, deleted_at = ${u.col('deleted_at')}, updated_at = ${u.col('updated_at')}
     FROM ${u.from}
-    WHERE s.account_id = u.a AND s.livemode = u.l AND s.subscription_id = u.id`.execute(trx);
+    WHERE s.account_id = ${accountId} AND s.account_id = u.a AND s.livemode = u.l AND s.subscription_id = u.id`.execute(trx);
 }

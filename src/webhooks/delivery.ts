@@ -20,7 +20,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema';
 import { instantFromEpochMs } from '../db/epoch-ms';
-import { utf8Text } from '../db/utf8-param';
+import { bulkColumns } from '../db/bulk-rows';
 import { toError } from '../domain/errors';
 import type { Context } from '../engine/context';
 import { EVENT_TEXT_SQL, renderEvent } from '../events/outbox';
@@ -138,25 +138,26 @@ async function claimDue(ctx: Context, owner: string, limit: number, excluded: re
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
+/** The outcomes of a pass as bulk rows; `t` (the attempt's instant) stays epoch ms in the CTE and is rebuilt where written. */
+const OUTCOME_COLUMNS = bulkColumns<Outcome>()({
+  a: ['text', (o) => o.claim.accountId],
+  w: ['text', (o) => o.claim.endpointId],
+  e: ['text', (o) => o.claim.eventId],
+  k: ['int', (o) => o.claim.claims],
+  r: ['boolean', (o) => o.result === null],
+  ok: ['boolean', (o) => o.result?.ok ?? false],
+  s: ['int', (o) => o.result?.status ?? null],
+  err: ['text', (o) => o.result?.error ?? null],
+  ms: ['int', (o) => o.result?.durationMs ?? 0],
+  t: ['bigint', 'at'],
+});
+
 /** Records outcomes in one statement (retried on a deadlock with another worker's flush). */
 async function recordOutcomes(db: Kysely<Database>, owner: string, outcomes: readonly Outcome[]): Promise<{ delivered: number; retrying: number; given_up: number; released: number; recorded: RecordedOutcome[] }> {
-  const rows = JSON.stringify(
-    outcomes.map((o) => ({
-      a: o.claim.accountId,
-      w: o.claim.endpointId,
-      e: o.claim.eventId,
-      k: o.claim.claims,
-      r: o.result === null,
-      ok: o.result?.ok ?? false,
-      s: o.result?.status ?? null,
-      err: o.result?.error ?? null,
-      ms: o.result?.durationMs ?? 0,
-      t: o.at,
-    })),
-  );
+  const o = OUTCOME_COLUMNS.table('o', outcomes);
   const statement = sql<{ account_id: string; endpoint_id: string; event_id: string; attempts: number; status: string; r: boolean; ok: boolean; ms: number }>`
     WITH o AS (
-      SELECT * FROM json_to_recordset(${utf8Text(rows)}::json) AS o(a text, w text, e text, k int, r boolean, ok boolean, s int, err text, ms int, t bigint)
+      SELECT * FROM ${o.from}
     ), u AS (
       UPDATE webhook_deliveries d SET
         attempts = d.attempts + CASE WHEN o.r THEN 0 ELSE 1 END,

@@ -8,6 +8,7 @@ import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bulkColumns, compositeKey, ROW_KEYS } from '../../src/db/bulk-rows';
 import { openStore, type Store } from '../../src/db/connect';
+import { migrate } from '../../src/db/migrate';
 import type { Database } from '../../src/db/schema';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 
@@ -54,6 +55,8 @@ let pglite: Store;
 beforeAll(async () => {
   database = await createTestDatabase();
   pglite = await openStore({ dataDir: 'memory://' });
+  // Instants are rebuilt by kessai_instant_ms, a function of the migrations.
+  await migrate(pglite);
 });
 afterAll(async () => {
   await database?.drop();

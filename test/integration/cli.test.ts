@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,12 +29,17 @@ describe('kessai CLI on the embedded database', () => {
   it('accounts create prints the account and its four keys; accounts list shows it', () => {
     const created = kessai(['accounts', 'create', '--name', 'Shibuya Books', '--id', 'acct_shibuya', '--fee-rate', 'Visa=2.59', '--json']);
     expect(created.code, created.stderr).toBe(0);
-    const parsed = JSON.parse(created.stdout) as { account: { id: string; feeRates: Record<string, string> }; keys: { test: { secret: string } } };
-    expect(parsed.account.id).toBe('acct_shibuya');
-    expect(parsed.account.feeRates.Visa).toBe('2.59');
+    const parsed = JSON.parse(created.stdout) as { account: Record<string, unknown> & { fee_rates: Record<string, string> }; keys: { test: { secret: string } } };
+    // snake_case like every other JSON output (issue 14, point 7).
+    expect(Object.keys(parsed.account)).toEqual(['id', 'object', 'name', 'live_enabled', 'term_cycle', 'fee_rates', 'created']);
+    expect(parsed.account).toMatchObject({ id: 'acct_shibuya', object: 'account', live_enabled: false, term_cycle: 'monthly' });
+    expect(parsed.account.fee_rates.Visa).toBe('2.59');
+    expect(Number.isInteger(parsed.account.created)).toBe(true);
     expect(parsed.keys.test.secret).toMatch(/^sk_test_/);
     const listed = kessai(['accounts', 'list']);
     expect(listed.stdout).toContain('acct_shibuya\tShibuya Books');
+    // Human-facing instants in JST with the offset (issue 14, point 2).
+    expect(listed.stdout).toMatch(/acct_shibuya\t.*\t\d{4}-\d{2}-\d{2} \d{2}:\d{2}(:\d{2}(\.\d{3})?)? \+09:00\n/);
   });
 
   it('accounts reauth opts an account in to scheduled reauthorization and shows its settings (issue 4)', () => {
@@ -60,6 +65,25 @@ describe('kessai CLI on the embedded database', () => {
     expect(kessai(['accounts', 'reauth', 'acct_shibuya']).stdout).toContain('within 48 h are reauthorized, at most 3 time(s)');
     const off = kessai(['accounts', 'reauth', 'acct_shibuya', '--disable']);
     expect(off.stdout).toBe('acct_shibuya: scheduled reauthorization off (holds lapse at expired_at)\n');
+    // Ten processes one after another, each opening the embedded database (3.5–9 s each on a
+    // loaded machine; see scripts/bench/startup.mjs): more than the default minute.
+  }, 180_000);
+
+  it('--version prints the package version (issue 14, point 7)', () => {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) {
+      const printed = kessai([flag]);
+      expect(printed.code).toBe(0);
+      expect(printed.stdout).toBe(`${pkg.version}\n`);
+    }
+  });
+
+  it('jobs list shows next slots and the latest run in JST with the offset (issue 14, point 2)', () => {
+    const listed = kessai(['jobs', 'list', '--at', '2027-01-01']);
+    expect(listed.code, listed.stderr).toBe(0);
+    // terms.close runs at midnight JST: its next slot after 2027-01-01 00:00 JST is 2027-01-02 00:00.
+    expect(listed.stdout).toMatch(/terms\.close .*\n {2}next: 2027-01-02 00:00 \+09:00, 2027-01-03 00:00 \+09:00/);
+    expect(listed.stdout).not.toMatch(/\d{2}:\d{2}:\d{2}\.\d{3}Z/);
   });
 
   it('bad arguments get one clear line and a non-zero exit, with no stack trace', () => {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../../src/db/connect';
+import { instantFromEpochMs } from '../../src/db/epoch-ms';
 import { migrate, MigrationError, readMigrations, SQL_DIR } from '../../src/db/migrate';
 import { createTestDatabase, isPostgres, type TestDatabase } from '../support/database';
 
@@ -77,9 +78,38 @@ function migrationContract(name: string, open: () => Promise<{ store: Store; clo
       try {
         const dir = copyOfSqlDir();
         writeFileSync(join(dir, '900001_broken.sql'), 'CREATE TABLE half_done (id integer);\nSELECT no_such_function();');
-        await expect(migrate(store, dir)).rejects.toThrow(/no_such_function/);
+        // All pending files share one transaction: the error names the file that failed.
+        await expect(migrate(store, dir)).rejects.toThrow(/^sql\/900001_broken\.sql failed: .*no_such_function/);
         expect(await tables(store)).not.toContain('half_done');
         expect(await tables(store)).not.toContain('accounts');
+      } finally {
+        await close();
+      }
+    });
+
+    it('the epoch-milliseconds helper is an IMMUTABLE function giving exact instants (Citus runs it in distributed UPDATEs)', async () => {
+      const { store, close } = await open();
+      try {
+        await migrate(store, copyOfSqlDir());
+        const volatility = await sql<{ provolatile: string }>`SELECT provolatile FROM pg_proc WHERE proname = 'kessai_instant_ms'`.execute(store.db);
+        expect(volatility.rows).toEqual([{ provolatile: 'i' }]);
+        const ms = [0, 1_799_999_999_999, 253_402_300_799_999, -1_500];
+        const result = await sql<{ at: Date }>`SELECT ${instantFromEpochMs('x.ms')} AS at FROM unnest(${ms}::bigint[]) WITH ORDINALITY AS x(ms, n) ORDER BY n`.execute(store.db);
+        expect(result.rows.map((row) => row.at.toISOString())).toEqual(ms.map((m) => new Date(m).toISOString()));
+      } finally {
+        await close();
+      }
+    });
+
+    it('constraints the landed files added inside ADD COLUMN carry names of their own (000040)', async () => {
+      const { store, close } = await open();
+      try {
+        await migrate(store, copyOfSqlDir());
+        const names = await sql<{ conname: string }>`SELECT conname FROM pg_constraint WHERE conrelid IN ('charges'::regclass, 'accounts'::regclass) AND contype = 'c' ORDER BY conname`.execute(store.db);
+        expect(names.rows.map((row) => row.conname)).toEqual(
+          expect.arrayContaining(['accounts_reauth_lead_hours_range', 'accounts_reauth_max_count_range', 'charges_amount_captured_positive', 'charges_expiry_days_range', 'charges_platform_fee_not_negative']),
+        );
+        await expect(sql`INSERT INTO accounts (account_id, name, created_at, reauth_lead_hours) VALUES ('acct_probe', 'Probe', now(), 0)`.execute(store.db)).rejects.toThrow(/accounts_reauth_lead_hours_range/);
       } finally {
         await close();
       }

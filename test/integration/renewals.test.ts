@@ -328,7 +328,8 @@ describe('subscriptions.renew (service rules §1.5)', () => {
 
   it('a batch where the unique index refuses one charge writes the others, their events and every subscription move', async () => {
     const due = t('2027-01-01T00:00:00Z');
-    await seedDueSubscriptions(db, { count: 3, dueAt: due });
+    // One account: a batch holds one account's rows (jobs work account by account).
+    await seedDueSubscriptions(db, { count: 3, dueAt: due, accounts: 1 });
     await runSlot(due);
     const next = (await stored('sub_r00000002')).renews_at!;
     // sub 1 as if its update had been lost (its January period is billed already); subs 2 and 3

@@ -217,7 +217,7 @@ describe('bad scenario files (issue 6)', () => {
 
   it('an unknown operation is named with its entry', () => {
     expect(() => plan(minimal([{ at: '2027-01-02', op: 'subscriptions.explode', params: {} }]))).toThrow(
-      /timeline\[0\] \(subscriptions\.explode at 2027-01-01T15:00:00\.000Z\): unknown operation "subscriptions\.explode"/,
+      /timeline\[0\] \(subscriptions\.explode at 2027-01-02 00:00 \+09:00\): unknown operation "subscriptions\.explode"/,
     );
   });
 
@@ -260,7 +260,7 @@ describe('bad scenario files (issue 6)', () => {
     const out = join(scratch, 'out-bad');
     const refused = kessai(['simulate', '--scenario', file, '--from', '2027-01-01', '--to', '2027-01-10', '--out', out]);
     expect(refused.status).toBe(2);
-    expect(refused.stderr).toMatch(/plans\[0\] \(plans\.create at 2026-12-31T15:00:00\.000Z\): invalid_interval \(param interval\)/);
+    expect(refused.stderr).toMatch(/plans\[0\] \(plans\.create at 2027-01-01 00:00 \+09:00\): invalid_interval \(param interval\)/);
     const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as { steps: { entry: string; error: { code: string } | null }[] };
     expect(report.steps.map((s) => [s.entry, s.error?.code ?? null])).toEqual([
       ['plans[0]', 'invalid_interval'],
@@ -269,7 +269,8 @@ describe('bad scenario files (issue 6)', () => {
 
     const backwards = kessai(['simulate', '--scenario', file, '--from', '2027-02-01', '--to', '2027-01-01']);
     expect(backwards.status).toBe(1);
-    expect(backwards.stderr).toMatch(/--from .* must be before --to/);
+    // In JST, as typed (issue 14, point 2).
+    expect(backwards.stderr).toMatch(/--from \(2027-02-01 00:00 \+09:00\) must be before --to \(2027-01-01 00:00 \+09:00\); --to is exclusive/);
 
     writeFileSync(file, JSON.stringify({ timeline: [{ at: '2027-01-02', op: 'nope.nothing', params: {} }] }));
     const unknown = kessai(['simulate', '--scenario', file, '--from', '2027-01-01', '--to', '2027-01-10', '--out', join(scratch, 'never')]);

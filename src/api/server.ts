@@ -1,0 +1,161 @@
+/**
+ * The HTTP server of the v1 API (Fastify 5): authentication, the v1 codec, one error policy, and a
+ * route per v1 operation (routes.ts). Built by `buildServer`, so tests run the real server on port
+ * 0 and `kessai serve` (src/cli/serve.ts) on its configured address.
+ *
+ * Order of a request: onRequest authentication (decorates `request.caller`) → the request policies
+ * (rate limits, idempotency: `options.requestPolicies`) → the route: decode, run the operation,
+ * encode. Every refusal, Fastify's own included, leaves through `setErrorHandler` as the v1 body.
+ */
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import { authenticate, type Caller } from '../accounts/accounts';
+import { KessaiError } from '../domain/errors';
+import type { Context } from '../engine/context';
+import { silentLogger, type Logger } from '../engine/logger';
+import { runOperation } from '../operations/registry';
+import { statementCsv } from '../settlement/statement-urls';
+import { decodeV1Input, parseForm, toV1Error } from './v1/codec';
+import { methodsAt, STATEMENT_DOWNLOAD_PATH, V1_ROUTES, type V1Route } from './v1/routes';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The authenticated caller (null on the unauthenticated routes: health, statement download). */
+    caller: Caller | null;
+  }
+  interface FastifyContextConfig {
+    /** True on the routes that need no API key. */
+    readonly public?: boolean;
+  }
+}
+
+/** Default request-body bound: 64 KiB is far above any v1 form (metadata: 20 keys of 500 characters). */
+export const DEFAULT_BODY_LIMIT = 64 * 1024;
+
+export interface ServerOptions {
+  readonly ctx: Context;
+  /** Request logs (pino); default: the context's logger. */
+  readonly log?: Logger;
+  readonly bodyLimit?: number;
+  /** TLS certificate and key (PEM): the server speaks HTTPS. */
+  readonly https?: { readonly cert: string | Buffer; readonly key: string | Buffer };
+  /**
+   * REQUEST POLICIES GO HERE: plugins registered after authentication and before the routes, with
+   * `request.caller` set (rate limits per account, zone and mode; Idempotency-Key handling).
+   */
+  readonly requestPolicies?: (app: FastifyInstance) => Promise<void>;
+}
+
+/** The HTTP Basic user name (the API key; the password is empty), or undefined when none is sent. */
+export function apiKeyOf(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const match = /^Basic\s+(\S+)$/i.exec(header.trim());
+  if (!match) return '';
+  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon === -1 ? decoded : decoded.slice(0, colon);
+}
+
+/** A request URL for logs: the statement download token is a credential and never logged. */
+function loggedUrl(url: string): string {
+  return url.replace(/([?&]token=)[^&]*/g, '$1[redacted]');
+}
+
+/** The base of download URLs: configured, or this server's own address as the caller reached it. */
+function downloadBase(ctx: Context, request: FastifyRequest): string {
+  return ctx.config.statementDownloadBaseUrl ?? `${request.protocol}://${request.host}${STATEMENT_DOWNLOAD_PATH}`;
+}
+
+/** Creating a token with the secret key needs the SDK's direct-generation header (official-sdks.md §4). */
+function checkTokenKey(route: V1Route, caller: Caller, request: FastifyRequest): void {
+  if (route.operation !== 'tokens.create' || caller.kind !== 'secret') return;
+  if (String(request.headers['x-payjp-direct-token-generate']).toLowerCase() !== 'true') {
+    throw new KessaiError('invalid_api_key', { message: 'Creating a token with a secret key needs the header X-Payjp-Direct-Token-Generate: true; use the public key.' });
+  }
+}
+
+export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
+  const { ctx } = options;
+  const log = options.log ?? ctx.log ?? silentLogger();
+  const app = Fastify({
+    loggerInstance: log as FastifyBaseLogger,
+    bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    genReqId: () => `req_${randomUUID()}`,
+    requestIdLogLabel: 'request_id',
+    querystringParser: (text) => parseForm(text),
+    return503OnClosing: true,
+    // Fastify's own request lines would log the raw URL; ours (onRequest, onResponse) redact it.
+    disableRequestLogging: true,
+    ...(options.https ? { https: { cert: options.https.cert, key: options.https.key } } : {}),
+  }) as unknown as FastifyInstance;
+  app.setReplySerializer((payload) => JSON.stringify(payload));
+
+  // Only form bodies: a JSON or any other body is refused (FST_ERR_CTP_INVALID_MEDIA_TYPE → 400).
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
+    try {
+      done(null, parseForm(body as string));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  });
+
+  app.decorateRequest('caller', null);
+  app.addHook('onRequest', async (request) => {
+    request.log.info({ method: request.method, url: loggedUrl(request.url) }, 'request');
+    if (request.routeOptions.config.public === true) return;
+    request.caller = await authenticate(ctx, apiKeyOf(request.headers.authorization));
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info({ status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'response');
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    const refusal = toV1Error(error);
+    if (refusal.status >= 500) request.log.error({ err: error }, 'request failed');
+    else request.log.info({ code: refusal.code, param: refusal.param }, 'request refused');
+    void reply.status(refusal.status).type('application/json; charset=utf-8').send(refusal.toV1());
+  });
+
+  app.setNotFoundHandler(async (request) => {
+    // Authentication ran (onRequest hooks run for unknown URLs too): a caller without a key is 401.
+    if (methodsAt(request.url).length > 0) throw new KessaiError('not_allowed_method', { message: `${request.method} is not allowed on this URL` });
+    throw new KessaiError('not_found', { message: 'Unrecognized request URL.' });
+  });
+
+  app.get('/health', { config: { public: true } }, async () => {
+    await ctx.db.selectNoFrom((eb) => eb.lit(1).as('one')).execute();
+    return { status: 'ok' };
+  });
+
+  app.get(STATEMENT_DOWNLOAD_PATH, { config: { public: true } }, async (request, reply) => {
+    const token = (request.query as Record<string, unknown>).token;
+    if (typeof token !== 'string') throw new KessaiError('not_found', { param: 'token', message: 'This statement URL does not exist or has expired.' });
+    const csv = await statementCsv(ctx, token);
+    return reply.type('text/csv; charset=utf-8').header('content-disposition', 'attachment; filename="statement.csv"').send(csv);
+  });
+
+  if (options.requestPolicies) await options.requestPolicies(app);
+
+  for (const route of V1_ROUTES) {
+    app.route({
+      method: route.method,
+      url: route.path,
+      handler: async (request, reply) => {
+        const caller = request.caller!;
+        checkTokenKey(route, caller, request);
+        const fields = route.method === 'POST' ? request.body : request.query;
+        if (route.method === 'POST' && Object.keys(request.query as object).length > 0) {
+          const [first] = Object.keys(request.query as object);
+          throw new KessaiError('invalid_param_key', { param: first!, message: `unknown parameter ${first!}: POST parameters go in the form body` });
+        }
+        const input = decodeV1Input(request.params as Record<string, string>, fields);
+        const opCtx = route.issuesDownloadUrl ? { ...ctx, config: { ...ctx.config, statementDownloadBaseUrl: downloadBase(ctx, request) } } : ctx;
+        const result = await runOperation(opCtx, caller, route.operation, input);
+        return reply.type('application/json; charset=utf-8').send(result);
+      },
+    });
+  }
+  return app;
+}

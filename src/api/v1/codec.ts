@@ -1,0 +1,56 @@
+/**
+ * The v1 codec: the wire format of the v1 API on one side, operations on the other.
+ *
+ * - decoding: a form body (POST) or query string (GET, DELETE), bracketed keys nested as the SDK
+ *   encodes them (`card[number]`, `metadata[k]`), plus the path parameters → the operation's input;
+ * - encoding: the operation's result → the v1 JSON object (operations already return v1 objects);
+ * - errors: any thrown value → a KessaiError of the catalogue → the v1 error body (§7).
+ *
+ * The v2 API adds its own codec beside this one; the operations stay the same.
+ */
+import qs from 'qs';
+import { KessaiError, reject } from '../../domain/errors';
+import { isPlainObject } from '../../operations/params';
+
+/** Form and query decoding: nested keys, no arrays (`a[0]` stays a key), no prototype keys. */
+export function parseForm(text: string): Record<string, unknown> {
+  try {
+    return qs.parse(text, { depth: 5, parseArrays: false, plainObjects: true, allowPrototypes: false, parameterLimit: 1000, throwOnLimitExceeded: true, strictDepth: true }) as Record<string, unknown>;
+  } catch (error) {
+    return reject('invalid_querystring', undefined, `the parameters could not be read: ${(error as Error).message}`);
+  }
+}
+
+/**
+ * The operation's input from the decoded body or query and the path parameters. A parameter sent
+ * both in the path and in the body is refused (`invalid_param_key` naming it): the path names the
+ * object, the body cannot rename it.
+ */
+export function decodeV1Input(pathParams: Readonly<Record<string, string>>, fields: unknown): Record<string, unknown> {
+  const given = fields === undefined || fields === null || fields === '' ? {} : fields;
+  if (!isPlainObject(given)) return reject('invalid_querystring', undefined, 'the request body must be a form (application/x-www-form-urlencoded)');
+  for (const key of Object.keys(pathParams)) {
+    if (Object.hasOwn(given, key)) reject('invalid_param_key', key, `unknown parameter ${key}`);
+  }
+  return { ...pathParams, ...given };
+}
+
+/** Fastify's own refusals (routing, body reading) in the catalogue's terms. */
+const FRAMEWORK_ERRORS: Readonly<Record<string, (error: Error) => KessaiError>> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: () => new KessaiError('invalid_querystring', { message: 'the request body is too large' }),
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: () => new KessaiError('invalid_querystring', { message: 'the request body must be a form (application/x-www-form-urlencoded)' }),
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => new KessaiError('invalid_querystring', { message: 'the request body does not match its Content-Length' }),
+  FST_ERR_CTP_EMPTY_TYPE: () => new KessaiError('invalid_querystring', { message: 'the request body has an empty Content-Type' }),
+  FST_ERR_CTP_INVALID_TYPE: () => new KessaiError('invalid_querystring', { message: 'the request body has an invalid Content-Type' }),
+  FST_ERR_BAD_URL: () => new KessaiError('not_found', { message: 'Unrecognized request URL.' }),
+};
+
+/** Any thrown value as a catalogue error; anything unforeseen is `payjp_wrong` with no internals. */
+export function toV1Error(error: unknown): KessaiError {
+  if (error instanceof KessaiError) return error;
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && Object.hasOwn(FRAMEWORK_ERRORS, code)) return FRAMEWORK_ERRORS[code]!(error as Error);
+  const status = (error as { statusCode?: unknown } | null)?.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) return new KessaiError('invalid_querystring', { message: 'the request could not be read' });
+  return new KessaiError('payjp_wrong', { message: 'An unexpected error occurred.' });
+}

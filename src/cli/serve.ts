@@ -1,0 +1,94 @@
+/**
+ * `kessai serve`: the v1 HTTP API (src/api/server.ts) on PostgreSQL when DATABASE_URL is set, on
+ * the embedded database otherwise, where this process owns the data and also runs the worker's
+ * scheduler (`--no-worker` turns it off). A composition root: it reads the real clock, files and
+ * the environment.
+ */
+import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { InvalidArgumentError, type Command } from 'commander';
+import { ALL_JOBS } from '../../jobs/index';
+import { createLogger } from '../engine/logger';
+import { randomIds } from '../engine/random-ids';
+import { openRuntime, workerName } from '../engine/runtime';
+import { Scheduler } from '../engine/scheduler';
+import { systemClock } from '../engine/system-clock';
+import { environmentConfig } from './environment';
+import { startWorkerLoop, stopSignal, type WorkerLoop } from './worker-loop';
+
+interface ServeOptions {
+  readonly port: number;
+  readonly host: string;
+  readonly worker: boolean;
+  readonly cert?: string;
+  readonly key?: string;
+  readonly insecureHttp?: boolean;
+  readonly bodyLimit?: number;
+}
+
+function portArg(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65_535) throw new InvalidArgumentError(`expected a port from 0 to 65535, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+function bytesArg(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1_024) throw new InvalidArgumentError(`expected a whole number of bytes, at least 1024, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+/** Loopback addresses: the only ones served without TLS unless --insecure-http says so (v1 §5). */
+export function isLoopback(host: string): boolean {
+  if (host === 'localhost') return true;
+  if (isIP(host) === 4) return host.startsWith('127.');
+  return host === '::1';
+}
+
+export function registerServe(program: Command): void {
+  program
+    .command('serve')
+    .description('serve the v1 HTTP API (and, on the embedded database, run the worker in the same process)')
+    .option('--port <n>', 'TCP port', portArg, 4010)
+    .option('--host <address>', 'address to bind', '127.0.0.1')
+    .option('--no-worker', 'on the embedded database: do not run the scheduler in this process')
+    .option('--cert <file>', 'TLS certificate (PEM): serve HTTPS')
+    .option('--key <file>', 'TLS private key (PEM)')
+    .option('--insecure-http', 'allow plain HTTP on a non-loopback address')
+    .option('--body-limit <bytes>', 'largest request body accepted (default 65536)', bytesArg)
+    .action(async (options: ServeOptions, command: Command) => {
+      const g = command.optsWithGlobals() as { databaseUrl?: string; dataDir?: string; verbose?: boolean; logLevel: string };
+      if ((options.cert === undefined) !== (options.key === undefined)) throw new Error('--cert and --key go together');
+      const tls = options.cert !== undefined && options.key !== undefined;
+      if (!tls && !isLoopback(options.host) && !options.insecureHttp) {
+        throw new Error(`binding ${options.host} without TLS: give --cert and --key (all traffic must use HTTPS, v1 §5), or --insecure-http behind a TLS proxy`);
+      }
+      const https = tls ? { cert: readFileSync(options.cert!), key: readFileSync(options.key!) } : undefined;
+      const log = createLogger({ level: g.verbose ? 'debug' : g.logLevel === 'warn' ? 'info' : g.logLevel });
+      const stopped = stopSignal(log);
+      const rt = await openRuntime({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, clock: systemClock, ids: randomIds(), log, config: environmentConfig() });
+      if (rt.ctx.config.statementUrlSecret === undefined) log.warn('KESSAI_STATEMENT_URL_SECRET is not set: statement_urls answers 500 until it is');
+      // Loaded here, not at the top: every other kessai command starts without the HTTP stack.
+      const { buildServer } = await import('../api/server');
+      const app = await buildServer({ ctx: rt.ctx, log, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }), ...(https ? { https } : {}) });
+      let loop: WorkerLoop | null = null;
+      try {
+        await app.listen({ port: options.port, host: options.host });
+      } catch (error) {
+        await rt.close();
+        throw error;
+      }
+      if (rt.store.kind === 'pglite' && options.worker) {
+        loop = startWorkerLoop(new Scheduler(rt.ctx, ALL_JOBS, { owner: workerName(), ledgerClock: systemClock }), log);
+      }
+      const address = app.server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : options.port;
+      console.log(`kessai v1 API on ${tls ? 'https' : 'http'}://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}/v1 (${rt.store.kind} ${rt.store.location}${loop ? ', worker in this process' : ''})`);
+      const signal = await stopped;
+      log.info({ signal }, 'stopping: finishing in-flight requests and the current batch');
+      // Fastify stops accepting, answers what is in flight, then closes; the worker finishes its batch.
+      await Promise.all([app.close(), loop?.stop()]);
+      await rt.close();
+      log.info('server stopped');
+    });
+}

@@ -1,0 +1,58 @@
+/**
+ * `kessai serve` as a process: on the embedded database it serves the SDK and runs the worker,
+ * answers /health, logs request ids without keys, stops on SIGTERM after in-flight work, and
+ * refuses a non-loopback address without TLS.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Payjp from 'payjp';
+import { afterAll, expect, it } from 'vitest';
+
+const BIN = fileURLToPath(new URL('../../bin/kessai.mjs', import.meta.url));
+const dataDir = mkdtempSync(join(tmpdir(), 'kessai-serve-'));
+const env = { ...process.env, DATABASE_URL: '', KESSAI_DATA_DIR: dataDir, KESSAI_LOG_LEVEL: 'info', KESSAI_STATEMENT_URL_SECRET: 'serve-test-secret-0123' };
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+it('serves the SDK on the embedded database with the worker in-process, and stops on SIGTERM', async () => {
+  const created = spawnSync(process.execPath, [BIN, 'accounts', 'create', '--name', 'Serve Shop', '--json'], { env, encoding: 'utf8', timeout: 60_000 });
+  expect(created.status).toBe(0);
+  const { keys } = JSON.parse(created.stdout) as { keys: { test: { secret: string } } };
+  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      const match = /on (http:\/\/\S+\/v1) \(pglite .*worker in this process\)/.exec(stdout);
+      if (match) resolve(match[1]!);
+    });
+    child.on('exit', (code) => reject(new Error(`serve exited with ${code}: ${stderr}`)));
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  try {
+    expect(await (await fetch(url.replace(/\/v1$/, '/health'))).json()).toEqual({ status: 'ok' });
+    const payjp = Payjp(keys.test.secret, { apibase: url });
+    const plan = await payjp.plans.create({ amount: 980, currency: 'jpy', interval: 'month' });
+    expect(plan.object).toBe('plan');
+    const pending = payjp.plans.list();
+    child.kill('SIGTERM');
+    expect((await pending).object).toBe('list');
+    expect(await exited).toBe(0);
+  } finally {
+    child.kill('SIGKILL');
+  }
+  expect(stderr).toMatch(/"request_id":"req_[0-9a-f-]+"/);
+  expect(stderr).toContain('slot succeeded');
+  expect(stderr).not.toContain(keys.test.secret);
+  expect(stderr).not.toMatch(/Basic [A-Za-z0-9+/=]{8,}/);
+}, 90_000);
+
+it('refuses a non-loopback address without TLS unless --insecure-http is given', () => {
+  const refused = spawnSync(process.execPath, [BIN, 'serve', '--host', '0.0.0.0', '--port', '0'], { env, encoding: 'utf8', timeout: 60_000 });
+  expect(refused.status).toBe(1);
+  expect(refused.stderr).toContain('without TLS');
+});

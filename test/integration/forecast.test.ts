@@ -22,6 +22,7 @@ import { parseScenario, planSteps } from '../../src/simulation/scenario';
 import { operationNames } from '../../src/operations/registry';
 import { openSource } from '../../src/simulation/source-copy';
 import { createTestDatabase, isPostgres, testContext, type TestDatabase } from '../support/database';
+import { formatJst } from '../../src/domain/time';
 
 const BIN = fileURLToPath(new URL('../../bin/kessai.mjs', import.meta.url));
 const scratch = mkdtempSync(join(tmpdir(), 'kessai-forecast-'));
@@ -301,7 +302,7 @@ describe('simulate --source on an embedded data folder (issue 19)', () => {
     const out = join(scratch, 'embedded-out');
     const result = kessai(['simulate', '--source', dir, '--from', 'now', '--to', '2027-05-15', '--out', out]);
     expect(result.status, result.stderr).toBe(0);
-    expect(result.stdout).toContain(`Forecast of embedded ${dir} (accounts ${ACCOUNT}, ${OTHER}), snapshot at ${T.toISOString()}`);
+    expect(result.stdout).toContain(`Forecast of embedded ${dir} (accounts ${ACCOUNT}, ${OTHER}), snapshot at ${formatJst(T)}`);
     expect(folderChecksums(dir)).toEqual(before);
     const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as { source: { name: string; snapshot_instant: string }; charges: { failure_code: string | null }[] };
     expect(report.source.name).toBe(`embedded ${dir}`);

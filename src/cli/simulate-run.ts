@@ -9,12 +9,19 @@ import { performance } from 'node:perf_hooks';
 import cliProgress from 'cli-progress';
 import { ALL_JOBS } from '../../jobs/index';
 import { formatJst, jstDate, MS_PER_DAY } from '../domain/time';
-import { simulate, type SimulationStats } from '../simulation/simulate';
+import { simulate, type SimulationOptions, type SimulationStats } from '../simulation/simulate';
+import { openForecast, type Forecast } from '../simulation/forecast';
 import { operationNames } from '../operations/registry';
-import { diffSummaries, formatDiff, formatSummary, writeReport, writeSummaryFiles, type Summary, type WrittenReport } from '../simulation/report';
+import { diffSummaries, formatDiff, formatSummary, writeReport, writeSummaryFiles, type ReportHeader, type Summary, type WrittenReport } from '../simulation/report';
 import { openOutputFolder, type OutputFolder } from '../simulation/output-folder';
 import { loadScenario, overlayScenario, planSteps, type Scenario, type Step } from '../simulation/scenario';
 import type { SimulateOptions } from './simulate';
+
+/** What a forecast run adds (issue 19): the copied snapshot, the decline rate, the report's source header. */
+type ForecastRun = Pick<SimulationOptions, 'source'> & { readonly header?: ReportHeader['source'] };
+
+/** The options once --from is settled (`now` becomes the source's newest instant). */
+type SettledOptions = Omit<SimulateOptions, 'from'> & { readonly from: Date };
 
 /** A progress bar on stderr while the clock moves: simulated date, percent, simulated days per second. */
 function progress(from: Date, to: Date, label: string, enabled: boolean) {
@@ -36,7 +43,7 @@ function progress(from: Date, to: Date, label: string, enabled: boolean) {
   };
 }
 
-async function runOne(scenario: Scenario, steps: readonly Step[], options: SimulateOptions, databaseUrl: string | undefined, dir: string, label: string, showProgress: boolean): Promise<WrittenReport & { failed: string[] }> {
+async function runOne(scenario: Scenario, steps: readonly Step[], options: SettledOptions, databaseUrl: string | undefined, dir: string, label: string, showProgress: boolean, forecast: ForecastRun): Promise<WrittenReport & { failed: string[] }> {
   const bar = progress(options.from, options.to, label, showProgress);
   try {
     return await simulate(
@@ -50,11 +57,13 @@ async function runOne(scenario: Scenario, steps: readonly Step[], options: Simul
         databaseUrl,
         strict: options.strict ?? false,
         ...(options.batchSize ? { batchSize: options.batchSize } : {}),
+        ...(forecast.source ? { source: forecast.source } : {}),
+        ...(options.declineRate ? { declineRate: options.declineRate } : {}),
         onProgress: (at, stats) => bar.update(at, stats),
       },
       async (world) => {
         bar.stop();
-        const written = await writeReport(world, { scenario: scenario.name ?? null, from: options.from, to: options.to, seed: options.seed }, dir);
+        const written = await writeReport(world, { scenario: scenario.name ?? null, from: options.from, to: options.to, seed: options.seed, ...(forecast.header ? { source: forecast.header } : {}) }, dir);
         // Card declines are outcomes of the scenario; any other refusal means the scenario asked for
         // something the API does not allow, which the user must hear about.
         const failed = world.outcomes
@@ -86,11 +95,14 @@ interface Planned {
 }
 
 /** Runs the baseline (and the what-if) and writes every file into the output's staging folder. */
-async function runAll(output: OutputFolder, planned: Planned, options: SimulateOptions, databaseUrl: string | undefined, failed: string[]) {
+async function runAll(output: OutputFolder, planned: Planned, options: SettledOptions, databaseUrl: string | undefined, failed: string[], forecast: Forecast | undefined) {
   const { baseline, baselineSteps, variant, variantSteps, overlayName } = planned;
   const out = output.dir;
   const showProgress = Boolean(process.stderr.isTTY) && !options.json;
-  const base = await runOne(baseline, baselineSteps, options, databaseUrl, out, 'baseline', showProgress);
+  const run: ForecastRun = forecast ? { source: forecast.snapshot, header: { name: forecast.snapshot.name, snapshot_instant: forecast.snapshot.instant, assumptions: forecast.assumptions } } : {};
+  const base = await runOne(baseline, baselineSteps, options, databaseUrl, out, 'baseline', showProgress, run);
+  // The source's read-only transaction stays open only while a run still has to copy it.
+  if (!variant) await forecast?.snapshot.close();
   failed.push(...base.failed);
   const range = { from: options.from, to: options.to };
   const title = baseline.name ?? 'scenario';
@@ -98,7 +110,8 @@ async function runAll(output: OutputFolder, planned: Planned, options: SimulateO
     await writeSummaryFiles(out, { json: base.summary, summary: base.summary, days: base.days, title, range });
     return { baseline: base.summary };
   }
-  const other = await runOne(variant, variantSteps!, options, databaseUrl, join(out, 'variant'), 'what-if ', showProgress);
+  const other = await runOne(variant, variantSteps!, options, databaseUrl, join(out, 'variant'), 'what-if ', showProgress, run);
+  await forecast?.snapshot.close();
   failed.push(...other.failed.map((line) => `what-if: ${line}`));
   const diff = diffSummaries(base.summary, other.summary);
   const result = { what_if: overlayName!, baseline: base.summary, variant: other.summary, diff };
@@ -109,9 +122,21 @@ async function runAll(output: OutputFolder, planned: Planned, options: SimulateO
 }
 
 /** Runs `kessai simulate` with its parsed options; `databaseUrl` only when given on the command line. */
-export async function runSimulate(options: SimulateOptions, databaseUrl: string | undefined): Promise<void> {
-  const baseline = loadScenario(options.scenario);
-  const overlay = options.whatIf ? loadScenario(options.whatIf) : undefined;
+export async function runSimulate(parsed: SimulateOptions, databaseUrl: string | undefined): Promise<void> {
+  const scenarioFile = parsed.scenario === undefined ? undefined : loadScenario(parsed.scenario);
+  const overlay = parsed.whatIf ? loadScenario(parsed.whatIf) : undefined;
+  // A forecast opens its source first: every refusal comes before anything is written.
+  const forecast: Forecast | undefined = parsed.source
+    ? await openForecast({ source: parsed.source, from: parsed.from as Date | 'now', ...(parsed.account ? { accounts: parsed.account } : {}), ...(scenarioFile ? { scenario: scenarioFile } : {}), ...(parsed.declineRate ? { declineRate: parsed.declineRate } : {}) })
+    : undefined;
+  try {
+    await runSettled({ ...parsed, from: forecast ? forecast.from : (parsed.from as Date) }, forecast ? forecast.scenario : scenarioFile!, overlay, databaseUrl, forecast);
+  } finally {
+    await forecast?.snapshot.close();
+  }
+}
+
+async function runSettled(options: SettledOptions, baseline: Scenario, overlay: Scenario | undefined, databaseUrl: string | undefined, forecast: Forecast | undefined): Promise<void> {
   const variant = overlay ? overlayScenario(baseline, overlay) : undefined;
   const overlayName = overlay ? (overlay.name ?? basename(options.whatIf!)) : undefined;
   // Both are planned before anything runs, so a bad overlay fails fast too.
@@ -132,7 +157,8 @@ export async function runSimulate(options: SimulateOptions, databaseUrl: string 
   const failed: string[] = [];
   try {
     staging = openOutputFolder(out);
-    result = await runAll(staging, { baseline, baselineSteps, variant, variantSteps, overlayName }, options, databaseUrl, failed);
+    if (forecast && !options.json) console.log(`Forecast of ${forecast.snapshot.name} (accounts ${forecast.snapshot.accounts.join(', ')}), snapshot at ${formatJst(forecast.snapshot.instant)}; from ${formatJst(forecast.from)}\n`);
+    result = await runAll(staging, { baseline, baselineSteps, variant, variantSteps, overlayName }, options, databaseUrl, failed, forecast);
     staging.commit();
   } catch (error) {
     staging?.abandon();

@@ -7,7 +7,8 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { parseInstant } from '../domain/time';
 
 export interface SimulateOptions {
-  readonly scenario: string;
+  /** Optional with --source (a forecast needs no scenario). */
+  readonly scenario?: string;
   readonly from: Date;
   readonly to: Date;
   readonly seed: number;
@@ -16,6 +17,9 @@ export interface SimulateOptions {
   readonly json?: boolean;
   readonly strict?: boolean;
   readonly batchSize?: number;
+  readonly source?: string;
+  readonly account?: string[];
+  readonly declineRate?: number;
 }
 
 function instantArg(value: string): Date {
@@ -38,12 +42,26 @@ function batchArg(value: string): number {
   return n;
 }
 
+function fromArg(value: string): Date | 'now' {
+  return value === 'now' ? 'now' : instantArg(value);
+}
+
+function rateArg(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !(n >= 0 && n <= 1)) throw new InvalidArgumentError(`expected a share from 0 to 1, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
 export function registerSimulate(program: Command): void {
   program
     .command('simulate')
     .description('replay a scenario over [from, to) on a virtual clock with the worker\'s own jobs, and report what billing does')
-    .requiredOption('--scenario <file>', 'scenario file (JSON, see scripts/scenarios/scenario.schema.json)')
-    .requiredOption('--from <date|instant>', 'start of the range; a date or a date-time without zone is read in JST', instantArg)
+    .option('--scenario <file>', 'scenario file (JSON, see scripts/scenarios/scenario.schema.json); optional with --source')
+    .requiredOption('--from <date|instant|now>', 'start of the range; a date or a date-time without zone is read in JST; now = the source\'s newest instant (--source)', fromArg)
     .requiredOption('--to <date|instant>', 'end of the range (exclusive)', instantArg)
     .option('--seed <n>', 'seed of ids and card outcomes', seedArg, 1)
     .option('--what-if <file>', 'a scenario overlay run beside the baseline; the report adds a month-by-month diff')
@@ -51,6 +69,9 @@ export function registerSimulate(program: Command): void {
     .option('--json', 'print the summary as JSON and nothing else')
     .option('--strict', 'stop at the first timeline entry that fails')
     .option('--batch-size <n>', 'rows per job batch', batchArg)
+    .option('--source <database-url|data-dir>', 'forecast: start from a read-only snapshot of this kessai database instead of an empty book')
+    .option('--account <id>', 'with --source: copy this account only (repeatable; default every account)', collect)
+    .option('--decline-rate <share>', 'assumed share (0..1) of otherwise approved card authorizations declined, drawn from the seed', rateArg)
     .addHelpText(
       'after',
       '\nRuns on an embedded in-memory database unless --database-url is given on the command line, in which case a scratch\n' +
@@ -62,6 +83,8 @@ export function registerSimulate(program: Command): void {
       // in the environment must not turn a what-if into traffic on a production server.
       const root = command.parent!;
       const databaseUrl = root.getOptionValueSource('databaseUrl') === 'cli' ? (root.opts() as { databaseUrl?: string }).databaseUrl : undefined;
+      if (!options.source && options.scenario === undefined) throw new InvalidArgumentError('--scenario <file> is required (or --source to forecast a live book)');
+      if (!options.source && (options.from as Date | 'now') === 'now') throw new InvalidArgumentError('--from now needs --source (the newest instant of the source)');
       const { runSimulate } = await import('./simulate-run');
       await runSimulate(options, databaseUrl);
     });

@@ -9,7 +9,9 @@ import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
-import { to as copyTo } from 'pg-copy-streams';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import type { Database } from './schema';
 import { SHARED_PARSERS } from './type-parsers';
 import { PGLITE_SERIALIZERS } from './utf8-param';
@@ -31,6 +33,11 @@ export interface Store {
    * `write` chunk by chunk, as the raw bytes the server sends (no text decoding in this process).
    */
   copyOut?(statement: string, write: (chunk: Buffer) => void | Promise<void>): Promise<void>;
+  /**
+   * Loads COPY text-format rows into `target` (`table (columns)`), set-based: `COPY … FROM STDIN`
+   * on PostgreSQL, `COPY … FROM '/dev/blob'` on PGlite. Returns the number of rows loaded.
+   */
+  copyIn?(target: string, rows: AsyncIterable<Uint8Array>): Promise<number>;
   /** PGlite only: the whole database as a tarball, to start another in-memory one from. */
   snapshot?(): Promise<Blob>;
   close(): Promise<void>;
@@ -110,6 +117,18 @@ async function openPostgres(url: string, options: OpenStoreOptions): Promise<Sto
         throw error;
       }
     },
+    async copyIn(target, rows) {
+      const client = await pool.connect();
+      try {
+        const stream = client.query(copyFrom(`COPY ${target} FROM STDIN`));
+        await pipeline(Readable.from(rows), stream);
+        client.release();
+        return Number(stream.rowCount);
+      } catch (error) {
+        client.release(true);
+        throw error;
+      }
+    },
     close: () => db.destroy(),
   };
 }
@@ -173,7 +192,8 @@ export function grownFileCapacity(capacity: number, wanted: number): number {
   return Math.max(wanted, grown);
 }
 
-function processExists(pid: number): boolean {
+/** Whether a process with this id exists (one owned by another user counts). */
+export function processExists(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -208,6 +228,12 @@ async function openPglite(dataDir: string, snapshot?: Blob): Promise<Store> {
     async executeScript(_executor, script) {
       // PGlite is a single session, so `exec` runs inside whatever transaction the executor opened.
       await pglite.exec(script);
+    },
+    async copyIn(target, rows) {
+      const chunks: Uint8Array[] = [];
+      for await (const chunk of rows) chunks.push(chunk);
+      const result = await pglite.query(`COPY ${target} FROM '/dev/blob'`, [], { blob: new Blob(chunks) });
+      return result.affectedRows ?? 0;
     },
     snapshot: () => pglite.dumpDataDir('none'),
     close: async () => {

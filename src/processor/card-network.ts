@@ -114,6 +114,12 @@ export interface SimulatedCardNetworkOptions {
    * rehearse retries in a simulation. Default 0: outcomes then come from the table alone.
    */
   readonly processingErrorRate?: number;
+  /**
+   * Share (0..1) of otherwise approved authorizations the issuer declines with `card_declined`, for
+   * a forecast's assumed decline rate (issue 19). Drawn from the seed like the faults, independently
+   * of them. Default 0.
+   */
+  readonly declineRate?: number;
 }
 
 /** Mixed into the hash so a renewal and a reauth under one reference draw independently. */
@@ -218,7 +224,7 @@ function jstMonthIndex(ms: number): number {
  * 8. the seeded network fault rate → `processing_error`;
  * 9. approved.
  */
-function decideBatch(requests: readonly AuthorizationRequest[], seed: number, faultThreshold: number): AuthorizationResult[] {
+function decideBatch(requests: readonly AuthorizationRequest[], seed: number, faultThreshold: number, declineThreshold: number): AuthorizationResult[] {
   const results = new Array<AuthorizationResult>(requests.length);
   // A batch usually shares one instant (the job's slot): convert it once, not per row.
   let lastAt: Date | undefined;
@@ -235,12 +241,12 @@ function decideBatch(requests: readonly AuthorizationRequest[], seed: number, fa
     const kind: unknown = KIND_INDEX[request.kind];
     // typeof, not `=== undefined`: a kind such as "toString" would find Object.prototype's method.
     if (typeof kind !== 'number') throw new RangeError(`request ${reference}: unknown kind ${String(request.kind)}`);
-    results[i] = decide(request, kind, atMs, atMonth, seed, faultThreshold);
+    results[i] = decide(request, kind, atMs, atMonth, seed, faultThreshold, declineThreshold);
   }
   return results;
 }
 
-function decide(request: AuthorizationRequest, kind: number, atMs: number, atMonth: number, seed: number, faultThreshold: number): AuthorizationResult {
+function decide(request: AuthorizationRequest, kind: number, atMs: number, atMonth: number, seed: number, faultThreshold: number, declineThreshold: number): AuthorizationResult {
   const { reference, amount } = request;
   if (request.currency !== 'jpy') return refusal(reference, 'invalid_currency');
   if (!Number.isSafeInteger(amount) || amount <= 0) return refusal(reference, 'invalid_amount');
@@ -259,6 +265,8 @@ function decide(request: AuthorizationRequest, kind: number, atMs: number, atMon
 
   const hash = requestHash(reference, kind, atMs, seed);
   if (hash < faultThreshold) return refusal(reference, 'processing_error');
+  // A second mix of the same hash: the assumed declines are independent of the faults.
+  if (declineThreshold > 0 && fmix32(hash ^ 0x27d4eb2f) < declineThreshold) return refusal(reference, 'card_declined');
   // The approval code is a further mix of the hash, so codes stay uniform among approved requests.
   const code = fmix32(hash ^ 0x9e3779b9) % 1_000_000;
   return { reference, approved: true, authorizationCode: THREE_DIGITS[Math.floor(code / 1000)]! + THREE_DIGITS[code % 1000]! };
@@ -279,10 +287,13 @@ export function simulatedCardNetwork(options: SimulatedCardNetworkOptions = {}):
   const seed32 = (seed >>> 0) ^ Math.floor(seed / 0x100000000);
   // A hash below the threshold is a fault: with rate 1 every hash (< 2^32) qualifies, with 0 none.
   const faultThreshold = rate * 0x100000000;
+  const declineRate = options.declineRate ?? 0;
+  if (!(declineRate >= 0 && declineRate <= 1)) throw new RangeError(`declineRate must be from 0 to 1, got ${declineRate}`);
+  const declineThreshold = declineRate * 0x100000000;
 
   return {
     async authorize(requests) {
-      return decideBatch(requests, seed32, faultThreshold);
+      return decideBatch(requests, seed32, faultThreshold, declineThreshold);
     },
 
     async authenticate(requests) {

@@ -76,6 +76,8 @@ export interface ReportHeader {
   readonly from: Date;
   readonly to: Date;
   readonly seed: number;
+  /** A forecast (issue 19): the source it copied and what it assumed. */
+  readonly source?: { readonly name: string; readonly snapshot_instant: Date; readonly assumptions: Readonly<Record<string, unknown>> };
 }
 
 /** `YYYY-MM-DD` of JST calendar days, by day number: a report asks for a few hundred days, each hundreds of times. */
@@ -344,8 +346,12 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   mkdirSync(dir, { recursive: true });
   const { db } = world.ctx;
   const months = new Map<string, MonthSummary>();
+  // A forecast's copied history (before --from) is listed in report.json but not summed: the
+  // months, totals and chart are what happens in the forecast range.
+  const history = (at: Date) => header.source !== undefined && at.getTime() < header.from.getTime();
   const month = (at: Date) => {
     const key = jstMonth(at);
+    if (history(at)) return emptyMonth(key);
     let entry = months.get(key);
     if (!entry) months.set(key, (entry = emptyMonth(key)));
     return entry;
@@ -353,6 +359,7 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   const days = new Map<string, DayPoint>();
   const day = (at: Date) => {
     const key = jstDay(at);
+    if (history(at)) return { day: key, captured_yen: 0, failures: 0 };
     let entry = days.get(key);
     if (!entry) days.set(key, (entry = { day: key, captured_yen: 0, failures: 0 }));
     return entry;
@@ -365,6 +372,7 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   await json.value('from', toIsoSeconds(header.from));
   await json.value('to', toIsoSeconds(header.to));
   await json.value('seed', header.seed);
+  if (header.source) await json.value('source', { ...header.source, snapshot_instant: toIsoSeconds(header.source.snapshot_instant) });
   await json.value('accounts', world.accounts);
   await json.array('steps', single(world.outcomes), (step) => ({ ...step, at: toIsoSeconds(step.at) }));
   await json.array('job_runs', single(world.jobRuns), (run) => ({ job: run.job, slot: toIsoSeconds(run.slot), counts: run.counts }));

@@ -32,6 +32,7 @@ import { runOperation } from '../operations/registry';
 import { simulatedCardNetwork } from '../processor/card-network';
 import { tokenizedCardOf } from '../customers/tokens';
 import { subscribeNewCustomers, type NewSubscriber, type NewSubscriberResult } from '../subscriptions/new-subscribers';
+import type { SourceSnapshot } from './source-copy';
 import { ACCOUNT_SETTINGS_OP, ITEM_LABEL, parseRef, refsIn, scenarioAccounts, type JsonObject, type Scenario, type Step } from './scenario';
 import { VirtualClock } from '../engine/clock';
 import { createContext, type Context } from '../engine/context';
@@ -58,6 +59,14 @@ export interface SimulationOptions {
   /** Sign generated subscribers up in bulk (default); false runs their three calls one by one. */
   readonly bulkSubscribers?: boolean;
   readonly log?: Logger;
+  /**
+   * A forecast (issue 19): the snapshot of a live book whose rows are copied into the simulation's
+   * database before anything runs (source-copy.ts). Its accounts exist already; the scenario's
+   * settings for them still apply.
+   */
+  readonly source?: Pick<SourceSnapshot, 'copyInto'>;
+  /** Assumed share of otherwise approved authorizations declined (`card_declined`), drawn from the seed. */
+  readonly declineRate?: number;
   /** Called after each stop with the simulated instant. */
   readonly onProgress?: (at: Date, stats: SimulationStats) => void;
 }
@@ -103,6 +112,8 @@ export class SimulationError extends Error {
     this.name = 'SimulationError';
   }
 }
+
+const FORECAST_ID_SALT = 0x19f0_7ca5;
 
 /** A scratch database on a PostgreSQL server, dropped when the simulation ends. */
 async function scratchPostgres(url: string): Promise<{ url: string; citus: boolean; drop(): Promise<void> }> {
@@ -267,9 +278,11 @@ async function changeAccountSettings(ctx: Context, accountId: string, params: Js
 
 async function createAccounts(ctx: Context, scenario: Scenario): Promise<string[]> {
   const ids: string[] = [];
+  // A forecast's accounts were copied from the source: only their settings are applied below.
+  const copied = new Set((await ctx.db.selectFrom('accounts').select('account_id').execute()).map((row) => row.account_id));
   for (const account of scenarioAccounts(scenario)) {
     try {
-      await createAccount(ctx, { id: account.id, name: account.name ?? account.id, liveEnabled: account.live_enabled, termCycle: account.term_cycle, feeRates: account.fee_rates });
+      if (!copied.has(account.id)) await createAccount(ctx, { id: account.id, name: account.name ?? account.id, liveEnabled: account.live_enabled, termCycle: account.term_cycle, feeRates: account.fee_rates });
     } catch (error) {
       if (error instanceof KessaiError) throw new SimulationError(`accounts (${account.id}): ${error.param ?? ''} ${error.message}`.replace('  ', ' '));
       throw error;
@@ -297,6 +310,10 @@ export async function simulate<T>(options: SimulationOptions, consume: (world: S
     // A no-op on a snapshot that already has every migration.
     await migrate(store);
     if (scratch?.citus) await distributeAccountTables(store);
+    if (options.source) {
+      await options.source.copyInto(store);
+      await sql`ANALYZE`.execute(store.db);
+    }
     const clock = new VirtualClock(options.from);
     // Webhooks are answered in the process, as the scenario's endpoints say (never the network).
     const webhookBehaviours = new Map<string, SimulatedBehaviour>();
@@ -305,9 +322,11 @@ export async function simulate<T>(options: SimulationOptions, consume: (world: S
       db: store.db,
       store,
       clock,
-      ids: seededIds(options.seed),
+      // A forecast's ids are drawn apart from a scenario's, so that they cannot meet the ids of a
+      // source built with seeded ids (tests, replays) with the same seed.
+      ids: seededIds(options.source ? options.seed ^ FORECAST_ID_SALT : options.seed),
       log: options.log ?? silentLogger(),
-      processor: simulatedCardNetwork({ seed: options.seed }),
+      processor: simulatedCardNetwork({ seed: options.seed, ...(options.declineRate ? { declineRate: options.declineRate } : {}) }),
       config: {
         simulation: true,
         // Statement URLs in a simulation are signed with a key of the simulation itself.

@@ -588,6 +588,21 @@ export interface WebhookEndpointsTable {
   api_version: 'v1' | 'v2' | null;
   event_types: string[] | null;
   status: Generated<WebhookEndpointStatus>;
+// ---- 000080_v2_refunds_products_tax_rates.sql -----------------------------------------------
+
+export type PaymentRefundStatus = 'succeeded' | 'failed' | 'pending' | 'canceled' | 'requires_action';
+export type PaymentRefundReason = 'duplicate' | 'fraudulent' | 'requested_by_customer';
+
+/** A v2 refund of a payment flow; its money is in `refunds` rows naming it. */
+export interface PaymentRefundsTable {
+  account_id: string;
+  livemode: boolean;
+  payment_refund_id: string;
+  payment_flow_id: string;
+  amount: number;
+  status: PaymentRefundStatus;
+  reason: PaymentRefundReason | null;
+  metadata: Json<Record<string, string | number | boolean>>;
   created_at: Date;
   updated_at: Date;
 }
@@ -624,4 +639,50 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+/** The v2 refund a `refunds` row was written for; null for v1 refunds. */
+export interface RefundsTable {
+  payment_refund_id: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export interface ProductsTable {
+  account_id: string;
+  livemode: boolean;
+  product_id: string;
+  name: string;
+  active: boolean;
+  description: string | null;
+  unit_label: string | null;
+  url: string | null;
+  default_price_id: string | null;
+  metadata: Json<Record<string, string | number | boolean>>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface PricesTable {
+  product_id: ColumnType<string | null, string | null | undefined, string | null>;
+  nickname: ColumnType<string | null, string | null | undefined, string | null>;
+  lookup_key: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export interface TaxRatesTable {
+  account_id: string;
+  livemode: boolean;
+  tax_rate_id: string;
+  display_name: string;
+  /** numeric(6,4), read as a string such as "10.0000". */
+  percentage: string;
+  inclusive: boolean;
+  active: boolean;
+  country: string | null;
+  description: string | null;
+  metadata: Json<Record<string, string | number | boolean>>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface Database {
+  payment_refunds: PaymentRefundsTable;
+  products: ProductsTable;
+  tax_rates: TaxRatesTable;
 }

@@ -588,21 +588,6 @@ export interface WebhookEndpointsTable {
   api_version: 'v1' | 'v2' | null;
   event_types: string[] | null;
   status: Generated<WebhookEndpointStatus>;
-// ---- 000080_v2_refunds_products_tax_rates.sql -----------------------------------------------
-
-export type PaymentRefundStatus = 'succeeded' | 'failed' | 'pending' | 'canceled' | 'requires_action';
-export type PaymentRefundReason = 'duplicate' | 'fraudulent' | 'requested_by_customer';
-
-/** A v2 refund of a payment flow; its money is in `refunds` rows naming it. */
-export interface PaymentRefundsTable {
-  account_id: string;
-  livemode: boolean;
-  payment_refund_id: string;
-  payment_flow_id: string;
-  amount: number;
-  status: PaymentRefundStatus;
-  reason: PaymentRefundReason | null;
-  metadata: Json<Record<string, string | number | boolean>>;
   created_at: Date;
   updated_at: Date;
 }
@@ -639,6 +624,27 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+}
+
+// ---- 000080_v2_refunds_products_tax_rates.sql -----------------------------------------------
+
+export type PaymentRefundStatus = 'succeeded' | 'failed' | 'pending' | 'canceled' | 'requires_action';
+export type PaymentRefundReason = 'duplicate' | 'fraudulent' | 'requested_by_customer';
+
+/** A v2 refund of a payment flow; its money is in `refunds` rows naming it. */
+export interface PaymentRefundsTable {
+  account_id: string;
+  livemode: boolean;
+  payment_refund_id: string;
+  payment_flow_id: string;
+  amount: number;
+  status: PaymentRefundStatus;
+  reason: PaymentRefundReason | null;
+  metadata: Json<Record<string, string | number | boolean>>;
+  created_at: Date;
+  updated_at: Date;
+}
+
 /** The v2 refund a `refunds` row was written for; null for v1 refunds. */
 export interface RefundsTable {
   payment_refund_id: ColumnType<string | null, string | null | undefined, string | null>;

@@ -42,6 +42,8 @@ const STATE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'three_d_secure_expired',
   'invalid_three_d_secure_state',
   'token_already_used',
+  'product_has_prices',
+  'invalid_default_price',
 ]);
 
 const TITLES: Readonly<Record<string, string>> = {

@@ -692,3 +692,31 @@ export interface Database {
   products: ProductsTable;
   tax_rates: TaxRatesTable;
 }
+
+// ---- 000081_payment_methods.sql -------------------------------------------------------------
+
+export interface PaymentMethodsTable {
+  account_id: string;
+  livemode: boolean;
+  payment_method_id: string;
+  type: PaymentMethodType;
+  customer_id: string | null;
+  card_id: string | null;
+  fingerprint: string | null;
+  brand: string | null;
+  last4: string | null;
+  exp_month: number | null;
+  exp_year: number | null;
+  funding: string | null;
+  country: string | null;
+  issuer: string | null;
+  billing_details: Json<Record<string, unknown>>;
+  metadata: Json<Record<string, string | number | boolean>>;
+  detached_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface Database {
+  payment_methods: PaymentMethodsTable;
+}

@@ -29,6 +29,7 @@ export const ID_PREFIX = {
   paymentRefund: 'pyre_',
   product: 'prod_',
   taxRate: 'txr_',
+  paymentMethod: 'pm_',
   secretKeyTest: 'sk_test_',
   secretKeyLive: 'sk_live_',
   publicKeyTest: 'pk_test_',

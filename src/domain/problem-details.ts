@@ -44,6 +44,10 @@ const STATE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'token_already_used',
   'product_has_prices',
   'invalid_default_price',
+  'payment_method_already_attached',
+  'payment_method_customer_mismatch',
+  'payment_method_unattached',
+  'payment_method_already_detached',
 ]);
 
 const TITLES: Readonly<Record<string, string>> = {

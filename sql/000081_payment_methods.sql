@@ -29,3 +29,7 @@ ALTER TABLE payment_methods ADD CONSTRAINT payment_methods_type_known CHECK (typ
 CREATE UNIQUE INDEX payment_methods_one_per_card ON payment_methods (account_id, livemode, card_id) WHERE card_id IS NOT NULL;
 CREATE INDEX payment_methods_by_created ON payment_methods (account_id, livemode, created_at DESC, payment_method_id DESC);
 CREATE INDEX payment_methods_by_customer ON payment_methods (account_id, livemode, customer_id) WHERE customer_id IS NOT NULL;
+
+-- A customer's default payment method (v2 customers.update `default_payment_method_id`), beside
+-- the v1 default card.
+ALTER TABLE customers ADD COLUMN default_payment_method_id text;

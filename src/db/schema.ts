@@ -717,6 +717,11 @@ export interface PaymentMethodsTable {
   updated_at: Date;
 }
 
+/** The v2 default payment method of a customer (000081). */
+export interface CustomersTable {
+  default_payment_method_id: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
 export interface Database {
   payment_methods: PaymentMethodsTable;
 }

@@ -11,7 +11,7 @@
  */
 import type { Kysely, Selectable, Updateable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
-import { findCustomer } from '../customers/customer-record';
+import { findCustomer, type CustomerRow } from '../customers/customer-record';
 import { EMAIL_PATTERN } from '../customers/cards';
 import type { Database, PaymentMethodsTable } from '../db/schema';
 import { reject } from '../domain/errors';
@@ -315,4 +315,70 @@ export const PAYMENT_METHOD_OPERATIONS = [
   defineOperation('payment_methods.detach', detachPaymentMethod),
   defineOperation('payment_methods.retrieve_by_card', retrievePaymentMethodByCard),
   defineOperation('customers.list_payment_methods', listCustomerPaymentMethods),
+  defineOperation('v2.customers.update', updateV2Customer),
 ] as const;
+
+// A type alias, not an interface: it must be assignable to the outbox's indexed EventResource.
+export type V2CustomerObject = {
+  readonly id: string;
+  readonly object: 'customer';
+  readonly livemode: boolean;
+  readonly email: string | null;
+  readonly description: string | null;
+  readonly default_payment_method_id: string | null;
+  readonly metadata: Metadata;
+  readonly created_at: string;
+  readonly updated_at: string;
+};
+
+export function renderV2Customer(row: CustomerRow): V2CustomerObject {
+  return {
+    id: row.customer_id,
+    object: 'customer',
+    livemode: row.livemode,
+    email: row.email,
+    description: row.description,
+    default_payment_method_id: row.default_payment_method_id,
+    metadata: row.metadata,
+    created_at: toIsoSeconds(row.created_at),
+    updated_at: toIsoSeconds(row.updated_at),
+  };
+}
+
+/**
+ * `v2.customers.update` (v2 §4.6): `metadata` under the v2 rules of §2.6 (string, integer and
+ * boolean values; v1 `customers.update` keeps v1 rules), `email`, `description`, and
+ * `default_payment_method_id` (a method attached to this customer: `payment_method_unattached`
+ * otherwise, `payment_method_already_detached` if spent; `''` clears it). Writes a v2
+ * `customer.updated` with the v2 customer object.
+ */
+export async function updateV2Customer(ctx: Context, caller: Caller, input: unknown): Promise<V2CustomerObject> {
+  const params = readParams(input, ['id', 'email', 'description', 'default_payment_method_id', 'metadata']);
+  const customerId = requireString(params, 'id');
+  const email = optionalText(params, 'email', MAX_TEXT_LENGTH);
+  if (email !== undefined && email !== null && !EMAIL_PATTERN.test(email)) reject('invalid_email', 'email', 'email must be an e-mail address of at most 255 characters');
+  const description = optionalText(params, 'description', MAX_TEXT_LENGTH);
+  const defaultMethod = optionalText(params, 'default_payment_method_id', MAX_TEXT_LENGTH);
+  const now = ctx.clock.now();
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    const current = await findCustomer(trx, caller, customerId, 'id', true);
+    const metadata = hasParam(params, 'metadata') ? mergeMetadata(current.metadata, params.metadata, 'v2') : current.metadata;
+    if (defaultMethod !== undefined && defaultMethod !== null) {
+      const method = await findPaymentMethod(trx, caller, defaultMethod, { param: 'default_payment_method_id' });
+      if (method.detached_at !== null) reject('payment_method_already_detached', 'default_payment_method_id', `payment method ${defaultMethod} was detached`);
+      if (method.customer_id !== customerId) reject('payment_method_unattached', 'default_payment_method_id', `payment method ${defaultMethod} is not attached to ${customerId}`);
+    }
+    const changes = Object.fromEntries(Object.entries({ email, description, default_payment_method_id: defaultMethod }).filter(([, value]) => value !== undefined));
+    const updated = await trx
+      .updateTable('customers')
+      .set({ ...changes, metadata: JSON.stringify(metadata), updated_at: now })
+      .where('account_id', '=', caller.accountId)
+      .where('livemode', '=', caller.livemode)
+      .where('customer_id', '=', customerId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await recordEvent(trx, ctx.ids, { accountId: caller.accountId, livemode: caller.livemode, type: 'customer.updated', data: renderV2Customer(updated), at: now, apiVersion: 'v2' });
+    return updated;
+  });
+  return renderV2Customer(row);
+}

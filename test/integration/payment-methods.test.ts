@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
-import { createCustomer } from '../../src/customers/customers';
+import { createCustomer, retrieveCustomer, updateCustomer } from '../../src/customers/customers';
 import { createToken } from '../../src/customers/tokens';
 import type { Database } from '../../src/db/schema';
 import { listEvents } from '../../src/events/outbox';
@@ -14,10 +14,11 @@ import {
   retrievePaymentMethod,
   retrievePaymentMethodByCard,
   updatePaymentMethod,
+  updateV2Customer,
 } from '../../src/payment-methods/payment-methods';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, testContext, type TestDatabase } from '../support/database';
-import { expectRefused } from '../support/rejections';
+import { expectRefused, rejection as rejectionOf } from '../support/rejections';
 
 const ACCOUNT = 'acct_v2methods';
 const secret: Caller = { accountId: ACCOUNT, livemode: false, kind: 'secret' };
@@ -111,5 +112,48 @@ describe('payment methods (v2)', () => {
     expect(first.id).toBe(`pm_${customer.default_card!.slice('car_'.length)}`);
     expect(await retrievePaymentMethodByCard(ctx, secret, { card_id: customer.default_card! })).toEqual(first);
     await expectRefused('unknown card', () => retrievePaymentMethodByCard(ctx, secret, { card_id: 'car_nope' }), 'invalid_id', 'card_id', snapshot);
+  });
+});
+
+describe('v2 customers update (v2 §4.6)', () => {
+  const customerSnapshot = async () => ({ ...(await snapshot()), customers: await db.selectFrom('customers').selectAll().orderBy('customer_id').execute() });
+
+  it('merges metadata under v2 rules, sets the default payment method, writes a v2 customer.updated; v1 update keeps v1 rules', async () => {
+    const customer = await createCustomer(ctx, secret, { metadata: { plan: 'gold', keep: 'yes' } });
+    const method = await createPaymentMethod(ctx, secret, { type: 'card', card: visa, billing_details: billing, customer_id: customer.id });
+    ctx.clock.set(new Date(ctx.clock.now().getTime() + 60_000));
+    const updated = await updateV2Customer(ctx, secret, { id: customer.id, metadata: { plan: '', visits: 3, vip: true }, default_payment_method_id: method.id, email: 'new@example.test' });
+    expect(updated).toEqual({
+      id: customer.id,
+      object: 'customer',
+      livemode: false,
+      email: 'new@example.test',
+      description: null,
+      default_payment_method_id: method.id,
+      metadata: { keep: 'yes', visits: 3, vip: true },
+      created_at: '2027-01-01T00:00:00Z',
+      updated_at: '2027-01-01T00:01:00Z',
+    });
+    const events = await listEvents(db, ACCOUNT, { resourceId: customer.id, type: 'customer.updated' });
+    expect(events.map((e) => [e.apiVersion, e.data])).toEqual([['v2', updated]]);
+    expect((await retrieveCustomer(ctx, secret, { id: customer.id })).metadata).toEqual({ keep: 'yes', visits: 3, vip: true });
+    // v1 customers.update still takes strings only (v1 §2.10).
+    expect((await rejectionOf(updateCustomer(ctx, secret, { id: customer.id, metadata: { n: 1 } }))).code).toBe('invalid_metadata_value');
+    expect((await updateV2Customer(ctx, secret, { id: customer.id, default_payment_method_id: '' })).default_payment_method_id).toBeNull();
+  });
+
+  it('refuses a method of another customer, a detached one, bad metadata, changing nothing', async () => {
+    const customer = await createCustomer(ctx, secret, {});
+    const other = await createCustomer(ctx, secret, {});
+    const theirs = await createPaymentMethod(ctx, secret, { type: 'paypay', customer_id: other.id });
+    const spent = await createPaymentMethod(ctx, secret, { type: 'paypay', customer_id: customer.id });
+    await detachPaymentMethod(ctx, secret, { id: spent.id });
+    await expectRefused('another customer', () => updateV2Customer(ctx, secret, { id: customer.id, default_payment_method_id: theirs.id }), 'payment_method_unattached', 'default_payment_method_id', customerSnapshot);
+    await expectRefused('detached', () => updateV2Customer(ctx, secret, { id: customer.id, default_payment_method_id: spent.id }), 'payment_method_already_detached', 'default_payment_method_id', customerSnapshot);
+    await expectRefused('unknown method', () => updateV2Customer(ctx, secret, { id: customer.id, default_payment_method_id: 'pm_nope' }), 'invalid_id', 'default_payment_method_id', customerSnapshot);
+    await expectRefused('nested metadata', () => updateV2Customer(ctx, secret, { id: customer.id, metadata: { a: { b: 1 } } }), 'invalid_metadata_value', 'metadata[a]', customerSnapshot);
+    const many = Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, i]));
+    await expectRefused('21 keys', () => updateV2Customer(ctx, secret, { id: customer.id, metadata: many }), 'too_many_metadata_keys', 'metadata', customerSnapshot);
+    await expectRefused('unknown customer', () => updateV2Customer(ctx, secret, { id: 'cus_nope', metadata: {} }), 'invalid_id', 'id', customerSnapshot);
   });
 });

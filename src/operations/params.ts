@@ -133,3 +133,8 @@ export function optionalText(params: Params, key: string, maxLength: number): st
   if ([...text].length > maxLength) reject('invalid_string_length', key, `${key} must be at most ${maxLength} characters`);
   return text === '' ? null : text;
 }
+
+/** The changes an update sends: the fields that were sent (not undefined), for an UPDATE's SET. */
+export function sentFields<T extends Record<string, unknown>>(fields: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> };
+}

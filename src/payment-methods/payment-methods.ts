@@ -20,7 +20,7 @@ import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
 import { defineOperation } from '../operations/define';
-import { hasParam, optionalString, optionalText, readParams, requireString, type Params } from '../operations/params';
+import { hasParam, optionalString, optionalText, readParams, requireString, sentFields, type Params } from '../operations/params';
 import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
 import { tokenizeTestCard } from '../processor/test-cards';
 
@@ -368,7 +368,7 @@ export async function updateV2Customer(ctx: Context, caller: Caller, input: unkn
       if (method.detached_at !== null) reject('payment_method_already_detached', 'default_payment_method_id', `payment method ${defaultMethod} was detached`);
       if (method.customer_id !== customerId) reject('payment_method_unattached', 'default_payment_method_id', `payment method ${defaultMethod} is not attached to ${customerId}`);
     }
-    const changes = Object.fromEntries(Object.entries({ email, description, default_payment_method_id: defaultMethod }).filter(([, value]) => value !== undefined));
+    const changes = sentFields({ email, description, default_payment_method_id: defaultMethod });
     const updated = await trx
       .updateTable('customers')
       .set({ ...changes, metadata: JSON.stringify(metadata), updated_at: now })

@@ -14,7 +14,7 @@ import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
 import { defineOperation } from '../operations/define';
-import { hasParam, optionalBoolean, optionalFlexibleId, optionalInteger, optionalString, optionalText, readParams, requireString } from '../operations/params';
+import { hasParam, optionalBoolean, optionalFlexibleId, optionalInteger, optionalString, optionalText, readParams, requireString, sentFields } from '../operations/params';
 import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
 import { findProduct } from '../products/products';
 
@@ -142,9 +142,7 @@ export async function retrievePrice(ctx: Context, caller: Caller, input: unknown
 export async function updatePrice(ctx: Context, caller: Caller, input: unknown): Promise<PriceObject> {
   const params = readParams(input, ['id', 'active', 'nickname', 'lookup_key', 'metadata']);
   const id = requireString(params, 'id');
-  const changes = Object.fromEntries(
-    Object.entries({ active: optionalBoolean(params, 'active'), nickname: optionalText(params, 'nickname', MAX_NICKNAME_LENGTH), lookup_key: optionalText(params, 'lookup_key', MAX_LOOKUP_KEY_LENGTH) }).filter(([, value]) => value !== undefined),
-  );
+  const changes = sentFields({ active: optionalBoolean(params, 'active'), nickname: optionalText(params, 'nickname', MAX_NICKNAME_LENGTH), lookup_key: optionalText(params, 'lookup_key', MAX_LOOKUP_KEY_LENGTH) });
   const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
     const current = await trx.selectFrom('prices').selectAll().where('account_id', '=', caller.accountId).where('livemode', '=', caller.livemode).where('price_id', '=', id).forUpdate().executeTakeFirst();

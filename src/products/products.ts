@@ -13,7 +13,7 @@ import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
 import { defineOperation } from '../operations/define';
-import { hasParam, optionalBoolean, optionalFlexibleId, optionalText, readParams, requireString, type Params } from '../operations/params';
+import { hasParam, optionalBoolean, optionalFlexibleId, optionalText, readParams, requireString, sentFields, type Params } from '../operations/params';
 import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
 
 export type ProductRow = Selectable<ProductsTable>;
@@ -159,7 +159,7 @@ export async function updateProduct(ctx: Context, caller: Caller, input: unknown
         .executeTakeFirst();
       if (!price || !price.active || price.product_id !== id) reject('invalid_default_price', 'default_price_id', `${defaultPrice} is not an active price of product ${id}`);
     }
-    const changes = Object.fromEntries(Object.entries({ ...fields, name, default_price_id: defaultPrice }).filter(([, value]) => value !== undefined));
+    const changes = sentFields({ ...fields, name, default_price_id: defaultPrice });
     const updated = await trx
       .updateTable('products')
       .set({ ...changes, metadata: JSON.stringify(metadata), updated_at: now })

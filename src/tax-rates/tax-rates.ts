@@ -14,7 +14,7 @@ import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
 import { defineOperation } from '../operations/define';
-import { hasParam, optionalBoolean, optionalText, readParams, requireString, type Params } from '../operations/params';
+import { hasParam, optionalBoolean, optionalText, readParams, requireString, sentFields, type Params } from '../operations/params';
 import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
 
 export type TaxRateRow = Selectable<TaxRatesTable>;
@@ -120,9 +120,7 @@ export async function updateTaxRate(ctx: Context, caller: Caller, input: unknown
   const id = requireString(params, 'id');
   const displayName = optionalText(params, 'display_name', MAX_TEXT_LENGTH);
   if (displayName === null) reject('missing_param', 'display_name', 'display_name cannot be emptied');
-  const changes = Object.fromEntries(
-    Object.entries({ display_name: displayName, active: optionalBoolean(params, 'active'), country: readCountry(params), description: optionalText(params, 'description', MAX_TEXT_LENGTH) }).filter(([, value]) => value !== undefined),
-  );
+  const changes = sentFields({ display_name: displayName, active: optionalBoolean(params, 'active'), country: readCountry(params), description: optionalText(params, 'description', MAX_TEXT_LENGTH) });
   const now = ctx.clock.now();
   const row = await ctx.db.transaction().execute(async (trx) => {
     const current = await findTaxRate(trx, caller, id, { lock: true });

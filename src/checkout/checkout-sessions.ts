@@ -10,12 +10,13 @@ import type { Caller } from '../accounts/accounts';
 import type { PaymentMethodType } from '../db/column-types';
 import type { CheckoutSessionLineItemsTable, CheckoutSessionsTable, Database } from '../db/schema';
 import { KessaiError, reject } from '../domain/errors';
-import { createMetadata } from '../domain/metadata';
+import { createMetadata, mergeMetadata } from '../domain/metadata';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvents, type EventInput } from '../events/outbox';
 import { defineOperation } from '../operations/define';
 import { hasParam, optionalInteger, optionalString, readParams, requireString, type Params } from '../operations/params';
+import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
 import { findPaymentFlow, type PaymentFlowRow } from '../payment-flows/payment-flow-object';
 import { confirmLockedFlow, flowEvent, insertPaymentFlow, MAX_FLOW_AMOUNT, MIN_FLOW_AMOUNT, readNestedObject, readPaymentMethodTypes } from '../payment-flows/payment-flows';
 import { isPaymentMethodType, resolvePaymentMethod } from '../payment-flows/payment-method';
@@ -150,11 +151,11 @@ export async function lineItemsOf(executor: Kysely<Database>, sessions: readonly
 export const sessionKey = (row: { readonly account_id: string; readonly livemode: boolean; readonly checkout_session_id: string }): string =>
   compositeKey(row.account_id, row.livemode, row.checkout_session_id);
 
-async function findSession(executor: Kysely<Database>, caller: Caller, id: string, lock: boolean): Promise<CheckoutSessionRow> {
+async function findSession(executor: Kysely<Database>, caller: Caller, id: string, lock: boolean, param = 'id'): Promise<CheckoutSessionRow> {
   let query = executor.selectFrom('checkout_sessions').selectAll().where('account_id', '=', caller.accountId).where('livemode', '=', caller.livemode).where('checkout_session_id', '=', id);
   if (lock) query = query.forUpdate();
   const row = await query.executeTakeFirst();
-  if (!row) return reject('invalid_id', 'id', `No such checkout session: ${id}`);
+  if (!row) return reject('invalid_id', param, `No such checkout session: ${id}`);
   return row;
 }
 
@@ -381,9 +382,90 @@ export async function expireCheckoutSession(ctx: Context, caller: Caller, input:
   return renderOne(ctx.db, row);
 }
 
+/**
+ * `checkout.sessions.update`: `metadata` (v2 §2.6 rules 3–5), in any status. v2 §6.1 has no
+ * `checkout.session.updated`, so no event is written (as payment_flows.update).
+ */
+export async function updateCheckoutSession(ctx: Context, caller: Caller, input: unknown): Promise<CheckoutSessionObject> {
+  const params = readParams(input, ['id', 'metadata']);
+  const id = requireString(params, 'id');
+  const now = ctx.clock.now();
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    const session = await findSession(trx, caller, id, true);
+    if (!hasParam(params, 'metadata')) return session;
+    const metadata = mergeMetadata(session.metadata, params.metadata, 'v2');
+    return trx
+      .updateTable('checkout_sessions')
+      .set({ metadata: JSON.stringify(metadata), updated_at: now })
+      .where('account_id', '=', caller.accountId)
+      .where('livemode', '=', caller.livemode)
+      .where('checkout_session_id', '=', id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
+  return renderOne(ctx.db, row);
+}
+
+const SESSION_STATUSES = ['open', 'complete', 'expired'] as const;
+
+/** `checkout.sessions.list`: newest first, cursors, optional `status` and `customer` filters. */
+export async function listCheckoutSessions(ctx: Context, caller: Caller, input: unknown): Promise<V2List<CheckoutSessionObject>> {
+  const params = readParams(input, [...V2_PAGINATION_PARAMS, 'status', 'customer']);
+  const page = readV2Page(params);
+  const status = optionalString(params, 'status', { code: 'invalid_querystring' });
+  if (status !== undefined && !(SESSION_STATUSES as readonly string[]).includes(status)) reject('invalid_querystring', 'status', `status must be one of ${SESSION_STATUSES.join(', ')}`);
+  const customer = optionalString(params, 'customer', { code: 'invalid_querystring' });
+  const cursor = page.cursor === undefined ? undefined : await findSession(ctx.db, caller, page.cursor.id, false, page.cursor.param);
+  const rows = await ctx.db
+    .selectFrom('checkout_sessions')
+    .selectAll()
+    .where('account_id', '=', caller.accountId)
+    .where('livemode', '=', caller.livemode)
+    .$if(status !== undefined, (q) => q.where('status', '=', status as CheckoutSessionRow['status']))
+    .$if(customer !== undefined, (q) => q.where('customer_id', '=', customer!))
+    .$call(inV2Page(page, cursor && { created_at: cursor.created_at, id: cursor.checkout_session_id }, 'checkout_session_id'))
+    .execute();
+  // One query for the line items of every session on the page.
+  const items = await lineItemsOf(ctx.db, rows.slice(0, page.limit));
+  return v2ListObject(rows, page, CHECKOUT_SESSIONS_URL, (row) => renderCheckoutSession(row, items.get(sessionKey(row)) ?? []));
+}
+
+export const CHECKOUT_SESSIONS_URL = '/v2/checkout/sessions';
+
+/** A line item as its own object: its id is the session's id and its position (`<cs_…>_li_<n>`), stable and unique. */
+export type LineItemObject = { readonly id: string; readonly object: 'checkout.session.line_item'; readonly price_id: string; readonly quantity: number; readonly unit_amount: number; readonly amount_total: number; readonly currency: string };
+
+/**
+ * `checkout.sessions.list_line_items` (`GET /v2/checkout/sessions/{id}/line_items`): the session's
+ * items in the order given, `limit` and cursors over the item ids (at most 100 items exist).
+ */
+export async function listCheckoutSessionLineItems(ctx: Context, caller: Caller, input: unknown): Promise<V2List<LineItemObject>> {
+  const params = readParams(input, [...V2_PAGINATION_PARAMS, 'id']);
+  const id = requireString(params, 'id');
+  const page = readV2Page(params);
+  const session = await findSession(ctx.db, caller, id, false);
+  const items = ((await lineItemsOf(ctx.db, [session])).get(sessionKey(session)) ?? []).map(
+    (item): LineItemObject => ({ id: `${id}_li_${item.position}`, object: 'checkout.session.line_item', price_id: item.price_id, quantity: item.quantity, unit_amount: item.unit_amount, amount_total: item.amount_total, currency: session.currency }),
+  );
+  let start = 0;
+  let end = items.length;
+  if (page.cursor !== undefined) {
+    const at = items.findIndex((item) => item.id === page.cursor!.id);
+    if (at < 0) return reject('invalid_id', page.cursor.param, `No such line item: ${page.cursor.id}`);
+    if (page.cursor.param === 'starting_after') start = at + 1;
+    else end = at;
+  }
+  const window = page.cursor?.param === 'ending_before' ? items.slice(Math.max(start, end - page.limit), end) : items.slice(start, start + page.limit);
+  const hasMore = page.cursor?.param === 'ending_before' ? end - page.limit > start : start + page.limit < end;
+  return { object: 'list', url: `${CHECKOUT_SESSIONS_URL}/${id}/line_items`, has_more: hasMore, data: window };
+}
+
 export const CHECKOUT_SESSION_OPERATIONS = [
   defineOperation('checkout.sessions.create', createCheckoutSession),
   defineOperation('checkout.sessions.retrieve', retrieveCheckoutSession),
+  defineOperation('checkout.sessions.update', updateCheckoutSession),
+  defineOperation('checkout.sessions.list', listCheckoutSessions),
+  defineOperation('checkout.sessions.list_line_items', listCheckoutSessionLineItems),
   defineOperation('checkout.sessions.complete', completeCheckoutSession, { keys: 'secret_or_public' }),
   defineOperation('checkout.sessions.expire', expireCheckoutSession),
 ] as const;

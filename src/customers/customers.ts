@@ -13,7 +13,7 @@ import type { Context } from '../engine/context';
 import { recordEvents, type EventInput } from '../events/outbox';
 import { defineOperation } from '../operations/define';
 import { DEFAULT_LIMIT, listObject, PAGINATION_PARAMS, readPage, type ListObject, inPage } from '../operations/pagination';
-import { hasParam, optionalString, readParams, requireString, type Params } from '../operations/params';
+import { hasParam, optionalFlexibleId, optionalString, readParams, requireString, type Params } from '../operations/params';
 import { renderCard, type CardObject } from './card-object';
 import { attachCardFromToken, cardDeletionEvents, cardPagesOf, cardsUrl, EMAIL_PATTERN, requireCustomerCard, setDefaultCard, type DeletedObject } from './cards';
 import { findCustomer, type CustomerRow } from './customer-record';
@@ -24,7 +24,7 @@ export const CUSTOMERS_URL = '/v1/customers';
  * A chosen customer id: half-width letters, digits, `_` and `-`, 1 to 100 characters. The service
  * does not publish its rule; this one keeps ids safe in URL paths and form syntax (docs/decisions.md).
  */
-export const FLEXIBLE_ID_PATTERN = /^[A-Za-z0-9_-]{1,100}$/;
+export { FLEXIBLE_ID_PATTERN } from '../operations/params';
 /** Longest `description`, in characters (a decision, like the real service's 255). */
 export const MAX_DESCRIPTION_LENGTH = 255;
 
@@ -84,10 +84,7 @@ function eventOf(caller: Caller, type: string, data: { readonly id: string; read
 /** `customers.create`: `id` (chosen id), `email`, `description`, `card` (token → default card), `metadata`. */
 export async function createCustomer(ctx: Context, caller: Caller, input: unknown): Promise<CustomerObject> {
   const params = readParams(input, ['id', 'email', 'description', 'card', 'metadata']);
-  const chosenId = optionalString(params, 'id', { code: 'invalid_flexible_id' });
-  if (chosenId !== undefined && !FLEXIBLE_ID_PATTERN.test(chosenId)) {
-    reject('invalid_flexible_id', 'id', 'id must be 1 to 100 half-width letters, digits, underscores or hyphens');
-  }
+  const chosenId = optionalFlexibleId(params);
   const contact = readContact(params);
   const tokenId = optionalString(params, 'card');
   const metadata = hasParam(params, 'metadata') ? (createMetadata(params.metadata, 'v1') as Record<string, string>) : {};

@@ -541,3 +541,103 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_endpoints: WebhookEndpointsTable;
 }
+
+// ---- 000080_v2_refunds_products_tax_rates.sql -----------------------------------------------
+
+export type PaymentRefundStatus = 'succeeded' | 'failed' | 'pending' | 'canceled' | 'requires_action';
+export type PaymentRefundReason = 'duplicate' | 'fraudulent' | 'requested_by_customer';
+
+/** A v2 refund of a payment flow; its money is in `refunds` rows naming it. */
+export interface PaymentRefundsTable {
+  account_id: string;
+  livemode: boolean;
+  payment_refund_id: string;
+  payment_flow_id: string;
+  amount: number;
+  status: PaymentRefundStatus;
+  reason: PaymentRefundReason | null;
+  metadata: Json<Record<string, string | number | boolean>>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** The v2 refund a `refunds` row was written for; null for v1 refunds. */
+export interface RefundsTable {
+  payment_refund_id: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export interface ProductsTable {
+  account_id: string;
+  livemode: boolean;
+  product_id: string;
+  name: string;
+  active: boolean;
+  description: string | null;
+  unit_label: string | null;
+  url: string | null;
+  default_price_id: string | null;
+  metadata: Json<Record<string, string | number | boolean>>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface PricesTable {
+  product_id: ColumnType<string | null, string | null | undefined, string | null>;
+  nickname: ColumnType<string | null, string | null | undefined, string | null>;
+  lookup_key: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export interface TaxRatesTable {
+  account_id: string;
+  livemode: boolean;
+  tax_rate_id: string;
+  display_name: string;
+  /** numeric(6,4), read as a string such as "10.0000". */
+  percentage: string;
+  inclusive: boolean;
+  active: boolean;
+  country: string | null;
+  description: string | null;
+  metadata: Json<Record<string, string | number | boolean>>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface Database {
+  payment_refunds: PaymentRefundsTable;
+  products: ProductsTable;
+  tax_rates: TaxRatesTable;
+}
+
+// ---- 000081_payment_methods.sql -------------------------------------------------------------
+
+export interface PaymentMethodsTable {
+  account_id: string;
+  livemode: boolean;
+  payment_method_id: string;
+  type: PaymentMethodType;
+  customer_id: string | null;
+  card_id: string | null;
+  fingerprint: string | null;
+  brand: string | null;
+  last4: string | null;
+  exp_month: number | null;
+  exp_year: number | null;
+  funding: string | null;
+  country: string | null;
+  issuer: string | null;
+  billing_details: Json<Record<string, unknown>>;
+  metadata: Json<Record<string, string | number | boolean>>;
+  detached_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** The v2 default payment method of a customer (000081). */
+export interface CustomersTable {
+  default_payment_method_id: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export interface Database {
+  payment_methods: PaymentMethodsTable;
+}

@@ -124,6 +124,14 @@ export const ERROR_CATALOGUE = {
   three_d_secure_expired: client('3-D Secure completion period expired'),
   // v2 only (service rules §3): "a wrong state 400 (`invalid_status`)"; see problem-details.ts.
   invalid_status: client('the object is not in a status that allows this operation'),
+  // v2 only (official-sdks.md §3, deleteProduct / updateProduct): no v1 code says either.
+  product_has_prices: client('a product with prices cannot be deleted'),
+  invalid_default_price: client('the default price must be an active price of the product'),
+  // v2 only (official-sdks.md §3, attach / detach PaymentMethod).
+  payment_method_already_attached: client('the payment method is already attached to the customer'),
+  payment_method_customer_mismatch: client('the payment method is attached to another customer'),
+  payment_method_unattached: client('the payment method is not attached to a customer'),
+  payment_method_already_detached: client('the payment method was detached and cannot be used again'),
 } as const satisfies Record<string, CatalogueEntry>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;

@@ -42,6 +42,12 @@ const STATE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'three_d_secure_expired',
   'invalid_three_d_secure_state',
   'token_already_used',
+  'product_has_prices',
+  'invalid_default_price',
+  'payment_method_already_attached',
+  'payment_method_customer_mismatch',
+  'payment_method_unattached',
+  'payment_method_already_detached',
 ]);
 
 const TITLES: Readonly<Record<string, string>> = {

@@ -110,3 +110,31 @@ export function optionalBoolean(params: Params, key: string, options: Omit<Param
   if (typeof raw === 'string' && Object.hasOwn(BOOLEAN_TEXT, raw)) return BOOLEAN_TEXT[raw];
   return reject('invalid_boolean', paramName(key, options.parent), `${paramName(key, options.parent)} must be true or false, got ${JSON.stringify(raw)}`);
 }
+
+/**
+ * A chosen id (`id` on create): half-width letters, digits, `_` and `-`, 1 to 100 characters
+ * (docs/decisions.md, customers), else `invalid_flexible_id` on `id`.
+ */
+export const FLEXIBLE_ID_PATTERN = /^[A-Za-z0-9_-]{1,100}$/;
+
+export function optionalFlexibleId(params: Params, key = 'id'): string | undefined {
+  const chosen = optionalString(params, key, { code: 'invalid_flexible_id' });
+  if (chosen !== undefined && !FLEXIBLE_ID_PATTERN.test(chosen)) reject('invalid_flexible_id', key, `${key} must be 1 to 100 half-width letters, digits, underscores or hyphens`);
+  return chosen;
+}
+
+/**
+ * An optional free text of at most `maxLength` characters (code points): undefined when not sent,
+ * null when sent empty (it clears the field), else the text; too long is `invalid_string_length`.
+ */
+export function optionalText(params: Params, key: string, maxLength: number): string | null | undefined {
+  const text = optionalString(params, key, { code: 'invalid_string_length' });
+  if (text === undefined) return undefined;
+  if ([...text].length > maxLength) reject('invalid_string_length', key, `${key} must be at most ${maxLength} characters`);
+  return text === '' ? null : text;
+}
+
+/** The changes an update sends: the fields that were sent (not undefined), for an UPDATE's SET. */
+export function sentFields<T extends Record<string, unknown>>(fields: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> };
+}

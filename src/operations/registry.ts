@@ -15,6 +15,10 @@ import { reject } from '../domain/errors';
 import { EVENT_OPERATIONS } from '../events/event-operations';
 import type { Context } from '../engine/context';
 import { PAYMENT_FLOW_OPERATIONS } from '../payment-flows/payment-flows';
+import { PAYMENT_METHOD_OPERATIONS } from '../payment-methods/payment-methods';
+import { TAX_RATE_OPERATIONS } from '../tax-rates/tax-rates';
+import { PRODUCT_OPERATIONS } from '../products/products';
+import { PAYMENT_REFUND_OPERATIONS } from '../payment-refunds/payment-refunds';
 import { PLAN_OPERATIONS } from '../api/v1/plans';
 import { PRICE_OPERATIONS } from '../prices/prices';
 import { SETTLEMENT_OPERATIONS } from '../settlement/operations';
@@ -33,7 +37,7 @@ function buildRegistry(groups: readonly (readonly Operation[])[]): ReadonlyMap<s
   return registry;
 }
 
-const REGISTRY = buildRegistry([TOKEN_OPERATIONS, CUSTOMER_OPERATIONS, CARD_OPERATIONS, PLAN_OPERATIONS, SUBSCRIPTION_OPERATIONS, CHARGE_OPERATIONS, PAYMENT_FLOW_OPERATIONS, PRICE_OPERATIONS, CHECKOUT_SESSION_OPERATIONS, PAYMENT_METHOD_CONFIGURATION_OPERATIONS, SETTLEMENT_OPERATIONS, EVENT_OPERATIONS, ACCOUNT_OPERATIONS]);
+const REGISTRY = buildRegistry([TOKEN_OPERATIONS, CUSTOMER_OPERATIONS, CARD_OPERATIONS, PLAN_OPERATIONS, SUBSCRIPTION_OPERATIONS, CHARGE_OPERATIONS, PAYMENT_FLOW_OPERATIONS, PAYMENT_REFUND_OPERATIONS, PRICE_OPERATIONS, PRODUCT_OPERATIONS, TAX_RATE_OPERATIONS, PAYMENT_METHOD_OPERATIONS, CHECKOUT_SESSION_OPERATIONS, PAYMENT_METHOD_CONFIGURATION_OPERATIONS, SETTLEMENT_OPERATIONS, EVENT_OPERATIONS, ACCOUNT_OPERATIONS]);
 
 /** Every operation name, sorted, for help texts and scenario validation. */
 export function operationNames(): string[] {

@@ -9,7 +9,7 @@
  * payment goes back to requires_payment_method with `last_payment_error`; canceled from any status
  * before money moved. A hold that lapses cancels the flow with reason `expired` (hold-expiry.ts).
  */
-import { sql, type Kysely, type Updateable } from 'kysely';
+import type { Kysely, Updateable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { PaymentMethodType } from '../db/column-types';
 import type { Database, PaymentFlowsTable } from '../db/schema';
@@ -21,6 +21,8 @@ import type { Context } from '../engine/context';
 import { recordEvents, type EventInput } from '../events/outbox';
 import { defineOperation } from '../operations/define';
 import { hasParam, isPlainObject, optionalInteger, optionalString, readParams, requireString, type Params } from '../operations/params';
+import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
+
 import { recordFlowCaptures } from './flow-charges';
 import { findPaymentFlow, newClientSecret, PAYMENT_FLOWS_URL, renderPaymentFlow, type PaymentFlowObject, type PaymentFlowRow } from './payment-flow-object';
 import { isPaymentMethodType, needsThreeDSecure, paymentMethodColumns, resolvePaymentMethod, storedPaymentMethod, type PaymentMethodSnapshot } from './payment-method';
@@ -524,46 +526,25 @@ export async function cancelPaymentFlow(ctx: Context, caller: Caller, input: unk
   return renderPaymentFlow(row);
 }
 
-/** The v2 list object (service rules §3). */
-export interface V2List<T> {
-  readonly object: 'list';
-  readonly url: string;
-  readonly has_more: boolean;
-  readonly data: readonly T[];
-}
-
-export const V2_DEFAULT_LIMIT = 10;
-export const V2_MAX_LIMIT = 100;
-
 /**
  * `payment_flows.list`: newest first (the id descending on ties), `limit` (default 10, at most 100),
  * cursors `starting_after` / `ending_before` (a flow id: the page after / before it), and the
  * optional `customer` filter.
  */
 export async function listPaymentFlows(ctx: Context, caller: Caller, input: unknown): Promise<V2List<PaymentFlowObject>> {
-  const params = readParams(input, ['limit', 'starting_after', 'ending_before', 'customer']);
-  const limit = optionalInteger(params, 'limit', { min: 1, max: V2_MAX_LIMIT, code: 'invalid_querystring' }) ?? V2_DEFAULT_LIMIT;
-  const after = optionalString(params, 'starting_after', { code: 'invalid_querystring' });
-  const before = optionalString(params, 'ending_before', { code: 'invalid_querystring' });
-  if (after !== undefined && before !== undefined) reject('invalid_querystring', 'ending_before', 'give starting_after or ending_before, not both');
+  const params = readParams(input, [...V2_PAGINATION_PARAMS, 'customer']);
+  const page = readV2Page(params);
   const customer = optionalString(params, 'customer', { code: 'invalid_querystring' });
-  const cursorId = after ?? before;
-  const cursor = cursorId === undefined ? undefined : await findPaymentFlow(ctx.db, caller, cursorId, { param: after !== undefined ? 'starting_after' : 'ending_before' });
-  let query = ctx.db.selectFrom('payment_flows').selectAll().where('account_id', '=', caller.accountId).where('livemode', '=', caller.livemode);
-  if (customer !== undefined) query = query.where('customer_id', '=', customer);
-  if (cursor !== undefined) {
-    const direction = after !== undefined ? '<' : '>';
-    query = query.where(sql<boolean>`(created_at, payment_flow_id) ${sql.raw(direction)} (${cursor.created_at}, ${cursor.payment_flow_id})`);
-  }
-  const ascending = before !== undefined;
-  const rows = await query
-    .orderBy('created_at', ascending ? 'asc' : 'desc')
-    .orderBy('payment_flow_id', ascending ? 'asc' : 'desc')
-    .limit(limit + 1)
+  const cursor = page.cursor === undefined ? undefined : await findPaymentFlow(ctx.db, caller, page.cursor.id, { param: page.cursor.param });
+  const rows = await ctx.db
+    .selectFrom('payment_flows')
+    .selectAll()
+    .where('account_id', '=', caller.accountId)
+    .where('livemode', '=', caller.livemode)
+    .$if(customer !== undefined, (q) => q.where('customer_id', '=', customer!))
+    .$call(inV2Page(page, cursor && { created_at: cursor.created_at, id: cursor.payment_flow_id }, 'payment_flow_id'))
     .execute();
-  const page = rows.slice(0, limit);
-  if (ascending) page.reverse();
-  return { object: 'list', url: PAYMENT_FLOWS_URL, has_more: rows.length > limit, data: page.map(renderPaymentFlow) };
+  return v2ListObject(rows, page, PAYMENT_FLOWS_URL, renderPaymentFlow);
 }
 
 /** Exposed for checkout: a params object check shared by nested `*_data` parameters. */

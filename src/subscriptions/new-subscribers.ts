@@ -93,6 +93,7 @@ export async function subscribeNewCustomers(trx: Kysely<Database>, ctx: Pick<Con
       email: null,
       description: null,
       default_card_id: card.card_id,
+      default_payment_method_id: null,
       metadata: {},
       created_at: person.at,
       updated_at: person.at,

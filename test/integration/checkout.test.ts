@@ -256,3 +256,49 @@ describe('payment method configurations: display rules 1–6 of v2 §4.5', () =>
     expect(await retrievePaymentMethodConfiguration(ctx, live, { id: liveBefore.id })).toEqual(liveBefore);
   });
 });
+
+describe('checkout sessions: update, list, line items (issue 16)', () => {
+  it('update merges metadata (v2 §2.6 rules 3–5) and writes no event; refused updates change nothing', async () => {
+    const created = await session();
+    const events = (await listEvents(db, ACCOUNT)).length;
+    const updated = await runOperation(ctx, secret, 'checkout.sessions.update', { id: created.id, metadata: { cart: '', note: 'gift', n: 2 } });
+    expect((updated as { metadata: unknown }).metadata).toEqual({ note: 'gift', n: 2 });
+    expect((await retrieveCheckoutSession(ctx, secret, { id: created.id })).metadata).toEqual({ note: 'gift', n: 2 });
+    expect((await listEvents(db, ACCOUNT)).length).toBe(events);
+    const many = Object.fromEntries(Array.from({ length: 19 }, (_, i) => [`k${i}`, i]));
+    await expectRefused('too many keys', () => runOperation(ctx, secret, 'checkout.sessions.update', { id: created.id, metadata: many }), 'too_many_metadata_keys', 'metadata', snapshot);
+    await expectRefused('unknown', () => runOperation(ctx, secret, 'checkout.sessions.update', { id: 'cs_nope', metadata: {} }), 'invalid_id', 'id', snapshot);
+    await expectRefused('success_url', () => runOperation(ctx, secret, 'checkout.sessions.update', { id: created.id, success_url: 'https://x.test' }), 'invalid_param_key', 'success_url', snapshot);
+  });
+
+  it('lists sessions newest first by status with cursors; line items in order with cursors both ways', async () => {
+    const first = await session();
+    ctx.clock.set(new Date(ctx.clock.now().getTime() + 1000));
+    const second = await session();
+    await expireCheckoutSession(ctx, secret, { id: first.id });
+    const all = (await runOperation(ctx, secret, 'checkout.sessions.list', {})) as { url: string; data: { id: string; line_items: { data: unknown[] } }[] };
+    expect([all.url, all.data.map((s) => s.id)]).toEqual(['/v2/checkout/sessions', [second.id, first.id]]);
+    expect(all.data[0]!.line_items.data).toHaveLength(2);
+    const open = (await runOperation(ctx, secret, 'checkout.sessions.list', { status: 'open' })) as { data: { id: string }[] };
+    expect(open.data.map((s) => s.id)).toEqual([second.id]);
+    const after = (await runOperation(ctx, secret, 'checkout.sessions.list', { starting_after: second.id })) as { data: { id: string }[] };
+    expect(after.data.map((s) => s.id)).toEqual([first.id]);
+    expect((await rejection(runOperation(ctx, secret, 'checkout.sessions.list', { status: 'paid' }))).param).toBe('status');
+    expect((await rejection(runOperation(ctx, secret, 'checkout.sessions.list', { starting_after: 'cs_nope' }))).param).toBe('starting_after');
+
+    type Items = { url: string; has_more: boolean; data: { id: string; price_id: string; quantity: number; amount_total: number }[] };
+    const items = (await runOperation(ctx, secret, 'checkout.sessions.list_line_items', { id: second.id })) as Items;
+    expect(items.url).toBe(`/v2/checkout/sessions/${second.id}/line_items`);
+    expect(items.data.map((i) => [i.id, i.quantity, i.amount_total])).toEqual([
+      [`${second.id}_li_0`, 2, 2400],
+      [`${second.id}_li_1`, 1, 800],
+    ]);
+    const page1 = (await runOperation(ctx, secret, 'checkout.sessions.list_line_items', { id: second.id, limit: 1 })) as Items;
+    expect([page1.data.map((i) => i.id), page1.has_more]).toEqual([[`${second.id}_li_0`], true]);
+    const page2 = (await runOperation(ctx, secret, 'checkout.sessions.list_line_items', { id: second.id, limit: 1, starting_after: `${second.id}_li_0` })) as Items;
+    expect([page2.data.map((i) => i.id), page2.has_more]).toEqual([[`${second.id}_li_1`], false]);
+    const back = (await runOperation(ctx, secret, 'checkout.sessions.list_line_items', { id: second.id, ending_before: `${second.id}_li_1` })) as Items;
+    expect([back.data.map((i) => i.id), back.has_more]).toEqual([[`${second.id}_li_0`], false]);
+    expect((await rejection(runOperation(ctx, secret, 'checkout.sessions.list_line_items', { id: second.id, starting_after: 'li_x' }))).param).toBe('starting_after');
+  });
+});

@@ -1,0 +1,384 @@
+/**
+ * v2 payment methods (official-sdks.md §2 "Payment methods"; v2 §6.1 `payment_method.*`):
+ * create with raw card data (test mode only, as the SDK documents: the card runs through the
+ * simulated network's tokenization, and only what it answers is kept), or PayPay; retrieve,
+ * update (billing details, metadata), list, attach to / detach from a customer, the payment
+ * method of a v1 card, and a customer's payment methods. Events: `payment_method.attached`,
+ * `.detached`, `.updated` (v2 §6.1 has no `.created`), in the same transaction.
+ *
+ * A detached payment method is spent: it cannot be attached again (SDK: "Detached Payment Method
+ * Not Usable").
+ */
+import type { Kysely, Selectable, Updateable } from 'kysely';
+import type { Caller } from '../accounts/accounts';
+import { findCustomer, type CustomerRow } from '../customers/customer-record';
+import { EMAIL_PATTERN } from '../customers/cards';
+import type { Database, PaymentMethodsTable } from '../db/schema';
+import { reject } from '../domain/errors';
+import { createMetadata, mergeMetadata, type Metadata } from '../domain/metadata';
+import { toIsoSeconds } from '../domain/time';
+import type { Context } from '../engine/context';
+import { recordEvent } from '../events/outbox';
+import { defineOperation } from '../operations/define';
+import { hasParam, optionalString, optionalText, readParams, requireString, sentFields, type Params } from '../operations/params';
+import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
+import { tokenizeTestCard } from '../processor/test-cards';
+
+export type PaymentMethodRow = Selectable<PaymentMethodsTable>;
+
+export const PAYMENT_METHODS_URL = '/v2/payment_methods';
+const MAX_TEXT_LENGTH = 255;
+
+export type BillingDetails = {
+  readonly name: string | null;
+  readonly email: string | null;
+  readonly phone: string | null;
+  readonly address: Readonly<Record<string, string>> | null;
+};
+
+// A type alias, not an interface: it must be assignable to the outbox's indexed EventResource.
+export type PaymentMethodObject = {
+  readonly id: string;
+  readonly object: 'payment_method';
+  readonly livemode: boolean;
+  readonly type: PaymentMethodRow['type'];
+  readonly customer_id: string | null;
+  readonly billing_details: BillingDetails;
+  readonly card: { readonly brand: string; readonly last4: string; readonly exp_month: number; readonly exp_year: number; readonly fingerprint: string; readonly country: string | null; readonly funding: string | null } | null;
+  readonly metadata: Metadata;
+  readonly detached_at: string | null;
+  readonly created_at: string;
+  readonly updated_at: string;
+};
+
+export function renderPaymentMethod(row: PaymentMethodRow): PaymentMethodObject {
+  const details = row.billing_details as Partial<BillingDetails>;
+  return {
+    id: row.payment_method_id,
+    object: 'payment_method',
+    livemode: row.livemode,
+    type: row.type,
+    customer_id: row.customer_id,
+    billing_details: { name: details.name ?? null, email: details.email ?? null, phone: details.phone ?? null, address: details.address ?? null },
+    card:
+      row.fingerprint === null
+        ? null
+        : { brand: row.brand ?? '', last4: row.last4 ?? '', exp_month: row.exp_month ?? 0, exp_year: row.exp_year ?? 0, fingerprint: row.fingerprint, country: row.country, funding: row.funding },
+    metadata: row.metadata,
+    detached_at: row.detached_at === null ? null : toIsoSeconds(row.detached_at),
+    created_at: toIsoSeconds(row.created_at),
+    updated_at: toIsoSeconds(row.updated_at),
+  };
+}
+
+function methodEvent(row: PaymentMethodRow, type: 'payment_method.attached' | 'payment_method.detached' | 'payment_method.updated', at: Date) {
+  return { accountId: row.account_id, livemode: row.livemode, type, data: renderPaymentMethod(row), at, apiVersion: 'v2' as const };
+}
+
+/** The payment method `id` of the caller's account and mode; unknown: `invalid_id` on `param`. */
+export async function findPaymentMethod(executor: Kysely<Database>, caller: Caller, id: string, options: { readonly param?: string; readonly lock?: boolean } = {}): Promise<PaymentMethodRow> {
+  let query = executor.selectFrom('payment_methods').selectAll().where('account_id', '=', caller.accountId).where('livemode', '=', caller.livemode).where('payment_method_id', '=', id);
+  if (options.lock) query = query.forUpdate();
+  const row = await query.executeTakeFirst();
+  if (!row) return reject('invalid_id', options.param ?? 'id', `No such payment method: ${id}`);
+  return row;
+}
+
+const ADDRESS_KEYS = ['line1', 'line2', 'city', 'state', 'postal_code', 'country'] as const;
+
+/** `billing_details` {name, email, phone, address{…}}: each field optional text; `requireContact` asks for an email or a phone (SDK: "email or phone (one required)"). */
+function readBillingDetails(input: unknown, current: Partial<BillingDetails>, requireContact: boolean): BillingDetails {
+  const params = readParams(input, ['name', 'email', 'phone', 'address'], 'billing_details');
+  const text = (key: string): string | null | undefined => {
+    const value = optionalString(params, key, { parent: 'billing_details', code: 'invalid_string_length' });
+    if (value === undefined) return undefined;
+    if ([...value].length > MAX_TEXT_LENGTH) reject('invalid_string_length', `billing_details[${key}]`, `billing_details[${key}] must be at most ${MAX_TEXT_LENGTH} characters`);
+    return value === '' ? null : value;
+  };
+  const email = text('email');
+  if (email !== undefined && email !== null && !EMAIL_PATTERN.test(email)) reject('invalid_email', 'billing_details[email]', 'billing_details[email] must be an e-mail address');
+  const phone = text('phone');
+  if (phone !== undefined && phone !== null && !/^\+[1-9]\d{1,14}$/.test(phone)) reject('invalid_param_key', 'billing_details[phone]', 'billing_details[phone] must be an E.164 number such as +819012345678');
+  let address = current.address ?? null;
+  if (hasParam(params, 'address')) {
+    const sent = readParams(params.address, ADDRESS_KEYS, 'billing_details[address]');
+    const entries = ADDRESS_KEYS.flatMap((key) => {
+      const value = optionalString(sent, key, { parent: 'billing_details[address]' });
+      return value === undefined || value === '' ? [] : [[key, value] as const];
+    });
+    address = entries.length === 0 ? null : Object.fromEntries(entries);
+  }
+  const details = { name: text('name') ?? current.name ?? null, email: email === undefined ? (current.email ?? null) : email, phone: phone === undefined ? (current.phone ?? null) : phone, address };
+  if (requireContact && details.email === null && details.phone === null) reject('missing_param', 'billing_details[email]', 'billing_details needs an email or a phone');
+  return details;
+}
+
+/**
+ * `payment_methods.create` (test mode only: a live key is `no_allowed_param` on `type`): `type`
+ * `card` with `card` {number, exp_month, exp_year, cvc} and `billing_details` (an email or a
+ * phone required), or `paypay`; `customer_id` attaches it at once (`payment_method.attached`);
+ * `metadata`. Apple Pay needs a wallet token and is refused here.
+ */
+export async function createPaymentMethod(ctx: Context, caller: Caller, input: unknown): Promise<PaymentMethodObject> {
+  const params = readParams(input, ['type', 'card', 'billing_details', 'customer_id', 'metadata']);
+  const type = requireString(params, 'type');
+  if (caller.livemode) return reject('no_allowed_param', 'type', 'payment methods are created from raw card data in test mode only');
+  if (type !== 'card' && type !== 'paypay') return reject('invalid_param_key', 'type', `type must be card or paypay, got ${JSON.stringify(type)}`);
+  const now = ctx.clock.now();
+  const card = type === 'card' ? tokenizeTestCard(readParams(params.card ?? reject('missing_param', 'card', 'card is required for type card'), ['number', 'exp_month', 'exp_year', 'cvc'], 'card'), { livemode: caller.livemode, now }) : null;
+  if (type === 'paypay' && hasParam(params, 'card')) reject('no_allowed_param', 'card', 'a PayPay payment method has no card');
+  const billing = readBillingDetails(params.billing_details ?? {}, {}, type === 'card');
+  const customerId = optionalString(params, 'customer_id') ?? null;
+  const metadata = hasParam(params, 'metadata') ? createMetadata(params.metadata, 'v2') : {};
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    if (customerId !== null) await findCustomer(trx, caller, customerId, 'customer_id', true);
+    const inserted = await trx
+      .insertInto('payment_methods')
+      .values({
+        account_id: caller.accountId,
+        livemode: caller.livemode,
+        payment_method_id: ctx.ids.next('paymentMethod'),
+        type,
+        customer_id: customerId,
+        card_id: null,
+        fingerprint: card?.fingerprint ?? null,
+        brand: card?.brand ?? null,
+        last4: card?.last4 ?? null,
+        exp_month: card?.expMonth ?? null,
+        exp_year: card?.expYear ?? null,
+        funding: card?.funding ?? null,
+        country: card?.country ?? null,
+        issuer: card?.issuer ?? null,
+        billing_details: JSON.stringify(billing),
+        metadata: JSON.stringify(metadata),
+        detached_at: null,
+        created_at: now,
+        updated_at: now,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    if (customerId !== null) await recordEvent(trx, ctx.ids, methodEvent(inserted, 'payment_method.attached', now));
+    return inserted;
+  });
+  return renderPaymentMethod(row);
+}
+
+export async function retrievePaymentMethod(ctx: Context, caller: Caller, input: unknown): Promise<PaymentMethodObject> {
+  const params = readParams(input, ['id']);
+  return renderPaymentMethod(await findPaymentMethod(ctx.db, caller, requireString(params, 'id')));
+}
+
+/** `payment_methods.update`: `billing_details` (sent fields replace, `''` clears) and `metadata` (v2 §2.6); `payment_method.updated`. */
+export async function updatePaymentMethod(ctx: Context, caller: Caller, input: unknown): Promise<PaymentMethodObject> {
+  const params = readParams(input, ['id', 'billing_details', 'metadata']);
+  const id = requireString(params, 'id');
+  const now = ctx.clock.now();
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    const current = await findPaymentMethod(trx, caller, id, { lock: true });
+    const billing = hasParam(params, 'billing_details') ? readBillingDetails(params.billing_details, current.billing_details as Partial<BillingDetails>, false) : current.billing_details;
+    const metadata = hasParam(params, 'metadata') ? mergeMetadata(current.metadata, params.metadata, 'v2') : current.metadata;
+    const updated = await saveMethod(trx, current, { billing_details: JSON.stringify(billing), metadata: JSON.stringify(metadata), updated_at: now });
+    await recordEvent(trx, ctx.ids, methodEvent(updated, 'payment_method.updated', now));
+    return updated;
+  });
+  return renderPaymentMethod(row);
+}
+
+async function saveMethod(trx: Kysely<Database>, row: PaymentMethodRow, changes: Updateable<PaymentMethodsTable>): Promise<PaymentMethodRow> {
+  return trx
+    .updateTable('payment_methods')
+    .set(changes)
+    .where('account_id', '=', row.account_id)
+    .where('livemode', '=', row.livemode)
+    .where('payment_method_id', '=', row.payment_method_id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/**
+ * `payment_methods.attach` {`id`, `customer_id`}: a detached method is spent
+ * (`payment_method_already_detached`); attached to this customer already
+ * (`payment_method_already_attached`) or to another (`payment_method_customer_mismatch`).
+ */
+export async function attachPaymentMethod(ctx: Context, caller: Caller, input: unknown): Promise<PaymentMethodObject> {
+  const params = readParams(input, ['id', 'customer_id']);
+  const id = requireString(params, 'id');
+  const customerId = requireString(params, 'customer_id');
+  const now = ctx.clock.now();
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    await findCustomer(trx, caller, customerId, 'customer_id', true);
+    const current = await findPaymentMethod(trx, caller, id, { lock: true });
+    if (current.detached_at !== null) reject('payment_method_already_detached', 'id', `payment method ${id} was detached`);
+    if (current.customer_id === customerId) reject('payment_method_already_attached', 'customer_id', `payment method ${id} is already attached to ${customerId}`);
+    if (current.customer_id !== null) reject('payment_method_customer_mismatch', 'customer_id', `payment method ${id} is attached to another customer`);
+    const attached = await saveMethod(trx, current, { customer_id: customerId, updated_at: now });
+    await recordEvent(trx, ctx.ids, methodEvent(attached, 'payment_method.attached', now));
+    return attached;
+  });
+  return renderPaymentMethod(row);
+}
+
+/** `payment_methods.detach` {`id`}: `payment_method_unattached` if never attached, `payment_method_already_detached` if done. */
+export async function detachPaymentMethod(ctx: Context, caller: Caller, input: unknown): Promise<PaymentMethodObject> {
+  const params = readParams(input, ['id']);
+  const id = requireString(params, 'id');
+  const now = ctx.clock.now();
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    const current = await findPaymentMethod(trx, caller, id, { lock: true });
+    if (current.detached_at !== null) reject('payment_method_already_detached', 'id', `payment method ${id} was detached already`);
+    if (current.customer_id === null) reject('payment_method_unattached', 'id', `payment method ${id} is not attached to a customer`);
+    const detached = await saveMethod(trx, current, { customer_id: null, detached_at: now, updated_at: now });
+    await recordEvent(trx, ctx.ids, methodEvent(detached, 'payment_method.detached', now));
+    return detached;
+  });
+  return renderPaymentMethod(row);
+}
+
+/**
+ * `payment_methods.retrieve_by_card` {`card_id`}: the payment method of a v1 card the account
+ * holds (not deleted). Made on the first lookup, attached to the card's customer, with the id
+ * `pm_` + the card id's random part, so every lookup answers the same method.
+ */
+export async function retrievePaymentMethodByCard(ctx: Context, caller: Caller, input: unknown): Promise<PaymentMethodObject> {
+  const params = readParams(input, ['card_id']);
+  const cardId = requireString(params, 'card_id');
+  const now = ctx.clock.now();
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    const card = await trx.selectFrom('cards').selectAll().where('account_id', '=', caller.accountId).where('livemode', '=', caller.livemode).where('card_id', '=', cardId).where('deleted_at', 'is', null).executeTakeFirst();
+    if (!card) return reject('invalid_id', 'card_id', `No such card: ${cardId}`);
+    await trx
+      .insertInto('payment_methods')
+      .values({
+        account_id: caller.accountId,
+        livemode: caller.livemode,
+        payment_method_id: `pm_${cardId.replace(/^car_/, '')}`,
+        type: 'card',
+        customer_id: card.customer_id,
+        card_id: cardId,
+        fingerprint: card.fingerprint,
+        brand: card.brand,
+        last4: card.last4,
+        exp_month: card.exp_month,
+        exp_year: card.exp_year,
+        funding: card.funding,
+        country: card.country,
+        issuer: card.issuer,
+        billing_details: JSON.stringify({ name: card.name, email: card.email, phone: card.phone, address: null }),
+        metadata: JSON.stringify({}),
+        detached_at: null,
+        created_at: now,
+        updated_at: now,
+      })
+      .onConflict((oc) => oc.columns(['account_id', 'livemode', 'card_id']).where('card_id', 'is not', null).doNothing())
+      .execute();
+    return trx.selectFrom('payment_methods').selectAll().where('account_id', '=', caller.accountId).where('livemode', '=', caller.livemode).where('card_id', '=', cardId).executeTakeFirstOrThrow();
+  });
+  return renderPaymentMethod(row);
+}
+
+async function listMethods(ctx: Context, caller: Caller, params: Params, customerId: string | undefined, url: string): Promise<V2List<PaymentMethodObject>> {
+  const page = readV2Page(params);
+  const type = optionalText(params, 'type', 20) ?? undefined;
+  const cursor = page.cursor === undefined ? undefined : await findPaymentMethod(ctx.db, caller, page.cursor.id, { param: page.cursor.param });
+  const rows = await ctx.db
+    .selectFrom('payment_methods')
+    .selectAll()
+    .where('account_id', '=', caller.accountId)
+    .where('livemode', '=', caller.livemode)
+    .$if(customerId !== undefined, (q) => q.where('customer_id', '=', customerId!))
+    .$if(type !== undefined, (q) => q.where('type', '=', type as PaymentMethodRow['type']))
+    .$call(inV2Page(page, cursor && { created_at: cursor.created_at, id: cursor.payment_method_id }, 'payment_method_id'))
+    .execute();
+  return v2ListObject(rows, page, url, renderPaymentMethod);
+}
+
+/** `payment_methods.list`: newest first, cursors, optional `customer_id` and `type` filters. */
+export async function listPaymentMethods(ctx: Context, caller: Caller, input: unknown): Promise<V2List<PaymentMethodObject>> {
+  const params = readParams(input, [...V2_PAGINATION_PARAMS, 'customer_id', 'type']);
+  return listMethods(ctx, caller, params, optionalString(params, 'customer_id', { code: 'invalid_querystring' }), PAYMENT_METHODS_URL);
+}
+
+/** `customers.list_payment_methods` (`GET /v2/customers/{id}/payment_methods`): the customer's attached methods. */
+export async function listCustomerPaymentMethods(ctx: Context, caller: Caller, input: unknown): Promise<V2List<PaymentMethodObject>> {
+  const params = readParams(input, [...V2_PAGINATION_PARAMS, 'id', 'type']);
+  const customerId = requireString(params, 'id');
+  await findCustomer(ctx.db, caller, customerId, 'id');
+  return listMethods(ctx, caller, params, customerId, `/v2/customers/${customerId}/payment_methods`);
+}
+
+export const PAYMENT_METHOD_OPERATIONS = [
+  defineOperation('payment_methods.create', createPaymentMethod),
+  defineOperation('payment_methods.retrieve', retrievePaymentMethod),
+  defineOperation('payment_methods.update', updatePaymentMethod),
+  defineOperation('payment_methods.list', listPaymentMethods),
+  defineOperation('payment_methods.attach', attachPaymentMethod),
+  defineOperation('payment_methods.detach', detachPaymentMethod),
+  defineOperation('payment_methods.retrieve_by_card', retrievePaymentMethodByCard),
+  defineOperation('customers.list_payment_methods', listCustomerPaymentMethods),
+  defineOperation('v2.customers.update', updateV2Customer),
+] as const;
+
+// A type alias, not an interface: it must be assignable to the outbox's indexed EventResource.
+export type V2CustomerObject = {
+  readonly id: string;
+  readonly object: 'customer';
+  readonly livemode: boolean;
+  readonly email: string | null;
+  readonly description: string | null;
+  readonly default_payment_method_id: string | null;
+  readonly metadata: Metadata;
+  readonly created_at: string;
+  readonly updated_at: string;
+};
+
+export function renderV2Customer(row: CustomerRow): V2CustomerObject {
+  return {
+    id: row.customer_id,
+    object: 'customer',
+    livemode: row.livemode,
+    email: row.email,
+    description: row.description,
+    default_payment_method_id: row.default_payment_method_id,
+    metadata: row.metadata,
+    created_at: toIsoSeconds(row.created_at),
+    updated_at: toIsoSeconds(row.updated_at),
+  };
+}
+
+/**
+ * `v2.customers.update` (v2 §4.6): `metadata` under the v2 rules of §2.6 (string, integer and
+ * boolean values; v1 `customers.update` keeps v1 rules), `email`, `description`, and
+ * `default_payment_method_id` (a method attached to this customer: `payment_method_unattached`
+ * otherwise, `payment_method_already_detached` if spent; `''` clears it). Writes a v2
+ * `customer.updated` with the v2 customer object.
+ */
+export async function updateV2Customer(ctx: Context, caller: Caller, input: unknown): Promise<V2CustomerObject> {
+  const params = readParams(input, ['id', 'email', 'description', 'default_payment_method_id', 'metadata']);
+  const customerId = requireString(params, 'id');
+  const email = optionalText(params, 'email', MAX_TEXT_LENGTH);
+  if (email !== undefined && email !== null && !EMAIL_PATTERN.test(email)) reject('invalid_email', 'email', 'email must be an e-mail address of at most 255 characters');
+  const description = optionalText(params, 'description', MAX_TEXT_LENGTH);
+  const defaultMethod = optionalText(params, 'default_payment_method_id', MAX_TEXT_LENGTH);
+  const now = ctx.clock.now();
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    const current = await findCustomer(trx, caller, customerId, 'id', true);
+    const metadata = hasParam(params, 'metadata') ? mergeMetadata(current.metadata, params.metadata, 'v2') : current.metadata;
+    if (defaultMethod !== undefined && defaultMethod !== null) {
+      const method = await findPaymentMethod(trx, caller, defaultMethod, { param: 'default_payment_method_id' });
+      if (method.detached_at !== null) reject('payment_method_already_detached', 'default_payment_method_id', `payment method ${defaultMethod} was detached`);
+      if (method.customer_id !== customerId) reject('payment_method_unattached', 'default_payment_method_id', `payment method ${defaultMethod} is not attached to ${customerId}`);
+    }
+    const changes = sentFields({ email, description, default_payment_method_id: defaultMethod });
+    const updated = await trx
+      .updateTable('customers')
+      .set({ ...changes, metadata: JSON.stringify(metadata), updated_at: now })
+      .where('account_id', '=', caller.accountId)
+      .where('livemode', '=', caller.livemode)
+      .where('customer_id', '=', customerId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await recordEvent(trx, ctx.ids, { accountId: caller.accountId, livemode: caller.livemode, type: 'customer.updated', data: renderV2Customer(updated), at: now, apiVersion: 'v2' });
+    return updated;
+  });
+  return renderV2Customer(row);
+}

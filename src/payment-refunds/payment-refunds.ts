@@ -1,0 +1,230 @@
+/**
+ * v2 payment refunds (official-sdks.md §2 "Refunds", v2 §6.1 `refund.*`): create (full or
+ * partial, never above what the flow captured minus what was refunded), retrieve, update
+ * (metadata), list, and a flow's refunds.
+ *
+ * Money: a refund draws on the flow's capture rows in `charges` (capture 1 first, then the
+ * remainder's row), writing one `refunds` row per capture it draws on and handing them to
+ * `settleRefunds` in the same transaction, exactly as v1 `charges.refund` does; so the term close
+ * books `gross_refund`, `refund_fee_offset` and `refund_platform_fee_offset` for v2 refunds like
+ * for v1 ones. Concurrency: every refund locks its flow row first (as capture and cancel do), so
+ * two racing refunds see each other's amounts and together never pass the captured amount.
+ */
+import { sql, type Kysely, type Selectable } from 'kysely';
+import type { Caller } from '../accounts/accounts';
+import { REFUND_WINDOW_MS } from '../charges/charge-operations';
+import type { Database, PaymentRefundReason, PaymentRefundsTable } from '../db/schema';
+import { reject } from '../domain/errors';
+import { createMetadata, mergeMetadata, type Metadata } from '../domain/metadata';
+import { toIsoSeconds } from '../domain/time';
+import type { Context } from '../engine/context';
+import { recordEvent } from '../events/outbox';
+import { defineOperation } from '../operations/define';
+import { hasParam, optionalInteger, optionalString, readParams, requireString } from '../operations/params';
+import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
+import { findPaymentFlow } from '../payment-flows/payment-flow-object';
+import { MAX_FLOW_AMOUNT } from '../payment-flows/payment-flows';
+import { settleRefunds } from '../settlement/capture';
+
+export type PaymentRefundRow = Selectable<PaymentRefundsTable>;
+
+export const PAYMENT_REFUNDS_URL = '/v2/payment_refunds';
+export const PAYMENT_REFUND_REASONS = ['duplicate', 'fraudulent', 'requested_by_customer'] as const satisfies readonly PaymentRefundReason[];
+
+// A type alias, not an interface: it must be assignable to the outbox's indexed EventResource.
+export type PaymentRefundObject = {
+  readonly id: string;
+  readonly object: 'payment_refund';
+  readonly livemode: boolean;
+  readonly payment_flow_id: string;
+  readonly amount: number;
+  readonly currency: 'jpy';
+  readonly status: PaymentRefundRow['status'];
+  readonly reason: PaymentRefundReason | null;
+  readonly metadata: Metadata;
+  readonly created_at: string;
+  readonly updated_at: string;
+};
+
+export function renderPaymentRefund(row: PaymentRefundRow): PaymentRefundObject {
+  return {
+    id: row.payment_refund_id,
+    object: 'payment_refund',
+    livemode: row.livemode,
+    payment_flow_id: row.payment_flow_id,
+    amount: row.amount,
+    currency: 'jpy',
+    status: row.status,
+    reason: row.reason,
+    metadata: row.metadata,
+    created_at: toIsoSeconds(row.created_at),
+    updated_at: toIsoSeconds(row.updated_at),
+  };
+}
+
+function refundEvent(row: PaymentRefundRow, type: 'refund.created' | 'refund.updated', at: Date) {
+  return { accountId: row.account_id, livemode: row.livemode, type, data: renderPaymentRefund(row), at, apiVersion: 'v2' as const };
+}
+
+/** The refund `id` of the caller's account and mode, locked when `lock` is set; unknown: `invalid_id` on `param`. */
+async function findPaymentRefund(executor: Kysely<Database>, caller: Caller, id: string, options: { readonly param?: string; readonly lock?: boolean } = {}): Promise<PaymentRefundRow> {
+  let query = executor
+    .selectFrom('payment_refunds')
+    .selectAll()
+    .where('account_id', '=', caller.accountId)
+    .where('livemode', '=', caller.livemode)
+    .where('payment_refund_id', '=', id);
+  if (options.lock) query = query.forUpdate();
+  const row = await query.executeTakeFirst();
+  if (!row) return reject('invalid_id', options.param ?? 'id', `No such payment refund: ${id}`);
+  return row;
+}
+
+/** How much of each capture a refund of `amount` takes: the first capture first, each at most what it has left. */
+export function allocateRefund(captures: readonly { readonly chargeId: string; readonly refundable: number }[], amount: number): { chargeId: string; amount: number }[] {
+  const parts: { chargeId: string; amount: number }[] = [];
+  let left = amount;
+  for (const capture of captures) {
+    if (left === 0) break;
+    const take = Math.min(left, capture.refundable);
+    if (take > 0) parts.push({ chargeId: capture.chargeId, amount: take });
+    left -= take;
+  }
+  if (left !== 0) throw new Error(`refund of ${amount} exceeds what the captures hold`);
+  return parts;
+}
+
+/**
+ * `payment_refunds.create`: `payment_flow_id` (required), `amount` (1..; omitted = everything
+ * still refundable), `reason` (duplicate, fraudulent, requested_by_customer), `metadata`.
+ * Refused: a flow that captured nothing (`invalid_status`), one refunded in full
+ * (`already_refunded`), an amount above what is left (`refund_amount_gt_net` on `amount`), past the
+ * 180-day window from the flow's creation (`refund_limit_exceeded`, service rules §2).
+ */
+export async function createPaymentRefund(ctx: Context, caller: Caller, input: unknown): Promise<PaymentRefundObject> {
+  const params = readParams(input, ['payment_flow_id', 'amount', 'reason', 'metadata']);
+  const flowId = requireString(params, 'payment_flow_id');
+  const requested = optionalInteger(params, 'amount', { min: 1, max: MAX_FLOW_AMOUNT, code: 'invalid_refund_amount' });
+  const reasonText = optionalString(params, 'reason', { code: 'invalid_refund_reason' }) ?? null;
+  if (reasonText !== null && !(PAYMENT_REFUND_REASONS as readonly string[]).includes(reasonText)) {
+    reject('invalid_refund_reason', 'reason', `reason must be one of ${PAYMENT_REFUND_REASONS.join(', ')}`);
+  }
+  const reason = reasonText as PaymentRefundReason | null;
+  const metadata = hasParam(params, 'metadata') ? createMetadata(params.metadata, 'v2') : {};
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    // The flow's lock serialises this refund with every other refund and capture of the flow.
+    const flow = await findPaymentFlow(trx, caller, flowId, { lock: true, param: 'payment_flow_id' });
+    const now = ctx.clock.now();
+    if (flow.amount_received === 0) return reject('invalid_status', 'payment_flow_id', `a payment flow that is ${flow.status} has captured nothing to refund`);
+    if (now.getTime() > flow.created_at.getTime() + REFUND_WINDOW_MS) reject('refund_limit_exceeded', 'payment_flow_id', `payment flow ${flowId} is more than 180 days old`);
+    const captures = await trx
+      .selectFrom('charges')
+      .select(['charge_id', 'amount_captured', 'amount_refunded'])
+      .where('account_id', '=', flow.account_id)
+      .where('livemode', '=', flow.livemode)
+      .where('payment_flow_id', '=', flow.payment_flow_id)
+      .orderBy('payment_flow_capture')
+      .execute();
+    const refundable = captures.map((c) => ({ chargeId: c.charge_id, refundable: (c.amount_captured ?? 0) - c.amount_refunded }));
+    const left = refundable.reduce((sum, c) => sum + c.refundable, 0);
+    if (left <= 0) return reject('already_refunded', 'payment_flow_id', `payment flow ${flowId} is already refunded in full`);
+    const amount = requested ?? left;
+    if (amount > left) return reject('refund_amount_gt_net', 'amount', `amount ${amount} is above the ${left} yen left to refund`);
+    const refund = await trx
+      .insertInto('payment_refunds')
+      .values({
+        account_id: caller.accountId,
+        livemode: caller.livemode,
+        payment_refund_id: ctx.ids.next('paymentRefund'),
+        payment_flow_id: flow.payment_flow_id,
+        amount,
+        status: 'succeeded',
+        reason,
+        metadata: JSON.stringify(metadata),
+        created_at: now,
+        updated_at: now,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    const parts = allocateRefund(refundable, amount).map((part) => ({ ...part, refundId: ctx.ids.next('refund') }));
+    await trx
+      .insertInto('refunds')
+      .values(parts.map((part) => ({ account_id: caller.accountId, livemode: caller.livemode, refund_id: part.refundId, charge_id: part.chargeId, amount: part.amount, reason, created_at: now, payment_refund_id: refund.payment_refund_id })))
+      .execute();
+    for (const part of parts) {
+      await trx
+        .updateTable('charges')
+        .set({ amount_refunded: sql<number>`amount_refunded + ${part.amount}`, refunded: sql<boolean>`amount_refunded + ${part.amount} >= amount_captured`, updated_at: now })
+        .where('account_id', '=', caller.accountId)
+        .where('livemode', '=', caller.livemode)
+        .where('charge_id', '=', part.chargeId)
+        .execute();
+    }
+    await settleRefunds(trx, ctx, parts.map((part) => ({ accountId: caller.accountId, livemode: caller.livemode, refundId: part.refundId })));
+    await recordEvent(trx, ctx.ids, refundEvent(refund, 'refund.created', now));
+    return refund;
+  });
+  return renderPaymentRefund(row);
+}
+
+export async function retrievePaymentRefund(ctx: Context, caller: Caller, input: unknown): Promise<PaymentRefundObject> {
+  const params = readParams(input, ['id']);
+  return renderPaymentRefund(await findPaymentRefund(ctx.db, caller, requireString(params, 'id')));
+}
+
+/** `payment_refunds.update`: `metadata` under v2 §2.6 rules 3–5; `refund.updated`. */
+export async function updatePaymentRefund(ctx: Context, caller: Caller, input: unknown): Promise<PaymentRefundObject> {
+  const params = readParams(input, ['id', 'metadata']);
+  const id = requireString(params, 'id');
+  const now = ctx.clock.now();
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    const current = await findPaymentRefund(trx, caller, id, { lock: true });
+    const metadata = hasParam(params, 'metadata') ? mergeMetadata(current.metadata, params.metadata, 'v2') : current.metadata;
+    const updated = await trx
+      .updateTable('payment_refunds')
+      .set({ metadata: JSON.stringify(metadata), updated_at: now })
+      .where('account_id', '=', caller.accountId)
+      .where('livemode', '=', caller.livemode)
+      .where('payment_refund_id', '=', id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await recordEvent(trx, ctx.ids, refundEvent(updated, 'refund.updated', now));
+    return updated;
+  });
+  return renderPaymentRefund(row);
+}
+
+async function listRefunds(ctx: Context, caller: Caller, input: unknown, flowId: string | undefined, url: string): Promise<V2List<PaymentRefundObject>> {
+  const page = readV2Page(readParams(input, [...V2_PAGINATION_PARAMS, 'id']));
+  const cursor = page.cursor === undefined ? undefined : await findPaymentRefund(ctx.db, caller, page.cursor.id, { param: page.cursor.param });
+  const rows = await ctx.db
+    .selectFrom('payment_refunds')
+    .selectAll()
+    .where('account_id', '=', caller.accountId)
+    .where('livemode', '=', caller.livemode)
+    .$if(flowId !== undefined, (q) => q.where('payment_flow_id', '=', flowId!))
+    .$call(inV2Page(page, cursor && { created_at: cursor.created_at, id: cursor.payment_refund_id }, 'payment_refund_id'))
+    .execute();
+  return v2ListObject(rows, page, url, renderPaymentRefund);
+}
+
+/** `payment_refunds.list`: every refund of the account and mode, newest first, with cursors. */
+export async function listPaymentRefunds(ctx: Context, caller: Caller, input: unknown): Promise<V2List<PaymentRefundObject>> {
+  readParams(input, V2_PAGINATION_PARAMS);
+  return listRefunds(ctx, caller, input, undefined, PAYMENT_REFUNDS_URL);
+}
+
+/** `payment_flows.list_refunds` (`GET /v2/payment_flows/{id}/refunds`): the flow's refunds, newest first. */
+export async function listPaymentFlowRefunds(ctx: Context, caller: Caller, input: unknown): Promise<V2List<PaymentRefundObject>> {
+  const flowId = requireString(readParams(input, [...V2_PAGINATION_PARAMS, 'id']), 'id');
+  await findPaymentFlow(ctx.db, caller, flowId);
+  return listRefunds(ctx, caller, input, flowId, `/v2/payment_flows/${flowId}/refunds`);
+}
+
+export const PAYMENT_REFUND_OPERATIONS = [
+  defineOperation('payment_refunds.create', createPaymentRefund),
+  defineOperation('payment_refunds.retrieve', retrievePaymentRefund),
+  defineOperation('payment_refunds.update', updatePaymentRefund),
+  defineOperation('payment_refunds.list', listPaymentRefunds),
+  defineOperation('payment_flows.list_refunds', listPaymentFlowRefunds),
+] as const;

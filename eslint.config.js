@@ -1,7 +1,7 @@
 // Lint enforces the boundaries of ../shared/STYLE.md: engine code takes time and randomness as
 // inputs (ctx.clock, ctx.ids), and src/domain stays pure (no database, logger or scheduler).
 import js from '@eslint/js';
-import { createNodeResolver, importX } from 'eslint-plugin-import-x';
+import importPlugin from 'eslint-plugin-import';
 import tseslint from 'typescript-eslint';
 
 const clockAndRandomness = [
@@ -36,15 +36,17 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-floating-promises': 'error' },
   },
   {
-    // No import cycles in the engine (import-x ignores `import type`: only values make a cycle).
+    // No import cycles in the engine (no-cycle ignores `import type`: only values make a cycle).
+    // eslint-plugin-import rather than import-x: import-x's resolver ships per-platform native
+    // bindings that this machine's registry lacks, which broke `npm ci` (docs/decisions.md).
     files: ['src/**/*.ts', 'jobs/**/*.ts'],
-    plugins: { 'import-x': importX },
+    plugins: { import: importPlugin },
     settings: {
-      'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.js', '.json'] })],
-      'import-x/extensions': ['.ts', '.js'],
-      'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
+      'import/resolver': { node: { extensions: ['.ts', '.js', '.json'] } },
+      'import/extensions': ['.ts', '.js'],
+      'import/parsers': { '@typescript-eslint/parser': ['.ts'] },
     },
-    rules: { 'import-x/no-cycle': ['error', { ignoreExternal: true }] },
+    rules: { 'import/no-cycle': ['error', { ignoreExternal: true }] },
   },
   {
     files: ['src/**/*.ts', 'jobs/**/*.ts'],

@@ -69,6 +69,14 @@ const COLUMN_OVERRIDES: Record<string, string> = {
   'payment_flows.last_payment_error': 'JsonColumn<Record<string, unknown>> | null',
   'payment_flows.metadata': 'JsonColumn<Record<string, string | number | boolean>>',
   'prices.metadata': 'JsonColumn<Record<string, string | number | boolean>>',
+  'products.metadata': 'JsonColumn<Record<string, string | number | boolean>>',
+  'tax_rates.metadata': 'JsonColumn<Record<string, string | number | boolean>>',
+  'payment_methods.type': 'PaymentMethodType',
+  'payment_methods.billing_details': 'JsonColumn<Record<string, unknown>>',
+  'payment_methods.metadata': 'JsonColumn<Record<string, string | number | boolean>>',
+  'payment_refunds.status': 'PaymentRefundStatus',
+  'payment_refunds.reason': 'PaymentRefundReason | null',
+  'payment_refunds.metadata': 'JsonColumn<Record<string, string | number | boolean>>',
   'checkout_sessions.status': 'CheckoutSessionStatus',
   'checkout_sessions.mode': "'payment'",
   'checkout_sessions.payment_method_types': 'JsonColumn<PaymentMethodType[]>',
@@ -87,7 +95,7 @@ const COLUMN_OVERRIDES: Record<string, string> = {
   'webhook_deliveries.status': "Generated<'pending' | 'delivered' | 'failed'>",
 };
 
-const COLUMN_TYPE_NAMES = ['JsonColumn', 'JobRunStatus', 'SubscriptionStatus', 'SettlementOwner', 'PaymentFlowStatus', 'PaymentMethodType', 'CheckoutSessionStatus', 'DisplayPreference', 'WebhookEndpointStatus'];
+const COLUMN_TYPE_NAMES = ['JsonColumn', 'JobRunStatus', 'SubscriptionStatus', 'SettlementOwner', 'PaymentFlowStatus', 'PaymentMethodType', 'CheckoutSessionStatus', 'DisplayPreference', 'WebhookEndpointStatus', 'PaymentRefundStatus', 'PaymentRefundReason'];
 
 /** The connection string of `database` on the server of `url`. */
 function onDatabase(url: string, database: string): string {

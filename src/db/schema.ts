@@ -4,7 +4,7 @@
  * `npm run db:types:check`. Narrower column types: src/db/column-types.ts.
  */
 
-import type { CheckoutSessionStatus, DisplayPreference, JobRunStatus, JsonColumn, PaymentFlowStatus, PaymentMethodType, SettlementOwner, SubscriptionStatus, WebhookEndpointStatus } from "./column-types";
+import type { CheckoutSessionStatus, DisplayPreference, JobRunStatus, JsonColumn, PaymentFlowStatus, PaymentMethodType, PaymentRefundReason, PaymentRefundStatus, SettlementOwner, SubscriptionStatus, WebhookEndpointStatus } from "./column-types";
 import type { ColumnType } from "kysely";
 
 export type Generated<T> = T extends ColumnType<infer S, infer I, infer U>
@@ -172,6 +172,7 @@ export interface CustomersTable {
   created_at: Date;
   customer_id: string;
   default_card_id: string | null;
+  default_payment_method_id: string | null;
   deleted_at: Date | null;
   description: string | null;
   email: string | null;
@@ -293,6 +294,41 @@ export interface PaymentMethodConfigurationsTable {
   usable_card_brands: JsonColumn<string[]>;
 }
 
+export interface PaymentMethodsTable {
+  account_id: string;
+  billing_details: JsonColumn<Record<string, unknown>>;
+  brand: string | null;
+  card_id: string | null;
+  country: string | null;
+  created_at: Date;
+  customer_id: string | null;
+  detached_at: Date | null;
+  exp_month: number | null;
+  exp_year: number | null;
+  fingerprint: string | null;
+  funding: string | null;
+  issuer: string | null;
+  last4: string | null;
+  livemode: boolean;
+  metadata: JsonColumn<Record<string, boolean | number | string>>;
+  payment_method_id: string;
+  type: PaymentMethodType;
+  updated_at: Date;
+}
+
+export interface PaymentRefundsTable {
+  account_id: string;
+  amount: number;
+  created_at: Date;
+  livemode: boolean;
+  metadata: JsonColumn<Record<string, boolean | number | string>>;
+  payment_flow_id: string;
+  payment_refund_id: string;
+  reason: PaymentRefundReason | null;
+  status: PaymentRefundStatus;
+  updated_at: Date;
+}
+
 export interface PlansTable {
   account_id: string;
   amount: number;
@@ -315,10 +351,28 @@ export interface PricesTable {
   created_at: Date;
   currency: Generated<string>;
   livemode: boolean;
+  lookup_key: string | null;
   metadata: JsonColumn<Record<string, boolean | number | string>>;
+  nickname: string | null;
   price_id: string;
+  product_id: string | null;
   unit_amount: number;
   updated_at: Date;
+}
+
+export interface ProductsTable {
+  account_id: string;
+  active: Generated<boolean>;
+  created_at: Date;
+  default_price_id: string | null;
+  description: string | null;
+  livemode: boolean;
+  metadata: JsonColumn<Record<string, boolean | number | string>>;
+  name: string;
+  product_id: string;
+  unit_label: string | null;
+  updated_at: Date;
+  url: string | null;
 }
 
 export interface RateLimitCountersTable {
@@ -350,6 +404,7 @@ export interface RefundsTable {
   created_at: Date;
   livemode: boolean;
   payjp_fee_included: boolean | null;
+  payment_refund_id: string | null;
   reason: string | null;
   refund_fee_offset: number | null;
   refund_id: string;
@@ -416,6 +471,21 @@ export interface SubscriptionsTable {
   subscription_id: string;
   trial_end: Date | null;
   trial_start: Date | null;
+  updated_at: Date;
+}
+
+export interface TaxRatesTable {
+  account_id: string;
+  active: Generated<boolean>;
+  country: string | null;
+  created_at: Date;
+  description: string | null;
+  display_name: string;
+  inclusive: boolean;
+  livemode: boolean;
+  metadata: JsonColumn<Record<string, boolean | number | string>>;
+  percentage: string;
+  tax_rate_id: string;
   updated_at: Date;
 }
 
@@ -525,8 +595,11 @@ export interface Database {
   kessai_migrations: KessaiMigrationsTable;
   payment_flows: PaymentFlowsTable;
   payment_method_configurations: PaymentMethodConfigurationsTable;
+  payment_methods: PaymentMethodsTable;
+  payment_refunds: PaymentRefundsTable;
   plans: PlansTable;
   prices: PricesTable;
+  products: ProductsTable;
   rate_limit_counters: RateLimitCountersTable;
   reauthorizations: ReauthorizationsTable;
   refunds: RefundsTable;
@@ -534,110 +607,11 @@ export interface Database {
   statement_urls: StatementUrlsTable;
   statements: StatementsTable;
   subscriptions: SubscriptionsTable;
+  tax_rates: TaxRatesTable;
   tenants: TenantsTable;
   terms: TermsTable;
   tokens: TokensTable;
   webhook_attempts: WebhookAttemptsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_endpoints: WebhookEndpointsTable;
-}
-
-// ---- 000080_v2_refunds_products_tax_rates.sql -----------------------------------------------
-
-export type PaymentRefundStatus = 'succeeded' | 'failed' | 'pending' | 'canceled' | 'requires_action';
-export type PaymentRefundReason = 'duplicate' | 'fraudulent' | 'requested_by_customer';
-
-/** A v2 refund of a payment flow; its money is in `refunds` rows naming it. */
-export interface PaymentRefundsTable {
-  account_id: string;
-  livemode: boolean;
-  payment_refund_id: string;
-  payment_flow_id: string;
-  amount: number;
-  status: PaymentRefundStatus;
-  reason: PaymentRefundReason | null;
-  metadata: Json<Record<string, string | number | boolean>>;
-  created_at: Date;
-  updated_at: Date;
-}
-
-/** The v2 refund a `refunds` row was written for; null for v1 refunds. */
-export interface RefundsTable {
-  payment_refund_id: ColumnType<string | null, string | null | undefined, string | null>;
-}
-
-export interface ProductsTable {
-  account_id: string;
-  livemode: boolean;
-  product_id: string;
-  name: string;
-  active: boolean;
-  description: string | null;
-  unit_label: string | null;
-  url: string | null;
-  default_price_id: string | null;
-  metadata: Json<Record<string, string | number | boolean>>;
-  created_at: Date;
-  updated_at: Date;
-}
-
-export interface PricesTable {
-  product_id: ColumnType<string | null, string | null | undefined, string | null>;
-  nickname: ColumnType<string | null, string | null | undefined, string | null>;
-  lookup_key: ColumnType<string | null, string | null | undefined, string | null>;
-}
-
-export interface TaxRatesTable {
-  account_id: string;
-  livemode: boolean;
-  tax_rate_id: string;
-  display_name: string;
-  /** numeric(6,4), read as a string such as "10.0000". */
-  percentage: string;
-  inclusive: boolean;
-  active: boolean;
-  country: string | null;
-  description: string | null;
-  metadata: Json<Record<string, string | number | boolean>>;
-  created_at: Date;
-  updated_at: Date;
-}
-
-export interface Database {
-  payment_refunds: PaymentRefundsTable;
-  products: ProductsTable;
-  tax_rates: TaxRatesTable;
-}
-
-// ---- 000081_payment_methods.sql -------------------------------------------------------------
-
-export interface PaymentMethodsTable {
-  account_id: string;
-  livemode: boolean;
-  payment_method_id: string;
-  type: PaymentMethodType;
-  customer_id: string | null;
-  card_id: string | null;
-  fingerprint: string | null;
-  brand: string | null;
-  last4: string | null;
-  exp_month: number | null;
-  exp_year: number | null;
-  funding: string | null;
-  country: string | null;
-  issuer: string | null;
-  billing_details: Json<Record<string, unknown>>;
-  metadata: Json<Record<string, string | number | boolean>>;
-  detached_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-/** The v2 default payment method of a customer (000081). */
-export interface CustomersTable {
-  default_payment_method_id: ColumnType<string | null, string | null | undefined, string | null>;
-}
-
-export interface Database {
-  payment_methods: PaymentMethodsTable;
 }

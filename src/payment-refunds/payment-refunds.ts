@@ -13,7 +13,8 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import { REFUND_WINDOW_MS } from '../charges/charge-operations';
-import type { Database, PaymentRefundReason, PaymentRefundsTable } from '../db/schema';
+import type { Database, PaymentRefundsTable } from '../db/schema';
+import type { PaymentRefundReason } from '../db/column-types';
 import { reject } from '../domain/errors';
 import { createMetadata, mergeMetadata, type Metadata } from '../domain/metadata';
 import { toIsoSeconds } from '../domain/time';

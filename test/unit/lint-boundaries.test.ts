@@ -21,7 +21,13 @@ let eslint: ESLint;
 beforeAll(() => {
   eslint = new ESLint({
     cwd: repoRoot,
-    overrideConfig: { files: EXAMPLE_FILES, languageOptions: { parserOptions: { projectService: { allowDefaultProject: EXAMPLE_FILES } } } },
+    overrideConfig: {
+      files: EXAMPLE_FILES,
+      languageOptions: { parserOptions: { projectService: { allowDefaultProject: EXAMPLE_FILES } } },
+      // eslint-plugin-import's no-cycle reads the importing file from disk and throws on a path
+      // that does not exist; the cycle rule is proved on real files below ("no import cycles").
+      rules: { 'import/no-cycle': 'off' },
+    },
   });
 });
 

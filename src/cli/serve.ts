@@ -65,12 +65,16 @@ export function registerServe(program: Command): void {
       }
       const https = tls ? { cert: readFileSync(options.cert!), key: readFileSync(options.key!) } : undefined;
       const log = createLogger({ level: g.verbose ? 'debug' : g.logLevel === 'warn' ? 'info' : g.logLevel });
+      // Loaded here, not at the top: every other kessai command starts without the HTTP stack.
+      const { buildServer } = await import('../api/server');
+      const { serverPolicies, rateLimitsFromText } = await import('../api/request-policies');
+      // Refused before anything opens: a bad KESSAI_RATE_LIMITS names what is wrong.
+      const rateLimits = rateLimitsFromText(process.env.KESSAI_RATE_LIMITS);
       const stopped = stopSignal(log);
       const rt = await openRuntime({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, clock: systemClock, ids: randomIds(), log, config: environmentConfig() });
       if (rt.ctx.config.statementUrlSecret === undefined) log.warn('KESSAI_STATEMENT_URL_SECRET is not set: statement_urls answers 500 until it is');
-      // Loaded here, not at the top: every other kessai command starts without the HTTP stack.
-      const { buildServer } = await import('../api/server');
-      const app = await buildServer({ ctx: rt.ctx, log, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }), ...(https ? { https } : {}) });
+      const requestPolicies = serverPolicies({ ctx: rt.ctx, storeKind: rt.store.kind, rateLimits });
+      const app = await buildServer({ ctx: rt.ctx, log, requestPolicies, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }), ...(https ? { https } : {}) });
       let loop: WorkerLoop | null = null;
       try {
         await app.listen({ port: options.port, host: options.host });

@@ -4,7 +4,6 @@
  * with --verbose).
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import cron from 'node-cron';
 import { ALL_JOBS } from '../../jobs/index';
 import { createAccount, listAccounts, type TermCycle } from '../accounts/accounts';
 import { openStore } from '../db/connect';
@@ -22,10 +21,12 @@ import { Scheduler, abandonedRuns, recentRuns, type SlotOutcome } from '../engin
 import { listenForStop, type StopSignal } from '../engine/stop-signal';
 import { systemClock } from '../engine/system-clock';
 import { FixedClock } from '../engine/clock';
+import { environmentConfig } from './environment';
 import { registerServe } from './serve';
 import { registerSimulate } from './simulate';
 import { registerWebhooks, startWebhookPoller } from './webhooks';
 import { packageVersion } from './version';
+import { startWorkerLoop } from './worker-loop';
 
 interface GlobalOptions {
   readonly databaseUrl?: string;
@@ -71,14 +72,6 @@ function globals(command: Command): GlobalOptions {
 
 function logger(options: GlobalOptions): Logger {
   return options.logLevel === 'silent' ? silentLogger() : createLogger({ level: options.verbose ? 'debug' : options.logLevel });
-}
-
-/** Settings that come from the environment: secrets never travel on the command line. */
-function environmentConfig(): Partial<EngineConfig> {
-  return {
-    ...(process.env.KESSAI_STATEMENT_URL_SECRET ? { statementUrlSecret: process.env.KESSAI_STATEMENT_URL_SECRET } : {}),
-    ...(process.env.KESSAI_STATEMENT_DOWNLOAD_BASE_URL ? { statementDownloadBaseUrl: process.env.KESSAI_STATEMENT_DOWNLOAD_BASE_URL } : {}),
-  };
 }
 
 async function runtime(options: GlobalOptions, log: Logger, clock = systemClock, config: Partial<EngineConfig> = {}) {
@@ -405,25 +398,9 @@ export function buildProgram(): Command {
 
 /** The long-running worker: a tick now, then one per minute until SIGTERM or SIGINT. */
 async function runWorker(scheduler: Scheduler, log: Logger, stop: StopSignal, close: () => Promise<void>): Promise<void> {
-  let ticking: Promise<unknown> | null = null;
-  const tick = (): void => {
-    if (ticking || scheduler.stopping) {
-      log.debug('previous tick still running; this wake-up is skipped');
-      return;
-    }
-    ticking = scheduler
-      .tick()
-      .catch((error: unknown) => log.error({ err: error }, 'tick failed; the next wake-up tries again'))
-      .finally(() => {
-        ticking = null;
-      });
-  };
-  const task = cron.schedule('* * * * *', tick, { timezone: 'Asia/Tokyo', noOverlap: true });
-  log.info({ jobs: ALL_JOBS.map((job) => job.name) }, 'worker started');
-  tick();
+  const loop = startWorkerLoop(scheduler, log);
   await stop.stopped;
-  await task.stop();
-  if (ticking) await ticking;
+  await loop.stop();
   await close();
   log.info('worker stopped');
 }

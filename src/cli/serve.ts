@@ -12,9 +12,10 @@ import { createLogger } from '../engine/logger';
 import { randomIds } from '../engine/random-ids';
 import { openRuntime, workerName } from '../engine/runtime';
 import { Scheduler } from '../engine/scheduler';
+import { listenForStop } from '../engine/stop-signal';
 import { systemClock } from '../engine/system-clock';
 import { environmentConfig } from './environment';
-import { startWorkerLoop, stopSignal, type WorkerLoop } from './worker-loop';
+import { startWorkerLoop, type WorkerLoop } from './worker-loop';
 
 interface ServeOptions {
   readonly port: number;
@@ -65,30 +66,39 @@ export function registerServe(program: Command): void {
       }
       const https = tls ? { cert: readFileSync(options.cert!), key: readFileSync(options.key!) } : undefined;
       const log = createLogger({ level: g.verbose ? 'debug' : g.logLevel === 'warn' ? 'info' : g.logLevel });
-      const stopped = stopSignal(log);
-      const rt = await openRuntime({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, clock: systemClock, ids: randomIds(), log, config: environmentConfig() });
-      if (rt.ctx.config.statementUrlSecret === undefined) log.warn('KESSAI_STATEMENT_URL_SECRET is not set: statement_urls answers 500 until it is');
       // Loaded here, not at the top: every other kessai command starts without the HTTP stack.
       const { buildServer } = await import('../api/server');
-      const app = await buildServer({ ctx: rt.ctx, log, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }), ...(https ? { https } : {}) });
-      let loop: WorkerLoop | null = null;
+      const { serverPolicies, rateLimitsFromText } = await import('../api/request-policies');
+      // Refused before anything opens: a bad KESSAI_RATE_LIMITS names what is wrong.
+      const rateLimits = rateLimitsFromText(process.env.KESSAI_RATE_LIMITS);
+      // First, before the database is opened: until the handlers exist, a signal kills the process.
+      const stop = listenForStop(log);
       try {
-        await app.listen({ port: options.port, host: options.host });
-      } catch (error) {
+        const rt = await openRuntime({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, clock: systemClock, ids: randomIds(), log, config: environmentConfig() });
+        if (rt.ctx.config.statementUrlSecret === undefined) log.warn('KESSAI_STATEMENT_URL_SECRET is not set: statement_urls answers 500 until it is');
+        const requestPolicies = serverPolicies({ ctx: rt.ctx, storeKind: rt.store.kind, rateLimits });
+        const app = await buildServer({ ctx: rt.ctx, log, requestPolicies, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }), ...(https ? { https } : {}) });
+        let loop: WorkerLoop | null = null;
+        try {
+          await app.listen({ port: options.port, host: options.host });
+        } catch (error) {
+          await rt.close();
+          throw error;
+        }
+        if (rt.store.kind === 'pglite' && options.worker) {
+          loop = startWorkerLoop(new Scheduler(rt.ctx, ALL_JOBS, { owner: workerName(), ledgerClock: systemClock, stopSignal: stop.signal }), log);
+        }
+        const address = app.server.address();
+        const port = typeof address === 'object' && address !== null ? address.port : options.port;
+        console.log(`kessai v1 API on ${tls ? 'https' : 'http'}://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}/v1 (${rt.store.kind} ${rt.store.location}${loop ? ', worker in this process' : ''})`);
+        const signal = await stop.stopped;
+        log.info({ signal }, 'stopping: finishing in-flight requests and the current batch');
+        // Fastify stops accepting, answers what is in flight, then closes; the worker finishes its batch.
+        await Promise.all([app.close(), loop?.stop()]);
         await rt.close();
-        throw error;
+        log.info('server stopped');
+      } finally {
+        stop.dispose();
       }
-      if (rt.store.kind === 'pglite' && options.worker) {
-        loop = startWorkerLoop(new Scheduler(rt.ctx, ALL_JOBS, { owner: workerName(), ledgerClock: systemClock }), log);
-      }
-      const address = app.server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : options.port;
-      console.log(`kessai v1 API on ${tls ? 'https' : 'http'}://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}/v1 (${rt.store.kind} ${rt.store.location}${loop ? ', worker in this process' : ''})`);
-      const signal = await stopped;
-      log.info({ signal }, 'stopping: finishing in-flight requests and the current batch');
-      // Fastify stops accepting, answers what is in flight, then closes; the worker finishes its batch.
-      await Promise.all([app.close(), loop?.stop()]);
-      await rt.close();
-      log.info('server stopped');
     });
 }

@@ -1,6 +1,7 @@
 /**
  * The worker's wake-up loop: a tick now, then one per minute (node-cron, Asia/Tokyo), never two
- * ticks at once. Used by `kessai worker` and by `kessai serve` on the embedded database.
+ * ticks at once. Used by `kessai worker` and by `kessai serve` on the embedded database; both stop
+ * it on src/engine/stop-signal.ts `listenForStop` (whose signal the scheduler is also given).
  */
 import cron from 'node-cron';
 import { ALL_JOBS } from '../../jobs/index';
@@ -38,20 +39,3 @@ export function startWorkerLoop(scheduler: Scheduler, log: Logger): WorkerLoop {
   };
 }
 
-/**
- * Resolves with the first SIGTERM or SIGINT. Call it before starting work: until the handlers
- * exist, SIGTERM's default action kills the process. They stay for the whole shutdown, so a
- * repeated signal cannot cut the current batch (or in-flight requests) short.
- */
-export function stopSignal(log: Logger): Promise<string> {
-  let signalled = false;
-  return new Promise<string>((resolve) => {
-    const onSignal = (signal: string): void => {
-      if (signalled) log.info({ signal }, 'already stopping: the current work finishes first');
-      signalled = true;
-      resolve(signal);
-    };
-    process.on('SIGTERM', onSignal);
-    process.on('SIGINT', onSignal);
-  });
-}

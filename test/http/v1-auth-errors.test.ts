@@ -32,7 +32,7 @@ async function rowCounts(): Promise<Record<string, number>> {
 beforeAll(async () => {
   server = await startTestServer('harness', {
     bodyLimit: BODY_LIMIT,
-    requestPolicies: async (app) => {
+    extraRoutes: async (app) => {
       // A route that fails inside, as a broken database would: the answer must not show the fault.
       app.get('/v1/test_fault', async () => {
         throw new Error('connection to postgres://admin:hunter2@db failed');

@@ -3,15 +3,20 @@
  * the run has one) or on an embedded PGlite opened here, with a ManualClock the test moves.
  */
 import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
 import Payjp from 'payjp';
 import { createAccount, type AccountKeys } from '../../src/accounts/accounts';
-import { buildServer, type ServerOptions } from '../../src/api/server';
+import { serverPolicies, type ServerPolicyOptions } from '../../src/api/request-policies';
+import { buildServer } from '../../src/api/server';
 import { openStore, type Store } from '../../src/db/connect';
 import { migrate } from '../../src/db/migrate';
 import type { EngineConfig } from '../../src/engine/context';
 import { createTestDatabase, testContext, REFERENCE_INSTANT } from './database';
 
 export type Backend = 'harness' | 'pglite';
+
+/** Limits no functional test reaches (rate-limit tests pass their own). */
+const UNTHROTTLED = { pk: 10_000, payment: 10_000, sk: 10_000 };
 
 export interface TestServer {
   readonly kind: string;
@@ -23,7 +28,7 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(backend: Backend, options: { seed?: number; config?: Partial<EngineConfig>; bodyLimit?: number; requestPolicies?: ServerOptions['requestPolicies'] } = {}): Promise<TestServer> {
+export async function startTestServer(backend: Backend, options: { seed?: number; config?: Partial<EngineConfig>; bodyLimit?: number; rateLimits?: ServerPolicyOptions['rateLimits']; idempotency?: ServerPolicyOptions['idempotency']; extraRoutes?: (app: FastifyInstance) => Promise<void> } = {}): Promise<TestServer> {
   let store: Store;
   let drop: () => Promise<void>;
   let kind: string;
@@ -41,7 +46,19 @@ export async function startTestServer(backend: Backend, options: { seed?: number
   const ctx = testContext(store, { seed: options.seed ?? 15, at: REFERENCE_INSTANT, config: { statementUrlSecret: 'http-test-statement-secret', ...options.config } });
   const a = await createAccount(ctx, { name: 'HTTP Shop A', id: 'acct_http_a', liveEnabled: true });
   const b = await createAccount(ctx, { name: 'HTTP Shop B', id: 'acct_http_b' });
-  const app = await buildServer({ ctx, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }), ...(options.requestPolicies ? { requestPolicies: options.requestPolicies } : {}) });
+  // The server's own policies (src/api/request-policies.ts), as `kessai serve` wires them; limits
+  // raised unless a test gives its own, so tests that do not test rate limits are not throttled.
+  const policies = serverPolicies({
+    ctx,
+    storeKind: kind === 'postgres' ? 'postgres' : 'pglite',
+    rateLimits: options.rateLimits ?? { limits: { live: UNTHROTTLED, test: UNTHROTTLED } },
+    ...(options.idempotency ? { idempotency: options.idempotency } : {}),
+  });
+  const requestPolicies = async (app: FastifyInstance): Promise<void> => {
+    await policies(app);
+    await options.extraRoutes?.(app);
+  };
+  const app = await buildServer({ ctx, requestPolicies, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }) });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   return {

@@ -119,15 +119,16 @@ export async function recordChargeEvents(executor: Kysely<Database>, ids: IdGene
         'fee_rate', c.fee_rate::text, 'refunded', c.refunded, 'amount_refunded', c.amount_refunded, 'refund_reason', c.refund_reason,
         'subscription', c.subscription_id, 'metadata', c.metadata, 'platform_fee', c.platform_fee, 'tenant', c.tenant_id, 'platform_fee_rate', c.platform_fee_rate::text,
         'total_platform_fee', c.total_platform_fee, 'three_d_secure_status', c.three_d_secure_status, 'term_id', c.term_id) AS data,
-      ${instantFromEpochMs('k.at')} AS at, ${pendingWebhooksSql('c.account_id', 'c.livemode', "'v1'", 'k.t')} AS pending
+      ${instantFromEpochMs('k.at')} AS at
     FROM unnest(${group.map((k) => k.key.livemode)}::boolean[], ${group.map((k) => k.key.chargeId)}::text[],
                 ${group.map((k) => k.eventId)}::text[], ${group.map((k) => k.key.type)}::text[], ${group.map((k) => k.key.at.getTime())}::bigint[]) WITH ORDINALITY AS k(l, id, eid, t, at, n)
     CROSS JOIN LATERAL (SELECT * FROM charges c WHERE c.account_id = ${accountId} AND c.livemode = k.l AND c.charge_id = k.id OFFSET 0) c
     LEFT JOIN cards cd ON cd.account_id = ${accountId} AND cd.livemode = c.livemode AND cd.card_id = c.card_id
-    LEFT JOIN tokens tk ON cd.card_id IS NULL AND tk.account_id = ${accountId} AND tk.livemode = c.livemode AND tk.card_id = c.card_id)
+    LEFT JOIN tokens tk ON cd.card_id IS NULL AND tk.account_id = ${accountId} AND tk.livemode = c.livemode AND tk.card_id = c.card_id),
+    p AS (${pendingWebhooksSql('x', 'x.account_id', 'x.livemode', "'v1'", 'x.t')})
     INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks)
-    SELECT account_id, eid, livemode, 'v1', t, 'charge', charge_id, data, at, pending FROM x
-    ORDER BY n`).execute(executor);
+    SELECT x.account_id, x.eid, x.livemode, 'v1', x.t, 'charge', x.charge_id, x.data, x.at, coalesce(p.pending, 0) FROM x LEFT JOIN p ON p.n = x.n
+    ORDER BY x.n`).execute(executor);
     return [];
   });
 }

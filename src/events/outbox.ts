@@ -93,12 +93,16 @@ export async function recordPreparedEvents(executor: Kysely<Database>, ids: IdGe
   // the server (figures: docs/decisions.md, "Measured figures moved out of comments").
   await withWebhookDeliveries(sql`
     INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks)
-    SELECT x.a, x.id, x.l, x.v, x.t, x.o, x.r, x.d::json, ${instantFromEpochMs('x.c')}, ${pendingWebhooksSql('x.a', 'x.l', 'x.v', 'x.t')}
-    FROM ROWS FROM (
-      ${EVENT_COLUMNS.recordset(prepared.columns)} AS (${EVENT_COLUMNS.definition}),
-      string_to_table(${eventIds.join('\n')}, E'\\n'),
-      string_to_table(${utf8Text(prepared.documents)}, E'\\n')
-    ) AS x(a, l, v, t, o, r, c, id, d)`).execute(executor);
+    WITH x AS MATERIALIZED (
+      SELECT * FROM ROWS FROM (
+        ${EVENT_COLUMNS.recordset(prepared.columns)} AS (${EVENT_COLUMNS.definition}),
+        string_to_table(${eventIds.join('\n')}, E'\\n'),
+        string_to_table(${utf8Text(prepared.documents)}, E'\\n')
+      ) WITH ORDINALITY AS x(a, l, v, t, o, r, c, id, d, n)),
+    p AS (${pendingWebhooksSql('x', 'x.a', 'x.l', 'x.v', 'x.t')})
+    SELECT x.a, x.id, x.l, x.v, x.t, x.o, x.r, x.d::json, ${instantFromEpochMs('x.c')}, coalesce(p.pending, 0)
+    FROM x LEFT JOIN p ON p.n = x.n
+    ORDER BY x.n`).execute(executor);
   return eventIds;
 }
 
@@ -110,12 +114,17 @@ function endpointReceives(account: string, livemode: string, version: string, ty
 }
 
 /**
- * The `pending_webhooks` of a new event (issue 17): the number of enabled endpoints that receive
- * it, each of which gets a delivery row (withWebhookDeliveries). A projection, not a join, so the
- * event rows keep their order (and their sequence numbers).
+ * The `pending_webhooks` of new events (issue 17): the number of enabled endpoints that receive
+ * each, each of which gets a delivery row (withWebhookDeliveries). A query giving `n, pending` for
+ * the rows of the CTE `rows` (numbered by a column `n`) that have at least one: the caller LEFT
+ * JOINs it on `n` (coalesce to 0) and inserts ORDER BY n, so the event rows keep their order (and
+ * their sequence numbers). An aggregate joined by row, not a correlated subquery: Citus refuses
+ * those when FROM holds a set-returning function (ROWS FROM, unnest).
  */
-export function pendingWebhooksSql(account: string, livemode: string, version: string, type: string): RawBuilder<number> {
-  return sql<number>`(SELECT count(*) FROM webhook_endpoints w WHERE ${endpointReceives(account, livemode, version, type)})::int`;
+export function pendingWebhooksSql(rows: string, account: string, livemode: string, version: string, type: string): RawBuilder<{ n: number; pending: number }> {
+  return sql`SELECT ${sql.raw(rows)}.n, count(*)::int AS pending
+    FROM ${sql.raw(rows)} JOIN webhook_endpoints w ON ${endpointReceives(account, livemode, version, type)}
+    GROUP BY ${sql.raw(rows)}.n`;
 }
 
 /**

@@ -23,6 +23,7 @@ import { instantFromEpochMs } from '../db/epoch-ms';
 import { bulkColumns } from '../db/bulk-rows';
 import { toError } from '../domain/errors';
 import type { Context } from '../engine/context';
+import { accountsWithDueRows } from '../engine/account-batches';
 import { EVENT_TEXT_SQL, renderEvent } from '../events/outbox';
 import { endpointForSending } from './endpoints';
 import { httpWebhookTransport, simulatedWebhookTransport, type WebhookResult, type WebhookTransport } from './transport';
@@ -100,8 +101,15 @@ export async function closeDefaultWebhookTransport(): Promise<void> {
   await transport?.close();
 }
 
-/** Claims up to `limit` due deliveries, not of the `excluded` endpoints, under a lease; commits at once. */
-async function claimDue(ctx: Context, owner: string, limit: number, excluded: readonly string[]): Promise<Claimed[]> {
+/** The due-delivery predicate on a `webhook_deliveries` row `d` (for claimDue's list of accounts). */
+const dueDelivery = (now: Date) => sql`d.status = 'pending' AND d.next_attempt_at <= ${now} AND (d.lease_until IS NULL OR d.lease_until < ${now})`;
+
+/**
+ * Claims up to `limit` due deliveries of one account, not of the `excluded` endpoints, under a
+ * lease; commits at once. Account by account like every job (issue 18): on Citus the locking
+ * statement is routed to the account's shard.
+ */
+async function claimDue(ctx: Context, accountId: string, owner: string, limit: number, excluded: readonly string[]): Promise<Claimed[]> {
   const now = ctx.clock.now();
   const leaseUntil = new Date(now.getTime() + ctx.config.leaseMs);
   const result = await sql<{ account_id: string; endpoint_id: string; event_id: string; claims: number; attempts: number; next_attempt_at: Date; seq: number; url: string; token: string; body: string }>`
@@ -112,12 +120,12 @@ async function claimDue(ctx: Context, owner: string, limit: number, excluded: re
     WHERE d.ctid = ANY(ARRAY(
         SELECT dd.ctid FROM webhook_deliveries dd
         JOIN webhook_endpoints w ON w.account_id = dd.account_id AND w.endpoint_id = dd.endpoint_id AND w.status = 'enabled'
-        WHERE dd.status = 'pending' AND dd.next_attempt_at <= ${now} AND (dd.lease_until IS NULL OR dd.lease_until < ${now})
+        WHERE dd.account_id = ${accountId} AND dd.status = 'pending' AND dd.next_attempt_at <= ${now} AND (dd.lease_until IS NULL OR dd.lease_until < ${now})
           AND dd.endpoint_id <> ALL(${excluded}::text[])
         ORDER BY dd.next_attempt_at
         LIMIT ${limit}
         FOR UPDATE OF dd SKIP LOCKED))
-      AND w.account_id = d.account_id AND w.endpoint_id = d.endpoint_id
+      AND d.account_id = ${accountId} AND w.account_id = d.account_id AND w.endpoint_id = d.endpoint_id
       AND e.account_id = d.account_id AND e.event_id = d.event_id
     RETURNING d.account_id, d.endpoint_id, d.event_id, d.claims, d.attempts, d.next_attempt_at, e.seq, w.url, w.token, ${EVENT_TEXT_SQL} AS body`.execute(ctx.db);
   // Sent in a fixed order, each endpoint's events in the order they were written (the simulation's
@@ -311,6 +319,8 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
   const window = concurrency * 4;
   let retryingSeen = 0;
   let waitForSend = false;
+  let accounts: string[] = [];
+  const finished = new Set<string>();
   for (;;) {
     const stopping = options.signal?.aborted ?? false;
     if (stopping && queued > 0) {
@@ -323,12 +333,21 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
       const excluded = [...slowFailed];
       for (const [endpointId, queue] of queues) if (queue.length + (inFlight.get(endpointId) ?? 0) >= perEndpoint * 2) excluded.push(endpointId);
       const limit = Math.min(claimSize, window - queued);
-      const claimed = await claimDue(ctx, options.owner, limit, excluded);
-      // Fewer than asked: nothing more is due, unless endpoints were left out for having their
-      // share already; then claim again once a send has finished.
-      if (claimed.length < limit) {
-        if (excluded.length === slowFailed.size) exhausted = true;
-        else if (flying > 0) waitForSend = true;
+      // Accounts take turns, one claim each; the list is asked for again when it runs out, without
+      // the accounts finished in this pass (what they still have due is another worker's).
+      if (accounts.length === 0) {
+        const now = ctx.clock.now();
+        accounts = (await accountsWithDueRows(ctx.db, 'webhook_deliveries', dueDelivery(now))).filter((a) => !finished.has(a));
+      }
+      const accountId = accounts.shift();
+      const claimed = accountId === undefined ? [] : await claimDue(ctx, accountId, options.owner, limit, excluded);
+      // Fewer than asked: nothing more of this account is due, unless endpoints were left out for
+      // having their share already; then claim again once a send has finished.
+      if (accountId === undefined) exhausted = true;
+      else if (claimed.length < limit && excluded.length === slowFailed.size) finished.add(accountId);
+      else {
+        accounts.push(accountId);
+        if (claimed.length < limit && flying > 0) waitForSend = true;
       }
       for (const claim of claimed) {
         let queue = queues.get(claim.endpointId);
@@ -345,6 +364,7 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
       if (totals.retrying > retryingSeen) {
         retryingSeen = totals.retrying;
         exhausted = false;
+        finished.clear();
         continue;
       }
     }

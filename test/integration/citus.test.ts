@@ -182,12 +182,16 @@ describe.skipIf(!citusUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL)', () => {
     const store = await openStore({ databaseUrl: url });
     try {
       await migrate(store, dir);
-      expect((await distributeAccountTables(store)).distributed).toContain('charges');
+      const first = (await distributeAccountTables(store)).distributed;
+      expect(first).toContain('charges');
       for (const file of readdirSync(SQL_DIR).filter((f) => f.endsWith('.sql'))) cpSync(join(SQL_DIR, file), join(dir, file));
       writeFileSync(join(dir, '999999_probe_table.sql'), 'CREATE TABLE probe_notes (account_id text NOT NULL, note_id text NOT NULL, CONSTRAINT probe_notes_pkey PRIMARY KEY (account_id, note_id));');
       const later = await migrate(store, dir);
       expect(later.applied).toContain('999999_probe_table.sql');
-      expect((await distributeAccountTables(store)).distributed).toEqual(['probe_notes']);
+      // The account tables of the later migrations (webhooks, idempotency keys, …) and the probe; none twice.
+      const second = (await distributeAccountTables(store)).distributed;
+      expect(second).toContain('probe_notes');
+      expect(second.filter((table) => first.includes(table))).toEqual([]);
       expect((await distributedTables(store.db)).find((t) => t.table === 'probe_notes')).toEqual({ table: 'probe_notes', colocated: true });
     } finally {
       await store.close();
@@ -208,7 +212,8 @@ describe.skipIf(!citusUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL)', () => {
     expect(citus.books).toMatchObject({ charged_twice: [], events_twice: [] });
 
     const twoOnCitus = await twoWorkersAfterSimulation(citusUrl);
-    expect(twoOnCitus.worked).toEqual(expect.arrayContaining(['subscriptions.renew', 'charges.reauthorize', 'charges.expire_holds', 'payment_flows.expire_holds', 'checkout_sessions.expire', 'terms.close']));
+    // No subscription of this world renews at these two slots (single PostgreSQL's two workers renew nothing either).
+    expect(twoOnCitus.worked).toEqual(expect.arrayContaining(['charges.reauthorize', 'charges.expire_holds', 'payment_flows.expire_holds', 'checkout_sessions.expire', 'terms.close']));
     expect(twoOnCitus.books).toMatchObject({ charged_twice: [], events_twice: [] });
     // Three accounts' worth of every kind of work, each done once: the same books as the same two workers on single PostgreSQL (PGlite without DATABASE_URL).
     const reference2 = await twoWorkersAfterSimulation(process.env.DATABASE_URL);

@@ -8,7 +8,7 @@ import type { Caller } from '../accounts/accounts';
 import type { Database } from '../db/schema';
 import { reject } from '../domain/errors';
 import type { IdGenerator } from '../domain/ids';
-import { renderCharge, type ChargeCard, type ChargeObject, type ChargeRow } from './charges';
+import { CHARGE_FIELDS, chargeObjectSqlText, renderCharge, type ChargeCard, type ChargeObject, type ChargeRow } from './charges';
 import { perAccount } from '../db/account-scope';
 import { instantFromEpochMs } from '../db/epoch-ms';
 import { compositeKey } from '../db/bulk-rows';
@@ -81,14 +81,26 @@ export interface ChargeEventKey {
   readonly at: Date;
 }
 
-const seconds = (column: string) => sql.raw(`floor(extract(epoch from ${column}))::bigint`);
-const secondsOrNull = (column: string) => sql.raw(`CASE WHEN ${column} IS NULL THEN NULL ELSE floor(extract(epoch from ${column}))::bigint END`);
+/** The card's v1 object over `charges c` with its saved card `cd` or its token `tk` (renderCard's fields). */
+const CARD_OBJECT_SQL = `json_build_object(
+  'id', c.card_id, 'object', 'card', 'livemode', c.livemode, 'created', floor(extract(epoch from coalesce(cd.created_at, tk.created_at)))::bigint,
+  'customer', cd.customer_id, 'brand', coalesce(cd.brand, tk.brand), 'last4', coalesce(cd.last4, tk.last4),
+  'exp_month', coalesce(cd.exp_month, tk.exp_month), 'exp_year', coalesce(cd.exp_year, tk.exp_year),
+  'fingerprint', coalesce(cd.fingerprint, tk.fingerprint), 'name', CASE WHEN cd.card_id IS NULL THEN tk.name ELSE cd.name END,
+  'country', CASE WHEN cd.card_id IS NULL THEN tk.country ELSE cd.country END,
+  'address_zip', cd.address_zip, 'address_state', cd.address_state, 'address_city', cd.address_city,
+  'address_line1', cd.address_line1, 'address_line2', cd.address_line2, 'address_zip_check', 'unchecked',
+  'cvc_check', coalesce(cd.cvc_check, tk.cvc_check), 'three_d_secure_status', NULL, 'email', cd.email, 'phone', cd.phone,
+  'metadata', coalesce(cd.metadata, '{}'::jsonb))`;
+
+/** The charge's v1 object in SQL, derived from CHARGE_FIELDS (the same object renderCharge gives). */
+const CHARGE_OBJECT_SQL = sql.raw(chargeObjectSqlText(CHARGE_FIELDS, CARD_OBJECT_SQL));
 
 /**
  * Writes `charge.*` events for many charges in one INSERT … SELECT: the charge objects are built
  * by PostgreSQL from the rows as they are now (call it after the batch's UPDATE), so a batch of
- * thousands of released holds ships no charge data through Node. The object is the same as
- * `renderCharge` gives (test/integration/hold-jobs.test.ts compares them); keep the two in step.
+ * thousands of released holds ships no charge data through Node. The object is CHARGE_OBJECT_SQL,
+ * derived from the field list renderCharge is (test/integration/hold-jobs.test.ts compares them).
  * Event ids are drawn in input order, as recordEvents does.
  */
 export async function recordChargeEvents(executor: Kysely<Database>, ids: IdGenerator, keys: readonly ChargeEventKey[]): Promise<void> {
@@ -101,24 +113,7 @@ export async function recordChargeEvents(executor: Kysely<Database>, ids: IdGene
     await withWebhookDeliveries(sql`
     WITH x AS MATERIALIZED (
     SELECT c.account_id, k.eid, c.livemode, k.t, c.charge_id, k.n,
-      json_build_object(
-        'id', c.charge_id, 'object', 'charge', 'livemode', c.livemode, 'created', ${seconds('c.created_at')},
-        'amount', c.amount, 'currency', c.currency, 'paid', c.paid, 'expired_at', ${secondsOrNull('c.expired_at')},
-        'captured', c.captured, 'captured_at', ${secondsOrNull('c.captured_at')},
-        'card', json_build_object(
-          'id', c.card_id, 'object', 'card', 'livemode', c.livemode, 'created', ${seconds('coalesce(cd.created_at, tk.created_at)')},
-          'customer', cd.customer_id, 'brand', coalesce(cd.brand, tk.brand), 'last4', coalesce(cd.last4, tk.last4),
-          'exp_month', coalesce(cd.exp_month, tk.exp_month), 'exp_year', coalesce(cd.exp_year, tk.exp_year),
-          'fingerprint', coalesce(cd.fingerprint, tk.fingerprint), 'name', CASE WHEN cd.card_id IS NULL THEN tk.name ELSE cd.name END,
-          'country', CASE WHEN cd.card_id IS NULL THEN tk.country ELSE cd.country END,
-          'address_zip', cd.address_zip, 'address_state', cd.address_state, 'address_city', cd.address_city,
-          'address_line1', cd.address_line1, 'address_line2', cd.address_line2, 'address_zip_check', 'unchecked',
-          'cvc_check', coalesce(cd.cvc_check, tk.cvc_check), 'three_d_secure_status', NULL, 'email', cd.email, 'phone', cd.phone,
-          'metadata', coalesce(cd.metadata, '{}'::jsonb)),
-        'customer', c.customer_id, 'description', c.description, 'failure_code', c.failure_code, 'failure_message', c.failure_message,
-        'fee_rate', c.fee_rate::text, 'refunded', c.refunded, 'amount_refunded', c.amount_refunded, 'refund_reason', c.refund_reason,
-        'subscription', c.subscription_id, 'metadata', c.metadata, 'platform_fee', c.platform_fee, 'tenant', c.tenant_id, 'platform_fee_rate', c.platform_fee_rate::text,
-        'total_platform_fee', c.total_platform_fee, 'three_d_secure_status', c.three_d_secure_status, 'term_id', c.term_id) AS data,
+      ${CHARGE_OBJECT_SQL} AS data,
       ${instantFromEpochMs('k.at')} AS at
     FROM unnest(${group.map((k) => k.key.livemode)}::boolean[], ${group.map((k) => k.key.chargeId)}::text[],
                 ${group.map((k) => k.eventId)}::text[], ${group.map((k) => k.key.type)}::text[], ${group.map((k) => k.key.at.getTime())}::bigint[]) WITH ORDINALITY AS k(l, id, eid, t, at, n)

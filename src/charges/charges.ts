@@ -104,37 +104,74 @@ export const CHARGE_OBJECT_COLUMNS = [
 
 export type ChargeObjectColumns = Pick<ChargeRow, (typeof CHARGE_OBJECT_COLUMNS)[number]>;
 
-/** The v1 charge object (§2.2). Platform and term fields are filled in by settlement. */
-export function renderCharge(row: ChargeObjectColumns, card: ChargeCard | null): ChargeObject {
-  return {
-    id: row.charge_id,
-    object: 'charge',
-    livemode: row.livemode,
-    created: toUnixSeconds(row.created_at),
-    amount: row.amount,
-    currency: row.currency,
-    paid: row.paid,
-    expired_at: row.expired_at === null ? null : toUnixSeconds(row.expired_at),
-    captured: row.captured,
-    captured_at: row.captured_at === null ? null : toUnixSeconds(row.captured_at),
-    card: card === null ? null : renderCard(card),
-    customer: row.customer_id,
-    description: row.description,
-    failure_code: row.failure_code,
-    failure_message: row.failure_message,
-    fee_rate: row.fee_rate,
-    refunded: row.refunded,
-    amount_refunded: row.amount_refunded,
-    refund_reason: row.refund_reason,
-    subscription: row.subscription_id,
-    metadata: row.metadata,
-    platform_fee: row.platform_fee,
-    tenant: row.tenant_id,
-    platform_fee_rate: row.platform_fee_rate,
-    total_platform_fee: row.total_platform_fee,
-    three_d_secure_status: row.three_d_secure_status,
-    term_id: row.term_id,
+/**
+ * One field of the v1 charge object: its name, how JS computes it from the row (and the card's
+ * object), and the SQL expression that computes it from a `charges` row aliased `c` (the card's
+ * object is given to chargeObjectSql). The one source of truth of the object: renderCharge,
+ * chargeText (which prints renderCharge's object) and chargeObjectSql are derived from it, so a
+ * field is added by one edit here.
+ */
+export interface ChargeField {
+  readonly name: string;
+  readonly js: (row: ChargeObjectColumns, card: ChargeCard | null) => unknown;
+  /** SQL over alias `c`; `CARD` stands for the card's object. */
+  readonly sql: string;
+}
+
+const secondsSql = (column: string): string => `floor(extract(epoch from ${column}))::bigint`;
+const secondsOrNullSql = (column: string): string => `CASE WHEN ${column} IS NULL THEN NULL ELSE ${secondsSql(column)} END`;
+/** The placeholder for the card's object in a field's SQL. */
+export const CARD_SQL = 'CARD';
+
+export const CHARGE_FIELDS: readonly ChargeField[] = [
+  { name: 'id', js: (r) => r.charge_id, sql: 'c.charge_id' },
+  { name: 'object', js: () => 'charge', sql: "'charge'" },
+  { name: 'livemode', js: (r) => r.livemode, sql: 'c.livemode' },
+  { name: 'created', js: (r) => toUnixSeconds(r.created_at), sql: secondsSql('c.created_at') },
+  { name: 'amount', js: (r) => r.amount, sql: 'c.amount' },
+  { name: 'currency', js: (r) => r.currency, sql: 'c.currency' },
+  { name: 'paid', js: (r) => r.paid, sql: 'c.paid' },
+  { name: 'expired_at', js: (r) => (r.expired_at === null ? null : toUnixSeconds(r.expired_at)), sql: secondsOrNullSql('c.expired_at') },
+  { name: 'captured', js: (r) => r.captured, sql: 'c.captured' },
+  { name: 'captured_at', js: (r) => (r.captured_at === null ? null : toUnixSeconds(r.captured_at)), sql: secondsOrNullSql('c.captured_at') },
+  { name: 'card', js: (_r, card) => (card === null ? null : renderCard(card)), sql: CARD_SQL },
+  { name: 'customer', js: (r) => r.customer_id, sql: 'c.customer_id' },
+  { name: 'description', js: (r) => r.description, sql: 'c.description' },
+  { name: 'failure_code', js: (r) => r.failure_code, sql: 'c.failure_code' },
+  { name: 'failure_message', js: (r) => r.failure_message, sql: 'c.failure_message' },
+  { name: 'fee_rate', js: (r) => r.fee_rate, sql: 'c.fee_rate::text' },
+  { name: 'refunded', js: (r) => r.refunded, sql: 'c.refunded' },
+  { name: 'amount_refunded', js: (r) => r.amount_refunded, sql: 'c.amount_refunded' },
+  { name: 'refund_reason', js: (r) => r.refund_reason, sql: 'c.refund_reason' },
+  { name: 'subscription', js: (r) => r.subscription_id, sql: 'c.subscription_id' },
+  { name: 'metadata', js: (r) => r.metadata, sql: 'c.metadata' },
+  { name: 'platform_fee', js: (r) => r.platform_fee, sql: 'c.platform_fee' },
+  { name: 'tenant', js: (r) => r.tenant_id, sql: 'c.tenant_id' },
+  { name: 'platform_fee_rate', js: (r) => r.platform_fee_rate, sql: 'c.platform_fee_rate::text' },
+  { name: 'total_platform_fee', js: (r) => r.total_platform_fee, sql: 'c.total_platform_fee' },
+  { name: 'three_d_secure_status', js: (r) => r.three_d_secure_status, sql: 'c.three_d_secure_status' },
+  { name: 'term_id', js: (r) => r.term_id, sql: 'c.term_id' },
+];
+
+/** The renderer of a field list: the object, fields in the list's order. */
+export function chargeRenderer(fields: readonly ChargeField[]): (row: ChargeObjectColumns, card: ChargeCard | null) => Record<string, unknown> {
+  return (row, card) => {
+    const object: Record<string, unknown> = {};
+    for (const field of fields) object[field.name] = field.js(row, card);
+    return object;
   };
+}
+
+/** The SQL json_build_object of a field list over a `charges` row `c`, the card's object given as SQL. */
+export function chargeObjectSqlText(fields: readonly ChargeField[], cardSql: string): string {
+  return `json_build_object(${fields.map((f) => `'${f.name}', ${f.sql === CARD_SQL ? cardSql : f.sql}`).join(', ')})`;
+}
+
+const renderChargeFields = chargeRenderer(CHARGE_FIELDS);
+
+/** The v1 charge object (§2.2), from CHARGE_FIELDS. Platform and term fields are filled in by settlement. */
+export function renderCharge(row: ChargeObjectColumns, card: ChargeCard | null): ChargeObject {
+  return renderChargeFields(row, card) as ChargeObject;
 }
 
 const NO_CARD = '"card":null';
@@ -148,11 +185,20 @@ const NO_CARD = '"card":null';
  * after).
  */
 export function chargeText(row: ChargeObjectColumns, cardText: string | null): string {
-  const text = JSON.stringify(renderCharge(row, null));
-  if (cardText === null) return text;
-  const at = text.indexOf(NO_CARD);
-  if (at < 0) throw new Error(`charge ${row.charge_id} printed without a card field`);
-  return `${text.slice(0, at)}"card":${cardText}${text.slice(at + NO_CARD.length)}`;
+  return chargeTextRenderer(renderChargeFields)(row, cardText);
+}
+
+/** chargeText for a renderer derived from a field list (chargeRenderer). */
+export function chargeTextRenderer(
+  render: (row: ChargeObjectColumns, card: ChargeCard | null) => Record<string, unknown>,
+): (row: ChargeObjectColumns, cardText: string | null) => string {
+  return (row, cardText) => {
+    const text = JSON.stringify(render(row, null));
+    if (cardText === null) return text;
+    const at = text.indexOf(NO_CARD);
+    if (at < 0) throw new Error(`charge ${row.charge_id} printed without a card field`);
+    return `${text.slice(0, at)}"card":${cardText}${text.slice(at + NO_CARD.length)}`;
+  };
 }
 
 /** The columns of a batch of charges' INSERT (insertPreparedCharges). */

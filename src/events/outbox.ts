@@ -200,42 +200,82 @@ export function compactJsonSql(text: RawBuilder<string>): RawBuilder<string> {
 }
 
 /**
+ * One field of an event object: its name, how JS computes it from the stored event, and the SQL
+ * that prints its JSON text from an `events` row `e` (or `json`, a constant JSON text). The one
+ * source of truth of the event object: renderEvent and EVENT_TEXT_SQL are derived from these lists.
+ */
+export interface EventField {
+  readonly name: string;
+  readonly js: (event: StoredEvent) => unknown;
+  readonly sql: RawBuilder<string> | { readonly json: string };
+}
+
+const ISO_SECONDS_SQL = sql<string>`'"' || to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || '"'`;
+const EVENT_HEAD: readonly EventField[] = [
+  { name: 'id', js: (e) => e.id, sql: sql`to_json(e.event_id)::text` },
+  { name: 'object', js: () => 'event', sql: { json: '"event"' } },
+  { name: 'livemode', js: (e) => e.livemode, sql: sql`e.livemode::text` },
+];
+const EVENT_TAIL: readonly EventField[] = [
+  { name: 'type', js: (e) => e.type, sql: sql`to_json(e.type)::text` },
+  { name: 'pending_webhooks', js: (e) => e.pendingWebhooks, sql: sql`e.pending_webhooks::text` },
+  { name: 'data', js: (e) => e.data, sql: compactJsonSql(sql`e.data::text`) },
+];
+/** The v1 event: `created` in UNIX seconds. */
+export const EVENT_V1_FIELDS: readonly EventField[] = [
+  ...EVENT_HEAD,
+  { name: 'created', js: (e) => toUnixSeconds(e.createdAt), sql: sql`floor(extract(epoch FROM e.created_at))::bigint::text` },
+  ...EVENT_TAIL,
+];
+/** The v2 event: ISO instants. */
+export const EVENT_V2_FIELDS: readonly EventField[] = [
+  ...EVENT_HEAD,
+  { name: 'created_at', js: (e) => toIsoSeconds(e.createdAt), sql: ISO_SECONDS_SQL },
+  { name: 'updated_at', js: (e) => toIsoSeconds(e.createdAt), sql: ISO_SECONDS_SQL },
+  ...EVENT_TAIL,
+];
+
+/** The renderer of an event field list: the object, fields in the list's order. */
+export function eventRenderer(fields: readonly EventField[]): (event: StoredEvent) => Record<string, unknown> {
+  return (event) => {
+    const object: Record<string, unknown> = {};
+    for (const field of fields) object[field.name] = field.js(event);
+    return object;
+  };
+}
+
+/** The SQL printing an event field list as JSON.stringify prints its object; constant pieces are joined into one literal. */
+export function eventTextSql(fields: readonly EventField[]): RawBuilder<string> {
+  const parts: (string | RawBuilder<string>)[] = [];
+  const text = (t: string) => {
+    const last = parts.at(-1);
+    if (typeof last === 'string') parts[parts.length - 1] = last + t;
+    else parts.push(t);
+  };
+  fields.forEach((field, i) => {
+    text(`${i === 0 ? '{' : ','}${JSON.stringify(field.name)}:`);
+    if ('json' in field.sql) text(field.sql.json);
+    else parts.push(field.sql);
+  });
+  text('}');
+  return sql<string>`${sql.join(parts.map((p) => (typeof p === 'string' ? sql.lit(p) : p)), sql` || `)}`;
+}
+
+/**
  * The SQL expression that prints an `events` row (alias `e`) as renderEvent's object, exactly as
  * JSON.stringify prints it, with the stored document in `data` as stored but compacted: for a
  * reader that copies many events (the simulation report) without parsing a document or building
- * an object per event. Kept in step with renderEvent by test/integration/accounts-and-events.test.ts.
+ * an object per event. Derived from the same field lists as renderEvent.
  */
 export const EVENT_TEXT_SQL = sql<string>`CASE WHEN e.api_version = 'v1'
-  THEN '{"id":' || to_json(e.event_id)::text || ',"object":"event","livemode":' || e.livemode::text
-    || ',"created":' || floor(extract(epoch FROM e.created_at))::bigint::text
-    || ',"type":' || to_json(e.type)::text || ',"pending_webhooks":' || e.pending_webhooks::text || ',"data":' || ${compactJsonSql(sql`e.data::text`)} || '}'
-  ELSE '{"id":' || to_json(e.event_id)::text || ',"object":"event","livemode":' || e.livemode::text
-    || ',"created_at":"' || to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-    || '","updated_at":"' || to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-    || '","type":' || to_json(e.type)::text || ',"pending_webhooks":' || e.pending_webhooks::text || ',"data":' || ${compactJsonSql(sql`e.data::text`)} || '}'
+  THEN ${eventTextSql(EVENT_V1_FIELDS)}
+  ELSE ${eventTextSql(EVENT_V2_FIELDS)}
   END`;
+
+const renderV1Event = eventRenderer(EVENT_V1_FIELDS);
+const renderV2Event = eventRenderer(EVENT_V2_FIELDS);
 
 /** The event as the API shows it: v1 with `created` in UNIX seconds, v2 with ISO instants. */
 export function renderEvent(event: StoredEvent): Record<string, unknown> {
-  if (event.apiVersion === 'v1') {
-    return {
-      id: event.id,
-      object: 'event',
-      livemode: event.livemode,
-      created: toUnixSeconds(event.createdAt),
-      type: event.type,
-      pending_webhooks: event.pendingWebhooks,
-      data: event.data,
-    };
-  }
-  return {
-    id: event.id,
-    object: 'event',
-    livemode: event.livemode,
-    created_at: toIsoSeconds(event.createdAt),
-    updated_at: toIsoSeconds(event.createdAt),
-    type: event.type,
-    pending_webhooks: event.pendingWebhooks,
-    data: event.data,
-  };
+  return event.apiVersion === 'v1' ? renderV1Event(event) : renderV2Event(event);
 }

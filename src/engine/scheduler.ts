@@ -419,9 +419,9 @@ export class Scheduler {
     // FOR SHARE: a take-over (an UPDATE of this row) waits until the batch has committed.
     // Every batch transaction starts here, so the same statement gives the batch its sort memory
     // (set_config(…, true): this transaction only; never lower than the server's setting). A batch
-    // sorts thousands of wide rows — e.g. the events of 5,000 released holds, ~6.5 MB, ordered for
-    // their sequence — and at the server default of 4 MB each such sort went to disk
-    // (bench:holds, n = 100,000: 9,278 → 11,110/s).
+    // sorts thousands of wide rows — e.g. the events of 5,000 released holds, ordered for their
+    // sequence — and at the server default of 4 MB each such sort went to disk (bench:holds
+    // figures in docs/decisions.md, "Measured figures moved out of comments").
     const held = await sql`
       SELECT set_config('work_mem', CASE WHEN pg_size_bytes(current_setting('work_mem')) < pg_size_bytes(${BATCH_WORK_MEM})
                                          THEN ${BATCH_WORK_MEM} ELSE current_setting('work_mem') END, true) FROM job_runs

@@ -87,8 +87,9 @@ export interface CaptureSettlement {
 /**
  * The settlement columns of captures, in input order, opening the terms they need. For code that
  * writes captured rows in bulk (chargeCards): putting these columns into its INSERT saves the
- * second row version that settleCaptured's UPDATE writes (measured on a renewal batch of 10,000:
- * ~0.8 s of index maintenance); settleCaptured then finds nothing left to do.
+ * second row version that settleCaptured's UPDATE writes, and its index maintenance (figure in
+ * docs/decisions.md, "Measured figures moved out of comments"); settleCaptured then finds nothing
+ * left to do.
  */
 export async function settlementOfCaptures(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, captures: readonly NewCapture[]): Promise<CaptureSettlement[]> {
   if (captures.length === 0) return [];

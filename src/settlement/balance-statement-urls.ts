@@ -1,0 +1,61 @@
+/**
+ * `balances.statement_urls` (the `payjp` SDK's `balances.statementUrls`, official-sdks.md §4): a
+ * download URL for the statements a balance collects, issued and checked by the one URL mechanism
+ * of statement-urls.ts (kind `balance`): valid 1 hour, a newer URL for the same balance and
+ * `platformer` value invalidates the older, an expired one is a not-found page (v1 §4.7 applied to
+ * balances). The URL serves one CSV: each statement's block (renderStatementCsv) in the balance's
+ * order, separated by an empty line.
+ */
+import type { Kysely } from 'kysely';
+import type { Caller } from '../accounts/accounts';
+import type { Database } from '../db/schema';
+import { reject } from '../domain/errors';
+import type { Context } from '../engine/context';
+import { downloadUrlOf, issueDownloadToken, payloadOfToken, renderStatementCsv, STATEMENT_URL_TTL_MS } from './statement-urls';
+import { balanceObjects, type BalanceObject, type BalanceRow } from './statements';
+
+export interface IssueBalanceStatementUrlCommand {
+  readonly id: string;
+  /** True: the platform-fee version of each statement (v1 §4.7 `platformer`). */
+  readonly platformer: boolean;
+}
+
+/** An issued URL: the address and the instant it stops working. */
+export interface IssuedUrl {
+  readonly url: string;
+  readonly expires: Date;
+}
+
+/** A balance of the caller, or `invalid_id` on `param`. */
+export async function findBalance(executor: Kysely<Database>, caller: Pick<Caller, 'accountId' | 'livemode'>, balanceId: string, param: string): Promise<BalanceRow> {
+  const row = await executor
+    .selectFrom('balances')
+    .selectAll()
+    .where('account_id', '=', caller.accountId)
+    .where('livemode', '=', caller.livemode)
+    .where('balance_id', '=', balanceId)
+    .executeTakeFirst();
+  if (!row) return reject('invalid_id', param, `No such balance: ${balanceId}`);
+  return row;
+}
+
+export async function issueBalanceStatementUrl(ctx: Context, caller: Caller, command: IssueBalanceStatementUrlCommand): Promise<IssuedUrl> {
+  const now = ctx.clock.now();
+  return ctx.db.transaction().execute(async (trx) => {
+    await findBalance(trx, caller, command.id, 'id');
+    const issued = await issueDownloadToken(trx, ctx, caller, { kind: 'balance', id: command.id, platformer: command.platformer }, now, STATEMENT_URL_TTL_MS);
+    return { url: downloadUrlOf(ctx, issued.token), expires: issued.expires };
+  });
+}
+
+/** The CSV of a balance's statements, one block per statement. */
+export function renderBalanceCsv(balance: BalanceObject, platformer: boolean): string {
+  return balance.statements.map((statement) => renderStatementCsv(statement, platformer)).join('\r\n');
+}
+
+/** The download of a balance URL: checks the token (kind `balance`) and renders the CSV. */
+export async function balanceStatementsCsv(ctx: Pick<Context, 'db' | 'clock' | 'config'>, token: string): Promise<string> {
+  const payload = await payloadOfToken(ctx, token, 'balance');
+  const row = await findBalance(ctx.db, { accountId: payload.a, livemode: payload.l }, payload.s, 'token');
+  return renderBalanceCsv((await balanceObjects(ctx.db, [row]))[0]!, payload.p);
+}

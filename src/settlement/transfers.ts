@@ -24,9 +24,9 @@ export interface ListTransfersCommand {
   readonly kind: TransferKind;
   readonly page: Page;
   readonly status: TransferStatus | undefined;
-  /** Scheduled-date window (YYYY-MM-DD). */
-  readonly sinceScheduledDate: string | undefined;
-  readonly untilScheduledDate: string | undefined;
+  /** Scheduled-date window. */
+  readonly sinceScheduledDate: Date | undefined;
+  readonly untilScheduledDate: Date | undefined;
   /** tenant_transfers only. */
   readonly tenant: string | undefined;
   readonly transfer: string | undefined;
@@ -54,7 +54,7 @@ export async function retrieveTransfer(_ctx: Context, _caller: Caller, command: 
 }
 
 /** The charges of a transfer: the transfer must exist first. */
-export async function transferCharges(_ctx: Context, _caller: Caller, command: TransferCommand & { readonly page: Page }): Promise<never> {
+export async function transferCharges(_ctx: Context, _caller: Caller, command: TransferCommand & { readonly page: Page; readonly customer: string | undefined }): Promise<never> {
   return unknownTransfer(command);
 }
 

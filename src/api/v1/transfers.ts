@@ -2,14 +2,14 @@
  * The v1 codec of transfers and tenant transfers (the `payjp` SDK's `transfers.list|retrieve|
  * charges` and `tenant_transfers.list|retrieve|charges|statementUrls`). What they answer after the
  * settlement overhaul is in src/settlement/transfers.ts; here the parameters are read: pagination,
- * `status`, `since_scheduled_date` / `until_scheduled_date` (YYYY-MM-DD), and for tenant transfers
- * `tenant` and `transfer`; the charge list takes pagination; the statement URL `platformer`.
+ * `status`, `since_scheduled_date` / `until_scheduled_date` (UNIX seconds, as the SDK types them), and for tenant transfers
+ * `tenant` and `transfer`; the charge list takes pagination and `customer`; the statement URL `platformer`.
  */
 import { reject } from '../../domain/errors';
-import { assertCalendarDate } from '../../domain/time';
+import { fromUnixSeconds } from '../../domain/time';
 import { defineCommandOperation } from '../../operations/define';
 import { listObject, PAGINATION_PARAMS, readPage } from '../../operations/pagination';
-import { optionalBoolean, optionalString, readParams, requireString, type Params } from '../../operations/params';
+import { optionalBoolean, optionalInteger, optionalString, readParams, requireString, type Params } from '../../operations/params';
 import {
   listTransfers,
   retrieveTransfer,
@@ -23,15 +23,10 @@ import {
 
 const URL_OF: Readonly<Record<TransferKind, string>> = { transfer: '/v1/transfers', tenant_transfer: '/v1/tenant_transfers' };
 
-function optionalDate(params: Params, key: string): string | undefined {
-  const date = optionalString(params, key, { code: 'invalid_querystring' });
-  if (date === undefined) return undefined;
-  try {
-    assertCalendarDate(date);
-  } catch {
-    reject('invalid_querystring', key, `${key} must be a date YYYY-MM-DD, got ${JSON.stringify(date)}`);
-  }
-  return date;
+/** A scheduled-date bound: UNIX seconds, as the SDK types it (`invalid_timestamp` otherwise). */
+function optionalTimestamp(params: Params, key: string): Date | undefined {
+  const seconds = optionalInteger(params, key, { min: 0, code: 'invalid_timestamp' });
+  return seconds === undefined ? undefined : fromUnixSeconds(seconds);
 }
 
 function decodeList(kind: TransferKind) {
@@ -47,8 +42,8 @@ function decodeList(kind: TransferKind) {
       kind,
       page,
       status: status as TransferStatus | undefined,
-      sinceScheduledDate: optionalDate(params, 'since_scheduled_date'),
-      untilScheduledDate: optionalDate(params, 'until_scheduled_date'),
+      sinceScheduledDate: optionalTimestamp(params, 'since_scheduled_date'),
+      untilScheduledDate: optionalTimestamp(params, 'until_scheduled_date'),
       tenant: optionalString(params, 'tenant', { code: 'invalid_querystring' }),
       transfer: optionalString(params, 'transfer', { code: 'invalid_querystring' }),
     };
@@ -61,8 +56,8 @@ function decodeTransferId(kind: TransferKind) {
 
 function decodeCharges(kind: TransferKind) {
   return (input: unknown) => {
-    const params = readParams(input, ['id', ...PAGINATION_PARAMS]);
-    return { kind, id: requireString(params, 'id'), page: readPage(params) };
+    const params = readParams(input, ['id', ...PAGINATION_PARAMS, 'customer']);
+    return { kind, id: requireString(params, 'id'), page: readPage(params), customer: optionalString(params, 'customer', { code: 'invalid_querystring' }) };
   };
 }
 

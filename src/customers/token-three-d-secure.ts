@@ -56,6 +56,16 @@ export async function assertTokenUsable(trx: Kysely<Database>, caller: Scope, to
   }
 }
 
+/**
+ * The status a token's finished 3-D Secure ended with (`verified` or `attempted`), or undefined for
+ * a token without 3-D Secure: a charge made with the token authorizes as authenticated with it.
+ */
+export async function finishedTokenThreeDSecure(executor: Kysely<Database>, caller: Scope, tokenId: string): Promise<'verified' | 'attempted' | undefined> {
+  const state = await tokenThreeDSecureOf(executor, caller, tokenId);
+  if (state?.finished_at == null) return undefined;
+  return state.status === 'attempted' ? 'attempted' : 'verified';
+}
+
 /** Why an authentication or tds_finish cannot run on this token (or nothing when it can). */
 export function refuseOutsideWindow(state: TokenThreeDSecureRow | undefined, tokenId: string, now: Date): asserts state is TokenThreeDSecureRow {
   if (state === undefined) reject('not_in_three_d_secure_flow', 'id', `Token ${tokenId} was not created with three_d_secure.`);

@@ -95,6 +95,18 @@ describe.each<Backend>(['harness', 'pglite'])('v1 routes of issue 15 point 3 on 
       expect(await payjp.customers.create({ card: created.id } as never)).toMatchObject({ object: 'customer' });
     });
 
+    it('a charge with a token that finished 3-D Secure authorizes as authenticated: a card that requires it is approved', async () => {
+      const required = { ...CARD, number: TEST_CARDS.threeDSecureRequired.number };
+      const without = await publicToken({ card: required });
+      const declined = await sdkError(payjp.charges.create({ amount: 1_000, currency: 'jpy', card: without.id }));
+      expect(declined).toMatchObject({ status: 402, type: 'card_error', code: 'card_declined' });
+      const authenticated = await publicToken({ card: required, three_d_secure: true });
+      await runOperation(server.ctx, A, 'tokens.tds_authenticate', { id: authenticated.id });
+      expect(await sdkError(payjp.charges.create({ amount: 1_000, currency: 'jpy', card: authenticated.id }))).toMatchObject({ status: 400, code: 'unverified_token', param: 'card' });
+      await payjp.tokens.tds_finish(authenticated.id);
+      expect(await payjp.charges.create({ amount: 1_000, currency: 'jpy', card: authenticated.id })).toMatchObject({ paid: true, captured: true, three_d_secure_status: 'verified' });
+    });
+
     it('3-D Secure refusals: failed authentication (402), a token without 3-D Secure, the 30-minute window', async () => {
       const failed = await publicToken({ card: { ...CARD, number: TEST_CARDS.threeDSecureFailed.number }, three_d_secure: true });
       expect(await runOperation(server.ctx, A, 'tokens.tds_authenticate', { id: failed.id })).toMatchObject({ card: { three_d_secure_status: 'failed' } });

@@ -9,7 +9,7 @@ import type { Caller } from '../accounts/accounts';
 import type { Database } from '../db/schema';
 import { reject } from '../domain/errors';
 import type { Context } from '../engine/context';
-import { refuseOutsideWindow, tokenThreeDSecureOf, withTokenThreeDSecure, type TokenThreeDSecureRow } from './token-three-d-secure';
+import { refuseOutsideWindow, tokenThreeDSecureOf, updateTokenThreeDSecure, withTokenThreeDSecure, type TokenThreeDSecureRow } from './token-three-d-secure';
 import { renderToken, type TokenObject, type TokenRow } from './tokens';
 
 export interface TokenCommand {
@@ -56,14 +56,7 @@ export async function authenticateToken(ctx: Context, caller: Caller, command: T
   const [outcome] = await ctx.processor.authenticate([{ reference: command.id, fingerprint: row.fingerprint, livemode: caller.livemode, at: now }]);
   return ctx.db.transaction().execute(async (trx) => {
     check(await tokenThreeDSecureOf(trx, caller, command.id, true));
-    const updated = await trx
-      .updateTable('token_three_d_secure')
-      .set({ status: outcome!.status })
-      .where('account_id', '=', caller.accountId)
-      .where('livemode', '=', caller.livemode)
-      .where('token_id', '=', command.id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const updated = await updateTokenThreeDSecure(trx, caller, command.id, { status: outcome!.status });
     return tokenObject(row, updated);
   });
 }
@@ -81,14 +74,7 @@ export async function finishTokenThreeDSecure(ctx: Context, caller: Caller, comm
     refuseOutsideWindow(state, command.id, now);
     if (state.status === 'unverified') reject('three_d_secure_incompleted', 'id', `The buyer has not authenticated token ${command.id} yet.`);
     if (state.status === 'failed' || state.status === 'error') reject('three_d_secure_failed', 'id', `3-D Secure of token ${command.id} ended ${state.status}; create the token again.`);
-    const updated = await trx
-      .updateTable('token_three_d_secure')
-      .set({ finished_at: now })
-      .where('account_id', '=', caller.accountId)
-      .where('livemode', '=', caller.livemode)
-      .where('token_id', '=', command.id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const updated = await updateTokenThreeDSecure(trx, caller, command.id, { finished_at: now });
     return tokenObject(row, updated);
   });
 }

@@ -43,6 +43,18 @@ export async function tokenThreeDSecureOf(executor: Kysely<Database>, caller: Sc
     .executeTakeFirst();
 }
 
+/** Writes a change of a token's 3-D Secure state and returns the new state. */
+export async function updateTokenThreeDSecure(trx: Kysely<Database>, caller: Scope, tokenId: string, change: Partial<Pick<TokenThreeDSecureRow, 'status' | 'finished_at'>>): Promise<TokenThreeDSecureRow> {
+  return trx
+    .updateTable('token_three_d_secure')
+    .set(change)
+    .where('account_id', '=', caller.accountId)
+    .where('livemode', '=', caller.livemode)
+    .where('token_id', '=', tokenId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
 /** A token's object with its card's `three_d_secure_status` (null without 3-D Secure). */
 export function withTokenThreeDSecure<T extends { readonly card: object }>(token: T, state: Pick<TokenThreeDSecureRow, 'status'> | undefined): T {
   return { ...token, card: { ...token.card, three_d_secure_status: state?.status ?? null } };

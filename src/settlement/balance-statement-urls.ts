@@ -6,13 +6,10 @@
  * balances). The URL serves one CSV: each statement's block (renderStatementCsv) in the balance's
  * order, separated by an empty line.
  */
-import type { Kysely } from 'kysely';
 import type { Caller } from '../accounts/accounts';
-import type { Database } from '../db/schema';
-import { reject } from '../domain/errors';
 import type { Context } from '../engine/context';
-import { downloadUrlOf, issueDownloadToken, payloadOfToken, renderStatementCsv, STATEMENT_URL_TTL_MS } from './statement-urls';
-import { balanceObjects, type BalanceObject, type BalanceRow } from './statements';
+import { issueUrl, payloadOfToken, renderStatementCsv, statementDownloadBase, STATEMENT_URL_TTL_MS, type IssuedUrl } from './statement-urls';
+import { balanceObjects, findBalance, type BalanceObject } from './statements';
 
 export interface IssueBalanceStatementUrlCommand {
   readonly id: string;
@@ -20,32 +17,8 @@ export interface IssueBalanceStatementUrlCommand {
   readonly platformer: boolean;
 }
 
-/** An issued URL: the address and the instant it stops working. */
-export interface IssuedUrl {
-  readonly url: string;
-  readonly expires: Date;
-}
-
-/** A balance of the caller, or `invalid_id` on `param`. */
-export async function findBalance(executor: Kysely<Database>, caller: Pick<Caller, 'accountId' | 'livemode'>, balanceId: string, param: string): Promise<BalanceRow> {
-  const row = await executor
-    .selectFrom('balances')
-    .selectAll()
-    .where('account_id', '=', caller.accountId)
-    .where('livemode', '=', caller.livemode)
-    .where('balance_id', '=', balanceId)
-    .executeTakeFirst();
-  if (!row) return reject('invalid_id', param, `No such balance: ${balanceId}`);
-  return row;
-}
-
 export async function issueBalanceStatementUrl(ctx: Context, caller: Caller, command: IssueBalanceStatementUrlCommand): Promise<IssuedUrl> {
-  const now = ctx.clock.now();
-  return ctx.db.transaction().execute(async (trx) => {
-    await findBalance(trx, caller, command.id, 'id');
-    const issued = await issueDownloadToken(trx, ctx, caller, { kind: 'balance', id: command.id, platformer: command.platformer }, now, STATEMENT_URL_TTL_MS);
-    return { url: downloadUrlOf(ctx, issued.token), expires: issued.expires };
-  });
+  return issueUrl(ctx, caller, { kind: 'balance', id: command.id, platformer: command.platformer }, { ttlMs: STATEMENT_URL_TTL_MS, base: statementDownloadBase(ctx), exists: (trx) => findBalance(trx, caller, command.id, 'id') });
 }
 
 /** The CSV of a balance's statements, one block per statement. */

@@ -5,6 +5,10 @@
  * statement, the `platformer` flag, a nonce and the expiry; `statementCsv` checks it and renders
  * the CSV the URL serves (the HTTP side comes later). An expired, replaced or forged token is
  * `not_found` (v1 §4.7: "An expired URL leads to a not-found page").
+ *
+ * The same mechanism (`issueUrl`, `payloadOfToken`) issues and checks every expiring URL kessai
+ * serves, told apart by kind: balances' statements (balance-statement-urls.ts) and tenants'
+ * application pages (src/tenants/application-urls.ts).
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
@@ -68,32 +72,53 @@ export interface DownloadTarget {
   readonly platformer: boolean;
 }
 
+/** An issued URL: the address and the instant it stops working. */
+export interface IssuedUrl {
+  readonly url: string;
+  readonly expires: Date;
+}
+
+export interface IssueUrlOptions {
+  readonly ttlMs: number;
+  /** The address the token is appended to (`?token=…`). */
+  readonly base: string;
+  /** Checks, inside the transaction, that the caller's object exists; its refusal is the answer. */
+  readonly exists: (trx: Kysely<Database>) => Promise<unknown>;
+}
+
 /**
- * Issues the URL token of `target`, valid `ttlMs` from `now`, inside the caller's transaction
- * (after it has checked the object exists). One row per (object, kind, platformer): the new nonce
- * replaces the old, which stops matching, so a newer URL invalidates the older.
+ * Issues the URL of `target`, valid `ttlMs` from now. One row per (object, kind, platformer): the
+ * new nonce replaces the old, which stops matching, so a newer URL invalidates the older.
  */
-export async function issueDownloadToken(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'config'>, caller: Caller, target: DownloadTarget, now: Date, ttlMs: number): Promise<{ token: string; expires: Date }> {
+export async function issueUrl(ctx: Pick<Context, 'db' | 'clock' | 'ids' | 'config'>, caller: Caller, target: DownloadTarget, options: IssueUrlOptions): Promise<IssuedUrl> {
   const secret = secretOf(ctx.config);
-  const expires = new Date(now.getTime() + ttlMs);
-  const nonce = ctx.ids.next('statement').slice(3);
-  await trx
-    .insertInto('statement_urls')
-    .values({ account_id: caller.accountId, livemode: caller.livemode, kind: target.kind, statement_id: target.id, platformer: target.platformer, nonce, issued_at: now, expires_at: expires })
-    .onConflict((oc) => oc.columns(['account_id', 'livemode', 'kind', 'statement_id', 'platformer']).doUpdateSet({ nonce, issued_at: now, expires_at: expires }))
-    .execute();
-  const payload: TokenPayload = { a: caller.accountId, l: caller.livemode, s: target.id, p: target.platformer, n: nonce, e: expires.getTime(), ...(target.kind === 'statement' ? {} : { k: target.kind }) };
-  return { token: statementUrlToken(secret, payload), expires };
+  const now = ctx.clock.now();
+  const expires = new Date(now.getTime() + options.ttlMs);
+  return ctx.db.transaction().execute(async (trx) => {
+    await options.exists(trx);
+    const nonce = ctx.ids.next('statement').slice(3);
+    await trx
+      .insertInto('statement_urls')
+      .values({ account_id: caller.accountId, livemode: caller.livemode, kind: target.kind, statement_id: target.id, platformer: target.platformer, nonce, issued_at: now, expires_at: expires })
+      .onConflict((oc) => oc.columns(['account_id', 'livemode', 'kind', 'statement_id', 'platformer']).doUpdateSet({ nonce, issued_at: now, expires_at: expires }))
+      .execute();
+    const payload: TokenPayload = { a: caller.accountId, l: caller.livemode, s: target.id, p: target.platformer, n: nonce, e: expires.getTime(), ...(target.kind === 'statement' ? {} : { k: target.kind }) };
+    return { url: `${options.base}?token=${statementUrlToken(secret, payload)}`, expires };
+  });
 }
 
-/** The download address of a token: the configured (or this server's) base plus the token. */
-export function downloadUrlOf(ctx: Pick<Context, 'config'>, token: string): string {
-  return `${ctx.config.statementDownloadBaseUrl ?? DEFAULT_STATEMENT_DOWNLOAD_BASE}?token=${token}`;
+/** The base of statement (and balance) download URLs: configured, or the placeholder. */
+export function statementDownloadBase(ctx: Pick<Context, 'config'>): string {
+  return ctx.config.statementDownloadBaseUrl ?? DEFAULT_STATEMENT_DOWNLOAD_BASE;
 }
 
-/** A statement URL (v1 §2.7) of an issued token. */
-export function statementUrlObject(ctx: Pick<Context, 'config'>, issued: { token: string; expires: Date }): StatementUrlObject {
-  return { object: 'statement_url', url: downloadUrlOf(ctx, issued.token), expires: toUnixSeconds(issued.expires) } as const;
+/** `statements.statement_urls`: `id` (path) and `platformer` (boolean, default false). */
+export async function issueStatementUrl(ctx: Context, caller: Caller, input: unknown): Promise<StatementUrlObject> {
+  const params = readParams(input, ['id', 'platformer']);
+  const statementId = requireString(params, 'id');
+  const platformer = optionalBoolean(params, 'platformer') ?? false;
+  const issued = await issueUrl(ctx, caller, { kind: 'statement', id: statementId, platformer }, { ttlMs: STATEMENT_URL_TTL_MS, base: statementDownloadBase(ctx), exists: (trx) => findStatement(trx, caller, statementId, 'id') });
+  return { object: 'statement_url', url: issued.url, expires: toUnixSeconds(issued.expires) } as const;
 }
 
 /**
@@ -107,19 +132,6 @@ export function claimedKindOf(token: string): DownloadKind {
   } catch {
     return 'statement';
   }
-}
-
-/** `statements.statement_urls`: `id` (path) and `platformer` (boolean, default false). */
-export async function issueStatementUrl(ctx: Context, caller: Caller, input: unknown): Promise<StatementUrlObject> {
-  const params = readParams(input, ['id', 'platformer']);
-  const statementId = requireString(params, 'id');
-  const platformer = optionalBoolean(params, 'platformer') ?? false;
-  secretOf(ctx.config);
-  const now = ctx.clock.now();
-  return ctx.db.transaction().execute(async (trx) => {
-    await findStatement(trx, caller, statementId, 'id');
-    return statementUrlObject(ctx, await issueDownloadToken(trx, ctx, caller, { kind: 'statement', id: statementId, platformer }, now, STATEMENT_URL_TTL_MS));
-  });
 }
 
 /**

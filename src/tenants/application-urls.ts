@@ -7,7 +7,7 @@
  */
 import type { Caller } from '../accounts/accounts';
 import type { Context } from '../engine/context';
-import { issueDownloadToken, payloadOfToken, STATEMENT_URL_TTL_MS } from '../settlement/statement-urls';
+import { issueUrl, payloadOfToken, STATEMENT_URL_TTL_MS, type IssuedUrl } from '../settlement/statement-urls';
 import { findTenant, type TenantRow } from './tenants';
 
 /** Decision (docs/decisions.md, i15c): the application URL lives as long as a statement URL. */
@@ -18,19 +18,9 @@ export interface TenantApplicationUrlCommand {
   readonly id: string;
 }
 
-export interface IssuedApplicationUrl {
-  readonly url: string;
-  readonly expires: Date;
-}
-
-export async function issueTenantApplicationUrl(ctx: Context, caller: Caller, command: TenantApplicationUrlCommand): Promise<IssuedApplicationUrl> {
-  const now = ctx.clock.now();
-  return ctx.db.transaction().execute(async (trx) => {
-    await findTenant(trx, caller, command.id, 'id');
-    const issued = await issueDownloadToken(trx, ctx, caller, { kind: 'tenant_application', id: command.id, platformer: false }, now, TENANT_APPLICATION_URL_TTL_MS);
-    const base = ctx.config.tenantApplicationBaseUrl ?? DEFAULT_TENANT_APPLICATION_BASE;
-    return { url: `${base}?token=${issued.token}`, expires: issued.expires };
-  });
+export async function issueTenantApplicationUrl(ctx: Context, caller: Caller, command: TenantApplicationUrlCommand): Promise<IssuedUrl> {
+  const base = ctx.config.tenantApplicationBaseUrl ?? DEFAULT_TENANT_APPLICATION_BASE;
+  return issueUrl(ctx, caller, { kind: 'tenant_application', id: command.id, platformer: false }, { ttlMs: TENANT_APPLICATION_URL_TTL_MS, base, exists: (trx) => findTenant(trx, caller, command.id, 'id') });
 }
 
 function escapeHtml(text: string): string {

@@ -6,8 +6,8 @@
 import { toUnixSeconds } from '../../domain/time';
 import { defineCommandOperation } from '../../operations/define';
 import { optionalBoolean, readParams, requireString } from '../../operations/params';
-import { issueBalanceStatementUrl, type IssueBalanceStatementUrlCommand, type IssuedUrl } from '../../settlement/balance-statement-urls';
-import type { StatementUrlObject } from '../../settlement/statement-urls';
+import { issueBalanceStatementUrl, type IssueBalanceStatementUrlCommand } from '../../settlement/balance-statement-urls';
+import type { IssuedUrl, StatementUrlObject } from '../../settlement/statement-urls';
 
 export function decodeBalanceStatementUrl(input: unknown): IssueBalanceStatementUrlCommand {
   const params = readParams(input, ['id', 'platformer']);

@@ -43,3 +43,8 @@ CREATE TABLE three_d_secure_requests (
 ALTER TABLE three_d_secure_requests ADD CONSTRAINT three_d_secure_requests_state_known CHECK (state IN ('created', 'in_progress', 'result_received', 'finished'));
 ALTER TABLE three_d_secure_requests ADD CONSTRAINT three_d_secure_requests_status_known CHECK (three_d_secure_status IN ('unverified', 'verified', 'attempted', 'failed', 'error'));
 CREATE INDEX three_d_secure_requests_by_created ON three_d_secure_requests (account_id, livemode, created_at DESC, request_id DESC);
+
+-- 4. A card's `three_d_secure_status` (v1 §2.3): the status of its last finished 3-D Secure request,
+--    or of the token it was made from when that token finished 3-D Secure; null when never.
+ALTER TABLE cards ADD COLUMN three_d_secure_status text;
+ALTER TABLE cards ADD CONSTRAINT cards_three_d_secure_status_known CHECK (three_d_secure_status IN ('verified', 'attempted', 'failed', 'error'));

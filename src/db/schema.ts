@@ -82,6 +82,7 @@ export interface CardsTable {
   metadata: JsonColumn<Record<string, string>>;
   name: string | null;
   phone: string | null;
+  three_d_secure_status: string | null;
   updated_at: Date;
 }
 

@@ -12,17 +12,19 @@
  * network's answer (`verified`, `attempted`, `failed`, `error`, v1 §3.1). A request not finished
  * within the 30-minute window of charges (service rules §2) can no longer proceed
  * (`three_d_secure_expired`) and shows `expired_at`. Each change writes its event
- * (`three_d_secure_request.created`, `three_d_secure_request.updated`) in the same transaction.
+ * (`three_d_secure_request.created`, `three_d_secure_request.updated`) in the same transaction;
+ * a finished request's status becomes the card's `three_d_secure_status` (`customer.card.updated`).
  */
 import type { Kysely, Selectable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
-import { findTenant } from '../tenants/tenants';
+import { renderCard } from '../customers/card-object';
 import type { Database, ThreeDSecureRequestsTable } from '../db/schema';
 import { reject } from '../domain/errors';
 import { toUnixSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
 import { inPage, type Page } from '../operations/pagination';
+import { findTenant } from '../tenants/tenants';
 
 export const THREE_D_SECURE_REQUESTS_URL = '/v1/three_d_secure_requests';
 /** Service rules §2: the 3-D Secure window of a pending charge, applied to requests alike. */
@@ -181,6 +183,8 @@ async function advance(
   requestId: string,
   from: readonly string[],
   change: (row: ThreeDSecureRequestRow, now: Date) => Promise<Partial<ThreeDSecureRequestRow>>,
+  /** What else the step writes, in the same transaction, once the request row is written. */
+  alsoWrite?: (trx: Kysely<Database>, row: ThreeDSecureRequestRow, now: Date) => Promise<void>,
 ): Promise<ThreeDSecureRequestView> {
   const now = ctx.clock.now();
   const seen = await findRequest(ctx.db, caller, requestId);
@@ -196,6 +200,7 @@ async function advance(
       .where('request_id', '=', requestId)
       .returningAll()
       .executeTakeFirstOrThrow();
+    await alsoWrite?.(trx, row, now);
     const view = { row, asOf: now };
     await recordEvent(trx, ctx.ids, { accountId: caller.accountId, livemode: caller.livemode, type: 'three_d_secure_request.updated', data: renderThreeDSecureRequest(view), at: now });
     return view;
@@ -222,5 +227,22 @@ export async function authenticateThreeDSecureRequest(ctx: Context, caller: Call
       .executeTakeFirstOrThrow();
     const [outcome] = await ctx.processor.authenticate([{ reference: row.request_id, fingerprint: card.fingerprint, livemode: caller.livemode, at: now }]);
     return { state: 'finished', three_d_secure_status: outcome!.status, result_received_at: now, finished_at: now };
-  });
+  }, recordCardStatus(ctx, caller));
+}
+
+/** The finished request's status becomes the card's `three_d_secure_status` (`customer.card.updated`). */
+function recordCardStatus(ctx: Pick<Context, 'ids'>, caller: Caller) {
+  return async (trx: Kysely<Database>, request: ThreeDSecureRequestRow, now: Date): Promise<void> => {
+    const card = await trx
+      .updateTable('cards')
+      .set({ three_d_secure_status: request.three_d_secure_status, updated_at: now })
+      .where('account_id', '=', caller.accountId)
+      .where('livemode', '=', caller.livemode)
+      .where('card_id', '=', request.resource_id)
+      .where('deleted_at', 'is', null)
+      .returningAll()
+      .executeTakeFirst();
+    // A card deleted while the buyer authenticated keeps its state; the request still finishes.
+    if (card) await recordEvent(trx, ctx.ids, { accountId: caller.accountId, livemode: caller.livemode, type: 'customer.card.updated', data: renderCard(card), at: now });
+  };
 }

@@ -92,7 +92,9 @@ describe.each<Backend>(['harness', 'pglite'])('v1 routes of issue 15 point 3 on 
       expect(await payjp.tokens.retrieve(created.id)).toMatchObject({ card: { three_d_secure_status: 'verified' } });
       expect(await payjp.tokens.tds_finish(created.id)).toMatchObject({ id: created.id, used: false, card: { three_d_secure_status: 'verified' } });
       expect(await sdkError(payjp.tokens.tds_finish(created.id))).toMatchObject({ status: 400, code: 'invalid_three_d_secure_state', param: 'id' });
-      expect(await payjp.customers.create({ card: created.id } as never)).toMatchObject({ object: 'customer' });
+      // The card made from the token carries the token's 3-D Secure status.
+      const customer = await payjp.customers.create({ card: created.id } as never);
+      expect(await payjp.customers.cards.retrieve(customer.id, customer.default_card as string)).toMatchObject({ id: created.card.id, three_d_secure_status: 'verified' });
     });
 
     it('a charge with a token that finished 3-D Secure authorizes as authenticated: a card that requires it is approved', async () => {
@@ -192,9 +194,11 @@ describe.each<Backend>(['harness', 'pglite'])('v1 routes of issue 15 point 3 on 
 
   describe('three_d_secure_requests', () => {
     let cardId: string;
+    let customerId: string;
     beforeAll(async () => {
       const customer = await payjp.customers.create({ card: (await publicToken({ card: { ...CARD, number: TEST_CARDS.threeDSecureAttempted.number } })).id } as never);
       cardId = customer.default_card as string;
+      customerId = customer.id;
     });
 
     it('create, retrieve, list; the buyer\'s steps move created → in_progress → finished with the network\'s status; events', async () => {
@@ -218,8 +222,12 @@ describe.each<Backend>(['harness', 'pglite'])('v1 routes of issue 15 point 3 on 
       expect(await payjp.three_d_secure_requests.retrieve(request.id)).toEqual(request);
       expect((await rejection(runOperation(server.ctx, A, 'three_d_secure_requests.authenticate', { id: request.id }))).code).toBe('invalid_three_d_secure_state');
       expect(await runOperation(server.ctx, A, 'three_d_secure_requests.start', { id: request.id })).toMatchObject({ state: 'in_progress', started_at: createdAt });
+      expect(await payjp.customers.cards.retrieve(customerId, cardId)).toMatchObject({ three_d_secure_status: null });
       expect(await runOperation(server.ctx, A, 'three_d_secure_requests.authenticate', { id: request.id })).toMatchObject({ state: 'finished', three_d_secure_status: 'attempted', result_received_at: createdAt, finished_at: createdAt });
       expect((await rejection(runOperation(server.ctx, A, 'three_d_secure_requests.start', { id: request.id }))).code).toBe('invalid_three_d_secure_state');
+      // The finished request's status is the card's now (v1 §2.3 `three_d_secure_status`), with its event.
+      expect(await payjp.customers.cards.retrieve(customerId, cardId)).toMatchObject({ three_d_secure_status: 'attempted' });
+      expect((await payjp.events.list({ resource_id: cardId, type: 'customer.card.updated' } as never)).data[0]).toMatchObject({ data: { id: cardId, three_d_secure_status: 'attempted' } });
       // A finished request never lapses.
       await later(60 * MINUTE, async () => expect(await payjp.three_d_secure_requests.retrieve(request.id)).toMatchObject({ state: 'finished', expired_at: null }));
 

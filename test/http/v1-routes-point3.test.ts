@@ -94,7 +94,7 @@ describe.each<Backend>(['harness', 'pglite'])('v1 routes of issue 15 point 3 on 
       expect(await sdkError(payjp.tokens.tds_finish(created.id))).toMatchObject({ status: 400, code: 'invalid_three_d_secure_state', param: 'id' });
       // The card made from the token carries the token's 3-D Secure status.
       const customer = await payjp.customers.create({ card: created.id } as never);
-      expect(await payjp.customers.cards.retrieve(customer.id, customer.default_card as string)).toMatchObject({ id: created.card.id, three_d_secure_status: 'verified' });
+      expect(await payjp.customers.cards.retrieve(customer.id, customer.default_card as string)).toMatchObject({ id: (created.card as { id: string }).id, three_d_secure_status: 'verified' });
     });
 
     it('a charge with a token that finished 3-D Secure authorizes as authenticated: a card that requires it is approved', async () => {

@@ -97,6 +97,15 @@ describe.each<Backend>(['harness', 'pglite'])('v1 routes of issue 15 point 3 on 
       expect(await payjp.customers.cards.retrieve(customer.id, customer.default_card as string)).toMatchObject({ id: (created.card as { id: string }).id, three_d_secure_status: 'verified' });
     });
 
+    it('two tds_finish of one token at once: one finishes it, the other is invalid_three_d_secure_state', async () => {
+      const created = await publicToken({ card: CARD, three_d_secure: true });
+      await runOperation(server.ctx, A, 'tokens.tds_authenticate', { id: created.id });
+      const outcomes = await Promise.allSettled([payjp.tokens.tds_finish(created.id), payjp.tokens.tds_finish(created.id)]);
+      expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
+      const refused = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected')!;
+      expect(await sdkError(Promise.reject(refused.reason))).toMatchObject({ status: 400, code: 'invalid_three_d_secure_state' });
+    });
+
     it('a charge with a token that finished 3-D Secure authorizes as authenticated: a card that requires it is approved', async () => {
       const required = { ...CARD, number: TEST_CARDS.threeDSecureRequired.number };
       const without = await publicToken({ card: required });

@@ -14,9 +14,11 @@ import { KessaiError } from '../domain/errors';
 import type { Context } from '../engine/context';
 import { silentLogger, type Logger } from '../engine/logger';
 import { runOperation } from '../operations/registry';
-import { statementCsv } from '../settlement/statement-urls';
+import { balanceStatementsCsv } from '../settlement/balance-statement-urls';
+import { claimedKindOf, statementCsv } from '../settlement/statement-urls';
+import { tenantApplicationPage } from '../tenants/application-urls';
 import { decodeV1Input, parseForm, toV1Error } from './v1/codec';
-import { methodsAt, STATEMENT_DOWNLOAD_PATH, V1_ROUTES, type V1Route } from './v1/routes';
+import { methodsAt, STATEMENT_DOWNLOAD_PATH, TENANT_APPLICATION_PATH, V1_ROUTES, type V1Route } from './v1/routes';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -61,9 +63,13 @@ function loggedUrl(url: string): string {
   return url.replace(/([?&]token=)[^&]*/g, '$1[redacted]');
 }
 
-/** The base of download URLs: configured, or this server's own address as the caller reached it. */
-function downloadBase(ctx: Context, request: FastifyRequest): string {
-  return ctx.config.statementDownloadBaseUrl ?? `${request.protocol}://${request.host}${STATEMENT_DOWNLOAD_PATH}`;
+/** The bases of the URLs kessai serves: configured, or this server's own address as the caller reached it. */
+function urlBases(ctx: Context, request: FastifyRequest): Pick<Context['config'], 'statementDownloadBaseUrl' | 'tenantApplicationBaseUrl'> {
+  const origin = `${request.protocol}://${request.host}`;
+  return {
+    statementDownloadBaseUrl: ctx.config.statementDownloadBaseUrl ?? `${origin}${STATEMENT_DOWNLOAD_PATH}`,
+    tenantApplicationBaseUrl: ctx.config.tenantApplicationBaseUrl ?? `${origin}${TENANT_APPLICATION_PATH}`,
+  };
 }
 
 /** Creating a token with the secret key needs the SDK's direct-generation header (official-sdks.md §4). */
@@ -132,8 +138,16 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   app.get(STATEMENT_DOWNLOAD_PATH, { config: { public: true } }, async (request, reply) => {
     const token = (request.query as Record<string, unknown>).token;
     if (typeof token !== 'string') throw new KessaiError('not_found', { param: 'token', message: 'This statement URL does not exist or has expired.' });
-    const csv = await statementCsv(ctx, token);
+    // One mechanism, one download address: the token says whether it names a statement or a balance.
+    const csv = claimedKindOf(token) === 'balance' ? await balanceStatementsCsv(ctx, token) : await statementCsv(ctx, token);
     return reply.type('text/csv; charset=utf-8').header('content-disposition', 'attachment; filename="statement.csv"').send(csv);
+  });
+
+  app.get(TENANT_APPLICATION_PATH, { config: { public: true } }, async (request, reply) => {
+    const token = (request.query as Record<string, unknown>).token;
+    if (typeof token !== 'string') throw new KessaiError('not_found', { param: 'token', message: 'This application URL does not exist or has expired.' });
+    const page = await tenantApplicationPage(ctx, token);
+    return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(page);
   });
 
   if (options.requestPolicies) await options.requestPolicies(app);
@@ -151,7 +165,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
           throw new KessaiError('invalid_param_key', { param: first!, message: `unknown parameter ${first!}: POST parameters go in the form body` });
         }
         const input = decodeV1Input(request.params as Record<string, string>, fields);
-        const opCtx = route.issuesDownloadUrl ? { ...ctx, config: { ...ctx.config, statementDownloadBaseUrl: downloadBase(ctx, request) } } : ctx;
+        const opCtx = route.issuesDownloadUrl ? { ...ctx, config: { ...ctx.config, ...urlBases(ctx, request) } } : ctx;
         const result = await runOperation(opCtx, caller, route.operation, input);
         return reply.type('application/json; charset=utf-8').send(result);
       },

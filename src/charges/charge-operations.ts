@@ -15,6 +15,7 @@ import { requireCustomerCard } from '../customers/cards';
 import { findCustomer } from '../customers/customer-record';
 import { MAX_DESCRIPTION_LENGTH } from '../customers/customers';
 import { consumeToken } from '../customers/tokens';
+import { finishedTokenThreeDSecure } from '../customers/token-three-d-secure';
 import type { Database } from '../db/schema';
 import { KessaiError, reject, type ErrorCode } from '../domain/errors';
 import { holdLapsed, v1HoldExpiresAt, V1_EXPIRY_DAYS, type CardIssuer } from '../domain/hold-periods';
@@ -166,6 +167,8 @@ export async function createCharge(ctx: Context, caller: Caller, input: unknown)
   const result = await ctx.db.transaction().execute(async (trx): Promise<Declined<ChargeObject>> => {
     const now = ctx.clock.now();
     const { card, customerId } = await resolveCard(trx, caller, customerParam, cardParam, now);
+    // A token that finished 3-D Secure (tokens.tds_finish) authorizes as authenticated (i15c).
+    const tokenThreeDSecure = customerId === null ? await finishedTokenThreeDSecure(trx, caller, cardParam!) : undefined;
     const chargeId = ctx.ids.next('charge');
     const feeRate = await feeRateOf(trx, caller.accountId, card.brand);
     const platform = await resolveChargeTenant(trx, caller, { tenant: tenantParam, platformFee: platformFeeParam, amount });
@@ -217,7 +220,7 @@ export async function createCharge(ctx: Context, caller: Caller, input: unknown)
       return { done: await storedCharge(trx, row) };
     }
     const [authorization] = await ctx.processor.authorize([
-      { reference: chargeId, fingerprint: card.fingerprint, expMonth: card.exp_month, expYear: card.exp_year, amount, currency: 'jpy', livemode: caller.livemode, at: now, kind: capture ? 'charge' : 'hold' },
+      { reference: chargeId, fingerprint: card.fingerprint, expMonth: card.exp_month, expYear: card.exp_year, amount, currency: 'jpy', livemode: caller.livemode, at: now, kind: capture ? 'charge' : 'hold', ...(tokenThreeDSecure ? { threeDSecure: tokenThreeDSecure } : {}) },
     ]);
     const approved = authorization!.approved;
     const row = chargeRow({
@@ -229,7 +232,7 @@ export async function createCharge(ctx: Context, caller: Caller, input: unknown)
       amount_captured: approved && capture ? amount : null,
       failure_code: authorization!.approved ? null : authorization!.code,
       failure_message: authorization!.approved ? null : authorization!.message,
-      three_d_secure_status: null,
+      three_d_secure_status: tokenThreeDSecure ?? null,
       authorization_code: authorization!.approved ? authorization!.authorizationCode : null,
       authorized_at: approved ? now : null,
       tds_expires_at: null,

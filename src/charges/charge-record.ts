@@ -90,7 +90,7 @@ const CARD_OBJECT_SQL = `json_build_object(
   'country', CASE WHEN cd.card_id IS NULL THEN tk.country ELSE cd.country END,
   'address_zip', cd.address_zip, 'address_state', cd.address_state, 'address_city', cd.address_city,
   'address_line1', cd.address_line1, 'address_line2', cd.address_line2, 'address_zip_check', 'unchecked',
-  'cvc_check', coalesce(cd.cvc_check, tk.cvc_check), 'three_d_secure_status', NULL, 'email', cd.email, 'phone', cd.phone,
+  'cvc_check', coalesce(cd.cvc_check, tk.cvc_check), 'three_d_secure_status', cd.three_d_secure_status, 'email', cd.email, 'phone', cd.phone,
   'metadata', coalesce(cd.metadata, '{}'::jsonb))`;
 
 /** The charge's v1 object in SQL, derived from CHARGE_FIELDS (the same object renderCharge gives). */

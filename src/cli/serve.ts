@@ -75,7 +75,7 @@ export function registerServe(program: Command): void {
       const stop = listenForStop(log);
       try {
         const rt = await openRuntime({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, clock: systemClock, ids: randomIds(), log, config: environmentConfig() });
-        if (rt.ctx.config.statementUrlSecret === undefined) log.warn('KESSAI_STATEMENT_URL_SECRET is not set: statement_urls answers 500 until it is');
+        if (rt.ctx.config.statementUrlSecret === undefined) log.warn('KESSAI_STATEMENT_URL_SECRET is not set: statement_urls and application_urls answer 500 until it is');
         const requestPolicies = serverPolicies({ ctx: rt.ctx, storeKind: rt.store.kind, rateLimits });
         const app = await buildServer({ ctx: rt.ctx, log, requestPolicies, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }), ...(https ? { https } : {}) });
         let loop: WorkerLoop | null = null;

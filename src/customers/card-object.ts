@@ -60,8 +60,8 @@ export function renderCard(row: CardCore & Partial<Omit<CardRow, 'customer_id'>>
     // No address verification exists in the simulated network, so the check is never run.
     address_zip_check: 'unchecked',
     cvc_check: row.cvc_check,
-    // 3-D Secure belongs to a charge flow; a stored card has not been through one.
-    three_d_secure_status: null,
+    // Set by a finished 3-D Secure request of the card or of the token it was made from (i15c).
+    three_d_secure_status: row.three_d_secure_status ?? null,
     email: row.email ?? null,
     phone: row.phone ?? null,
     metadata: row.metadata ?? {},

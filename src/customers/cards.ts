@@ -16,6 +16,7 @@ import { CHILD_LIST_PAGE, listObject, PAGINATION_PARAMS, readPage, type ListObje
 import { hasParam, optionalBoolean, optionalString, readParams, requireString, type Params } from '../operations/params';
 import { CARD_NAME_PATTERN } from '../processor/test-cards';
 import { renderCard, type CardObject, type CardRow } from './card-object';
+import { finishedTokenThreeDSecure } from './token-three-d-secure';
 import { findCustomer } from './customer-record';
 import { consumeToken, type TokenRow } from './tokens';
 
@@ -53,6 +54,7 @@ export function cardOfToken(token: TokenRow, customerId: string, at: Date, metad
     email: null,
     phone: null,
     cvc_check: token.cvc_check,
+    three_d_secure_status: null,
     metadata,
     created_at: at,
     updated_at: at,
@@ -87,7 +89,8 @@ export async function attachCardFromToken(
     .where('deleted_at', 'is', null)
     .executeTakeFirst();
   if (duplicate) throw sameCardError();
-  const row = cardOfToken(token, customerId, at, metadata);
+  // A token that finished 3-D Secure gives the card its status (i15c).
+  const row = { ...cardOfToken(token, customerId, at, metadata), three_d_secure_status: (await finishedTokenThreeDSecure(trx, caller, tokenId)) ?? null };
   try {
     await trx.insertInto('cards').values({ ...row, metadata: JSON.stringify(metadata) }).execute();
   } catch (error) {

@@ -11,9 +11,10 @@ import { toUnixSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
 import { defineOperation } from '../operations/define';
-import { readParams } from '../operations/params';
+import { isPlainObject, optionalBoolean, readParams } from '../operations/params';
 import { tokenizeTestCard, type TokenizedCard } from '../processor/test-cards';
 import { renderCard, type CardObject } from './card-object';
+import { assertTokenUsable, startTokenThreeDSecure, withTokenThreeDSecure } from './token-three-d-secure';
 
 export type TokenRow = Selectable<TokensTable>;
 
@@ -73,13 +74,19 @@ export function tokenRowOf(ctx: Pick<Context, 'ids'>, caller: Caller, input: unk
   };
 }
 
-/** `tokens.create`: `card[number]`, `card[exp_month]`, `card[exp_year]`, `card[cvc]`, `card[name]`. */
+/**
+ * `tokens.create`: `card[number]`, `card[exp_month]`, `card[exp_year]`, `card[cvc]`, `card[name]`,
+ * and `three_d_secure` (boolean): true starts token-level 3-D Secure (token-three-d-secure.ts).
+ */
 export async function createToken(ctx: Context, caller: Caller, input: unknown): Promise<TokenObject> {
   const now = ctx.clock.now();
-  const row = tokenRowOf(ctx, caller, input, now);
-  const token = renderToken(row);
+  const { three_d_secure: tdsParam, ...cardInput } = isPlainObject(input) ? input : { three_d_secure: undefined };
+  const threeDSecure = optionalBoolean({ three_d_secure: tdsParam }, 'three_d_secure') ?? false;
+  const row = tokenRowOf(ctx, caller, isPlainObject(input) ? cardInput : input, now);
+  const token = withTokenThreeDSecure(renderToken(row), threeDSecure ? { status: 'unverified' } : undefined);
   await ctx.db.transaction().execute(async (trx) => {
     await trx.insertInto('tokens').values(row).execute();
+    if (threeDSecure) await startTokenThreeDSecure(trx, caller, row.token_id, now);
     await recordEvent(trx, ctx.ids, { accountId: caller.accountId, livemode: caller.livemode, type: 'token.created', data: token, at: now });
   });
   return token;
@@ -101,7 +108,10 @@ export async function consumeToken(trx: Kysely<Database>, caller: Caller, tokenI
     .where('used_at', 'is', null)
     .returningAll()
     .executeTakeFirst();
-  if (used) return used;
+  if (used) {
+    await assertTokenUsable(trx, caller, tokenId, param);
+    return used;
+  }
   const exists = await trx
     .selectFrom('tokens')
     .select('token_id')

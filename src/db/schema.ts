@@ -82,6 +82,7 @@ export interface CardsTable {
   metadata: JsonColumn<Record<string, string>>;
   name: string | null;
   phone: string | null;
+  three_d_secure_status: string | null;
   updated_at: Date;
 }
 
@@ -443,6 +444,7 @@ export interface StatementUrlsTable {
   account_id: string;
   expires_at: Date;
   issued_at: Date;
+  kind: Generated<string>;
   livemode: boolean;
   nonce: string;
   platformer: boolean;
@@ -518,6 +520,22 @@ export interface TermsTable {
   term_id: string;
 }
 
+export interface ThreeDSecureRequestsTable {
+  account_id: string;
+  created_at: Date;
+  expires_at: Date;
+  finished_at: Date | null;
+  livemode: boolean;
+  request_id: string;
+  resource_id: string;
+  result_received_at: Date | null;
+  started_at: Date | null;
+  state: string;
+  tenant_id: string | null;
+  three_d_secure_status: string;
+  updated_at: Date;
+}
+
 export interface TokensTable {
   account_id: string;
   brand: string;
@@ -535,6 +553,15 @@ export interface TokensTable {
   name: string | null;
   token_id: string;
   used_at: Date | null;
+}
+
+export interface TokenThreeDSecureTable {
+  account_id: string;
+  expires_at: Date;
+  finished_at: Date | null;
+  livemode: boolean;
+  status: string;
+  token_id: string;
 }
 
 export interface WebhookAttemptsTable {
@@ -610,6 +637,8 @@ export interface Database {
   tax_rates: TaxRatesTable;
   tenants: TenantsTable;
   terms: TermsTable;
+  three_d_secure_requests: ThreeDSecureRequestsTable;
+  token_three_d_secure: TokenThreeDSecureTable;
   tokens: TokensTable;
   webhook_attempts: WebhookAttemptsTable;
   webhook_deliveries: WebhookDeliveriesTable;

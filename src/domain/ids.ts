@@ -30,6 +30,7 @@ export const ID_PREFIX = {
   product: 'prod_',
   taxRate: 'txr_',
   paymentMethod: 'pm_',
+  threeDSecureRequest: 'tdsr_',
   secretKeyTest: 'sk_test_',
   secretKeyLive: 'sk_live_',
   publicKeyTest: 'pk_test_',

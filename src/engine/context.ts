@@ -31,6 +31,8 @@ export interface EngineConfig {
   readonly statementUrlSecret?: string | undefined;
   /** Base of statement download URLs (default https://kessai.invalid/v1/statements/download). */
   readonly statementDownloadBaseUrl?: string | undefined;
+  /** Base of tenant application page URLs (default https://kessai.invalid/v1/tenant_application). */
+  readonly tenantApplicationBaseUrl?: string | undefined;
 }
 
 export const DEFAULT_CONFIG: EngineConfig = {

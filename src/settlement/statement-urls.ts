@@ -5,9 +5,15 @@
  * statement, the `platformer` flag, a nonce and the expiry; `statementCsv` checks it and renders
  * the CSV the URL serves (the HTTP side comes later). An expired, replaced or forged token is
  * `not_found` (v1 §4.7: "An expired URL leads to a not-found page").
+ *
+ * The same mechanism (`issueUrl`, `payloadOfToken`) issues and checks every expiring URL kessai
+ * serves, told apart by kind: balances' statements (balance-statement-urls.ts) and tenants'
+ * application pages (src/tenants/application-urls.ts).
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { Kysely } from 'kysely';
 import type { Caller } from '../accounts/accounts';
+import type { Database } from '../db/schema';
 import { reject } from '../domain/errors';
 import { toUnixSeconds } from '../domain/time';
 import type { Context, EngineConfig } from '../engine/context';
@@ -24,14 +30,24 @@ export type StatementUrlConfig = Pick<EngineConfig, 'statementUrlSecret' | 'stat
 
 export type StatementUrlObject = { readonly object: 'statement_url'; readonly url: string; readonly expires: number };
 
-interface TokenPayload {
+/**
+ * What an expiring URL kessai issues gives access to (one mechanism for all of them): a
+ * statement's download, the statements of a balance (`balances.statement_urls`), a tenant's
+ * application page (`tenants.application_urls`).
+ */
+export type DownloadKind = 'statement' | 'balance' | 'tenant_application';
+
+export interface TokenPayload {
   readonly a: string;
   readonly l: boolean;
+  /** The id of the object of kind `k`. */
   readonly s: string;
   readonly p: boolean;
   readonly n: string;
   /** Expiry, epoch ms. */
   readonly e: number;
+  /** The kind; absent on the statement URLs issued before kinds existed. */
+  readonly k?: DownloadKind;
 }
 
 function secretOf(config: EngineConfig): string {
@@ -49,33 +65,82 @@ export function statementUrlToken(secret: string, payload: TokenPayload): string
   return `${body}.${sign(secret, body)}`;
 }
 
+/** The object a URL is issued for: its kind, id and `platformer` flag. */
+export interface DownloadTarget {
+  readonly kind: DownloadKind;
+  readonly id: string;
+  readonly platformer: boolean;
+}
+
+/** An issued URL: the address and the instant it stops working. */
+export interface IssuedUrl {
+  readonly url: string;
+  readonly expires: Date;
+}
+
+export interface IssueUrlOptions {
+  readonly ttlMs: number;
+  /** The address the token is appended to (`?token=…`). */
+  readonly base: string;
+  /** Checks, inside the transaction, that the caller's object exists; its refusal is the answer. */
+  readonly exists: (trx: Kysely<Database>) => Promise<unknown>;
+}
+
+/**
+ * Issues the URL of `target`, valid `ttlMs` from now. One row per (object, kind, platformer): the
+ * new nonce replaces the old, which stops matching, so a newer URL invalidates the older.
+ */
+export async function issueUrl(ctx: Pick<Context, 'db' | 'clock' | 'ids' | 'config'>, caller: Caller, target: DownloadTarget, options: IssueUrlOptions): Promise<IssuedUrl> {
+  const secret = secretOf(ctx.config);
+  const now = ctx.clock.now();
+  const expires = new Date(now.getTime() + options.ttlMs);
+  return ctx.db.transaction().execute(async (trx) => {
+    await options.exists(trx);
+    const nonce = ctx.ids.next('statement').slice(3);
+    await trx
+      .insertInto('statement_urls')
+      .values({ account_id: caller.accountId, livemode: caller.livemode, kind: target.kind, statement_id: target.id, platformer: target.platformer, nonce, issued_at: now, expires_at: expires })
+      .onConflict((oc) => oc.columns(['account_id', 'livemode', 'kind', 'statement_id', 'platformer']).doUpdateSet({ nonce, issued_at: now, expires_at: expires }))
+      .execute();
+    const payload: TokenPayload = { a: caller.accountId, l: caller.livemode, s: target.id, p: target.platformer, n: nonce, e: expires.getTime(), ...(target.kind === 'statement' ? {} : { k: target.kind }) };
+    return { url: `${options.base}?token=${statementUrlToken(secret, payload)}`, expires };
+  });
+}
+
+/** The base of statement (and balance) download URLs: configured, or the placeholder. */
+export function statementDownloadBase(ctx: Pick<Context, 'config'>): string {
+  return ctx.config.statementDownloadBaseUrl ?? DEFAULT_STATEMENT_DOWNLOAD_BASE;
+}
+
 /** `statements.statement_urls`: `id` (path) and `platformer` (boolean, default false). */
 export async function issueStatementUrl(ctx: Context, caller: Caller, input: unknown): Promise<StatementUrlObject> {
   const params = readParams(input, ['id', 'platformer']);
   const statementId = requireString(params, 'id');
   const platformer = optionalBoolean(params, 'platformer') ?? false;
-  const secret = secretOf(ctx.config);
-  const now = ctx.clock.now();
-  const expires = new Date(now.getTime() + STATEMENT_URL_TTL_MS);
-  return ctx.db.transaction().execute(async (trx) => {
-    await findStatement(trx, caller, statementId, 'id');
-    const nonce = ctx.ids.next('statement').slice(3);
-    // One row per (statement, platformer): the new nonce replaces the old, which stops matching.
-    await trx
-      .insertInto('statement_urls')
-      .values({ account_id: caller.accountId, livemode: caller.livemode, statement_id: statementId, platformer, nonce, issued_at: now, expires_at: expires })
-      .onConflict((oc) => oc.columns(['account_id', 'livemode', 'statement_id', 'platformer']).doUpdateSet({ nonce, issued_at: now, expires_at: expires }))
-      .execute();
-    const token = statementUrlToken(secret, { a: caller.accountId, l: caller.livemode, s: statementId, p: platformer, n: nonce, e: expires.getTime() });
-    const base = ctx.config.statementDownloadBaseUrl ?? DEFAULT_STATEMENT_DOWNLOAD_BASE;
-    return { object: 'statement_url', url: `${base}?token=${token}`, expires: toUnixSeconds(expires) } as const;
-  });
+  const issued = await issueUrl(ctx, caller, { kind: 'statement', id: statementId, platformer }, { ttlMs: STATEMENT_URL_TTL_MS, base: statementDownloadBase(ctx), exists: (trx) => findStatement(trx, caller, statementId, 'id') });
+  return { object: 'statement_url', url: issued.url, expires: toUnixSeconds(issued.expires) } as const;
 }
 
-/** Checks a download token as of the context clock and returns the statement it names. */
-export async function statementOfToken(ctx: Pick<Context, 'db' | 'clock' | 'config'>, token: string): Promise<{ statement: StatementObject; platformer: boolean }> {
+/**
+ * The kind a token claims, read without checking it (the download route picks the renderer by it;
+ * `payloadOfToken` then checks the token against that kind).
+ */
+export function claimedKindOf(token: string): DownloadKind {
+  try {
+    const claimed = (JSON.parse(Buffer.from(token.split('.')[0] ?? '', 'base64url').toString('utf8')) as Partial<TokenPayload> | null)?.k;
+    return claimed === 'balance' || claimed === 'tenant_application' ? claimed : 'statement';
+  } catch {
+    return 'statement';
+  }
+}
+
+/**
+ * Checks a URL token as of the context clock: the signature, the expiry, that no newer URL
+ * replaced it, and that it is of kind `kind`. Anything else is `not_found` on `token`.
+ */
+export async function payloadOfToken(ctx: Pick<Context, 'db' | 'clock' | 'config'>, token: string, kind: DownloadKind): Promise<TokenPayload> {
   const secret = secretOf(ctx.config);
-  const notFound = (): never => reject('not_found', 'token', 'This statement URL does not exist or has expired.');
+  const notFound = (): never => reject('not_found', 'token', 'This URL does not exist or has expired.');
   const [body, signature, extra] = token.split('.');
   if (body === undefined || signature === undefined || extra !== undefined) return notFound();
   const expected = Buffer.from(sign(secret, body));
@@ -87,16 +152,24 @@ export async function statementOfToken(ctx: Pick<Context, 'db' | 'clock' | 'conf
   } catch {
     return notFound();
   }
+  if ((payload.k ?? 'statement') !== kind) return notFound();
   if (ctx.clock.now().getTime() >= payload.e) return notFound();
   const current = await ctx.db
     .selectFrom('statement_urls')
     .select('nonce')
     .where('account_id', '=', payload.a)
     .where('livemode', '=', payload.l)
+    .where('kind', '=', kind)
     .where('statement_id', '=', payload.s)
     .where('platformer', '=', payload.p)
     .executeTakeFirst();
   if (current?.nonce !== payload.n) return notFound();
+  return payload;
+}
+
+/** Checks a statement download token as of the context clock and returns the statement it names. */
+export async function statementOfToken(ctx: Pick<Context, 'db' | 'clock' | 'config'>, token: string): Promise<{ statement: StatementObject; platformer: boolean }> {
+  const payload = await payloadOfToken(ctx, token, 'statement');
   const row = await findStatement(ctx.db, { accountId: payload.a, livemode: payload.l }, payload.s, 'token');
   return { statement: (await statementObjects(ctx.db, [row]))[0]!, platformer: payload.p };
 }

@@ -199,17 +199,22 @@ export async function listStatements(ctx: Context, caller: Caller, input: unknow
   return listObject(await statementObjects(ctx.db, rows), page, STATEMENTS_URL);
 }
 
-export async function retrieveBalance(ctx: Context, caller: Caller, input: unknown): Promise<BalanceObject> {
-  const params = readParams(input, ['id']);
-  const id = requireString(params, 'id');
-  const row = await ctx.db
+/** A balance of the caller, or `invalid_id` on `param`. */
+export async function findBalance(executor: Kysely<Database>, caller: Pick<Caller, 'accountId' | 'livemode'>, balanceId: string, param: string): Promise<BalanceRow> {
+  const row = await executor
     .selectFrom('balances')
     .selectAll()
     .where('account_id', '=', caller.accountId)
     .where('livemode', '=', caller.livemode)
-    .where('balance_id', '=', id)
+    .where('balance_id', '=', balanceId)
     .executeTakeFirst();
-  if (!row) return reject('invalid_id', 'id', `No such balance: ${id}`);
+  if (!row) return reject('invalid_id', param, `No such balance: ${balanceId}`);
+  return row;
+}
+
+export async function retrieveBalance(ctx: Context, caller: Caller, input: unknown): Promise<BalanceObject> {
+  const params = readParams(input, ['id']);
+  const row = await findBalance(ctx.db, caller, requireString(params, 'id'), 'id');
   return (await balanceObjects(ctx.db, [row]))[0]!;
 }
 

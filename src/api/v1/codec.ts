@@ -10,7 +10,8 @@
  */
 import qs from 'qs';
 import { KessaiError, reject } from '../../domain/errors';
-import { isPlainObject } from '../../operations/params';
+import { PAGINATION_PARAMS, readPage, type Page } from '../../operations/pagination';
+import { isPlainObject, readParams, requireString } from '../../operations/params';
 
 /** Form and query decoding: nested keys, no arrays (`a[0]` stays a key), no prototype keys. */
 export function parseForm(text: string): Record<string, unknown> {
@@ -53,4 +54,14 @@ export function toV1Error(error: unknown): KessaiError {
   const status = (error as { statusCode?: unknown } | null)?.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) return new KessaiError('invalid_querystring', { message: 'the request could not be read' });
   return new KessaiError('payjp_wrong', { message: 'An unexpected error occurred.' });
+}
+
+/** The input of an operation that names one object and takes nothing else (retrieve, delete). */
+export function decodeId(input: unknown): { readonly id: string } {
+  return { id: requireString(readParams(input, ['id']), 'id') };
+}
+
+/** The input of a list operation that takes the pagination parameters only (v1 §4.1). */
+export function decodePage(input: unknown): Page {
+  return readPage(readParams(input, PAGINATION_PARAMS));
 }

@@ -10,7 +10,10 @@ export interface V1Route {
   /** Fastify pattern, e.g. `/v1/customers/:customer/cards/:id`. */
   readonly path: string;
   readonly operation: string;
-  /** The statement URL operation issues URLs served by this server (see server.ts). */
+  /**
+   * The operation issues URLs served by this server (statement and balance downloads, tenant
+   * application pages; see server.ts): their base is this server's address unless configured.
+   */
   readonly issuesDownloadUrl?: boolean;
 }
 
@@ -29,6 +32,8 @@ function crud(base: string, resource: string, withDelete: boolean, parent = ''):
 
 export const V1_ROUTES: readonly V1Route[] = [
   route('POST', '/tokens', 'tokens.create'),
+  route('GET', '/tokens/:id', 'tokens.retrieve'),
+  route('POST', '/tokens/:id/tds_finish', 'tokens.tds_finish'),
   ...crud('/charges', 'charges', false),
   ...['capture', 'refund', 'reauth', 'tds_finish'].map((action) => route('POST', `/charges/:id/${action}`, `charges.${action}`)),
   ...crud('/customers', 'customers', true),
@@ -43,9 +48,21 @@ export const V1_ROUTES: readonly V1Route[] = [
   route('POST', '/statements/:id/statement_urls', 'statements.statement_urls', { issuesDownloadUrl: true }),
   route('GET', '/balances', 'balances.list'),
   route('GET', '/balances/:id', 'balances.retrieve'),
+  route('POST', '/balances/:id/statement_urls', 'balances.statement_urls', { issuesDownloadUrl: true }),
   route('GET', '/terms', 'terms.list'),
   route('GET', '/terms/:id', 'terms.retrieve'),
   ...crud('/tenants', 'tenants', true),
+  route('POST', '/tenants/:id/application_urls', 'tenants.application_urls', { issuesDownloadUrl: true }),
+  // Transfers after the settlement overhaul (src/settlement/transfers.ts).
+  ...['transfers', 'tenant_transfers'].flatMap((resource) => [
+    route('GET', `/${resource}`, `${resource}.list`),
+    route('GET', `/${resource}/:id`, `${resource}.retrieve`),
+    route('GET', `/${resource}/:id/charges`, `${resource}.charges`),
+  ]),
+  route('POST', '/tenant_transfers/:id/statement_urls', 'tenant_transfers.statement_urls'),
+  route('POST', '/three_d_secure_requests', 'three_d_secure_requests.create'),
+  route('GET', '/three_d_secure_requests', 'three_d_secure_requests.list'),
+  route('GET', '/three_d_secure_requests/:id', 'three_d_secure_requests.retrieve'),
   route('GET', '/events', 'events.list'),
   route('GET', '/events/:id', 'events.retrieve'),
   route('GET', '/accounts', 'accounts.retrieve'),
@@ -53,6 +70,9 @@ export const V1_ROUTES: readonly V1Route[] = [
 
 /** Where the statement download URL is served (unauthenticated: the signed token is the credential). */
 export const STATEMENT_DOWNLOAD_PATH = '/v1/statements/download';
+/** Where a tenant's application page is served (unauthenticated, like the statement download; not under
+ * /v1/tenants/, where a tenant's chosen id could be `application`). */
+export const TENANT_APPLICATION_PATH = '/v1/tenant_application';
 
 function patternOf(path: string): RegExp {
   return new RegExp(`^${path.replace(/:[a-z_]+/g, '[^/]+')}/?$`);

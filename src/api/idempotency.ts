@@ -29,6 +29,7 @@ import type { Database } from '../db/schema';
 import { KessaiError, toError, type ErrorCode } from '../domain/errors';
 import type { Clock } from '../engine/clock';
 import { callerOf } from './rate-limits';
+import { sendRefusal } from './refusal';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 /** How long a stored response answers retries (24 hours, the real service's figure). */
@@ -79,9 +80,8 @@ export function requestHash(method: string, url: string, body: unknown): string 
   return createHash('sha256').update(`${method} ${url}\n${canonicalJson(body)}`).digest('hex');
 }
 
-function refuse(reply: FastifyReply, code: ErrorCode, message: string, param?: string): FastifyReply {
-  const error = new KessaiError(code, { message, ...(param === undefined ? {} : { param }) });
-  return reply.code(error.status).type('application/json; charset=utf-8').send(JSON.stringify(error.toV1()));
+function refuse(request: FastifyRequest, reply: FastifyReply, code: ErrorCode, message: string, param?: string): FastifyReply {
+  return sendRefusal(request, reply, new KessaiError(code, { message, ...(param === undefined ? {} : { param }) }));
 }
 
 function scoped(db: Kysely<Database>, caller: Caller, key: string) {
@@ -155,7 +155,7 @@ async function idempotencyPlugin(app: FastifyInstance, options: IdempotencyOptio
     const caller = callerOf(request);
     if (header === undefined || caller === undefined) return;
     const key = Array.isArray(header) ? header.join(',') : header;
-    if (!KEY_FORMAT.test(key)) return refuse(reply, 'invalid_param_key', 'Idempotency-Key must be 1 to 255 characters of A-Z, a-z, 0-9, "-" and "_".', 'Idempotency-Key');
+    if (!KEY_FORMAT.test(key)) return refuse(request, reply, 'invalid_param_key', 'Idempotency-Key must be 1 to 255 characters of A-Z, a-z, 0-9, "-" and "_".', 'Idempotency-Key');
     const reservation: Reservation = { caller, key, hash: requestHash(request.method, request.url, request.body) };
     // Waiting is counted in polls, not read off a clock: `waitMs / pollMs` looks at the row.
     let polls = Math.ceil(waitMs / pollMs);
@@ -167,11 +167,11 @@ async function idempotencyPlugin(app: FastifyInstance, options: IdempotencyOptio
       const stored = await readStored(db, caller, key);
       if (stored === undefined) continue; // purged or given up between the two statements: reserve again
       if (stored.request_hash !== reservation.hash) {
-        return refuse(reply, 'already_exist_id', `Idempotency-Key ${key} was already used for another request (a different method, path or parameters); send a new key for a new request.`, 'Idempotency-Key');
+        return refuse(request, reply, 'already_exist_id', `Idempotency-Key ${key} was already used for another request (a different method, path or parameters); send a new key for a new request.`, 'Idempotency-Key');
       }
       if (stored.state === 'done') return replay(reply, stored);
       if (polls <= 0) {
-        return refuse(reply, 'over_capacity', `A request with Idempotency-Key ${key} is still in progress; retry later with the same key.`);
+        return refuse(request, reply, 'over_capacity', `A request with Idempotency-Key ${key} is still in progress; retry later with the same key.`);
       }
       polls -= 1;
       await sleep(pollMs);

@@ -26,6 +26,7 @@ import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes, type RateLimite
 import type { Caller } from '../accounts/accounts';
 import type { Database } from '../db/schema';
 import { KessaiError } from '../domain/errors';
+import { sendRefusal } from './refusal';
 
 export const RATE_LIMIT_ZONES = ['pk', 'payment', 'sk'] as const;
 export type RateLimitZone = (typeof RATE_LIMIT_ZONES)[number];
@@ -177,13 +178,9 @@ class Limiters {
   }
 }
 
-function overCapacity(reply: FastifyReply, zone: RateLimitZone, msBeforeNext: number): FastifyReply {
+function overCapacity(request: FastifyRequest, reply: FastifyReply, zone: RateLimitZone, msBeforeNext: number): FastifyReply {
   const error = new KessaiError('over_capacity', { message: `Too many requests in the ${zone} zone; retry with exponential back-off.` });
-  return reply
-    .code(error.status)
-    .header('retry-after', String(Math.max(1, Math.ceil(msBeforeNext / 1000))))
-    .type('application/json; charset=utf-8')
-    .send(JSON.stringify(error.toV1()));
+  return sendRefusal(request, reply.header('retry-after', String(Math.max(1, Math.ceil(msBeforeNext / 1000)))), error);
 }
 
 async function rateLimitsPlugin(app: FastifyInstance, options: RateLimitOptions): Promise<void> {
@@ -206,7 +203,7 @@ async function rateLimitsPlugin(app: FastifyInstance, options: RateLimitOptions)
     } catch (refusal) {
       // A RateLimiterRes is "no points left"; anything else is a fault of the store and its
       // insurance limiter both, which the server's error handler answers.
-      if (refusal instanceof RateLimiterRes) return overCapacity(reply, zone, refusal.msBeforeNext);
+      if (refusal instanceof RateLimiterRes) return overCapacity(request, reply, zone, refusal.msBeforeNext);
       throw refusal;
     }
   });

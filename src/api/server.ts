@@ -5,7 +5,9 @@
  *
  * Order of a request: onRequest authentication (decorates `request.caller`) → the request policies
  * (rate limits, idempotency: `options.requestPolicies`) → the route: decode, run the operation,
- * encode. Every refusal, Fastify's own included, leaves through `setErrorHandler` as the v1 body.
+ * encode. Every refusal, Fastify's own included, leaves through `setErrorHandler` as the v1 body;
+ * the v2 API (`/v2`, src/api/v2/) is mounted in its own context with JSON bodies and problem
+ * documents, after the same authentication and request policies.
  */
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
@@ -17,7 +19,10 @@ import { runOperation } from '../operations/registry';
 import { balanceStatementsCsv } from '../settlement/balance-statement-urls';
 import { claimedKindOf, statementCsv } from '../settlement/statement-urls';
 import { tenantApplicationPage } from '../tenants/application-urls';
-import { decodeV1Input, parseForm, toV1Error } from './v1/codec';
+import { sendRefusal } from './refusal';
+import { decodeV1Input, parseForm } from './v1/codec';
+import { registerV2Routes, V2_PREFIX } from './v2/codec';
+import { V2_ROUTES } from './v2/routes';
 import { methodsAt, STATEMENT_DOWNLOAD_PATH, TENANT_APPLICATION_PATH, V1_ROUTES, type V1Route } from './v1/routes';
 
 declare module 'fastify' {
@@ -48,9 +53,15 @@ export interface ServerOptions {
   readonly requestPolicies?: (app: FastifyInstance) => Promise<void>;
 }
 
-/** The HTTP Basic user name (the API key; the password is empty), or undefined when none is sent. */
+/**
+ * The API key of an `Authorization` header, or undefined when none is sent: the HTTP Basic user
+ * name (the password is empty; the v1 SDK), or a Bearer token (the v2 SDK, official-sdks.md §1;
+ * v2 accepts both schemes, and so does v1: one key, one check).
+ */
 export function apiKeyOf(header: string | undefined): string | undefined {
   if (header === undefined) return undefined;
+  const bearer = /^Bearer\s+(\S+)$/i.exec(header.trim());
+  if (bearer) return bearer[1]!;
   const match = /^Basic\s+(\S+)$/i.exec(header.trim());
   if (!match) return '';
   const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
@@ -118,10 +129,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   });
 
   app.setErrorHandler((error, request, reply) => {
-    const refusal = toV1Error(error);
-    if (refusal.status >= 500) request.log.error({ err: error }, 'request failed');
-    else request.log.info({ code: refusal.code, param: refusal.param }, 'request refused');
-    void reply.status(refusal.status).type('application/json; charset=utf-8').send(refusal.toV1());
+    void sendRefusal(request, reply, error);
   });
 
   app.setNotFoundHandler(async (request) => {
@@ -151,6 +159,14 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   });
 
   if (options.requestPolicies) await options.requestPolicies(app);
+
+  // The v2 API in its own context: JSON bodies, problem documents (src/api/v2/codec.ts).
+  await app.register(registerV2Routes, {
+    prefix: V2_PREFIX,
+    ctx,
+    routes: V2_ROUTES,
+    contextFor: (route, request) => (route.issuesDownloadUrl ? { ...ctx, config: { ...ctx.config, ...urlBases(ctx, request) } } : ctx),
+  });
 
   for (const route of V1_ROUTES) {
     app.route({

@@ -132,6 +132,10 @@ export const ERROR_CATALOGUE = {
   payment_method_customer_mismatch: client('the payment method is attached to another customer'),
   payment_method_unattached: client('the payment method is not attached to a customer'),
   payment_method_already_detached: client('the payment method was detached and cannot be used again'),
+  // v2 only (official-sdks.md §3, createPaymentFlow / confirmPaymentFlow).
+  extended_authorization_not_available: client('the authorization period of this payment method cannot be extended'),
+  detached_payment_method_not_usable: client('a detached payment method cannot pay'),
+  payment_method_not_owned_by_customer: client('the payment method is not attached to the customer of the payment flow'),
 } as const satisfies Record<string, CatalogueEntry>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;

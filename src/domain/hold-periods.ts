@@ -136,7 +136,8 @@ export const EXTENDED_AUTHORIZATION_PARAM = 'payment_method_options[card][reques
  * known ones is refused rather than ignored, so a typo cannot silently cost the merchant an extension.
  */
 export function parseExtendedAuthorizationRequest(value: unknown): ExtendedAuthorizationRequest | undefined {
-  if (value === undefined) return undefined;
+  // `never` (the SDK's third value, official-sdks.md §2) asks for no extension: the default period.
+  if (value === undefined || value === 'never') return undefined;
   if (typeof value === 'string' && (EXTENDED_AUTHORIZATION_REQUESTS as readonly string[]).includes(value)) {
     return value as ExtendedAuthorizationRequest;
   }
@@ -156,8 +157,8 @@ export interface HoldExpiry {
  * (service rules §2.1, v2 §4.2 and §7); `if_available` extends where the rule allows and otherwise
  * falls back to the default period; no request means the default period.
  *
- * The v2 error catalogue is not shown, so the refusal uses the closest v1 code, `no_allowed_param`
- * (400, "parameter not allowed"), naming the request parameter. The caller decides whether the card
+ * The refusal is `extended_authorization_not_available` (400; the SDK's title "Extended
+ * Authorization Not Available", official-sdks.md §3), naming the request parameter. The caller decides whether the card
  * options apply at all (e.g. when the customer picked PayPay); if it passes them, PayPay is treated
  * like any other non-extendable combination.
  */
@@ -171,7 +172,7 @@ export function v2HoldExpiresAt(
   if (request === 'must_extend' && rule.extendedDays === null) {
     const subject = method === 'paypay' ? 'paypay' : `${method} with an ${issuer} issuer`;
     const era = rule.effectiveFrom === null ? '' : ` authorized from ${rule.effectiveFrom}`;
-    return reject('no_allowed_param', EXTENDED_AUTHORIZATION_PARAM, `must_extend is not available: the hold period of ${subject}${era} (${rule.defaultDays} days) cannot be extended`);
+    return reject('extended_authorization_not_available', EXTENDED_AUTHORIZATION_PARAM, `must_extend is not available: the hold period of ${subject}${era} (${rule.defaultDays} days) cannot be extended`);
   }
   const extended = request !== undefined && rule.extendedDays !== null;
   const days = extended && rule.extendedDays !== null ? rule.extendedDays : rule.defaultDays;

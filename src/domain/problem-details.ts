@@ -1,12 +1,17 @@
 /**
- * v2 errors as RFC 9457 problem documents (service rules §3): `{ type, title, status, detail, code,
- * errors: [{ field, message }] }` with media type `application/problem+json`. The engine throws one
- * error class for both API versions (KessaiError, with its v1 catalogue code); this maps it to the
- * v2 shape once, at the boundary, so operations shared by v1 and v2 code need no second catalogue.
+ * v2 errors as RFC 9457 problem documents (service rules §3; official-sdks.md §1 "Error body",
+ * §3 "v2 named 400 errors"): `{ type, title, status, detail, code, errors: [{ field, message }] }`
+ * with media type `application/problem+json`. The engine throws one error class for both API
+ * versions (KessaiError, with its v1 catalogue code); this maps it to the v2 shape once, at the
+ * boundary, so operations shared by v1 and v2 need no second catalogue. It is the one error policy
+ * of the v2 API: the v2 codec (src/api/v2/codec.ts) renders every refusal through it.
  *
- * Mapping (service rules §3): authentication 401, unknown resource 404, card failure 402, a wrong
- * state 400 `invalid_status`, every other caller mistake 422 `validation_error` with the parameter
- * named in `errors[].field`; server faults keep their 5xx.
+ * Mapping: authentication 401 `Unauthorized`; unknown resource 404 `Not Found`, except an unknown
+ * list cursor, which the SDK documents as 400 `Resource Missing`; a card failure 402 `Payment
+ * Failed` (the card's own code kept in `code`); the SDK's named 400 errors with their titles
+ * (`Invalid Status` for every wrong state, `Metadata Limit Exceeded`, `Extended Authorization Not
+ * Available`, …); every other caller mistake 422 `Validation Error` (`validation_error`) with the
+ * parameter named in `errors[].field`; server faults keep their 5xx.
  */
 import type { KessaiError, ErrorCode } from './errors';
 
@@ -15,7 +20,7 @@ export const PROBLEM_MEDIA_TYPE = 'application/problem+json';
 /** The v2 problem `type` URIs are relative to the API documentation; one per `code` below. */
 const PROBLEM_TYPE_BASE = 'https://docs.kessai.dev/v2/errors#';
 
-export type ProblemCode = 'validation_error' | 'invalid_status' | 'not_found' | 'unauthorized' | 'rate_limited' | 'server_error' | ErrorCode;
+export type ProblemCode = string;
 
 export interface ProblemDocument {
   readonly type: string;
@@ -26,49 +31,78 @@ export interface ProblemDocument {
   readonly errors: readonly { readonly field: string; readonly message: string }[];
 }
 
-/**
- * v1 codes that say "the object is in the wrong state for this", not "your input is malformed": v2
- * renders them as 400 `invalid_status` (service rules §3), keeping the v1 code in `detail`'s sense.
- */
-const STATE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
-  'invalid_status',
-  'already_captured',
-  'already_refunded',
-  'charge_expired',
-  'cant_capture_refunded_charge',
-  'cant_reauth_refunded_charge',
-  'three_d_secure_incompleted',
-  'not_in_three_d_secure_flow',
-  'three_d_secure_expired',
-  'invalid_three_d_secure_state',
-  'token_already_used',
-  'product_has_prices',
-  'invalid_default_price',
-  'payment_method_already_attached',
-  'payment_method_customer_mismatch',
-  'payment_method_unattached',
-  'payment_method_already_detached',
-]);
+interface Category {
+  readonly code: ProblemCode;
+  readonly status: number;
+  readonly title: string;
+}
 
-const TITLES: Readonly<Record<string, string>> = {
-  validation_error: 'The request is not valid',
-  invalid_status: 'The object is not in a status that allows this operation',
-  not_found: 'No such object',
-  unauthorized: 'Authentication failed',
-  rate_limited: 'Too many requests',
-  server_error: 'Internal error',
+const INVALID_STATUS: Category = { code: 'invalid_status', status: 400, title: 'Invalid Status' };
+const named = (title: string): Category => ({ code: title.toLowerCase().replace(/ /g, '_'), status: 400, title });
+
+/**
+ * The SDK's named 400 errors by catalogue code (official-sdks.md §3). The v1 codes that say "the
+ * object is in the wrong state for this", not "your input is malformed", are `Invalid Status`.
+ */
+const NAMED_400: Readonly<Partial<Record<ErrorCode, Category>>> = {
+  invalid_status: INVALID_STATUS,
+  already_captured: INVALID_STATUS,
+  cant_capture_refunded_charge: INVALID_STATUS,
+  cant_reauth_refunded_charge: INVALID_STATUS,
+  three_d_secure_incompleted: INVALID_STATUS,
+  not_in_three_d_secure_flow: INVALID_STATUS,
+  three_d_secure_expired: INVALID_STATUS,
+  invalid_three_d_secure_state: INVALID_STATUS,
+  token_already_used: INVALID_STATUS,
+  // capturePaymentFlow: "Payment Flow Expired" — the hold lapsed; a wrong state all the same.
+  charge_expired: { ...INVALID_STATUS, title: 'Payment Flow Expired' },
+  too_many_metadata_keys: named('Metadata Limit Exceeded'),
+  extended_authorization_not_available: named('Extended Authorization Not Available'),
+  already_refunded: named('Already Refunded'),
+  refund_amount_gt_net: named('Refund Exceeds Payment'),
+  already_exist_id: named('Already Exists ID'),
+  product_has_prices: named('Product Has Prices'),
+  invalid_default_price: named('Invalid Default Price'),
+  payment_method_already_attached: named('Payment Method Already Attached'),
+  payment_method_customer_mismatch: named('Payment Method Customer Mismatch'),
+  payment_method_unattached: named('Payment Method Unattached'),
+  payment_method_already_detached: named('Payment Method Already Detached'),
+  detached_payment_method_not_usable: named('Detached Payment Method Not Usable'),
+  payment_method_not_owned_by_customer: named('Payment Method Not Owned By Customer'),
+  apple_pay_disabled_in_livemode: named('Apple Pay Disabled In Livemode'),
+  invalid_apple_pay_token: named('Invalid Apple Pay Token'),
 };
 
-/** The v2 category of an error: which `code`/`status` pair service rules §3 gives it. */
-export function problemCodeOf(error: Pick<KessaiError, 'code' | 'status' | 'type'>): { readonly code: ProblemCode; readonly status: number } {
-  if (error.type === 'auth_error' || error.code === 'not_activated_account') return { code: 'unauthorized', status: 401 };
-  if (error.status === 404) return { code: 'not_found', status: 404 };
-  if (error.status === 429) return { code: 'rate_limited', status: 429 };
-  if (error.status >= 500) return { code: 'server_error', status: error.status };
+/**
+ * Named 400 errors the engine raises with a general code on a particular parameter: the parameter
+ * tells which SDK title applies (createPaymentFlow / confirmPaymentFlow).
+ */
+const NAMED_BY_PARAM: readonly { readonly code: ErrorCode; readonly param: RegExp; readonly category: Category }[] = [
+  { code: 'no_allowed_param', param: /^payment_method_types?(\[|$)/, category: named('Payment Method Type Not Allowed') },
+  { code: 'missing_param', param: /^payment_method$/, category: named('Missing Payment Method') },
+  { code: 'missing_param', param: /^customer$/, category: named('Customer Required For Payment Method') },
+];
+
+/** The list parameters naming a cursor: an unknown one is 400 `Resource Missing` on every list. */
+const CURSOR_PARAMS: ReadonlySet<string> = new Set(['starting_after', 'ending_before']);
+
+/** The v2 category of an error: its `code`, `status` and `title`. */
+export function problemCodeOf(error: Pick<KessaiError, 'code' | 'status' | 'type' | 'param'>): Category {
+  if (error.type === 'auth_error' || error.code === 'not_activated_account') return { code: 'unauthorized', status: 401, title: 'Unauthorized' };
+  if (error.status === 404) {
+    if (error.param !== undefined && CURSOR_PARAMS.has(error.param)) return named('Resource Missing');
+    return { code: 'not_found', status: 404, title: 'Not Found' };
+  }
+  if (error.status === 405) return { code: 'method_not_allowed', status: 405, title: 'Method Not Allowed' };
+  if (error.status === 429) return { code: 'rate_limited', status: 429, title: 'Too Many Requests' };
+  if (error.status >= 500) return { code: 'server_error', status: error.status, title: 'Internal Server Error' };
   // A card refusal keeps its own code (card_declined, expired_card, …): it is what the buyer is told.
-  if (error.status === 402) return { code: error.code, status: 402 };
-  if (STATE_CODES.has(error.code)) return { code: 'invalid_status', status: 400 };
-  return { code: 'validation_error', status: 422 };
+  if (error.status === 402) return { code: error.code, status: 402, title: 'Payment Failed' };
+  const named400 = NAMED_400[error.code];
+  if (named400 !== undefined) return named400;
+  const byParam = NAMED_BY_PARAM.find((rule) => rule.code === error.code && error.param !== undefined && rule.param.test(error.param));
+  if (byParam !== undefined) return byParam.category;
+  return { code: 'validation_error', status: 422, title: 'Validation Error' };
 }
 
 /**
@@ -76,10 +110,9 @@ export function problemCodeOf(error: Pick<KessaiError, 'code' | 'status' | 'type
  * field in dotted v2 JSON syntax (`metadata.k`,
  * `payment_method_options.card.request_extended_authorization`).
  */
-export function toProblemDocument(error: KessaiError): ProblemDocument {
-  const { code, status } = problemCodeOf(error);
-  const title = TITLES[code] ?? error.message;
-  const errors = error.param === undefined ? [] : [{ field: v2Field(error.param), message: error.message }];
+export function toProblemDocument(error: KessaiError, renameField: (field: string) => string = (field) => field): ProblemDocument {
+  const { code, status, title } = problemCodeOf(error);
+  const errors = error.param === undefined ? [] : [{ field: renameField(v2Field(error.param)), message: error.message }];
   return { type: PROBLEM_TYPE_BASE + code, title, status, detail: error.message, code, errors };
 }
 

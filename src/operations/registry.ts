@@ -10,6 +10,7 @@ import { CHECKOUT_SESSION_OPERATIONS } from '../checkout/checkout-sessions';
 import { PAYMENT_METHOD_CONFIGURATION_OPERATIONS } from '../checkout/payment-method-configurations';
 import { CARD_OPERATIONS } from '../customers/cards';
 import { CUSTOMER_OPERATIONS } from '../customers/customers';
+import { V2_CUSTOMER_OPERATIONS } from '../customers/v2-customers';
 import { TOKEN_OPERATIONS } from '../customers/tokens';
 import { reject } from '../domain/errors';
 import { EVENT_OPERATIONS } from '../events/event-operations';
@@ -44,7 +45,9 @@ function buildRegistry(groups: readonly (readonly Operation[])[]): ReadonlyMap<s
 
 const REGISTRY = buildRegistry([TOKEN_OPERATIONS, CUSTOMER_OPERATIONS, CARD_OPERATIONS, PLAN_OPERATIONS, SUBSCRIPTION_OPERATIONS, CHARGE_OPERATIONS, PAYMENT_FLOW_OPERATIONS, PAYMENT_REFUND_OPERATIONS, PRICE_OPERATIONS, PRODUCT_OPERATIONS, TAX_RATE_OPERATIONS, PAYMENT_METHOD_OPERATIONS, CHECKOUT_SESSION_OPERATIONS, PAYMENT_METHOD_CONFIGURATION_OPERATIONS, SETTLEMENT_OPERATIONS, EVENT_OPERATIONS, ACCOUNT_OPERATIONS,
   // Issue 15 point 3: the v1 routes not yet served.
-  TOKEN_READ_OPERATIONS, BALANCE_URL_OPERATIONS, TRANSFER_OPERATIONS, THREE_D_SECURE_REQUEST_OPERATIONS, TENANT_APPLICATION_URL_OPERATIONS]);
+  TOKEN_READ_OPERATIONS, BALANCE_URL_OPERATIONS, TRANSFER_OPERATIONS, THREE_D_SECURE_REQUEST_OPERATIONS, TENANT_APPLICATION_URL_OPERATIONS,
+  // Issue 16: the v2 customers.
+  V2_CUSTOMER_OPERATIONS]);
 
 /** Every operation name, sorted, for help texts and scenario validation. */
 export function operationNames(): string[] {

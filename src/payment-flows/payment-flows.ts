@@ -20,7 +20,7 @@ import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvents, type EventInput } from '../events/outbox';
 import { defineOperation } from '../operations/define';
-import { hasParam, isPlainObject, optionalInteger, optionalString, readParams, requireString, type Params } from '../operations/params';
+import { hasParam, isPlainObject, optionalBoolean, optionalInteger, optionalString, readParams, requireString, type Params } from '../operations/params';
 import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
 
 import { recordFlowCaptures } from './flow-charges';
@@ -182,10 +182,13 @@ export async function insertPaymentFlow(trx: Kysely<Database>, ctx: Pick<Context
  * `payment_method_types` (default `[card]`), `payment_method_options[card][request_extended_authorization]`,
  * `metadata`, `customer`, `description`, and optionally `payment_method` (+ `payment_method_type`)
  * to attach now (status requires_confirmation). With a card attached, `must_extend` on a card that
- * cannot be extended is refused here, as v2 §4.2 says; otherwise at confirmation.
+ * cannot be extended is refused here, as v2 §4.2 says; otherwise at confirmation. `confirm=true`
+ * (the SDK's createPaymentFlow) confirms in the same transaction with the method named or the
+ * customer's default payment method, as `payment_flows.confirm` would (`return_url` only with it);
+ * a declined card commits the flow and its `payment_flow.payment_failed`, then fails with 402.
  */
 export async function createPaymentFlow(ctx: Context, caller: Caller, input: unknown): Promise<PaymentFlowObject> {
-  const params = readParams(input, ['amount', 'currency', 'capture_method', 'payment_method_types', 'payment_method_options', 'metadata', 'customer', 'description', 'payment_method', 'payment_method_type']);
+  const params = readParams(input, ['amount', 'currency', 'capture_method', 'payment_method_types', 'payment_method_options', 'metadata', 'customer', 'description', 'payment_method', 'payment_method_type', 'confirm', 'return_url']);
   const amount = readAmount(params, 'amount', true)!;
   const currency = optionalString(params, 'currency', { code: 'invalid_currency' }) ?? FLOW_CURRENCY;
   if (currency !== FLOW_CURRENCY) reject('invalid_currency', 'currency', `currency must be ${FLOW_CURRENCY}, got ${JSON.stringify(currency)}`);
@@ -196,22 +199,36 @@ export async function createPaymentFlow(ctx: Context, caller: Caller, input: unk
   const metadata = hasParam(params, 'metadata') ? createMetadata(params.metadata, 'v2') : {};
   const customerId = optionalString(params, 'customer', { code: 'invalid_customer' }) ?? null;
   const description = readDescription(params) ?? null;
-  const methodId = optionalString(params, 'payment_method');
+  const sentMethodId = optionalString(params, 'payment_method');
   const methodType = readMethodType(params);
   if (methodType !== undefined) assertMethodAllowed(types, methodType);
+  const confirm = optionalBoolean(params, 'confirm') ?? false;
+  if (hasParam(params, 'return_url') && !confirm) reject('invalid_param_key', 'return_url', 'return_url is sent only with confirm=true');
+  optionalString(params, 'return_url');
   const now = ctx.clock.now();
-  const row = await ctx.db.transaction().execute(async (trx) => {
+  const outcome = await ctx.db.transaction().execute(async (trx): Promise<ConfirmOutcome> => {
     if (customerId !== null) await assertCustomer(trx, caller, customerId);
+    // With confirm=true and no method named, the customer's default payment method pays (SDK).
+    const methodId = sentMethodId ?? (confirm && methodType === undefined && customerId !== null ? await defaultPaymentMethodOf(trx, caller, customerId) : undefined);
     let flow = await insertPaymentFlow(trx, ctx, caller, { amount, captureMethod, paymentMethodTypes: types, extendedAuthorization, metadata, customerId, description, checkoutSessionId: null }, now);
-    if (methodId !== undefined || methodType !== undefined) {
-      const snapshot = await resolvePaymentMethod(trx, caller, { type: methodType ?? 'card', id: methodId, customerId, at: now });
-      assertMethodAllowed(types, snapshot.type);
-      if (captureMethod === 'manual') holdFor(flow, snapshot, now);
-      flow = await saveFlow(trx, flow, { ...paymentMethodColumns(snapshot), status: 'requires_confirmation', updated_at: now });
+    if (methodId === undefined && methodType === undefined) {
+      if (confirm) reject('missing_param', 'payment_method', 'confirm=true needs a payment_method (or a customer with a default payment method)');
+      return { row: flow, failure: null };
     }
-    return flow;
+    const snapshot = await resolvePaymentMethod(trx, caller, { type: methodType ?? 'card', id: methodId, customerId, at: now });
+    assertMethodAllowed(types, snapshot.type);
+    if (captureMethod === 'manual') holdFor(flow, snapshot, now);
+    if (confirm) return confirmLockedFlow(trx, ctx, flow, snapshot, now, { authenticateInline: false });
+    flow = await saveFlow(trx, flow, { ...paymentMethodColumns(snapshot), status: 'requires_confirmation', updated_at: now });
+    return { row: flow, failure: null };
   });
-  return renderPaymentFlow(row);
+  return throwIfFailed(outcome);
+}
+
+/** The customer's default v2 payment method, if any. */
+async function defaultPaymentMethodOf(trx: Kysely<Database>, caller: Caller, customerId: string): Promise<string | undefined> {
+  const row = await trx.selectFrom('customers').select('default_payment_method_id').where('account_id', '=', caller.accountId).where('livemode', '=', caller.livemode).where('customer_id', '=', customerId).executeTakeFirst();
+  return row?.default_payment_method_id ?? undefined;
 }
 
 /**

@@ -46,7 +46,7 @@ function issuerOf(value: string): CardIssuer {
 }
 
 /**
- * Resolves `payment_method` (+ `payment_method_type`, default `card`) inside the caller's
+ * Resolves `payment_method` (+ `payment_method_type`, default `card`; a `pm_` object has its own type) inside the caller's
  * transaction. A token is consumed here, so a refusal later in the same operation rolls its use
  * back. A card id must belong to the flow's customer (`dont_has_this_card` otherwise, or
  * `missing_param` on `customer` when the flow has none).
@@ -62,6 +62,7 @@ export async function resolvePaymentMethod(
     return { type, id: PAYPAY_METHOD_ID, card: null };
   }
   if (id === undefined) return reject('missing_param', 'payment_method', `payment_method is required for ${type}`);
+  if (id.startsWith(PAYMENT_METHOD_PREFIX)) return paymentMethodSnapshot(trx, caller, id, customerId);
   if (id.startsWith('tok_')) {
     const token = await consumeToken(trx, caller, id, 'payment_method', at);
     return {
@@ -94,6 +95,40 @@ export async function resolvePaymentMethod(
       expYear: card.exp_year,
       funding: card.funding,
       issuer: issuerOf(card.issuer),
+    },
+  };
+}
+
+/** The id prefix of v2 payment method objects (src/payment-methods). */
+export const PAYMENT_METHOD_PREFIX = 'pm_';
+
+/**
+ * A v2 payment method object (`pm_`, official-sdks.md §5 point 9: the SDK's server-side way to
+ * confirm), whatever `payment_method_type` said: its own type decides. A detached method is spent
+ * (`detached_payment_method_not_usable`); a method attached to a customer pays only that
+ * customer's flows (`payment_method_not_owned_by_customer`); an unattached one pays any flow.
+ */
+async function paymentMethodSnapshot(trx: Kysely<Database>, caller: Caller, id: string, customerId: string | null): Promise<PaymentMethodSnapshot> {
+  const row = await trx.selectFrom('payment_methods').selectAll().where('account_id', '=', caller.accountId).where('livemode', '=', caller.livemode).where('payment_method_id', '=', id).executeTakeFirst();
+  if (!row) return reject('invalid_id', 'payment_method', `No such payment method: ${id}`);
+  if (row.detached_at !== null) return reject('detached_payment_method_not_usable', 'payment_method', `payment method ${id} was detached and cannot pay`);
+  if (row.customer_id !== null && row.customer_id !== customerId) {
+    return reject('payment_method_not_owned_by_customer', 'payment_method', `payment method ${id} belongs to another customer than this payment flow's`);
+  }
+  if (row.type === 'paypay') return { type: 'paypay', id: PAYPAY_METHOD_ID, card: null };
+  if (row.fingerprint === null) return reject('invalid_id', 'payment_method', `payment method ${id} has no card`);
+  return {
+    type: row.type === 'apple_pay' ? 'apple_pay' : 'card',
+    id,
+    card: {
+      cardId: row.card_id ?? id,
+      fingerprint: row.fingerprint,
+      brand: row.brand ?? '',
+      last4: row.last4 ?? '',
+      expMonth: row.exp_month ?? 1,
+      expYear: row.exp_year ?? 1970,
+      funding: row.funding ?? 'unknown',
+      issuer: issuerOf(row.issuer ?? 'domestic'),
     },
   };
 }

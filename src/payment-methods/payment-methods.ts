@@ -207,15 +207,24 @@ export async function attachPaymentMethod(ctx: Context, caller: Caller, input: u
   const now = ctx.clock.now();
   const row = await ctx.db.transaction().execute(async (trx) => {
     await findCustomer(trx, caller, customerId, 'customer_id', true);
-    const current = await findPaymentMethod(trx, caller, id, { lock: true });
-    if (current.detached_at !== null) reject('payment_method_already_detached', 'id', `payment method ${id} was detached`);
-    if (current.customer_id === customerId) reject('payment_method_already_attached', 'customer_id', `payment method ${id} is already attached to ${customerId}`);
-    if (current.customer_id !== null) reject('payment_method_customer_mismatch', 'customer_id', `payment method ${id} is attached to another customer`);
-    const attached = await saveMethod(trx, current, { customer_id: customerId, updated_at: now });
-    await recordEvent(trx, ctx.ids, methodEvent(attached, 'payment_method.attached', now));
-    return attached;
+    return attachMethod(trx, ctx, caller, { id, param: 'id', customerId, at: now });
   });
   return renderPaymentMethod(row);
+}
+
+/**
+ * Attaches method `id` to a customer the caller's transaction has found, with its
+ * `payment_method.attached` event; the refusals of `payment_methods.attach` name `param`.
+ */
+export async function attachMethod(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, caller: Caller, input: { readonly id: string; readonly param: string; readonly customerId: string; readonly at: Date }): Promise<PaymentMethodRow> {
+  const { id, param, customerId, at } = input;
+  const current = await findPaymentMethod(trx, caller, id, { lock: true, param });
+  if (current.detached_at !== null) reject('payment_method_already_detached', param, `payment method ${id} was detached`);
+  if (current.customer_id === customerId) reject('payment_method_already_attached', 'customer_id', `payment method ${id} is already attached to ${customerId}`);
+  if (current.customer_id !== null) reject('payment_method_customer_mismatch', 'customer_id', `payment method ${id} is attached to another customer`);
+  const attached = await saveMethod(trx, current, { customer_id: customerId, updated_at: at });
+  await recordEvent(trx, ctx.ids, methodEvent(attached, 'payment_method.attached', at));
+  return attached;
 }
 
 /** `payment_methods.detach` {`id`}: `payment_method_unattached` if never attached, `payment_method_already_detached` if done. */

@@ -132,9 +132,9 @@ describe('payment flow creation and confirmation (v2 §3, §4.2, §4.8)', () => 
     const flow = await createPaymentFlow(ctx, secret, { amount: 3000, capture_method: 'manual', ...options });
     const tok = await token('overseas');
     const param = 'payment_method_options[card][request_extended_authorization]';
-    const error = await expectRefused('confirm', () => confirmPaymentFlow(ctx, browser, { id: flow.id, client_secret: flow.client_secret, payment_method: tok }), 'no_allowed_param', param, snapshot);
-    expect(toProblemDocument(error)).toMatchObject({ status: 422, code: 'validation_error', errors: [{ field: 'payment_method_options.card.request_extended_authorization' }] });
-    await expectRefused('create', () => createPaymentFlow(ctx, secret, { amount: 3000, capture_method: 'manual', payment_method: tok, ...options }), 'no_allowed_param', param, snapshot);
+    const error = await expectRefused('confirm', () => confirmPaymentFlow(ctx, browser, { id: flow.id, client_secret: flow.client_secret, payment_method: tok }), 'extended_authorization_not_available', param, snapshot);
+    expect(toProblemDocument(error)).toMatchObject({ status: 400, title: 'Extended Authorization Not Available', errors: [{ field: 'payment_method_options.card.request_extended_authorization' }] });
+    await expectRefused('create', () => createPaymentFlow(ctx, secret, { amount: 3000, capture_method: 'manual', payment_method: tok, ...options }), 'extended_authorization_not_available', param, snapshot);
     // The token was not used up by the refused calls: the same token still confirms without must_extend.
     await updatePaymentFlow(ctx, secret, { id: flow.id, payment_method_options: { card: {} } });
     expect((await confirmPaymentFlow(ctx, browser, { id: flow.id, client_secret: flow.client_secret, payment_method: tok })).status).toBe('requires_capture');
@@ -144,7 +144,7 @@ describe('payment flow creation and confirmation (v2 §3, §4.2, §4.8)', () => 
     const flow = await createPaymentFlow(ctx, secret, { amount: 2000 });
     const error = await rejection(confirmPaymentFlow(ctx, browser, { id: flow.id, client_secret: flow.client_secret, payment_method: await token('declinesOnCharge') }));
     expect([error.code, error.status]).toEqual(['card_declined', 402]);
-    expect(toProblemDocument(error)).toMatchObject({ status: 402, code: 'card_declined' });
+    expect(toProblemDocument(error)).toMatchObject({ status: 402, title: 'Payment Failed', code: 'card_declined' });
     const after = await retrievePaymentFlow(ctx, secret, { id: flow.id });
     expect(after).toMatchObject({ status: 'requires_payment_method', payment_method: null, last_payment_error: { code: 'card_declined' } });
     expect(typeof after.last_payment_error!.message).toBe('string');
@@ -238,7 +238,7 @@ describe('capture (v2 §3, §4.4, §8)', () => {
     const held = await heldFlow(5000);
     ctx.clock.set(new Date(Date.parse(held.capture_before!) + 1000));
     const error = await expectRefused('lapsed', () => capturePaymentFlow(ctx, secret, { id: held.id }), 'charge_expired', undefined, snapshot);
-    expect(toProblemDocument(error)).toMatchObject({ status: 400, code: 'invalid_status' });
+    expect(toProblemDocument(error)).toMatchObject({ status: 400, code: 'invalid_status', title: 'Payment Flow Expired' });
   });
 
   it('a flow that was not confirmed cannot be captured (invalid_status)', async () => {

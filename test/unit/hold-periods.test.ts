@@ -94,7 +94,7 @@ describe('v2 hold expiry and request_extended_authorization', () => {
 
   it('"With must_extend on a card issued overseas the request fails" (v2 §4.2) under the new rule', () => {
     const error = thrown(() => v2HoldExpiresAt('card', 'overseas', NEW, 'must_extend'));
-    expect(error.code).toBe('no_allowed_param');
+    expect(error.code).toBe('extended_authorization_not_available');
     expect(error.status).toBe(400);
     expect(error.param).toBe(EXTENDED_AUTHORIZATION_PARAM);
     expect(error.param).toBe('payment_method_options[card][request_extended_authorization]');
@@ -107,8 +107,8 @@ describe('v2 hold expiry and request_extended_authorization', () => {
   });
 
   it('must_extend on PayPay fails in both eras (30 days, not extendable)', () => {
-    expect(thrown(() => v2HoldExpiresAt('paypay', 'domestic', OLD, 'must_extend')).code).toBe('no_allowed_param');
-    expect(thrown(() => v2HoldExpiresAt('paypay', 'domestic', NEW, 'must_extend')).code).toBe('no_allowed_param');
+    expect(thrown(() => v2HoldExpiresAt('paypay', 'domestic', OLD, 'must_extend')).code).toBe('extended_authorization_not_available');
+    expect(thrown(() => v2HoldExpiresAt('paypay', 'domestic', NEW, 'must_extend')).code).toBe('extended_authorization_not_available');
   });
 
   it('"if_available extends where possible" and otherwise falls back to the default period', () => {
@@ -122,7 +122,8 @@ describe('v2 hold expiry and request_extended_authorization', () => {
     expect(parseExtendedAuthorizationRequest(undefined)).toBeUndefined();
     expect(parseExtendedAuthorizationRequest('must_extend')).toBe('must_extend');
     expect(parseExtendedAuthorizationRequest('if_available')).toBe('if_available');
-    for (const bad of ['MUST_EXTEND', 'never', '', null, 1, true]) {
+    expect(parseExtendedAuthorizationRequest('never')).toBeUndefined();
+    for (const bad of ['MUST_EXTEND', 'NEVER', '', null, 1, true]) {
       const error = thrown(() => parseExtendedAuthorizationRequest(bad));
       expect(error.code).toBe('no_allowed_param');
       expect(error.param).toBe(EXTENDED_AUTHORIZATION_PARAM);

@@ -1,0 +1,94 @@
+/**
+ * Every v2 route the `@payjp/payjpv2` SDK calls (official-sdks.md §2) and the operation it runs.
+ * Path parameters carry the SDK's names (`{payment_flow_id}`) and reach the operation as `id`
+ * unless a route says otherwise; reference fields the SDK names `*_id` are read as the operation's
+ * names and answered under both (./codec.ts, docs/decisions.md "Issue 16 v2 HTTP (i16a)").
+ *
+ * ADDING A RESOURCE: one line per operation in V2_ROUTES (e.g. setup flows and disputes,
+ * `crud('/setup_flows', 'setup_flow_id', 'setup_flows')`), with `renames` / `encode` where its
+ * fields differ from the SDK's.
+ */
+import type { HttpMethod } from '../v1/routes';
+import { renameFields, withSdkNames, type FieldRenames, type V2Route } from './codec';
+
+const route = (method: HttpMethod, path: string, operation: string, extra: Partial<V2Route> = {}): V2Route => ({ method, path, operation, ...extra });
+
+/** A v2 list (`object: "list"`) or a single object: the renames applied to each object. */
+function sdkNames(renames: FieldRenames, each: (object: Record<string, unknown>) => Record<string, unknown> = (o) => o): (result: object) => object {
+  const one = (object: Record<string, unknown>) => withSdkNames(each(object), renames);
+  return (result) => {
+    const value = result as Record<string, unknown>;
+    if (value.object === 'list' && Array.isArray(value.data)) return { ...value, data: (value.data as Record<string, unknown>[]).map(one) };
+    return one(value);
+  };
+}
+
+/** Create, retrieve, update and list at `base` and `base/:param`; `extra` per verb. */
+function crud(base: string, param: string, resource: string, extra: Partial<Record<'create' | 'retrieve' | 'update' | 'list', Partial<V2Route>>> = {}): V2Route[] {
+  return [
+    route('POST', base, `${resource}.create`, extra.create),
+    route('GET', `${base}/:${param}`, `${resource}.retrieve`, extra.retrieve),
+    route('POST', `${base}/:${param}`, `${resource}.update`, extra.update),
+    route('GET', base, `${resource}.list`, extra.list),
+  ];
+}
+
+/** The payment flow as the SDK reads it: `customer_id`, `payment_method_id` beside the seed's names. */
+const FLOW_NAMES: FieldRenames = { customer_id: 'customer', payment_method_id: 'payment_method', checkout_session_id: 'checkout_session' };
+const encodeFlow = sdkNames(FLOW_NAMES);
+const flowRoute = (extra: Partial<V2Route> = {}): Partial<V2Route> => ({ renames: { customer_id: 'customer', payment_method_id: 'payment_method' }, encode: encodeFlow, ...extra });
+
+/** `line_items[].price_id` (SDK) or `line_items[].price` (seed), read as `price`. */
+function decodeLineItems(input: Record<string, unknown>): Record<string, unknown> {
+  if (!Array.isArray(input.line_items)) return input;
+  return { ...input, line_items: input.line_items.map((item: unknown, i) => (item !== null && typeof item === 'object' && !Array.isArray(item) ? renameFields(item as Record<string, unknown>, { price_id: 'price' }, `line_items[${i}]`) : item)) };
+}
+const withLineItemPriceIds = (session: Record<string, unknown>): Record<string, unknown> => {
+  const items = session.line_items as { data?: Record<string, unknown>[] } | undefined;
+  if (items === undefined || !Array.isArray(items.data)) return session;
+  return { ...session, line_items: { ...items, data: items.data.map((item) => withSdkNames(item, { price_id: 'price' })) } };
+};
+const SESSION_NAMES: FieldRenames = { customer_id: 'customer', payment_flow_id: 'payment_flow' };
+const encodeSession = sdkNames(SESSION_NAMES, withLineItemPriceIds);
+const sessionRoute = (extra: Partial<V2Route> = {}): Partial<V2Route> => ({ renames: { customer_id: 'customer' }, encode: encodeSession, ...extra });
+
+export const V2_ROUTES: readonly V2Route[] = [
+  // Payment flows (v2 §4.2–4.4, §4.8).
+  ...crud('/payment_flows', 'payment_flow_id', 'payment_flows', { create: flowRoute(), retrieve: flowRoute(), update: flowRoute(), list: flowRoute() }),
+  route('POST', '/payment_flows/:payment_flow_id/confirm', 'payment_flows.confirm', flowRoute()),
+  route('POST', '/payment_flows/:payment_flow_id/capture', 'payment_flows.capture', flowRoute()),
+  route('POST', '/payment_flows/:payment_flow_id/cancel', 'payment_flows.cancel', flowRoute()),
+  route('GET', '/payment_flows/:payment_flow_id/refunds', 'payment_flows.list_refunds'),
+  // Payment refunds.
+  ...crud('/payment_refunds', 'payment_refund_id', 'payment_refunds'),
+  // Payment methods.
+  ...crud('/payment_methods', 'payment_method_id', 'payment_methods'),
+  route('GET', '/payment_methods/cards/:card_id', 'payment_methods.retrieve_by_card', { pathParams: { card_id: 'card_id' } }),
+  route('POST', '/payment_methods/:payment_method_id/attach', 'payment_methods.attach'),
+  route('POST', '/payment_methods/:payment_method_id/detach', 'payment_methods.detach'),
+  // Customers (v2 rendering).
+  ...crud('/customers', 'customer_id', 'v2.customers'),
+  route('DELETE', '/customers/:customer_id', 'v2.customers.delete'),
+  route('GET', '/customers/:customer_id/payment_methods', 'customers.list_payment_methods'),
+  // Products, prices, tax rates.
+  ...crud('/products', 'product_id', 'products'),
+  route('DELETE', '/products/:product_id', 'products.delete'),
+  ...crud('/prices', 'price_id', 'prices'),
+  ...crud('/tax_rates', 'tax_rate_id', 'tax_rates'),
+  // Checkout sessions (v2 §4.1).
+  ...crud('/checkout/sessions', 'checkout_session_id', 'checkout.sessions', {
+    create: sessionRoute({ decode: decodeLineItems }),
+    retrieve: sessionRoute(),
+    update: sessionRoute(),
+    list: sessionRoute(),
+  }),
+  route('GET', '/checkout/sessions/:checkout_session_id/line_items', 'checkout.sessions.list_line_items', { encode: sdkNames({ price_id: 'price' }) }),
+  route('POST', '/checkout/sessions/:checkout_session_id/expire', 'checkout.sessions.expire', sessionRoute()),
+  // Payment method configurations (v2 §4.5).
+  route('GET', '/payment_method_configurations', 'payment_method_configurations.list'),
+  route('GET', '/payment_method_configurations/:payment_method_configuration_id', 'payment_method_configurations.retrieve'),
+  route('POST', '/payment_method_configurations/:payment_method_configuration_id', 'payment_method_configurations.update'),
+  // Events (v2 §4.7).
+  route('GET', '/events', 'v2.events.list'),
+  route('GET', '/events/:event_id', 'v2.events.retrieve'),
+];

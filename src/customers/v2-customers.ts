@@ -1,0 +1,119 @@
+/**
+ * v2 customers (official-sdks.md §2 "Customers"; v2 §2.7, §4.6): create (own id allowed, a payment
+ * method attached as the default), retrieve, delete and list, answering the v2 customer object
+ * (`renderV2Customer`, ISO instants, `default_payment_method_id`). `v2.customers.update` lives with
+ * the payment methods (src/payment-methods), whose default it sets. The customer rows are the v1
+ * customers' own: one customer, two renderings.
+ */
+import type { Caller } from '../accounts/accounts';
+import { createMetadata } from '../domain/metadata';
+import { reject } from '../domain/errors';
+import type { Context } from '../engine/context';
+import { recordEvent } from '../events/outbox';
+import { defineOperation } from '../operations/define';
+import { hasParam, optionalFlexibleId, optionalString, optionalText, readParams, requireString } from '../operations/params';
+import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
+import { attachMethod, renderV2Customer, type V2CustomerObject } from '../payment-methods/payment-methods';
+import { EMAIL_PATTERN } from './cards';
+import { findCustomer } from './customer-record';
+import { deleteCustomer } from './customers';
+
+export const V2_CUSTOMERS_URL = '/v2/customers';
+const MAX_TEXT_LENGTH = 255;
+
+function customerEvent(caller: Caller, type: 'customer.created' | 'customer.deleted', data: V2CustomerObject, at: Date) {
+  return { accountId: caller.accountId, livemode: caller.livemode, type, data, at, apiVersion: 'v2' as const };
+}
+
+/**
+ * `v2.customers.create`: `id` (1–100 of `[A-Za-z0-9_-]`; taken: `already_exist_id`), `email`,
+ * `description`, `metadata` (v2 rules), `payment_method_id` (attached and made the default, with
+ * the refusals of `payment_methods.attach`). Writes v2 `customer.created` (and
+ * `payment_method.attached`).
+ */
+export async function createV2Customer(ctx: Context, caller: Caller, input: unknown): Promise<V2CustomerObject> {
+  const params = readParams(input, ['id', 'email', 'description', 'payment_method_id', 'metadata']);
+  const chosenId = optionalFlexibleId(params);
+  const email = optionalText(params, 'email', MAX_TEXT_LENGTH);
+  if (email !== undefined && email !== null && !EMAIL_PATTERN.test(email)) reject('invalid_email', 'email', 'email must be an e-mail address of at most 255 characters');
+  const description = optionalText(params, 'description', MAX_TEXT_LENGTH);
+  const methodId = optionalString(params, 'payment_method_id');
+  const metadata = hasParam(params, 'metadata') ? createMetadata(params.metadata, 'v2') : {};
+  const now = ctx.clock.now();
+  const customerId = chosenId ?? ctx.ids.next('customer');
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    const inserted = await trx
+      .insertInto('customers')
+      .values({
+        account_id: caller.accountId,
+        livemode: caller.livemode,
+        customer_id: customerId,
+        email: email ?? null,
+        description: description ?? null,
+        default_card_id: null,
+        metadata: JSON.stringify(metadata),
+        created_at: now,
+        updated_at: now,
+      })
+      // As v1: a deleted customer keeps its id, so a chosen id is never reused.
+      .onConflict((oc) => oc.columns(['account_id', 'livemode', 'customer_id']).doNothing())
+      .returningAll()
+      .executeTakeFirst();
+    if (!inserted) return reject('already_exist_id', 'id', `Customer ${customerId} already exists.`);
+    let customer = inserted;
+    // The customer.created event comes first: the method is attached to a customer that exists.
+    await recordEvent(trx, ctx.ids, customerEvent(caller, 'customer.created', renderV2Customer(customer), now));
+    if (methodId !== undefined) {
+      await attachMethod(trx, ctx, caller, { id: methodId, param: 'payment_method_id', customerId, at: now });
+      customer = await trx
+        .updateTable('customers')
+        .set({ default_payment_method_id: methodId })
+        .where('account_id', '=', caller.accountId)
+        .where('livemode', '=', caller.livemode)
+        .where('customer_id', '=', customerId)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+    }
+    return customer;
+  });
+  return renderV2Customer(row);
+}
+
+export async function retrieveV2Customer(ctx: Context, caller: Caller, input: unknown): Promise<V2CustomerObject> {
+  const params = readParams(input, ['id']);
+  return renderV2Customer(await findCustomer(ctx.db, caller, requireString(params, 'id'), 'id'));
+}
+
+/**
+ * `v2.customers.delete`: the deletion of `customers.delete` (the customer and its cards, softly,
+ * with its events), answered with the v2 customer as it was.
+ */
+export async function deleteV2Customer(ctx: Context, caller: Caller, input: unknown): Promise<V2CustomerObject> {
+  const params = readParams(input, ['id']);
+  const id = requireString(params, 'id');
+  const before = await findCustomer(ctx.db, caller, id, 'id');
+  await deleteCustomer(ctx, caller, { id });
+  return renderV2Customer(before);
+}
+
+/** `v2.customers.list`: customers not deleted, newest first, cursors. */
+export async function listV2Customers(ctx: Context, caller: Caller, input: unknown): Promise<V2List<V2CustomerObject>> {
+  const page = readV2Page(readParams(input, V2_PAGINATION_PARAMS));
+  const cursor = page.cursor === undefined ? undefined : await findCustomer(ctx.db, caller, page.cursor.id, page.cursor.param);
+  const rows = await ctx.db
+    .selectFrom('customers')
+    .selectAll()
+    .where('account_id', '=', caller.accountId)
+    .where('livemode', '=', caller.livemode)
+    .where('deleted_at', 'is', null)
+    .$call(inV2Page(page, cursor && { created_at: cursor.created_at, id: cursor.customer_id }, 'customer_id'))
+    .execute();
+  return v2ListObject(rows, page, V2_CUSTOMERS_URL, renderV2Customer);
+}
+
+export const V2_CUSTOMER_OPERATIONS = [
+  defineOperation('v2.customers.create', createV2Customer),
+  defineOperation('v2.customers.retrieve', retrieveV2Customer),
+  defineOperation('v2.customers.delete', deleteV2Customer),
+  defineOperation('v2.customers.list', listV2Customers),
+] as const;

@@ -168,13 +168,16 @@ export async function retrievePaymentMethod(ctx: Context, caller: Caller, input:
   return renderPaymentMethod(await findPaymentMethod(ctx.db, caller, requireString(params, 'id')));
 }
 
-/** `payment_methods.update`: `billing_details` (sent fields replace, `''` clears) and `metadata` (v2 §2.6); `payment_method.updated`. */
+/** `payment_methods.update`: `type` (its own, as the SDK sends it), `billing_details` (sent fields replace, `''` clears) and `metadata` (v2 §2.6); `payment_method.updated`. */
 export async function updatePaymentMethod(ctx: Context, caller: Caller, input: unknown): Promise<PaymentMethodObject> {
-  const params = readParams(input, ['id', 'billing_details', 'metadata']);
+  const params = readParams(input, ['id', 'type', 'billing_details', 'metadata']);
   const id = requireString(params, 'id');
+  // The SDK's update body names the method's type (PaymentMethodUpdateRequest): it must be its own.
+  const type = optionalString(params, 'type');
   const now = ctx.clock.now();
   const row = await ctx.db.transaction().execute(async (trx) => {
     const current = await findPaymentMethod(trx, caller, id, { lock: true });
+    if (type !== undefined && type !== current.type) reject('invalid_param_key', 'type', `payment method ${id} is of type ${current.type}, not ${type}`);
     const billing = hasParam(params, 'billing_details') ? readBillingDetails(params.billing_details, current.billing_details as Partial<BillingDetails>, false) : current.billing_details;
     const metadata = hasParam(params, 'metadata') ? mergeMetadata(current.metadata, params.metadata, 'v2') : current.metadata;
     const updated = await saveMethod(trx, current, { billing_details: JSON.stringify(billing), metadata: JSON.stringify(metadata), updated_at: now });

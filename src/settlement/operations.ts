@@ -7,5 +7,6 @@ import { TENANT_OPERATIONS } from '../tenants/tenants';
 import { STATEMENT_URL_OPERATIONS } from './statement-urls';
 import { STATEMENT_OPERATIONS } from './statements';
 import { TERM_OPERATIONS } from './terms';
+import { V2_SETTLEMENT_LIST_OPERATIONS } from './v2-lists';
 
-export const SETTLEMENT_OPERATIONS: readonly Operation[] = [...TENANT_OPERATIONS, ...TERM_OPERATIONS, ...STATEMENT_OPERATIONS, ...STATEMENT_URL_OPERATIONS];
+export const SETTLEMENT_OPERATIONS: readonly Operation[] = [...TENANT_OPERATIONS, ...TERM_OPERATIONS, ...STATEMENT_OPERATIONS, ...STATEMENT_URL_OPERATIONS, ...V2_SETTLEMENT_LIST_OPERATIONS];

@@ -8,6 +8,7 @@
  * `crud('/setup_flows', 'setup_flow_id', 'setup_flows')`), with `renames` / `encode` where its
  * fields differ from the SDK's.
  */
+import { toIsoSeconds } from '../../domain/time';
 import type { HttpMethod } from '../v1/routes';
 import { renameFields, withSdkNames, type FieldRenames, type V2Route } from './codec';
 
@@ -52,6 +53,26 @@ const SESSION_NAMES: FieldRenames = { customer_id: 'customer', payment_flow_id: 
 const encodeSession = sdkNames(SESSION_NAMES, withLineItemPriceIds);
 const sessionRoute = (extra: Partial<V2Route> = {}): Partial<V2Route> => ({ renames: { customer_id: 'customer' }, encode: encodeSession, ...extra });
 
+/** v1 instants (UNIX seconds) and their v2 names (official-sdks.md §1 "Timestamps"). */
+const V1_INSTANTS: Readonly<Record<string, string>> = { created: 'created_at', updated: 'updated_at', start_at: 'start_at', end_at: 'end_at', expires: 'expires' };
+
+/**
+ * A settlement object of the v1 operations (statement, balance, term, statement URL) as v2 shows
+ * it: every UNIX-seconds instant an ISO 8601 UTC string, under its v2 name, nested objects too.
+ */
+export function v2Instants(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(v2Instants);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, field] of Object.entries(value)) {
+    const v2Name = V1_INSTANTS[key];
+    if (v2Name !== undefined && typeof field === 'number') out[v2Name] = toIsoSeconds(new Date(field * 1000));
+    else out[key] = v2Instants(field);
+  }
+  return out;
+}
+const settlement = (extra: Partial<V2Route> = {}): Partial<V2Route> => ({ encode: (result) => v2Instants(result) as object, ...extra });
+
 export const V2_ROUTES: readonly V2Route[] = [
   // Payment flows (v2 §4.2–4.4, §4.8).
   ...crud('/payment_flows', 'payment_flow_id', 'payment_flows', { create: flowRoute(), retrieve: flowRoute(), update: flowRoute(), list: flowRoute() }),
@@ -82,12 +103,20 @@ export const V2_ROUTES: readonly V2Route[] = [
     update: sessionRoute(),
     list: sessionRoute(),
   }),
-  route('GET', '/checkout/sessions/:checkout_session_id/line_items', 'checkout.sessions.list_line_items', { encode: sdkNames({ price_id: 'price' }) }),
+  route('GET', '/checkout/sessions/:checkout_session_id/line_items', 'checkout.sessions.list_line_items'),
   route('POST', '/checkout/sessions/:checkout_session_id/expire', 'checkout.sessions.expire', sessionRoute()),
   // Payment method configurations (v2 §4.5).
   route('GET', '/payment_method_configurations', 'payment_method_configurations.list'),
   route('GET', '/payment_method_configurations/:payment_method_configuration_id', 'payment_method_configurations.retrieve'),
   route('POST', '/payment_method_configurations/:payment_method_configuration_id', 'payment_method_configurations.update'),
+  // Statements, balances, terms: read-only views of the settlement (statement URLs served here).
+  route('GET', '/statements', 'v2.statements.list', settlement()),
+  route('GET', '/statements/:statement_id', 'statements.retrieve', settlement()),
+  route('POST', '/statements/:statement_id/statement_urls', 'statements.statement_urls', settlement({ issuesDownloadUrl: true })),
+  route('GET', '/balances', 'v2.balances.list', settlement()),
+  route('GET', '/balances/:balance_id', 'balances.retrieve', settlement()),
+  route('GET', '/terms', 'v2.terms.list', settlement()),
+  route('GET', '/terms/:term_id', 'terms.retrieve', settlement()),
   // Events (v2 §4.7).
   route('GET', '/events', 'v2.events.list'),
   route('GET', '/events/:event_id', 'v2.events.retrieve'),

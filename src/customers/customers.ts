@@ -1,21 +1,20 @@
 /**
  * Customers (v1 §4.4): a merchant's payer, holding cards and a default card. Create, retrieve,
- * update, delete (softly), list. Every change writes its `customer.*` event in the same
+ * update, delete (softly), list, as typed commands; the v1 codec (src/api/v1/customers.ts) reads
+ * the parameters and renders the results. Every change writes its `customer.*` event in the same
  * transaction (service rules §5).
  */
 import type { Kysely } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { Database } from '../db/schema';
 import { reject } from '../domain/errors';
-import { createMetadata, mergeMetadata } from '../domain/metadata';
+import { mergeMetadata, type MetadataFlavour } from '../domain/metadata';
 import { toUnixSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvents, type EventInput } from '../events/outbox';
-import { defineOperation } from '../operations/define';
-import { DEFAULT_LIMIT, listObject, PAGINATION_PARAMS, readPage, type ListObject, inPage } from '../operations/pagination';
-import { hasParam, optionalFlexibleId, optionalString, readParams, requireString, type Params } from '../operations/params';
+import { DEFAULT_LIMIT, inPage, listObject, type ListObject, type Page } from '../operations/pagination';
 import { renderCard, type CardObject } from './card-object';
-import { attachCardFromToken, cardDeletionEvents, cardPagesOf, cardsUrl, EMAIL_PATTERN, requireCustomerCard, setDefaultCard, type DeletedObject } from './cards';
+import { attachCardFromToken, cardDeletionEvents, cardPagesOf, cardsUrl, requireCustomerCard, setDefaultCard, type DeletedObject } from './cards';
 import { findCustomer, type CustomerRow } from './customer-record';
 
 export const CUSTOMERS_URL = '/v1/customers';
@@ -55,41 +54,55 @@ export function renderCustomer(row: CustomerRow, cards: ListObject<CardObject>):
   };
 }
 
-/** The customer as the API shows it, with the default page of its cards (v1 §2.8). */
-async function customerObject(executor: Kysely<Database>, caller: Caller, row: CustomerRow): Promise<CustomerObject> {
-  const pages = await cardPagesOf(executor, caller, [row.customer_id]);
-  return renderCustomer(row, pages.get(row.customer_id) ?? listObject([], { limit: DEFAULT_LIMIT }, cardsUrl(row.customer_id)));
+/** A customer as an operation returns it: its row and the default page of its cards (v1 §2.8). */
+export interface CustomerWithCards {
+  readonly row: CustomerRow;
+  readonly cards: ListObject<CardObject>;
 }
 
-/** `email` and `description` as sent: undefined when absent, null when sent empty (clears it). */
-function readContact(params: Params): { email?: string | null; description?: string | null } {
-  const out: { email?: string | null; description?: string | null } = {};
-  const email = optionalString(params, 'email', { code: 'invalid_email' });
-  if (email !== undefined) {
-    if (email !== '' && !EMAIL_PATTERN.test(email)) reject('invalid_email', 'email', 'email must be an e-mail address of at most 255 characters');
-    out.email = email === '' ? null : email;
-  }
-  const description = optionalString(params, 'description', { code: 'invalid_string_length' });
-  if (description !== undefined) {
-    if ([...description].length > MAX_DESCRIPTION_LENGTH) reject('invalid_string_length', 'description', `description must be at most ${MAX_DESCRIPTION_LENGTH} characters`);
-    out.description = description === '' ? null : description;
-  }
-  return out;
+/** The one renderer of a customer, over what an operation returns. */
+export function renderCustomerWithCards(customer: CustomerWithCards): CustomerObject {
+  return renderCustomer(customer.row, customer.cards);
+}
+
+function emptyCardPage(customerId: string): ListObject<CardObject> {
+  return listObject([], { limit: DEFAULT_LIMIT }, cardsUrl(customerId));
+}
+
+/** The customer with the default page of its cards. */
+async function withCards(executor: Kysely<Database>, caller: Caller, row: CustomerRow): Promise<CustomerWithCards> {
+  const pages = await cardPagesOf(executor, caller, [row.customer_id]);
+  return { row, cards: pages.get(row.customer_id) ?? emptyCardPage(row.customer_id) };
 }
 
 function eventOf(caller: Caller, type: string, data: { readonly id: string; readonly object: string }, at: Date): EventInput {
   return { accountId: caller.accountId, livemode: caller.livemode, type, data, at };
 }
 
-/** `customers.create`: `id` (chosen id), `email`, `description`, `card` (token → default card), `metadata`. */
-export async function createCustomer(ctx: Context, caller: Caller, input: unknown): Promise<CustomerObject> {
-  const params = readParams(input, ['id', 'email', 'description', 'card', 'metadata']);
-  const chosenId = optionalFlexibleId(params);
-  const contact = readContact(params);
-  const tokenId = optionalString(params, 'card');
-  const metadata = hasParam(params, 'metadata') ? (createMetadata(params.metadata, 'v1') as Record<string, string>) : {};
+/**
+ * A change of `email` or `description`: undefined when not sent, null when sent empty (clears it).
+ * Checked by the codec that built it.
+ */
+export interface CustomerContact {
+  readonly email?: string | null;
+  readonly description?: string | null;
+}
+
+/** `customers.create` as a command. */
+export interface CreateCustomerCommand {
+  /** A chosen id, or undefined for a generated one. */
+  readonly id: string | undefined;
+  readonly contact: CustomerContact;
+  /** A token that becomes the customer's default card. */
+  readonly card: string | undefined;
+  readonly metadata: Readonly<Record<string, string>>;
+}
+
+/** Creates a customer (and its default card from `card`), writing `customer.created` and `customer.card.created`. */
+export async function createCustomer(ctx: Context, caller: Caller, command: CreateCustomerCommand): Promise<CustomerWithCards> {
+  const { contact, card: tokenId, metadata } = command;
   const now = ctx.clock.now();
-  const customerId = chosenId ?? ctx.ids.next('customer');
+  const customerId = command.id ?? ctx.ids.next('customer');
   return ctx.db.transaction().execute(async (trx) => {
     const inserted = await trx
       .insertInto('customers')
@@ -116,18 +129,29 @@ export async function createCustomer(ctx: Context, caller: Caller, input: unknow
       await setDefaultCard(trx, caller, customerId, card.card_id, now);
       row = { ...row, default_card_id: card.card_id };
     }
-    const customer = await customerObject(trx, caller, row);
-    events.push(eventOf(caller, 'customer.created', customer, now));
+    const customer = await withCards(trx, caller, row);
+    events.push(eventOf(caller, 'customer.created', renderCustomerWithCards(customer), now));
     for (const card of customer.cards.data) events.push(eventOf(caller, 'customer.card.created', card, now));
     await recordEvents(trx, ctx.ids, events);
     return customer;
   });
 }
 
-export async function retrieveCustomer(ctx: Context, caller: Caller, input: unknown): Promise<CustomerObject> {
-  const params = readParams(input, ['id']);
-  const row = await findCustomer(ctx.db, caller, requireString(params, 'id'), 'id');
-  return customerObject(ctx.db, caller, row);
+export async function retrieveCustomer(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<CustomerWithCards> {
+  const row = await findCustomer(ctx.db, caller, command.id, 'id');
+  return withCards(ctx.db, caller, row);
+}
+
+/** `customers.update` as a command. */
+export interface UpdateCustomerCommand {
+  readonly id: string;
+  readonly contact: CustomerContact;
+  /** A token: adds the card and makes it the default. */
+  readonly card: string | undefined;
+  /** A card the customer holds, made the default. */
+  readonly defaultCard: string | undefined;
+  /** The metadata parameter as sent, merged into the stored metadata by `flavour`'s rules. */
+  readonly metadata: { readonly update: unknown; readonly flavour: MetadataFlavour } | undefined;
 }
 
 /**
@@ -135,16 +159,12 @@ export async function retrieveCustomer(ctx: Context, caller: Caller, input: unkn
  * it the default), `default_card` (a card the customer holds: `dont_has_this_card` otherwise).
  * When both are sent, `default_card` is applied last and wins.
  */
-export async function updateCustomer(ctx: Context, caller: Caller, input: unknown): Promise<CustomerObject> {
-  const params = readParams(input, ['id', 'email', 'description', 'default_card', 'card', 'metadata']);
-  const customerId = requireString(params, 'id');
-  const contact = readContact(params);
-  const tokenId = optionalString(params, 'card');
-  const defaultCardId = optionalString(params, 'default_card');
+export async function updateCustomer(ctx: Context, caller: Caller, command: UpdateCustomerCommand): Promise<CustomerWithCards> {
+  const { id: customerId, contact, card: tokenId, defaultCard: defaultCardId } = command;
   const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
     const current = await findCustomer(trx, caller, customerId, 'id', true);
-    const metadata = hasParam(params, 'metadata') ? (mergeMetadata(current.metadata, params.metadata, 'v1') as Record<string, string>) : current.metadata;
+    const metadata = command.metadata === undefined ? current.metadata : (mergeMetadata(current.metadata, command.metadata.update, command.metadata.flavour) as Record<string, string>);
     const events: EventInput[] = [];
     let defaultCard = current.default_card_id;
     if (tokenId !== undefined) {
@@ -161,8 +181,8 @@ export async function updateCustomer(ctx: Context, caller: Caller, input: unknow
       .where('livemode', '=', caller.livemode)
       .where('customer_id', '=', customerId)
       .execute();
-    const customer = await customerObject(trx, caller, row);
-    events.push(eventOf(caller, 'customer.updated', customer, now));
+    const customer = await withCards(trx, caller, row);
+    events.push(eventOf(caller, 'customer.updated', renderCustomerWithCards(customer), now));
     await recordEvents(trx, ctx.ids, events);
     return customer;
   });
@@ -172,13 +192,12 @@ export async function updateCustomer(ctx: Context, caller: Caller, input: unknow
  * `customers.delete`: the customer and its cards are deleted softly in one transaction, with a
  * `customer.card.deleted` event per card and then `customer.deleted`.
  */
-export async function deleteCustomer(ctx: Context, caller: Caller, input: unknown): Promise<DeletedObject> {
-  const params = readParams(input, ['id']);
-  const customerId = requireString(params, 'id');
+export async function deleteCustomer(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<DeletedObject> {
+  const customerId = command.id;
   const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
     const current = await findCustomer(trx, caller, customerId, 'id', true);
-    const customer = await customerObject(trx, caller, current);
+    const customer = renderCustomerWithCards(await withCards(trx, caller, current));
     const cards = await trx
       .updateTable('cards')
       .set({ deleted_at: now, updated_at: now })
@@ -202,10 +221,8 @@ export async function deleteCustomer(ctx: Context, caller: Caller, input: unknow
   });
 }
 
-/** `customers.list`: pagination (v1 §4.1), newest first, ties broken by id (descending). */
-export async function listCustomers(ctx: Context, caller: Caller, input: unknown): Promise<ListObject<CustomerObject>> {
-  const params = readParams(input, PAGINATION_PARAMS);
-  const page = readPage(params);
+/** `customers.list`: one page (v1 §4.1), newest first, ties broken by id (descending), one past the limit. */
+export async function listCustomers(ctx: Context, caller: Caller, page: Page): Promise<CustomerWithCards[]> {
   const rows = await ctx.db
     .selectFrom('customers')
     .selectAll()
@@ -216,14 +233,5 @@ export async function listCustomers(ctx: Context, caller: Caller, input: unknown
     .execute();
   // One query for the cards of every customer on the page, not one per customer.
   const cardPages = await cardPagesOf(ctx.db, caller, rows.slice(0, page.limit).map((row) => row.customer_id));
-  const customers = rows.map((row) => renderCustomer(row, cardPages.get(row.customer_id) ?? listObject([], { limit: DEFAULT_LIMIT }, cardsUrl(row.customer_id))));
-  return listObject(customers, page, CUSTOMERS_URL);
+  return rows.map((row) => ({ row, cards: cardPages.get(row.customer_id) ?? emptyCardPage(row.customer_id) }));
 }
-
-export const CUSTOMER_OPERATIONS = [
-  defineOperation('customers.create', createCustomer),
-  defineOperation('customers.retrieve', retrieveCustomer),
-  defineOperation('customers.update', updateCustomer),
-  defineOperation('customers.delete', deleteCustomer),
-  defineOperation('customers.list', listCustomers),
-] as const;

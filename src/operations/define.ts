@@ -17,6 +17,8 @@ export interface Operation {
   /** Which API keys may call it: the public key only creates tokens (v1 §5). */
   readonly keys: 'secret' | 'secret_or_public';
   readonly handler: OperationHandler;
+  /** The parts of a command operation (see defineCommandOperation); absent on a plain handler. */
+  readonly parts?: CommandOperationParts<never, never>;
 }
 
 export interface OperationOptions {
@@ -40,7 +42,7 @@ export interface CommandOperationParts<C, R> {
 }
 
 export function defineCommandOperation<C, R>(name: string, parts: CommandOperationParts<C, R>, options: OperationOptions = {}): Operation {
-  return defineOperation(
+  const operation = defineOperation(
     name,
     async (ctx, caller, input) => {
       const command = parts.decode(input);
@@ -48,4 +50,5 @@ export function defineCommandOperation<C, R>(name: string, parts: CommandOperati
     },
     options,
   );
+  return { ...operation, parts: parts as unknown as CommandOperationParts<never, never> };
 }

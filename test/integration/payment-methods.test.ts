@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
-import { createCustomer, retrieveCustomer, updateCustomer } from '../../src/customers/customers';
+import type { CustomerObject } from '../../src/customers/customers';
 import { createToken } from '../../src/customers/tokens';
 import type { Database } from '../../src/db/schema';
 import { listEvents } from '../../src/events/outbox';
@@ -18,7 +18,12 @@ import {
 } from '../../src/payment-methods/payment-methods';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, testContext, type TestDatabase } from '../support/database';
+import { v1Operation } from '../support/operations';
 import { expectRefused, rejection as rejectionOf } from '../support/rejections';
+
+const createCustomer = v1Operation<CustomerObject>('customers.create');
+const retrieveCustomer = v1Operation<CustomerObject>('customers.retrieve');
+const updateCustomer = v1Operation<CustomerObject>('customers.update');
 
 const ACCOUNT = 'acct_v2methods';
 const secret: Caller = { accountId: ACCOUNT, livemode: false, kind: 'secret' };

@@ -7,9 +7,10 @@ import { FIRST_BILLING_DAY, LAST_BILLING_DAY } from '../../domain/billing-calend
 import { reject } from '../../domain/errors';
 import { createMetadata } from '../../domain/metadata';
 import { defineCommandOperation } from '../../operations/define';
-import { listObject, PAGINATION_PARAMS, readPage } from '../../operations/pagination';
+import { listObject } from '../../operations/pagination';
 import { hasParam, optionalInteger, optionalString, readParams, requireString, type Params } from '../../operations/params';
 import { renderPlan } from '../../plans/plan-record';
+import { decodeId, decodePage } from './codec';
 import {
   createPlan,
   deletePlan,
@@ -76,17 +77,13 @@ export function decodeUpdatePlan(input: unknown): UpdatePlanCommand {
   return { id, name, metadata: hasParam(params, 'metadata') ? { update: params.metadata, flavour: 'v1' } : undefined };
 }
 
-function decodeId(input: unknown): { id: string } {
-  return { id: requireString(readParams(input, ['id']), 'id') };
-}
-
 export const PLAN_OPERATIONS = [
   defineCommandOperation('plans.create', { decode: decodeCreatePlan, execute: createPlan, encode: renderPlan }),
   defineCommandOperation('plans.retrieve', { decode: decodeId, execute: retrievePlan, encode: renderPlan }),
   defineCommandOperation('plans.update', { decode: decodeUpdatePlan, execute: updatePlan, encode: renderPlan }),
   defineCommandOperation('plans.delete', { decode: decodeId, execute: deletePlan, encode: (deleted) => deleted }),
   defineCommandOperation('plans.list', {
-    decode: (input) => readPage(readParams(input, PAGINATION_PARAMS)),
+    decode: decodePage,
     execute: listPlans,
     encode: (rows, page) => listObject(rows.map(renderPlan), page, PLANS_URL),
   }),

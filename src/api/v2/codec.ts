@@ -44,6 +44,8 @@ export interface V2Route {
   readonly decode?: (input: Record<string, unknown>) => Record<string, unknown>;
   /** The operation's result as the v2 object (default: as it is). */
   readonly encode?: (result: object) => object;
+  /** Error fields named by `decode`'s nested renames, back in the SDK's names (`line_items.0.price` → `line_items.0.price_id`). */
+  readonly errorField?: (field: string) => string;
   /** The statement and balance URL operations issue URLs served by this server. */
   readonly issuesDownloadUrl?: boolean;
 }
@@ -101,10 +103,11 @@ function errorFieldOf(route: V2Route | undefined): (field: string) => string {
   const inverse = new Map<string, string>();
   for (const [, name] of route.path.matchAll(/:([a-z_]+)/g)) inverse.set(route.pathParams?.[name!] ?? 'id', name!);
   for (const [sdkName, engineName] of Object.entries(route.renames ?? {})) inverse.set(engineName, sdkName);
+  const nested = route.errorField ?? ((field: string) => field);
   return (field) => {
     const [head, ...rest] = field.split('.');
     const renamed = inverse.get(head!);
-    return renamed === undefined ? field : [renamed, ...rest].join('.');
+    return nested(renamed === undefined ? field : [renamed, ...rest].join('.'));
   };
 }
 

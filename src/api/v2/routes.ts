@@ -98,7 +98,7 @@ export const V2_ROUTES: readonly V2Route[] = [
   ...crud('/tax_rates', 'tax_rate_id', 'tax_rates'),
   // Checkout sessions (v2 §4.1).
   ...crud('/checkout/sessions', 'checkout_session_id', 'checkout.sessions', {
-    create: sessionRoute({ decode: decodeLineItems }),
+    create: sessionRoute({ decode: decodeLineItems, errorField: (field) => field.replace(/^line_items\.(\d+)\.price$/, 'line_items.$1.price_id') }),
     retrieve: sessionRoute(),
     update: sessionRoute(),
     list: sessionRoute(),

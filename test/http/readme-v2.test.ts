@@ -1,0 +1,47 @@
+/**
+ * The README's v2 snippet works as pasted (issue 16, "Done when"): it is cut out of README.md,
+ * pointed at a real test server instead of port 4010, and run with node against the installed
+ * `@payjp/payjpv2`; its output must be what its comments say.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../support/http-server';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** The fenced block that starts with `// <name>`. */
+function snippet(markdown: string, name: string): string {
+  const block = [...markdown.matchAll(/```js\n([\s\S]*?)```/g)].map((match) => match[1]!).find((code) => code.startsWith(`// ${name}`));
+  if (block === undefined) throw new Error(`README.md has no js block starting with // ${name}`);
+  return block;
+}
+
+describe('README v2 snippet', () => {
+  let server: TestServer;
+  let dir: string;
+
+  beforeAll(async () => {
+    server = await startTestServer('pglite');
+    // Inside the checkout, so that `import '@payjp/payjpv2'` resolves to its node_modules.
+    dir = mkdtempSync(join(ROOT, '.readme-v2-'));
+  });
+  afterAll(async () => {
+    rmSync(dir, { recursive: true, force: true });
+    await server?.close();
+  });
+
+  it('runs as pasted and prints what its comments say', async () => {
+    const code = snippet(readFileSync(join(ROOT, 'README.md'), 'utf8'), 'demo-v2.mjs');
+    expect(code).toContain("baseUrl: 'http://127.0.0.1:4010'");
+    writeFileSync(join(dir, 'demo-v2.mjs'), code.replace('http://127.0.0.1:4010', server.baseUrl));
+    writeFileSync(join(dir, 'demo-keys.json'), JSON.stringify({ keys: server.keys.a }));
+    const { stdout } = await promisify(execFile)(process.execPath, ['demo-v2.mjs'], { cwd: dir, timeout: 60_000 });
+    const promised = [...code.matchAll(/console\.log\(.*\); \/\/ (.*)$/gm)].map((match) => match[1]);
+    expect(stdout.trim().split('\n')).toEqual(promised);
+    expect(promised).toEqual(['requires_capture 3000 2000', '404 Not Found']);
+  });
+});

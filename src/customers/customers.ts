@@ -98,30 +98,43 @@ export interface CreateCustomerCommand {
   readonly metadata: Readonly<Record<string, string>>;
 }
 
+/**
+ * Inserts a new customer row (v1 and v2 create alike); a taken id is `already_exist_id` on `id`. A
+ * soft-deleted customer keeps its id, so a chosen id is never reused (its charges still name it).
+ */
+export async function insertCustomer(
+  trx: Kysely<Database>,
+  caller: Caller,
+  values: { readonly id: string; readonly contact: CustomerContact; readonly metadata: Readonly<Record<string, unknown>> },
+  now: Date,
+): Promise<CustomerRow> {
+  const inserted = await trx
+    .insertInto('customers')
+    .values({
+      account_id: caller.accountId,
+      livemode: caller.livemode,
+      customer_id: values.id,
+      email: values.contact.email ?? null,
+      description: values.contact.description ?? null,
+      default_card_id: null,
+      metadata: JSON.stringify(values.metadata),
+      created_at: now,
+      updated_at: now,
+    })
+    .onConflict((oc) => oc.columns(['account_id', 'livemode', 'customer_id']).doNothing())
+    .returningAll()
+    .executeTakeFirst();
+  if (!inserted) return reject('already_exist_id', 'id', `Customer ${values.id} already exists.`);
+  return inserted;
+}
+
 /** Creates a customer (and its default card from `card`), writing `customer.created` and `customer.card.created`. */
 export async function createCustomer(ctx: Context, caller: Caller, command: CreateCustomerCommand): Promise<CustomerWithCards> {
   const { contact, card: tokenId, metadata } = command;
   const now = ctx.clock.now();
   const customerId = command.id ?? ctx.ids.next('customer');
   return ctx.db.transaction().execute(async (trx) => {
-    const inserted = await trx
-      .insertInto('customers')
-      .values({
-        account_id: caller.accountId,
-        livemode: caller.livemode,
-        customer_id: customerId,
-        email: contact.email ?? null,
-        description: contact.description ?? null,
-        default_card_id: null,
-        metadata: JSON.stringify(metadata),
-        created_at: now,
-        updated_at: now,
-      })
-      // A soft-deleted customer keeps its id, so a chosen id is never reused (its charges still name it).
-      .onConflict((oc) => oc.columns(['account_id', 'livemode', 'customer_id']).doNothing())
-      .returningAll()
-      .executeTakeFirst();
-    if (!inserted) return reject('already_exist_id', 'id', `Customer ${customerId} already exists.`);
+    const inserted = await insertCustomer(trx, caller, { id: customerId, contact, metadata }, now);
     const events: EventInput[] = [];
     let row = inserted;
     if (tokenId !== undefined) {

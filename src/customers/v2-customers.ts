@@ -3,20 +3,22 @@
  * method attached as the default), retrieve, delete and list, answering the v2 customer object
  * (`renderV2Customer`, ISO instants, `default_payment_method_id`). `v2.customers.update` lives with
  * the payment methods (src/payment-methods), whose default it sets. The customer rows are the v1
- * customers' own: one customer, two renderings.
+ * customers' own: one customer, two renderings. Retrieve and delete run the v1 customers'
+ * executions; create has its own (v2 metadata, a payment method attached in the same transaction,
+ * v2 events: docs/decisions.md "Issue 16 v2 HTTP (i16a)"); the list pages by cursor.
  */
 import type { Caller } from '../accounts/accounts';
 import { createMetadata } from '../domain/metadata';
 import { reject } from '../domain/errors';
 import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
-import { defineOperation } from '../operations/define';
+import { defineCommandOperation, defineOperation } from '../operations/define';
 import { hasParam, optionalFlexibleId, optionalString, optionalText, readParams, requireString } from '../operations/params';
 import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
 import { attachMethod, renderV2Customer, type V2CustomerObject } from '../payment-methods/payment-methods';
 import { EMAIL_PATTERN } from './cards';
 import { findCustomer } from './customer-record';
-import { deleteCustomer } from './customers';
+import { deleteCustomer, insertCustomer, retrieveCustomer } from './customers';
 
 export const V2_CUSTOMERS_URL = '/v2/customers';
 const MAX_TEXT_LENGTH = 255;
@@ -42,27 +44,11 @@ export async function createV2Customer(ctx: Context, caller: Caller, input: unkn
   const now = ctx.clock.now();
   const customerId = chosenId ?? ctx.ids.next('customer');
   const row = await ctx.db.transaction().execute(async (trx) => {
-    const inserted = await trx
-      .insertInto('customers')
-      .values({
-        account_id: caller.accountId,
-        livemode: caller.livemode,
-        customer_id: customerId,
-        email: email ?? null,
-        description: description ?? null,
-        default_card_id: null,
-        metadata: JSON.stringify(metadata),
-        created_at: now,
-        updated_at: now,
-      })
-      // As v1: a deleted customer keeps its id, so a chosen id is never reused.
-      .onConflict((oc) => oc.columns(['account_id', 'livemode', 'customer_id']).doNothing())
-      .returningAll()
-      .executeTakeFirst();
-    if (!inserted) return reject('already_exist_id', 'id', `Customer ${customerId} already exists.`);
+    const inserted = await insertCustomer(trx, caller, { id: customerId, contact: { email: email ?? null, description: description ?? null }, metadata }, now);
     let customer = inserted;
-    // The customer.created event comes first: the method is attached to a customer that exists.
-    await recordEvent(trx, ctx.ids, customerEvent(caller, 'customer.created', renderV2Customer(customer), now));
+    // customer.created comes first, showing the default the method becomes just after (a refused
+    // attach rolls the whole creation back).
+    await recordEvent(trx, ctx.ids, customerEvent(caller, 'customer.created', renderV2Customer({ ...customer, default_payment_method_id: methodId ?? null }), now));
     if (methodId !== undefined) {
       await attachMethod(trx, ctx, caller, { id: methodId, param: 'payment_method_id', customerId, at: now });
       customer = await trx
@@ -77,11 +63,6 @@ export async function createV2Customer(ctx: Context, caller: Caller, input: unkn
     return customer;
   });
   return renderV2Customer(row);
-}
-
-export async function retrieveV2Customer(ctx: Context, caller: Caller, input: unknown): Promise<V2CustomerObject> {
-  const params = readParams(input, ['id']);
-  return renderV2Customer(await findCustomer(ctx.db, caller, requireString(params, 'id'), 'id'));
 }
 
 /**
@@ -113,7 +94,8 @@ export async function listV2Customers(ctx: Context, caller: Caller, input: unkno
 
 export const V2_CUSTOMER_OPERATIONS = [
   defineOperation('v2.customers.create', createV2Customer),
-  defineOperation('v2.customers.retrieve', retrieveV2Customer),
+  // The v1 customers' own execution (src/customers/customers.ts), rendered as the v2 customer.
+  defineCommandOperation('v2.customers.retrieve', { decode: (input) => ({ id: requireString(readParams(input, ['id']), 'id') }), execute: retrieveCustomer, encode: (customer) => renderV2Customer(customer.row) }),
   defineOperation('v2.customers.delete', deleteV2Customer),
   defineOperation('v2.customers.list', listV2Customers),
 ] as const;

@@ -117,20 +117,19 @@ async function paymentMethodSnapshot(trx: Kysely<Database>, caller: Caller, id: 
   }
   if (row.type === 'paypay') return { type: 'paypay', id: PAYPAY_METHOD_ID, card: null };
   if (row.fingerprint === null) return reject('invalid_id', 'payment_method', `payment method ${id} has no card`);
-  return {
-    type: row.type === 'apple_pay' ? 'apple_pay' : 'card',
-    id,
-    card: {
-      cardId: row.card_id ?? id,
-      fingerprint: row.fingerprint,
-      brand: row.brand ?? '',
-      last4: row.last4 ?? '',
-      expMonth: row.exp_month ?? 1,
-      expYear: row.exp_year ?? 1970,
-      funding: row.funding ?? 'unknown',
-      issuer: issuerOf(row.issuer ?? 'domestic'),
-    },
-  };
+  // The method's card columns read as a flow's stored snapshot: one reading of card columns.
+  return storedPaymentMethod({
+    payment_method_type: row.type,
+    payment_method_id: id,
+    card_id: row.card_id,
+    card_fingerprint: row.fingerprint,
+    card_brand: row.brand,
+    card_last4: row.last4,
+    card_exp_month: row.exp_month,
+    card_exp_year: row.exp_year,
+    card_funding: row.funding,
+    card_issuer: row.issuer,
+  })!;
 }
 
 /**

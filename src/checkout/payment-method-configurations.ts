@@ -18,12 +18,13 @@ import { reject } from '../domain/errors';
 import { DISPLAY_METHODS, DISPLAY_PREFERENCES, paymentMethodDisplay, type DisplayMethod, type MethodDisplay } from '../domain/payment-method-display';
 import type { Context } from '../engine/context';
 import { defineOperation } from '../operations/define';
-import { hasParam, optionalString, readParams, requireString } from '../operations/params';
+import { hasParam, optionalBoolean, optionalString, optionalText, readParams, requireString } from '../operations/params';
 
 export type PaymentMethodConfigurationRow = Selectable<PaymentMethodConfigurationsTable>;
 
 export const DEFAULT_CONFIGURATION_NAME = 'Default';
 export const PAYMENT_METHOD_CONFIGURATIONS_URL = '/v2/payment_method_configurations';
+const MAX_CONFIGURATION_NAME_LENGTH = 100;
 
 export type PaymentMethodConfigurationObject = {
   readonly id: string;
@@ -106,12 +107,20 @@ export async function retrievePaymentMethodConfiguration(ctx: Context, caller: C
  * `payment_method_configurations.update` (`POST …/{id}`): for each of `card`, `paypay`,
  * `apple_pay` an optional `{ display_preference: { preference } }` with `on`, `off` or `none`;
  * methods not sent are unchanged. Rule 4 ("card cannot be hidden by setting off"): `off` for card
- * is refused (`no_allowed_param`), rather than stored and silently ignored.
+ * is refused (`no_allowed_param`), rather than stored and silently ignored. `active` and `name`
+ * (at most 100 characters) change as sent.
  */
 export async function updatePaymentMethodConfiguration(ctx: Context, caller: Caller, input: unknown): Promise<PaymentMethodConfigurationObject> {
-  const params = readParams(input, ['id', ...DISPLAY_METHODS]);
+  const params = readParams(input, ['id', 'active', 'name', ...DISPLAY_METHODS]);
   const id = requireString(params, 'id');
-  const changes: Partial<Record<(typeof PREFERENCE_COLUMN)[DisplayMethod], DisplayPreference>> = {};
+  // The SDK's other two fields (official-sdks.md §2): whether the configuration is in use, its name.
+  const active = optionalBoolean(params, 'active');
+  const name = optionalText(params, 'name', MAX_CONFIGURATION_NAME_LENGTH);
+  if (name === null) reject('invalid_string_length', 'name', 'name must not be empty');
+  const changes: Partial<Record<(typeof PREFERENCE_COLUMN)[DisplayMethod], DisplayPreference>> & { active?: boolean; name?: string } = {
+    ...(active === undefined ? {} : { active }),
+    ...(name === undefined || name === null ? {} : { name }),
+  };
   for (const method of DISPLAY_METHODS) {
     if (!hasParam(params, method)) continue;
     const body = readParams(params[method], ['display_preference'], method);

@@ -20,7 +20,7 @@ import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvents, type EventInput } from '../events/outbox';
 import { defineOperation } from '../operations/define';
-import { hasParam, isPlainObject, optionalBoolean, optionalInteger, optionalString, readParams, requireString, type Params } from '../operations/params';
+import { hasParam, isPlainObject, optionalBoolean, optionalInteger, optionalString, readParams, requireString, sentFields, type Params } from '../operations/params';
 import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
 
 import { recordFlowCaptures } from './flow-charges';
@@ -71,8 +71,20 @@ function readExtendedAuthorization(params: Params): ExtendedAuthorizationRequest
   if (!hasParam(params, 'payment_method_options')) return undefined;
   const options = readParams(params.payment_method_options, ['card'], 'payment_method_options');
   if (!hasParam(options, 'card')) return undefined;
-  const card = readParams(options.card, ['request_extended_authorization'], 'payment_method_options[card]');
+  const card = readParams(options.card, ['request_extended_authorization', 'request_three_d_secure'], 'payment_method_options[card]');
+  // The SDK's `request_three_d_secure`: `automatic` (the issuer decides, here the test card) is the
+  // only behaviour the simulated network has; `any` (always authenticate) is refused, not ignored.
+  const threeDSecure = card.request_three_d_secure;
+  if (threeDSecure !== undefined && threeDSecure !== null && threeDSecure !== 'automatic') {
+    reject('invalid_param_key', 'payment_method_options[card][request_three_d_secure]', 'request_three_d_secure must be automatic: 3-D Secure is asked for by the card (service rules §2.2)');
+  }
   return parseExtendedAuthorizationRequest(card.request_extended_authorization ?? undefined);
+}
+
+function readCaptureMethod(params: Params): 'automatic' | 'manual' | undefined {
+  const captureMethod = optionalString(params, 'capture_method');
+  if (captureMethod === undefined || captureMethod === 'automatic' || captureMethod === 'manual') return captureMethod;
+  return reject('invalid_param_key', 'capture_method', `capture_method must be automatic or manual, got ${JSON.stringify(captureMethod)}`);
 }
 
 function readDescription(params: Params): string | null | undefined {
@@ -192,8 +204,7 @@ export async function createPaymentFlow(ctx: Context, caller: Caller, input: unk
   const amount = readAmount(params, 'amount', true)!;
   const currency = optionalString(params, 'currency', { code: 'invalid_currency' }) ?? FLOW_CURRENCY;
   if (currency !== FLOW_CURRENCY) reject('invalid_currency', 'currency', `currency must be ${FLOW_CURRENCY}, got ${JSON.stringify(currency)}`);
-  const captureMethod = optionalString(params, 'capture_method') ?? 'automatic';
-  if (captureMethod !== 'automatic' && captureMethod !== 'manual') return reject('invalid_param_key', 'capture_method', `capture_method must be automatic or manual, got ${JSON.stringify(captureMethod)}`);
+  const captureMethod = readCaptureMethod(params) ?? 'automatic';
   const types = hasParam(params, 'payment_method_types') ? readPaymentMethodTypes(params.payment_method_types) : (['card'] as PaymentMethodType[]);
   const extendedAuthorization = readExtendedAuthorization(params);
   const metadata = hasParam(params, 'metadata') ? createMetadata(params.metadata, 'v2') : {};
@@ -413,20 +424,39 @@ function throwIfFailed(outcome: ConfirmOutcome): PaymentFlowObject {
  * (secret key) confirms with `payment_method` (`tok_…` or a card of the flow's customer) and
  * `payment_method_type` (`card` default, `apple_pay`, `paypay`), or with the method attached at
  * creation. `return_url` is accepted and echoed by the browser flow; the engine has no redirect.
+ * `payment_method_types`, `payment_method_options`, `capture_method` and `description` change the
+ * flow as an update before confirmation would, in the same transaction (a refusal changes nothing).
  * A declined payment commits its `payment_flow.payment_failed` and then fails with the card error
  * (402), like a v1 charge.
  */
 export async function confirmPaymentFlow(ctx: Context, caller: Caller, input: unknown): Promise<PaymentFlowObject> {
-  const params = readParams(input, ['id', 'client_secret', 'payment_method', 'payment_method_type', 'return_url']);
+  const params = readParams(input, ['id', 'client_secret', 'payment_method', 'payment_method_type', 'return_url', 'payment_method_types', 'payment_method_options', 'capture_method', 'description']);
   const id = requireString(params, 'id');
   const clientSecret = optionalString(params, 'client_secret');
   const methodId = optionalString(params, 'payment_method');
   const methodType = readMethodType(params);
   optionalString(params, 'return_url');
+  // The SDK's confirm may also set what an update before confirmation sets (official-sdks.md §2).
+  const types = hasParam(params, 'payment_method_types') ? readPaymentMethodTypes(params.payment_method_types) : undefined;
+  const extendedAuthorization = hasParam(params, 'payment_method_options') ? (readExtendedAuthorization(params) ?? null) : undefined;
+  const captureMethod = readCaptureMethod(params);
+  const description = readDescription(params);
   const now = ctx.clock.now();
   const outcome = await ctx.db.transaction().execute(async (trx) => {
-    const flow = await findPaymentFlow(trx, caller, id, { lock: true, clientSecret });
+    let flow = await findPaymentFlow(trx, caller, id, { lock: true, clientSecret });
     if (!CONFIRMABLE.has(flow.status)) reject('invalid_status', undefined, `a payment flow that is ${flow.status} cannot be confirmed`);
+    const changes = sentFields({
+      payment_method_types: types === undefined ? undefined : JSON.stringify(types),
+      request_extended_authorization: extendedAuthorization,
+      capture_method: captureMethod,
+      description,
+    });
+    if (Object.keys(changes).length > 0) {
+      if (flow.checkout_session_id !== null && (types !== undefined || extendedAuthorization !== undefined || captureMethod !== undefined)) {
+        reject('invalid_status', undefined, `this payment flow belongs to checkout session ${flow.checkout_session_id}; its payment methods and capture follow the session`);
+      }
+      flow = await saveFlow(trx, flow, { ...changes, updated_at: now });
+    }
     if (methodType !== undefined) assertMethodAllowed(flow.payment_method_types, methodType);
     let snapshot: PaymentMethodSnapshot | null;
     if (methodId !== undefined || methodType !== undefined) {

@@ -97,6 +97,10 @@ describe('v2 conventions through @payjp/payjpv2', () => {
     });
     const never = await ok(v2.createPaymentFlow({ client, body: { amount: 3000, currency: 'jpy', capture_method: 'manual', payment_method_id: overseas.id, payment_method_options: { card: { request_extended_authorization: 'never' } }, confirm: true } }));
     expect(never).toMatchObject({ status: 'requires_capture', extended_authorization: false });
+    expect(await problem(v2.createPaymentFlow({ client, body: { amount: 3000, currency: 'jpy', payment_method_options: { card: { request_three_d_secure: 'any' } } } }))).toMatchObject({
+      status: 422,
+      errors: [{ field: 'payment_method_options.card.request_three_d_secure' }],
+    });
     const paypayOnly = await ok(v2.createPaymentFlow({ client, body: { amount: 1000, currency: 'jpy', payment_method_types: ['paypay'] } }));
     expect(await problem(v2.confirmPaymentFlow({ client, path: { payment_flow_id: paypayOnly.id }, body: { payment_method_id: (await cardMethod()).id } }))).toMatchObject({ status: 400, title: 'Payment Method Type Not Allowed' });
     await ok(v2.createCustomer({ client, body: { id: 'cus_conv_owner' } }));

@@ -95,6 +95,12 @@ describe('v2 resources through @payjp/payjpv2', () => {
     const tds = await cardMethod(TEST_CARDS.threeDSecureRequired.number);
     const action = await ok(v2.createPaymentFlow({ client, body: { amount: 900, currency: 'jpy', payment_method_id: tds.id, confirm: true, return_url: 'https://shop.example/return' } }));
     expect(action).toMatchObject({ status: 'requires_action', next_action: { type: 'three_d_secure' } });
+    // The SDK's confirm body may also set capture_method, description and the card options.
+    const later = await ok(v2.createPaymentFlow({ client, body: { amount: 1100, currency: 'jpy' } }));
+    const confirmed = await ok(
+      v2.confirmPaymentFlow({ client, path: { payment_flow_id: later.id }, body: { payment_method_id: (await cardMethod()).id, capture_method: 'manual', description: 'held at confirmation', payment_method_options: { card: { request_three_d_secure: 'automatic' } } } }),
+    );
+    expect(confirmed).toMatchObject({ status: 'requires_capture', capture_method: 'manual', description: 'held at confirmation' });
     const canceled = await ok(v2.cancelPaymentFlow({ client, path: { payment_flow_id: action.id }, body: { cancellation_reason: 'requested_by_customer' } }));
     expect(canceled).toMatchObject({ status: 'canceled', cancellation_reason: 'requested_by_customer' });
     expect(typeof canceled.canceled_at).toBe('string');
@@ -182,6 +188,11 @@ describe('v2 resources through @payjp/payjpv2', () => {
     expect(off.paypay).toMatchObject({ available: false, display_preference: { preference: 'off', value: 'off' } });
     const none = await ok(v2.updatePaymentMethodConfiguration({ client, path: { payment_method_configuration_id: config.id }, body: { paypay: { display_preference: { preference: 'none' } } } }));
     expect(none.paypay).toMatchObject({ available: true, display_preference: { preference: 'none', value: 'on' } });
+    expect(await ok(v2.updatePaymentMethodConfiguration({ client, path: { payment_method_configuration_id: config.id }, body: { name: 'Shop front', active: true } }))).toMatchObject({ name: 'Shop front', active: true });
+    // Test and live configurations are apart (v2 §4.5 rule 6).
+    const live = await ok(v2.getAllPaymentMethodConfigurations({ client: v2Client(server, server.keys.a.live.secret) }));
+    expect(live.data[0]).toMatchObject({ livemode: true, name: expect.not.stringMatching('Shop front') });
+    expect(live.data[0]!.id).not.toBe(config.id);
   });
 
   it('events: list filtered by resource_id, object and type with cursors both ways, retrieve with pending_webhooks', async () => {

@@ -68,7 +68,8 @@ async function listV2Events(ctx: Context, caller: Caller, input: unknown): Promi
   const page = readV2Page(params);
   const cursor = page.cursor === undefined ? undefined : await findEvent(ctx, caller, 'v2', page.cursor.id, page.cursor.param);
   const rows = await filtered(ctx, caller, 'v2', params)
-    .$call(inV2Page(page, cursor && { created_at: cursor.created_at, id: cursor.event_id }, 'event_id'))
+    // Events of one instant in the order they were written (seq), not by their random ids.
+    .$call(inV2Page(page, cursor && { created_at: cursor.created_at, id: cursor.seq }, 'seq'))
     .execute();
   return v2ListObject(rows, page, V2_EVENTS_URL, (row) => renderEvent(storedEvent(row)));
 }

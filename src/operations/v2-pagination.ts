@@ -39,7 +39,8 @@ export function readV2Page(params: Params): V2Page {
 /** Where the cursor object sits in the order: found by the list's own finder (an unknown id is its `invalid_id` on the cursor's parameter). */
 export interface CursorRow {
   readonly created_at: Date;
-  readonly id: string;
+  /** The tie-break column's value: the object id, or an insertion sequence (events). */
+  readonly id: string | number;
 }
 
 /**

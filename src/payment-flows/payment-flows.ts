@@ -255,39 +255,60 @@ export async function retrievePaymentFlow(ctx: Context, caller: Caller, input: u
 
 /**
  * `payment_flows.update`: `metadata` (merge rules of v2 §2.6) and `description` at any time;
- * `amount`, `payment_method_types` and the extended-authorization request only before
- * confirmation (`invalid_status` after: the hold cannot be increased, v2 §3). No event: v2 §6.1 has
+ * `amount`, `payment_method_types`, the extended-authorization request, `customer` and
+ * `payment_method` (attached as at creation: requires_confirmation) only before confirmation (`invalid_status` after: the hold cannot be increased, v2 §3). No event: v2 §6.1 has
  * no `payment_flow.updated`.
  */
 export async function updatePaymentFlow(ctx: Context, caller: Caller, input: unknown): Promise<PaymentFlowObject> {
-  const params = readParams(input, ['id', 'amount', 'metadata', 'description', 'payment_method_types', 'payment_method_options']);
+  const params = readParams(input, ['id', 'amount', 'metadata', 'description', 'payment_method_types', 'payment_method_options', 'customer', 'payment_method', 'return_url']);
   const id = requireString(params, 'id');
   const amount = readAmount(params, 'amount', false);
   const types = hasParam(params, 'payment_method_types') ? readPaymentMethodTypes(params.payment_method_types) : undefined;
   const extendedAuthorization = hasParam(params, 'payment_method_options') ? (readExtendedAuthorization(params) ?? null) : undefined;
   const description = readDescription(params);
+  const customerId = optionalString(params, 'customer', { code: 'invalid_customer' });
+  const methodId = optionalString(params, 'payment_method');
+  optionalString(params, 'return_url');
   const now = ctx.clock.now();
   const row = await ctx.db.transaction().execute(async (trx) => {
     const flow = await findPaymentFlow(trx, caller, id, { lock: true });
-    const changesPayment = amount !== undefined || types !== undefined || extendedAuthorization !== undefined;
-    if (changesPayment && !UNCONFIRMED.has(flow.status)) {
-      reject('invalid_status', amount !== undefined ? 'amount' : types !== undefined ? 'payment_method_types' : 'payment_method_options', `amount, payment_method_types and payment_method_options can change only before confirmation; this payment flow is ${flow.status}`);
+    // The first of the sent fields that may change only before confirmation, for the refusal.
+    const changedPayment = ([
+      ['amount', amount],
+      ['payment_method_types', types],
+      ['payment_method_options', extendedAuthorization],
+      ['customer', customerId],
+      ['payment_method', methodId],
+    ] as const).find(([, value]) => value !== undefined)?.[0];
+    if (changedPayment !== undefined && !UNCONFIRMED.has(flow.status)) {
+      reject('invalid_status', changedPayment, `amount, payment_method_types, payment_method_options, customer and payment_method can change only before confirmation; this payment flow is ${flow.status}`);
     }
-    if (changesPayment && flow.checkout_session_id !== null) {
+    if (changedPayment !== undefined && flow.checkout_session_id !== null) {
       // The hosted page charges what the session shows (its line items): a flow of a checkout
       // session changes only through the session.
-      reject('invalid_status', amount !== undefined ? 'amount' : types !== undefined ? 'payment_method_types' : 'payment_method_options', `this payment flow belongs to checkout session ${flow.checkout_session_id}; its amount and payment methods follow the session`);
+      reject('invalid_status', changedPayment, `this payment flow belongs to checkout session ${flow.checkout_session_id}; its amount and payment methods follow the session`);
     }
-    if (types !== undefined && flow.payment_method_type !== null && !types.includes(flow.payment_method_type)) {
+    if (types !== undefined && methodId === undefined && flow.payment_method_type !== null && !types.includes(flow.payment_method_type)) {
       reject('no_allowed_param', 'payment_method_types', `the attached payment method is ${flow.payment_method_type}, which these types leave out`);
     }
+    if (customerId !== undefined) await assertCustomer(trx, caller, customerId);
     const metadata = hasParam(params, 'metadata') ? mergeMetadata(flow.metadata, params.metadata, 'v2') : undefined;
+    let attached = {};
+    if (methodId !== undefined) {
+      // Attaching a method (the SDK's payment_method_id): checked as at creation, then requires_confirmation.
+      const snapshot = await resolvePaymentMethod(trx, caller, { type: 'card', id: methodId, customerId: customerId ?? flow.customer_id, at: now });
+      assertMethodAllowed(types ?? flow.payment_method_types, snapshot.type);
+      if (flow.capture_method === 'manual') holdFor({ request_extended_authorization: extendedAuthorization === undefined ? flow.request_extended_authorization : extendedAuthorization }, snapshot, now);
+      attached = { ...paymentMethodColumns(snapshot), status: 'requires_confirmation' as const };
+    }
     return saveFlow(trx, flow, {
       ...(amount === undefined ? {} : { amount }),
       ...(types === undefined ? {} : { payment_method_types: JSON.stringify(types) }),
       ...(extendedAuthorization === undefined ? {} : { request_extended_authorization: extendedAuthorization }),
       ...(description === undefined ? {} : { description }),
       ...(metadata === undefined ? {} : { metadata: JSON.stringify(metadata) }),
+      ...(customerId === undefined ? {} : { customer_id: customerId }),
+      ...attached,
       updated_at: now,
     });
   });

@@ -95,6 +95,14 @@ describe('v2 resources through @payjp/payjpv2', () => {
     const tds = await cardMethod(TEST_CARDS.threeDSecureRequired.number);
     const action = await ok(v2.createPaymentFlow({ client, body: { amount: 900, currency: 'jpy', payment_method_id: tds.id, confirm: true, return_url: 'https://shop.example/return' } }));
     expect(action).toMatchObject({ status: 'requires_action', next_action: { type: 'three_d_secure' } });
+    // Update attaches the customer and a method (the SDK's customer_id, payment_method_id); confirm then needs no body.
+    await ok(v2.createCustomer({ client, body: { id: 'cus_v2_update' } }));
+    const owned = await cardMethod(TEST_CARDS.visa.number, { customer_id: 'cus_v2_update' });
+    const bare = await ok(v2.createPaymentFlow({ client, body: { amount: 1300, currency: 'jpy' } }));
+    expect(await problem(v2.updatePaymentFlow({ client, path: { payment_flow_id: bare.id }, body: { payment_method_id: owned.id } }))).toMatchObject({ status: 400, title: 'Payment Method Not Owned By Customer' });
+    const ready = await ok(v2.updatePaymentFlow({ client, path: { payment_flow_id: bare.id }, body: { customer_id: 'cus_v2_update', payment_method_id: owned.id } }));
+    expect(ready).toMatchObject({ status: 'requires_confirmation', customer_id: 'cus_v2_update', payment_method_id: owned.id });
+    expect(await ok(v2.confirmPaymentFlow({ client, path: { payment_flow_id: bare.id } }))).toMatchObject({ status: 'succeeded', amount_received: 1300 });
     // The SDK's confirm body may also set capture_method, description and the card options.
     const later = await ok(v2.createPaymentFlow({ client, body: { amount: 1100, currency: 'jpy' } }));
     const confirmed = await ok(

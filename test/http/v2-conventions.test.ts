@@ -241,6 +241,10 @@ describe('v2 conventions through @payjp/payjpv2', () => {
     const price = await ok(v2.createPrice({ client, body: { unit_amount: 500, currency: 'jpy' } as never }));
     const session = await ok(v2.createCheckoutSession({ client, body: { mode: 'payment', customer: 'cus_alias', line_items: [{ price_id: price.id, quantity: 1 }], success_url: 'https://shop.example/ok' } as never }));
     expect(session).toMatchObject({ customer_id: 'cus_alias', customer: 'cus_alias' });
+    // The SDK's fields whose one value kessai has: accepted as that value, refused otherwise.
+    const hosted = await ok(v2.createCheckoutSession({ client, body: { mode: 'payment', currency: 'jpy', ui_mode: 'hosted', locale: 'ja', line_items: [{ price_id: price.id, quantity: 1 }], success_url: 'https://shop.example/ok' } }));
+    expect(hosted).toMatchObject({ currency: 'jpy', status: 'open' });
+    expect(await problem(v2.createCheckoutSession({ client, body: { mode: 'payment', locale: 'en' as never, line_items: [{ price_id: price.id, quantity: 1 }], success_url: 'https://shop.example/ok' } }))).toMatchObject({ status: 422, errors: [{ field: 'locale' }] });
     expect(session.created_at).toMatch(ISO);
   });
 

@@ -8,6 +8,7 @@
  * `crud('/setup_flows', 'setup_flow_id', 'setup_flows')`), with `renames` / `encode` where its
  * fields differ from the SDK's.
  */
+import { reject } from '../../domain/errors';
 import { toIsoSeconds } from '../../domain/time';
 import type { HttpMethod } from '../v1/routes';
 import { renameFields, withSdkNames, type FieldRenames, type V2Route } from './codec';
@@ -44,6 +45,22 @@ function decodeLineItems(input: Record<string, unknown>): Record<string, unknown
   if (!Array.isArray(input.line_items)) return input;
   return { ...input, line_items: input.line_items.map((item: unknown, i) => (item !== null && typeof item === 'object' && !Array.isArray(item) ? renameFields(item as Record<string, unknown>, { price_id: 'price' }, `line_items[${i}]`) : item)) };
 }
+/**
+ * Checkout fields of the SDK whose one value is what kessai does anyway (`currency: jpy`, `ui_mode:
+ * hosted`, `locale: ja`): read and checked here, so an SDK integration that sends them works; any
+ * other value is refused naming the field, never ignored.
+ */
+const CHECKOUT_SOLE_VALUES: Readonly<Record<string, string>> = { currency: 'jpy', ui_mode: 'hosted', locale: 'ja' };
+function decodeCheckoutCreate(input: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...input };
+  for (const [field, only] of Object.entries(CHECKOUT_SOLE_VALUES)) {
+    if (out[field] === undefined) continue;
+    if (out[field] !== only) reject('invalid_param_key', field, `${field} must be ${only}, got ${JSON.stringify(out[field])}`);
+    delete out[field];
+  }
+  return decodeLineItems(out);
+}
+
 const withLineItemPriceIds = (session: Record<string, unknown>): Record<string, unknown> => {
   const items = session.line_items as { data?: Record<string, unknown>[] } | undefined;
   if (items === undefined || !Array.isArray(items.data)) return session;
@@ -98,7 +115,7 @@ export const V2_ROUTES: readonly V2Route[] = [
   ...crud('/tax_rates', 'tax_rate_id', 'tax_rates'),
   // Checkout sessions (v2 §4.1).
   ...crud('/checkout/sessions', 'checkout_session_id', 'checkout.sessions', {
-    create: sessionRoute({ decode: decodeLineItems, errorField: (field) => field.replace(/^line_items\.(\d+)\.price$/, 'line_items.$1.price_id') }),
+    create: sessionRoute({ decode: decodeCheckoutCreate, errorField: (field) => field.replace(/^line_items\.(\d+)\.price$/, 'line_items.$1.price_id') }),
     retrieve: sessionRoute(),
     update: sessionRoute(),
     list: sessionRoute(),

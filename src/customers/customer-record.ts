@@ -6,6 +6,8 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { CustomersTable, Database } from '../db/schema';
 import { reject } from '../domain/errors';
+import type { Metadata } from '../domain/metadata';
+import { toIsoSeconds } from '../domain/time';
 
 export type CustomerRow = Selectable<CustomersTable>;
 
@@ -26,4 +28,32 @@ export async function findCustomer(executor: Kysely<Database>, caller: Caller, c
   const row = await query.executeTakeFirst();
   if (!row) return reject('invalid_id', param, `No such customer: ${customerId}`);
   return row;
+}
+
+/** The v2 customer object (official-sdks.md §3): the same row as v1's, ISO instants, the v2 default payment method. */
+// A type alias, not an interface: it must be assignable to the outbox's indexed EventResource.
+export type V2CustomerObject = {
+  readonly id: string;
+  readonly object: 'customer';
+  readonly livemode: boolean;
+  readonly email: string | null;
+  readonly description: string | null;
+  readonly default_payment_method_id: string | null;
+  readonly metadata: Metadata;
+  readonly created_at: string;
+  readonly updated_at: string;
+};
+
+export function renderV2Customer(row: CustomerRow): V2CustomerObject {
+  return {
+    id: row.customer_id,
+    object: 'customer',
+    livemode: row.livemode,
+    email: row.email,
+    description: row.description,
+    default_payment_method_id: row.default_payment_method_id,
+    metadata: row.metadata,
+    created_at: toIsoSeconds(row.created_at),
+    updated_at: toIsoSeconds(row.updated_at),
+  };
 }

@@ -11,11 +11,11 @@ import { reject } from '../domain/errors';
 import { mergeMetadata, type MetadataFlavour } from '../domain/metadata';
 import { toUnixSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
-import { recordEvents, type EventInput } from '../events/outbox';
+import { recordEvents, type ApiVersion, type EventInput } from '../events/outbox';
 import { DEFAULT_LIMIT, inPage, listObject, type ListObject, type Page } from '../operations/pagination';
 import { renderCard, type CardObject } from './card-object';
 import { attachCardFromToken, cardDeletionEvents, cardPagesOf, cardsUrl, requireCustomerCard, setDefaultCard, type DeletedObject } from './cards';
-import { findCustomer, type CustomerRow } from './customer-record';
+import { findCustomer, renderV2Customer, type CustomerRow } from './customer-record';
 
 export const CUSTOMERS_URL = '/v1/customers';
 
@@ -203,9 +203,9 @@ export async function updateCustomer(ctx: Context, caller: Caller, command: Upda
 
 /**
  * `customers.delete`: the customer and its cards are deleted softly in one transaction, with a
- * `customer.card.deleted` event per card and then `customer.deleted`.
+ * `customer.card.deleted` event per card and then `customer.deleted` (v2: the v2 event).
  */
-export async function deleteCustomer(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<DeletedObject> {
+export async function deleteCustomer(ctx: Context, caller: Caller, command: { readonly id: string; readonly apiVersion?: ApiVersion }): Promise<DeletedObject> {
   const customerId = command.id;
   const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
@@ -229,7 +229,9 @@ export async function deleteCustomer(ctx: Context, caller: Caller, command: { re
       .execute();
     // Oldest card first, so the events read in the order the cards were added.
     const ordered = [...cards].sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || a.card_id.localeCompare(b.card_id));
-    await recordEvents(trx, ctx.ids, [...cardDeletionEvents(caller, ordered, now), eventOf(caller, 'customer.deleted', customer, now)]);
+    // The v2 API's deletion reports the v2 customer in a v2 event (v2 §6.1); the cards' events stay v1.
+    const deletedEvent = command.apiVersion === 'v2' ? { ...eventOf(caller, 'customer.deleted', renderV2Customer(current), now), apiVersion: 'v2' as const } : eventOf(caller, 'customer.deleted', customer, now);
+    await recordEvents(trx, ctx.ids, [...cardDeletionEvents(caller, ordered, now), deletedEvent]);
     return { deleted: true, id: customerId, livemode: caller.livemode } as const;
   });
 }

@@ -15,9 +15,9 @@ import { recordEvent } from '../events/outbox';
 import { defineCommandOperation, defineOperation } from '../operations/define';
 import { hasParam, optionalFlexibleId, optionalString, optionalText, readParams, requireString } from '../operations/params';
 import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
-import { attachMethod, renderV2Customer, type V2CustomerObject } from '../payment-methods/payment-methods';
+import { attachMethod } from '../payment-methods/payment-methods';
 import { EMAIL_PATTERN } from './cards';
-import { findCustomer } from './customer-record';
+import { findCustomer, renderV2Customer, type V2CustomerObject } from './customer-record';
 import { deleteCustomer, insertCustomer, retrieveCustomer } from './customers';
 
 export const V2_CUSTOMERS_URL = '/v2/customers';
@@ -67,13 +67,13 @@ export async function createV2Customer(ctx: Context, caller: Caller, input: unkn
 
 /**
  * `v2.customers.delete`: the deletion of `customers.delete` (the customer and its cards, softly,
- * with its events), answered with the v2 customer as it was.
+ * with a v2 `customer.deleted`), answered with the v2 customer as it was.
  */
 export async function deleteV2Customer(ctx: Context, caller: Caller, input: unknown): Promise<V2CustomerObject> {
   const params = readParams(input, ['id']);
   const id = requireString(params, 'id');
   const before = await findCustomer(ctx.db, caller, id, 'id');
-  await deleteCustomer(ctx, caller, { id });
+  await deleteCustomer(ctx, caller, { id, apiVersion: 'v2' });
   return renderV2Customer(before);
 }
 

@@ -11,7 +11,7 @@
  */
 import type { Kysely, Selectable, Updateable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
-import { findCustomer, type CustomerRow } from '../customers/customer-record';
+import { findCustomer, renderV2Customer, type V2CustomerObject } from '../customers/customer-record';
 import { EMAIL_PATTERN } from '../customers/cards';
 import type { Database, PaymentMethodsTable } from '../db/schema';
 import { reject } from '../domain/errors';
@@ -329,33 +329,6 @@ export const PAYMENT_METHOD_OPERATIONS = [
   defineOperation('customers.list_payment_methods', listCustomerPaymentMethods),
   defineOperation('v2.customers.update', updateV2Customer),
 ] as const;
-
-// A type alias, not an interface: it must be assignable to the outbox's indexed EventResource.
-export type V2CustomerObject = {
-  readonly id: string;
-  readonly object: 'customer';
-  readonly livemode: boolean;
-  readonly email: string | null;
-  readonly description: string | null;
-  readonly default_payment_method_id: string | null;
-  readonly metadata: Metadata;
-  readonly created_at: string;
-  readonly updated_at: string;
-};
-
-export function renderV2Customer(row: CustomerRow): V2CustomerObject {
-  return {
-    id: row.customer_id,
-    object: 'customer',
-    livemode: row.livemode,
-    email: row.email,
-    description: row.description,
-    default_payment_method_id: row.default_payment_method_id,
-    metadata: row.metadata,
-    created_at: toIsoSeconds(row.created_at),
-    updated_at: toIsoSeconds(row.updated_at),
-  };
-}
 
 /**
  * `v2.customers.update` (v2 §4.6): `metadata` under the v2 rules of §2.6 (string, integer and

@@ -62,6 +62,11 @@ describe('v2 resources through @payjp/payjpv2', () => {
     const deleted = await ok(v2.deleteCustomer({ client, path: { customer_id: 'cus_v2_own' } }));
     expect(deleted).toMatchObject({ id: 'cus_v2_own', object: 'customer' });
     expect(await problem(v2.getCustomer({ client, path: { customer_id: 'cus_v2_own' } }))).toMatchObject({ status: 404, title: 'Not Found', errors: [{ field: 'customer_id' }] });
+    // Its v2 events (v2 §6.1), written with each change: created, updated, deleted.
+    const events = await ok(v2.getAllEvents({ client, query: { resource_id: 'cus_v2_own' } }));
+    expect(events.data.map((e) => e.type)).toEqual(['customer.deleted', 'customer.updated', 'customer.created']);
+    expect(events.data[0]!.data).toMatchObject({ id: 'cus_v2_own', object: 'customer', default_payment_method_id: pm.id, created_at: created.created_at });
+    expect(events.data[2]!.data).toMatchObject({ default_payment_method_id: pm.id });
     expect(await problem(v2.createCustomer({ client, body: { id: 'cus_v2_own' } }))).toMatchObject({ status: 400, title: 'Already Exists ID', errors: [{ field: 'id' }] });
   });
 

@@ -414,6 +414,29 @@ export interface RefundsTable {
   term_id: string | null;
 }
 
+export interface SetupFlowsTable {
+  account_id: string;
+  canceled_at: Date | null;
+  cancellation_reason: "abandoned" | "duplicate" | "requested_by_customer" | null;
+  checkout_session_id: string | null;
+  client_secret: string;
+  created_at: Date;
+  customer_id: string | null;
+  description: string | null;
+  last_setup_error: JsonColumn<Record<string, unknown>> | null;
+  livemode: boolean;
+  metadata: JsonColumn<Record<string, boolean | number | string>>;
+  next_action: JsonColumn<Record<string, unknown>> | null;
+  payment_method_id: string | null;
+  payment_method_types: JsonColumn<'card'[]>;
+  return_url: string | null;
+  setup_flow_id: string;
+  status: "requires_payment_method" | "requires_confirmation" | "requires_action" | "processing" | "canceled" | "succeeded";
+  three_d_secure_status: string | null;
+  updated_at: Date;
+  usage: "on_session" | "off_session";
+}
+
 export interface StatementItemsTable {
   account_id: string;
   amount: number;
@@ -630,6 +653,7 @@ export interface Database {
   rate_limit_counters: RateLimitCountersTable;
   reauthorizations: ReauthorizationsTable;
   refunds: RefundsTable;
+  setup_flows: SetupFlowsTable;
   statement_items: StatementItemsTable;
   statement_urls: StatementUrlsTable;
   statements: StatementsTable;

@@ -31,6 +31,7 @@ export const ID_PREFIX = {
   taxRate: 'txr_',
   paymentMethod: 'pm_',
   threeDSecureRequest: 'tdsr_',
+  setupFlow: 'sfw_',
   secretKeyTest: 'sk_test_',
   secretKeyLive: 'sk_live_',
   publicKeyTest: 'pk_test_',

@@ -140,7 +140,12 @@ async function paymentMethodSnapshot(trx: Kysely<Database>, caller: Caller, id: 
  */
 export function needsThreeDSecure(snapshot: PaymentMethodSnapshot): boolean {
   if (snapshot.type !== 'card' || snapshot.card === null) return false;
-  const card = findTestCardByFingerprint(snapshot.card.fingerprint);
+  return cardNeedsThreeDSecure(snapshot.card.fingerprint);
+}
+
+/** Whether the issuer of the card with this fingerprint asks for 3-D Secure (the test card decides). */
+export function cardNeedsThreeDSecure(fingerprint: string): boolean {
+  const card = findTestCardByFingerprint(fingerprint);
   return card !== undefined && card.threeDSecure !== 'not_required';
 }
 

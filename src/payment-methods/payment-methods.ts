@@ -113,6 +113,53 @@ function readBillingDetails(input: unknown, current: Partial<BillingDetails>, re
   return details;
 }
 
+/** The card fields a payment method keeps (what the simulated network answered, never the number). */
+export interface PaymentMethodCard {
+  readonly fingerprint: string;
+  readonly brand: string;
+  readonly last4: string;
+  readonly expMonth: number;
+  readonly expYear: number;
+  readonly funding: string;
+  readonly country: string | null;
+  readonly issuer: string;
+}
+
+/** Inserts a new payment method (no event: the caller writes the one its operation calls for). */
+export async function insertPaymentMethod(
+  trx: Kysely<Database>,
+  ctx: Pick<Context, 'ids'>,
+  caller: Caller,
+  input: { readonly type: 'card' | 'paypay'; readonly card: PaymentMethodCard | null; readonly customerId: string | null; readonly billing: BillingDetails; readonly metadata: Metadata; readonly at: Date },
+): Promise<PaymentMethodRow> {
+  const { card, at } = input;
+  return trx
+    .insertInto('payment_methods')
+    .values({
+      account_id: caller.accountId,
+      livemode: caller.livemode,
+      payment_method_id: ctx.ids.next('paymentMethod'),
+      type: input.type,
+      customer_id: input.customerId,
+      card_id: null,
+      fingerprint: card?.fingerprint ?? null,
+      brand: card?.brand ?? null,
+      last4: card?.last4 ?? null,
+      exp_month: card?.expMonth ?? null,
+      exp_year: card?.expYear ?? null,
+      funding: card?.funding ?? null,
+      country: card?.country ?? null,
+      issuer: card?.issuer ?? null,
+      billing_details: JSON.stringify(input.billing),
+      metadata: JSON.stringify(input.metadata),
+      detached_at: null,
+      created_at: at,
+      updated_at: at,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
 /**
  * `payment_methods.create` (test mode only: a live key is `no_allowed_param` on `type`): `type`
  * `card` with `card` {number, exp_month, exp_year, cvc} and `billing_details` (an email or a
@@ -132,31 +179,14 @@ export async function createPaymentMethod(ctx: Context, caller: Caller, input: u
   const metadata = hasParam(params, 'metadata') ? createMetadata(params.metadata, 'v2') : {};
   const row = await ctx.db.transaction().execute(async (trx) => {
     if (customerId !== null) await findCustomer(trx, caller, customerId, 'customer_id', true);
-    const inserted = await trx
-      .insertInto('payment_methods')
-      .values({
-        account_id: caller.accountId,
-        livemode: caller.livemode,
-        payment_method_id: ctx.ids.next('paymentMethod'),
-        type,
-        customer_id: customerId,
-        card_id: null,
-        fingerprint: card?.fingerprint ?? null,
-        brand: card?.brand ?? null,
-        last4: card?.last4 ?? null,
-        exp_month: card?.expMonth ?? null,
-        exp_year: card?.expYear ?? null,
-        funding: card?.funding ?? null,
-        country: card?.country ?? null,
-        issuer: card?.issuer ?? null,
-        billing_details: JSON.stringify(billing),
-        metadata: JSON.stringify(metadata),
-        detached_at: null,
-        created_at: now,
-        updated_at: now,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const inserted = await insertPaymentMethod(trx, ctx, caller, {
+      type,
+      card: card && { fingerprint: card.fingerprint, brand: card.brand, last4: card.last4, expMonth: card.expMonth, expYear: card.expYear, funding: card.funding, country: card.country, issuer: card.issuer },
+      customerId,
+      billing,
+      metadata,
+      at: now,
+    });
     if (customerId !== null) await recordEvent(trx, ctx.ids, methodEvent(inserted, 'payment_method.attached', now));
     return inserted;
   });

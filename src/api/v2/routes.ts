@@ -97,6 +97,10 @@ export const V2_ROUTES: readonly V2Route[] = [
   route('POST', '/payment_flows/:payment_flow_id/capture', 'payment_flows.capture', flowRoute()),
   route('POST', '/payment_flows/:payment_flow_id/cancel', 'payment_flows.cancel', flowRoute()),
   route('GET', '/payment_flows/:payment_flow_id/refunds', 'payment_flows.list_refunds'),
+  // Setup flows: a card saved for later (src/setup-flows; fields already under the SDK's names).
+  ...crud('/setup_flows', 'setup_flow_id', 'setup_flows'),
+  route('POST', '/setup_flows/:setup_flow_id/cancel', 'setup_flows.cancel'),
+  route('POST', '/setup_flows/:setup_flow_id/confirm', 'setup_flows.confirm'),
   // Payment refunds.
   ...crud('/payment_refunds', 'payment_refund_id', 'payment_refunds'),
   // Payment methods.

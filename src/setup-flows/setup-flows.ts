@@ -1,0 +1,427 @@
+/**
+ * v2 setup flows (official-sdks.md §2 "Setup flows", v2 §6.1 `setup_flow.*`): a card saved for
+ * later use without a payment. create, retrieve, update, list, cancel, confirm (the server with
+ * the secret key, or the browser with the public key and the flow's `client_secret`, as payment
+ * flows), and the completion of a 3-D Secure action.
+ *
+ * Statuses: requires_payment_method → (payment method attached) requires_confirmation → confirm →
+ * [requires_action (3-D Secure) →] processing → succeeded; a refused card goes back to
+ * requires_payment_method with `last_setup_error` (`setup_flow.setup_failed`); canceled from any
+ * status before succeeded. On success the payment method is attached to the flow's customer.
+ *
+ * The card is verified on the simulated network with a 1-yen authorization released at once
+ * (docs/decisions.md, "Issue 16 setup flows"). That network call is made outside any transaction:
+ * the confirmation first claims the flow (`processing`, committed), then calls the network, then
+ * records the outcome only if its claim still holds. A claim left behind by a crash is taken over
+ * by the next confirmation once it is older than CLAIM_LEASE_MS; a verification moves no money, so
+ * doing it twice is harmless, and the outcome is recorded once.
+ */
+import type { Kysely, Selectable, Updateable } from 'kysely';
+import type { Caller } from '../accounts/accounts';
+import { findCustomer } from '../customers/customer-record';
+import { consumeToken } from '../customers/tokens';
+import type { Database, SetupFlowsTable } from '../db/schema';
+import { KessaiError, reject, type ErrorCode } from '../domain/errors';
+import { createMetadata, mergeMetadata } from '../domain/metadata';
+import { toIsoSeconds } from '../domain/time';
+import type { Context } from '../engine/context';
+import { recordEvents } from '../events/outbox';
+import { defineOperation } from '../operations/define';
+import { hasParam, optionalString, readParams, requireString, type Params } from '../operations/params';
+import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
+import { newClientSecret } from '../payment-flows/payment-flow-object';
+import { cardNeedsThreeDSecure } from '../payment-flows/payment-method';
+import { MAX_DESCRIPTION_LENGTH } from '../payment-flows/payment-flows';
+import { attachMethod, findPaymentMethod, insertPaymentMethod, type PaymentMethodRow } from '../payment-methods/payment-methods';
+
+export type SetupFlowRow = Selectable<SetupFlowsTable>;
+
+export const SETUP_FLOWS_URL = '/v2/setup_flows';
+export const SETUP_FLOW_USAGES = ['off_session', 'on_session'] as const;
+export const SETUP_FLOW_CANCELLATION_REASONS = ['abandoned', 'duplicate', 'requested_by_customer'] as const;
+/** The amount of the verification authorization, released at once (never captured). */
+export const VERIFICATION_AMOUNT = 1;
+/** How long a confirmation's `processing` claim holds before another confirmation may take it over. */
+export const CLAIM_LEASE_MS = 60_000;
+
+const CONFIRMABLE = new Set<SetupFlowRow['status']>(['requires_payment_method', 'requires_confirmation']);
+
+// A type alias, not an interface: it must be assignable to the outbox's indexed EventResource.
+export type SetupFlowObject = {
+  readonly id: string;
+  readonly object: 'setup_flow';
+  readonly livemode: boolean;
+  readonly status: SetupFlowRow['status'];
+  readonly usage: SetupFlowRow['usage'];
+  readonly client_secret: string;
+  readonly customer_id: string | null;
+  readonly description: string | null;
+  readonly payment_method_id: string | null;
+  readonly payment_method_types: readonly string[];
+  readonly payment_method_options: { readonly card: { readonly request_three_d_secure: 'automatic' } };
+  readonly next_action: Readonly<Record<string, unknown>> | null;
+  readonly return_url: string | null;
+  readonly last_setup_error: Readonly<Record<string, unknown>> | null;
+  readonly cancellation_reason: string | null;
+  readonly checkout_session_id: string | null;
+  readonly metadata: Readonly<Record<string, string | number | boolean>>;
+  readonly created_at: string;
+  readonly updated_at: string;
+};
+
+export function renderSetupFlow(row: SetupFlowRow): SetupFlowObject {
+  return {
+    id: row.setup_flow_id,
+    object: 'setup_flow',
+    livemode: row.livemode,
+    status: row.status,
+    usage: row.usage,
+    client_secret: row.client_secret,
+    customer_id: row.customer_id,
+    description: row.description,
+    payment_method_id: row.payment_method_id,
+    payment_method_types: row.payment_method_types,
+    payment_method_options: { card: { request_three_d_secure: 'automatic' } },
+    next_action: row.next_action,
+    return_url: row.return_url,
+    last_setup_error: row.last_setup_error,
+    cancellation_reason: row.cancellation_reason,
+    checkout_session_id: row.checkout_session_id,
+    metadata: row.metadata,
+    created_at: toIsoSeconds(row.created_at),
+    updated_at: toIsoSeconds(row.updated_at),
+  };
+}
+
+function event(row: SetupFlowRow, type: string, at: Date) {
+  return { accountId: row.account_id, livemode: row.livemode, type, data: renderSetupFlow(row), at, apiVersion: 'v2' as const };
+}
+
+/**
+ * The flow `id` of the caller's account and mode (FOR UPDATE with `lock`). A public key must
+ * present the flow's `client_secret`; a wrong or missing one is answered like an unknown id.
+ */
+export async function findSetupFlow(executor: Kysely<Database>, caller: Caller, id: string, options: { readonly lock?: boolean; readonly clientSecret?: string | undefined; readonly param?: string } = {}): Promise<SetupFlowRow> {
+  let query = executor.selectFrom('setup_flows').selectAll().where('account_id', '=', caller.accountId).where('livemode', '=', caller.livemode).where('setup_flow_id', '=', id);
+  if (options.lock) query = query.forUpdate();
+  const row = await query.executeTakeFirst();
+  const secretOk = options.clientSecret === undefined ? caller.kind === 'secret' : options.clientSecret === row?.client_secret;
+  if (!row || !secretOk) return reject('invalid_id', options.param ?? 'id', `No such setup flow: ${id}`);
+  return row;
+}
+
+async function saveFlow(trx: Kysely<Database>, row: SetupFlowRow, changes: Updateable<SetupFlowsTable>): Promise<SetupFlowRow> {
+  return trx
+    .updateTable('setup_flows')
+    .set(changes)
+    .where('account_id', '=', row.account_id)
+    .where('livemode', '=', row.livemode)
+    .where('setup_flow_id', '=', row.setup_flow_id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+function readDescription(params: Params): string | null | undefined {
+  const description = optionalString(params, 'description', { code: 'invalid_string_length' });
+  if (description === undefined) return undefined;
+  if ([...description].length > MAX_DESCRIPTION_LENGTH) reject('invalid_string_length', 'description', `description must be at most ${MAX_DESCRIPTION_LENGTH} characters`);
+  return description === '' ? null : description;
+}
+
+/** `payment_method_types`: the SDK allows `card` only for setup flows. */
+function readTypes(params: Params): string[] | undefined {
+  if (!hasParam(params, 'payment_method_types')) return undefined;
+  const value = params.payment_method_types;
+  if (!Array.isArray(value) || value.length === 0) return reject('invalid_param_key', 'payment_method_types', 'payment_method_types must be a non-empty array');
+  value.forEach((entry, i) => {
+    if (entry !== 'card') reject('invalid_param_key', `payment_method_types[${i}]`, `a setup flow saves cards only; got ${JSON.stringify(entry)}`);
+  });
+  return ['card'];
+}
+
+/** `payment_method_options[card][request_three_d_secure]`: `automatic` only (the card decides), as payment flows. */
+function readOptions(params: Params): void {
+  if (!hasParam(params, 'payment_method_options')) return;
+  const options = readParams(params.payment_method_options, ['card'], 'payment_method_options');
+  if (!hasParam(options, 'card')) return;
+  const card = readParams(options.card, ['request_three_d_secure'], 'payment_method_options[card]');
+  const value = card.request_three_d_secure;
+  if (value !== undefined && value !== null && value !== 'automatic') {
+    reject('invalid_param_key', 'payment_method_options[card][request_three_d_secure]', 'request_three_d_secure must be automatic: 3-D Secure is asked for by the card (service rules §2.2)');
+  }
+}
+
+export interface NewSetupFlowInput {
+  readonly usage: SetupFlowRow['usage'];
+  readonly customerId: string | null;
+  readonly description: string | null;
+  readonly metadata: Readonly<Record<string, string | number | boolean>>;
+  readonly checkoutSessionId: string | null;
+}
+
+/** Inserts a new flow (requires_payment_method) and writes `setup_flow.created`; checkout's mode `setup` uses it too. */
+export async function insertSetupFlow(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, caller: Caller, input: NewSetupFlowInput, at: Date): Promise<SetupFlowRow> {
+  const id = ctx.ids.next('setupFlow');
+  const row = await trx
+    .insertInto('setup_flows')
+    .values({
+      account_id: caller.accountId,
+      livemode: caller.livemode,
+      setup_flow_id: id,
+      status: 'requires_payment_method',
+      usage: input.usage,
+      payment_method_types: JSON.stringify(['card']),
+      client_secret: newClientSecret(ctx.ids, id),
+      customer_id: input.customerId,
+      description: input.description,
+      payment_method_id: null,
+      three_d_secure_status: null,
+      next_action: null,
+      last_setup_error: null,
+      return_url: null,
+      cancellation_reason: null,
+      canceled_at: null,
+      checkout_session_id: input.checkoutSessionId,
+      metadata: JSON.stringify(input.metadata),
+      created_at: at,
+      updated_at: at,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  await recordEvents(trx, ctx.ids, [event(row, 'setup_flow.created', at)]);
+  return row;
+}
+
+/** `setup_flows.create`: `customer_id`, `usage` (default off_session), `payment_method_types` ([card]), `payment_method_options`, `description`, `metadata` (v2 §2.6). */
+export async function createSetupFlow(ctx: Context, caller: Caller, input: unknown): Promise<SetupFlowObject> {
+  const params = readParams(input, ['customer_id', 'usage', 'payment_method_types', 'payment_method_options', 'description', 'metadata']);
+  const customerId = optionalString(params, 'customer_id', { code: 'invalid_customer' }) ?? null;
+  const usage = optionalString(params, 'usage') ?? 'off_session';
+  if (!(SETUP_FLOW_USAGES as readonly string[]).includes(usage)) reject('invalid_param_key', 'usage', `usage must be off_session or on_session, got ${JSON.stringify(usage)}`);
+  readTypes(params);
+  readOptions(params);
+  const description = readDescription(params) ?? null;
+  const metadata = hasParam(params, 'metadata') ? createMetadata(params.metadata, 'v2') : {};
+  const now = ctx.clock.now();
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    if (customerId !== null) await findCustomer(trx, caller, customerId, 'customer_id');
+    return insertSetupFlow(trx, ctx, caller, { usage: usage as SetupFlowRow['usage'], customerId, description, metadata, checkoutSessionId: null }, now);
+  });
+  return renderSetupFlow(row);
+}
+
+/** `setup_flows.retrieve`; with the public key the flow's `client_secret` is required (v2 §4.8). */
+export async function retrieveSetupFlow(ctx: Context, caller: Caller, input: unknown): Promise<SetupFlowObject> {
+  const params = readParams(input, ['id', 'client_secret']);
+  return renderSetupFlow(await findSetupFlow(ctx.db, caller, requireString(params, 'id'), { clientSecret: optionalString(params, 'client_secret') }));
+}
+
+/**
+ * `setup_flows.update`: `metadata` (merge rules of v2 §2.6) and `description` at any time;
+ * `customer_id`, `payment_method_types` and `payment_method_options` only before confirmation
+ * (`invalid_status` after). No event: v2 §6.1 has no `setup_flow.updated`.
+ */
+export async function updateSetupFlow(ctx: Context, caller: Caller, input: unknown): Promise<SetupFlowObject> {
+  const params = readParams(input, ['id', 'customer_id', 'payment_method_types', 'payment_method_options', 'description', 'metadata']);
+  const id = requireString(params, 'id');
+  const customerId = optionalString(params, 'customer_id', { code: 'invalid_customer' });
+  const types = readTypes(params);
+  readOptions(params);
+  const description = readDescription(params);
+  const now = ctx.clock.now();
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    const flow = await findSetupFlow(trx, caller, id, { lock: true });
+    const beforeConfirmation = customerId !== undefined ? 'customer_id' : types !== undefined ? 'payment_method_types' : hasParam(params, 'payment_method_options') ? 'payment_method_options' : undefined;
+    if (beforeConfirmation !== undefined && !CONFIRMABLE.has(flow.status)) {
+      reject('invalid_status', beforeConfirmation, `customer_id, payment_method_types and payment_method_options can change only before confirmation; this setup flow is ${flow.status}`);
+    }
+    if (customerId !== undefined) await findCustomer(trx, caller, customerId, 'customer_id');
+    const metadata = hasParam(params, 'metadata') ? mergeMetadata(flow.metadata, params.metadata, 'v2') : undefined;
+    return saveFlow(trx, flow, {
+      ...(customerId === undefined ? {} : { customer_id: customerId }),
+      ...(description === undefined ? {} : { description }),
+      ...(metadata === undefined ? {} : { metadata: JSON.stringify(metadata) }),
+      updated_at: now,
+    });
+  });
+  return renderSetupFlow(row);
+}
+
+/** `setup_flows.list`: newest first, v2 cursors, optional `customer_id`. */
+export async function listSetupFlows(ctx: Context, caller: Caller, input: unknown): Promise<V2List<SetupFlowObject>> {
+  const params = readParams(input, [...V2_PAGINATION_PARAMS, 'customer_id']);
+  const page = readV2Page(params);
+  const customer = optionalString(params, 'customer_id', { code: 'invalid_querystring' });
+  const cursor = page.cursor === undefined ? undefined : await findSetupFlow(ctx.db, caller, page.cursor.id, { param: page.cursor.param });
+  const rows = await ctx.db
+    .selectFrom('setup_flows')
+    .selectAll()
+    .where('account_id', '=', caller.accountId)
+    .where('livemode', '=', caller.livemode)
+    .$if(customer !== undefined, (q) => q.where('customer_id', '=', customer!))
+    .$call(inV2Page(page, cursor && { created_at: cursor.created_at, id: cursor.setup_flow_id }, 'setup_flow_id'))
+    .execute();
+  return v2ListObject(rows, page, SETUP_FLOWS_URL, renderSetupFlow);
+}
+
+/** `setup_flows.cancel` (`cancellation_reason` optional): from any status but succeeded and canceled. */
+export async function cancelSetupFlow(ctx: Context, caller: Caller, input: unknown): Promise<SetupFlowObject> {
+  const params = readParams(input, ['id', 'cancellation_reason']);
+  const id = requireString(params, 'id');
+  const reason = optionalString(params, 'cancellation_reason') ?? null;
+  if (reason !== null && !(SETUP_FLOW_CANCELLATION_REASONS as readonly string[]).includes(reason)) {
+    reject('invalid_param_key', 'cancellation_reason', `cancellation_reason must be one of ${SETUP_FLOW_CANCELLATION_REASONS.join(', ')}`);
+  }
+  const now = ctx.clock.now();
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    const flow = await findSetupFlow(trx, caller, id, { lock: true });
+    if (flow.status === 'succeeded' || flow.status === 'canceled') reject('invalid_status', undefined, `a setup flow that is ${flow.status} cannot be canceled`);
+    if (flow.status === 'processing' && !claimLapsed(flow, now)) reject('invalid_status', undefined, 'this setup flow is being confirmed; cancel it when the confirmation has ended');
+    const canceled = await saveFlow(trx, flow, { status: 'canceled', cancellation_reason: reason as SetupFlowRow['cancellation_reason'], canceled_at: now, next_action: null, updated_at: now });
+    await recordEvents(trx, ctx.ids, [event(canceled, 'setup_flow.canceled', now)]);
+    return canceled;
+  });
+  return renderSetupFlow(row);
+}
+
+function claimLapsed(flow: SetupFlowRow, now: Date): boolean {
+  return flow.updated_at.getTime() + CLAIM_LEASE_MS <= now.getTime();
+}
+
+/**
+ * The payment method a confirmation names, inside the claiming transaction: a `pm_` card method
+ * (the SDK's server-side way; one attached to another customer is refused), or a card token
+ * (`tok_`, the browser's), consumed here and saved as a new unattached `pm_` method.
+ */
+async function methodToVerify(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, caller: Caller, flow: SetupFlowRow, id: string, at: Date): Promise<PaymentMethodRow> {
+  if (id.startsWith('tok_')) {
+    const token = await consumeToken(trx, caller, id, 'payment_method_id', at);
+    const card = { fingerprint: token.fingerprint, brand: token.brand, last4: token.last4, expMonth: token.exp_month, expYear: token.exp_year, funding: token.funding, country: token.country, issuer: token.issuer };
+    return insertPaymentMethod(trx, ctx, caller, { type: 'card', card, customerId: null, billing: { name: token.name, email: null, phone: null, address: null }, metadata: {}, at });
+  }
+  const method = await findPaymentMethod(trx, caller, id, { param: 'payment_method_id' });
+  if (method.detached_at !== null) reject('detached_payment_method_not_usable', 'payment_method_id', `payment method ${id} was detached and cannot be saved`);
+  if (method.type !== 'card' || method.fingerprint === null) reject('no_allowed_param', 'payment_method_id', 'a setup flow saves cards only');
+  if (method.customer_id !== null && method.customer_id !== flow.customer_id) reject('payment_method_not_owned_by_customer', 'payment_method_id', `payment method ${id} belongs to another customer than this setup flow's`);
+  return method;
+}
+
+type Claimed = { readonly kind: 'claimed'; readonly flow: SetupFlowRow; readonly method: PaymentMethodRow; readonly authenticate: boolean } | { readonly kind: 'done'; readonly flow: SetupFlowRow };
+
+/**
+ * `setup_flows.confirm`: the server (secret key) or the browser (public key + `client_secret`)
+ * confirms with `payment_method_id` (`pm_` or `tok_`; or the method attached before) and an
+ * optional `return_url`. A card that asks for 3-D Secure stops at requires_action
+ * (`setup_flow.requires_action`, `next_action`); otherwise the card is verified and the flow
+ * succeeds (`setup_flow.succeeded`, the method attached to the customer) or fails
+ * (`setup_flow.setup_failed`, then 402 with the card's code).
+ */
+export async function confirmSetupFlow(ctx: Context, caller: Caller, input: unknown): Promise<SetupFlowObject> {
+  const params = readParams(input, ['id', 'client_secret', 'payment_method_id', 'return_url']);
+  const id = requireString(params, 'id');
+  const clientSecret = optionalString(params, 'client_secret');
+  const methodId = optionalString(params, 'payment_method_id');
+  const returnUrl = optionalString(params, 'return_url');
+  if (returnUrl !== undefined && !/^https?:\/\/\S+$/.test(returnUrl)) reject('invalid_param_key', 'return_url', 'return_url must be an http(s) URL');
+  const now = ctx.clock.now();
+  const claimed = await ctx.db.transaction().execute(async (trx): Promise<Claimed> => {
+    const flow = await findSetupFlow(trx, caller, id, { lock: true, clientSecret });
+    if (flow.status === 'processing' && claimLapsed(flow, now) && flow.payment_method_id !== null) {
+      // A confirmation that died after its claim: take the claim over with the method it named.
+      const method = await findPaymentMethod(trx, caller, flow.payment_method_id, { param: 'payment_method_id' });
+      return { kind: 'claimed', flow: await saveFlow(trx, flow, { updated_at: now }), method, authenticate: flow.three_d_secure_status !== null };
+    }
+    if (!CONFIRMABLE.has(flow.status)) reject('invalid_status', undefined, `a setup flow that is ${flow.status} cannot be confirmed`);
+    const named = methodId ?? flow.payment_method_id;
+    if (named === null) return reject('missing_param', 'payment_method_id', 'confirm needs a payment_method_id (none is attached to this setup flow)');
+    const method = await methodToVerify(trx, ctx, caller, flow, named, now);
+    const attached = { payment_method_id: method.payment_method_id, last_setup_error: null, return_url: returnUrl ?? flow.return_url, updated_at: now };
+    if (cardNeedsThreeDSecure(method.fingerprint!)) {
+      const row = await saveFlow(trx, flow, { ...attached, status: 'requires_action', three_d_secure_status: 'unverified', next_action: JSON.stringify({ type: 'three_d_secure', three_d_secure: { status: 'unverified' } }) });
+      await recordEvents(trx, ctx.ids, [event(row, 'setup_flow.requires_action', now)]);
+      return { kind: 'done', flow: row };
+    }
+    return { kind: 'claimed', flow: await saveFlow(trx, flow, { ...attached, status: 'processing', three_d_secure_status: null, next_action: null }), method, authenticate: false };
+  });
+  return finish(ctx, caller, claimed);
+}
+
+/**
+ * `setup_flows.complete_action`: the browser returns from the 3-D Secure challenge of a flow in
+ * requires_action; the issuer's answer decides, then the card is verified as at confirmation.
+ */
+export async function completeSetupFlowAction(ctx: Context, caller: Caller, input: unknown): Promise<SetupFlowObject> {
+  const params = readParams(input, ['id', 'client_secret']);
+  const id = requireString(params, 'id');
+  const clientSecret = optionalString(params, 'client_secret');
+  const now = ctx.clock.now();
+  const claimed = await ctx.db.transaction().execute(async (trx): Promise<Claimed> => {
+    const flow = await findSetupFlow(trx, caller, id, { lock: true, clientSecret });
+    if (flow.status !== 'requires_action' || flow.payment_method_id === null) reject('invalid_status', undefined, `a setup flow that is ${flow.status} has no action to complete`);
+    const method = await findPaymentMethod(trx, caller, flow.payment_method_id!, { param: 'payment_method_id' });
+    return { kind: 'claimed', flow: await saveFlow(trx, flow, { status: 'processing', next_action: null, updated_at: now }), method, authenticate: true };
+  });
+  return finish(ctx, caller, claimed);
+}
+
+/** Outside any transaction: 3-D Secure (when asked), the verification authorization and its release. */
+async function verifyCard(ctx: Pick<Context, 'processor'>, flow: SetupFlowRow, method: PaymentMethodRow, authenticate: boolean, at: Date): Promise<{ readonly code: ErrorCode; readonly message: string; readonly threeDSecure: string | null } | { readonly code: null; readonly threeDSecure: string | null }> {
+  const fingerprint = method.fingerprint!;
+  let threeDSecure: 'verified' | 'attempted' | undefined;
+  if (authenticate) {
+    const [result] = await ctx.processor.authenticate([{ reference: flow.setup_flow_id, fingerprint, livemode: flow.livemode, at }]);
+    if (result!.status !== 'verified' && result!.status !== 'attempted') return { code: 'three_d_secure_failed', message: `3-D Secure authentication ended ${result!.status}`, threeDSecure: result!.status };
+    threeDSecure = result!.status;
+  }
+  const [authorization] = await ctx.processor.authorize([
+    { reference: flow.setup_flow_id, fingerprint, expMonth: method.exp_month!, expYear: method.exp_year!, amount: VERIFICATION_AMOUNT, currency: 'jpy', livemode: flow.livemode, at, kind: 'hold', ...(threeDSecure === undefined ? {} : { threeDSecure }) },
+  ]);
+  if (!authorization!.approved) return { code: authorization!.code, message: authorization!.message, threeDSecure: threeDSecure ?? null };
+  await ctx.processor.release([{ reference: flow.setup_flow_id, authorizationCode: authorization!.authorizationCode, amount: VERIFICATION_AMOUNT, at }]);
+  return { code: null, threeDSecure: threeDSecure ?? null };
+}
+
+/** Verifies a claimed flow's card, then records the outcome if the claim still holds. */
+async function finish(ctx: Context, caller: Caller, claimed: Claimed): Promise<SetupFlowObject> {
+  if (claimed.kind === 'done') return renderSetupFlow(claimed.flow);
+  const { flow, method } = claimed;
+  const outcome = await verifyCard(ctx, flow, method, claimed.authenticate, ctx.clock.now());
+  const now = ctx.clock.now();
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    const current = await findSetupFlow(trx, caller, flow.setup_flow_id, { lock: true, clientSecret: caller.kind === 'secret' ? undefined : flow.client_secret });
+    // Another confirmation took the claim over and recorded its outcome: that one stands.
+    if (current.status !== 'processing' || current.updated_at.getTime() !== flow.updated_at.getTime()) return current;
+    if (outcome.code !== null) {
+      const failed = await saveFlow(trx, current, {
+        status: 'requires_payment_method',
+        payment_method_id: null,
+        three_d_secure_status: outcome.threeDSecure,
+        last_setup_error: JSON.stringify({ type: 'card_error', code: outcome.code, message: outcome.message, payment_method_id: method.payment_method_id }),
+        updated_at: now,
+      });
+      await recordEvents(trx, ctx.ids, [event(failed, 'setup_flow.setup_failed', now)]);
+      return failed;
+    }
+    if (current.customer_id !== null) {
+      const latest = await findPaymentMethod(trx, caller, method.payment_method_id, { lock: true, param: 'payment_method_id' });
+      if (latest.customer_id === null) await attachMethod(trx, ctx, caller, { id: latest.payment_method_id, param: 'payment_method_id', customerId: current.customer_id, at: now });
+      else if (latest.customer_id !== current.customer_id) reject('payment_method_not_owned_by_customer', 'payment_method_id', `payment method ${latest.payment_method_id} was attached to another customer meanwhile`);
+    }
+    const succeeded = await saveFlow(trx, current, { status: 'succeeded', three_d_secure_status: outcome.threeDSecure, last_setup_error: null, updated_at: now });
+    await recordEvents(trx, ctx.ids, [event(succeeded, 'setup_flow.succeeded', now)]);
+    return succeeded;
+  });
+  const error = row.last_setup_error as { code?: ErrorCode; message?: string } | null;
+  if (row.status === 'requires_payment_method' && error?.code !== undefined) throw new KessaiError(error.code, { message: error.message ?? 'the card was refused', param: 'payment_method_id' });
+  return renderSetupFlow(row);
+}
+
+export const SETUP_FLOW_OPERATIONS = [
+  defineOperation('setup_flows.create', createSetupFlow),
+  defineOperation('setup_flows.retrieve', retrieveSetupFlow, { keys: 'secret_or_public' }),
+  defineOperation('setup_flows.update', updateSetupFlow),
+  defineOperation('setup_flows.list', listSetupFlows),
+  defineOperation('setup_flows.cancel', cancelSetupFlow),
+  defineOperation('setup_flows.confirm', confirmSetupFlow, { keys: 'secret_or_public' }),
+  defineOperation('setup_flows.complete_action', completeSetupFlowAction, { keys: 'secret_or_public' }),
+] as const;

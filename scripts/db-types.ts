@@ -85,7 +85,7 @@ const COLUMN_OVERRIDES: Record<string, string> = {
   'payment_refunds.reason': 'PaymentRefundReason | null',
   'payment_refunds.metadata': 'JsonColumn<Record<string, string | number | boolean>>',
   'checkout_sessions.status': 'CheckoutSessionStatus',
-  'checkout_sessions.mode': "'payment'",
+  'checkout_sessions.mode': "'payment' | 'setup'",
   'checkout_sessions.payment_method_types': 'JsonColumn<PaymentMethodType[]>',
   'checkout_sessions.capture_method': "Generated<'automatic' | 'manual'>",
   'checkout_sessions.metadata': 'JsonColumn<Record<string, string | number | boolean>>',

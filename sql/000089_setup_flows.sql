@@ -31,3 +31,13 @@ ALTER TABLE setup_flows ADD CONSTRAINT setup_flows_usage_known CHECK (usage IN (
 ALTER TABLE setup_flows ADD CONSTRAINT setup_flows_cancellation_reason_known CHECK (cancellation_reason IN ('abandoned', 'duplicate', 'requested_by_customer'));
 CREATE INDEX setup_flows_by_created ON setup_flows (account_id, livemode, created_at DESC, setup_flow_id DESC);
 
+
+-- Checkout sessions in mode `setup` (no line items, nothing to pay) create a setup flow with
+-- `setup_flow_data.metadata` as its metadata (v2 §2.6 rule 6). 000006's unnamed CHECKs on mode and
+-- amount_total (PostgreSQL named them <table>_<column>_check) give way to named ones.
+ALTER TABLE checkout_sessions ADD COLUMN setup_flow_id text;
+ALTER TABLE checkout_sessions DROP CONSTRAINT checkout_sessions_mode_check;
+ALTER TABLE checkout_sessions ADD CONSTRAINT checkout_sessions_mode_known CHECK (mode IN ('payment', 'setup'));
+ALTER TABLE checkout_sessions DROP CONSTRAINT checkout_sessions_amount_total_check;
+ALTER TABLE checkout_sessions ADD CONSTRAINT checkout_sessions_amount_by_mode CHECK ((mode = 'payment' AND amount_total > 0) OR (mode = 'setup' AND amount_total = 0));
+CREATE INDEX setup_flows_by_session ON setup_flows (account_id, livemode, checkout_session_id) WHERE checkout_session_id IS NOT NULL;

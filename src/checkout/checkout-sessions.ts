@@ -5,7 +5,7 @@
  * it; `checkout.session.completed`. Sessions are `open` → `complete` or `expired`; an open session
  * expires 24 hours after creation (session-expiry.ts) or when the merchant expires it.
  */
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable, type Updateable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { PaymentMethodType } from '../db/column-types';
 import type { CheckoutSessionLineItemsTable, CheckoutSessionsTable, Database } from '../db/schema';
@@ -21,6 +21,7 @@ import { findPaymentFlow, type PaymentFlowRow } from '../payment-flows/payment-f
 import { confirmLockedFlow, flowEvent, insertPaymentFlow, MAX_FLOW_AMOUNT, MIN_FLOW_AMOUNT, readNestedObject, readPaymentMethodTypes } from '../payment-flows/payment-flows';
 import { isPaymentMethodType, resolvePaymentMethod } from '../payment-flows/payment-method';
 import { findPrices } from '../prices/prices';
+import { completeSetupFlowAction, confirmSetupFlow, insertSetupFlow, retrieveSetupFlow, setupFlowEvent, type SetupFlowRow } from '../setup-flows/setup-flows';
 import { compositeKey, ROW_KEYS_AT } from '../db/bulk-rows';
 import { onlyAccount } from '../db/account-scope';
 
@@ -43,7 +44,7 @@ export type CheckoutSessionObject = {
   readonly object: 'checkout.session';
   readonly livemode: boolean;
   readonly status: CheckoutSessionRow['status'];
-  readonly mode: 'payment';
+  readonly mode: CheckoutSessionRow['mode'];
   /** The hosted payment page; null once the session is no longer open. */
   readonly url: string | null;
   readonly success_url: string;
@@ -59,6 +60,7 @@ export type CheckoutSessionObject = {
   readonly payment_flow_data: { readonly capture_method: string; readonly metadata: Readonly<Record<string, string | number | boolean>> };
   readonly setup_flow_data: { readonly metadata: Readonly<Record<string, string | number | boolean>> };
   readonly payment_flow: string | null;
+  readonly setup_flow: string | null;
   readonly expires_at: string;
   readonly completed_at: string | null;
   readonly created_at: string;
@@ -92,6 +94,7 @@ export function renderCheckoutSession(row: CheckoutSessionRow, items: readonly L
     payment_flow_data: { capture_method: row.capture_method, metadata: row.payment_flow_metadata },
     setup_flow_data: { metadata: row.setup_flow_metadata },
     payment_flow: row.payment_flow_id,
+    setup_flow: row.setup_flow_id,
     expires_at: toIsoSeconds(row.expires_at),
     completed_at: row.completed_at === null ? null : toIsoSeconds(row.completed_at),
     created_at: toIsoSeconds(row.created_at),
@@ -173,9 +176,16 @@ async function renderOne(executor: Kysely<Database>, row: CheckoutSessionRow): P
 export async function createCheckoutSession(ctx: Context, caller: Caller, input: unknown): Promise<CheckoutSessionObject> {
   const params = readParams(input, ['mode', 'line_items', 'payment_method_types', 'success_url', 'cancel_url', 'metadata', 'customer', 'payment_flow_data', 'setup_flow_data']);
   const mode = optionalString(params, 'mode') ?? 'payment';
-  if (mode !== 'payment') return reject('invalid_param_key', 'mode', `mode must be payment, got ${JSON.stringify(mode)}`);
-  const items = readLineItems(params.line_items);
+  if (mode !== 'payment' && mode !== 'setup') return reject('invalid_param_key', 'mode', `mode must be payment or setup, got ${JSON.stringify(mode)}`);
+  // A setup session saves a card and pays nothing: no line items, no payment flow data, cards only.
+  if (mode === 'setup') {
+    for (const key of ['line_items', 'payment_flow_data'] as const) {
+      if (hasParam(params, key)) reject('no_allowed_param', key, `${key} is not sent with mode setup: a setup session saves a card and charges nothing`);
+    }
+  }
+  const items = mode === 'setup' ? [] : readLineItems(params.line_items);
   const types = hasParam(params, 'payment_method_types') ? readPaymentMethodTypes(params.payment_method_types) : (['card'] as PaymentMethodType[]);
+  if (mode === 'setup' && types.some((type) => type !== 'card')) reject('no_allowed_param', 'payment_method_types', 'a setup session saves cards only');
   const successUrl = readUrl(params, 'success_url', true)!;
   const cancelUrl = readUrl(params, 'cancel_url', false) ?? null;
   const metadata = hasParam(params, 'metadata') ? createMetadata(params.metadata, 'v2') : {};
@@ -195,7 +205,7 @@ export async function createCheckoutSession(ctx: Context, caller: Caller, input:
       return { ...item, position: i, unitAmount: price.unit_amount, total: price.unit_amount * item.quantity };
     });
     const total = lines.reduce((sum, line) => sum + line.total, 0);
-    if (total < MIN_FLOW_AMOUNT || total > MAX_FLOW_AMOUNT) reject('invalid_amount', 'line_items', `the total ${total} yen must be from ${MIN_FLOW_AMOUNT} to ${MAX_FLOW_AMOUNT}`);
+    if (mode === 'payment' && (total < MIN_FLOW_AMOUNT || total > MAX_FLOW_AMOUNT)) reject('invalid_amount', 'line_items', `the total ${total} yen must be from ${MIN_FLOW_AMOUNT} to ${MAX_FLOW_AMOUNT}`);
     if (customerId !== null) {
       const found = await trx.selectFrom('customers').select('customer_id').where('account_id', '=', caller.accountId).where('livemode', '=', caller.livemode).where('customer_id', '=', customerId).where('deleted_at', 'is', null).executeTakeFirst();
       if (!found) reject('invalid_id', 'customer', `No such customer: ${customerId}`);
@@ -208,7 +218,7 @@ export async function createCheckoutSession(ctx: Context, caller: Caller, input:
         livemode: caller.livemode,
         checkout_session_id: id,
         status: 'open',
-        mode: 'payment',
+        mode,
         amount_total: total,
         payment_method_types: JSON.stringify(types),
         capture_method: captureMethod,
@@ -219,6 +229,7 @@ export async function createCheckoutSession(ctx: Context, caller: Caller, input:
         payment_flow_metadata: JSON.stringify(flowMetadata),
         setup_flow_metadata: JSON.stringify(setupMetadata),
         payment_flow_id: null,
+        setup_flow_id: null,
         expires_at: new Date(now.getTime() + CHECKOUT_SESSION_LIFETIME_MS),
         completed_at: null,
         expired_at: null,
@@ -227,6 +238,7 @@ export async function createCheckoutSession(ctx: Context, caller: Caller, input:
       })
       .returningAll()
       .executeTakeFirstOrThrow();
+    if (lines.length === 0) return session;
     await trx
       .insertInto('checkout_session_line_items')
       .values(lines.map((line) => ({ account_id: caller.accountId, livemode: caller.livemode, checkout_session_id: id, position: line.position, price_id: line.price, quantity: line.quantity, unit_amount: line.unitAmount, amount_total: line.total })))
@@ -269,12 +281,11 @@ export async function completeCheckoutSession(ctx: Context, caller: Caller, inpu
   const methodId = optionalString(params, 'payment_method');
   const methodTypeText = optionalString(params, 'payment_method_type') ?? 'card';
   if (!isPaymentMethodType(methodTypeText)) return reject('invalid_param_key', 'payment_method_type', 'payment_method_type must be card, paypay or apple_pay');
+  if ((await findSession(ctx.db, caller, id, false)).mode === 'setup') return completeSetupSession(ctx, caller, id, methodId, methodTypeText);
   const result = await ctx.db.transaction().execute(async (trx) => {
     const session = await findSession(trx, caller, id, true);
     const now = ctx.clock.now();
-    if (session.status !== 'open' || session.expires_at.getTime() <= now.getTime()) {
-      return reject('invalid_status', undefined, `checkout session ${id} is ${session.status === 'open' ? 'expired' : session.status}`);
-    }
+    assertOpen(session, now);
     if (!session.payment_method_types.includes(methodTypeText)) reject('no_allowed_param', 'payment_method_type', `this session accepts ${session.payment_method_types.join(', ')}`);
     let flow: PaymentFlowRow;
     if (session.payment_flow_id === null) {
@@ -320,6 +331,63 @@ export async function completeCheckoutSession(ctx: Context, caller: Caller, inpu
 }
 
 /**
+ * A setup session completed on the hosted page: its setup flow is made on the first attempt
+ * (metadata = `setup_flow_data.metadata`, v2 §2.6 rule 6), then confirmed with the card token
+ * outside the session's lock (the network is called by the setup flow, outside any transaction),
+ * any 3-D Secure challenge run inline as the hosted page runs it; once the flow succeeded the
+ * session is `complete` with `checkout.session.completed`, once. A refused card leaves the session
+ * open for another card. An attempt whose flow already succeeded (a retry after a crash) only
+ * completes the session.
+ */
+async function completeSetupSession(ctx: Context, caller: Caller, id: string, methodId: string | undefined, methodType: PaymentMethodType): Promise<CheckoutSessionObject> {
+  if (methodType !== 'card') reject('no_allowed_param', 'payment_method_type', 'a setup session saves cards only');
+  // The session's own flow: the hosted page needs no client secret for it.
+  const server: Caller = { ...caller, kind: 'secret' };
+  const flowId = await ctx.db.transaction().execute(async (trx) => {
+    const session = await findSession(trx, caller, id, true);
+    const now = ctx.clock.now();
+    assertOpen(session, now);
+    if (session.setup_flow_id !== null) return session.setup_flow_id;
+    const flow = await insertSetupFlow(trx, ctx, caller, { usage: 'off_session', customerId: session.customer_id, description: null, metadata: session.setup_flow_metadata, checkoutSessionId: id }, now);
+    await saveSession(trx, session, { setup_flow_id: flow.setup_flow_id, updated_at: now });
+    return flow.setup_flow_id;
+  });
+  let flow = await retrieveSetupFlow(ctx, server, { id: flowId });
+  if (flow.status !== 'succeeded') {
+    flow = await confirmSetupFlow(ctx, server, { id: flowId, ...(methodId === undefined ? {} : { payment_method_id: methodId }) });
+    if (flow.status === 'requires_action') flow = await completeSetupFlowAction(ctx, server, { id: flowId });
+  }
+  if (flow.status !== 'succeeded') return reject('invalid_status', undefined, `the setup flow of checkout session ${id} is ${flow.status}`);
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    const session = await findSession(trx, caller, id, true);
+    // A racing attempt completed it already (or the merchant expired it meanwhile): that stands.
+    if (session.status !== 'open') return session;
+    const now = ctx.clock.now();
+    const completed = await saveSession(trx, session, { status: 'complete', completed_at: now, updated_at: now });
+    await recordEvents(trx, ctx.ids, [{ accountId: caller.accountId, livemode: caller.livemode, type: 'checkout.session.completed', data: await renderOne(trx, completed), at: now, apiVersion: 'v2' }]);
+    return completed;
+  });
+  return renderOne(ctx.db, row);
+}
+
+function assertOpen(session: CheckoutSessionRow, now: Date): void {
+  if (session.status !== 'open' || session.expires_at.getTime() <= now.getTime()) {
+    reject('invalid_status', undefined, `checkout session ${session.checkout_session_id} is ${session.status === 'open' ? 'expired' : session.status}`);
+  }
+}
+
+async function saveSession(trx: Kysely<Database>, session: CheckoutSessionRow, changes: Updateable<CheckoutSessionsTable>): Promise<CheckoutSessionRow> {
+  return trx
+    .updateTable('checkout_sessions')
+    .set(changes)
+    .where('account_id', '=', session.account_id)
+    .where('livemode', '=', session.livemode)
+    .where('checkout_session_id', '=', session.checkout_session_id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/**
  * Expires open sessions, each at its own instant (`at(row)`): status `expired`,
  * `checkout.session.expired`, and the session's payment flow, if a failed attempt left one
  * unpaid, canceled with reason `abandoned` (`payment_flow.canceled`). Rows must be locked by the
@@ -346,6 +414,19 @@ export async function expireSessions(trx: Kysely<Database>, ctx: Pick<Context, '
     WHERE f.account_id = ${accountId} AND f.account_id = ${f.col('a')} AND f.livemode = ${f.col('l')} AND f.payment_flow_id = ${f.col('id')}
       AND f.status IN ('requires_payment_method', 'requires_confirmation', 'requires_action')
     RETURNING f.*`.execute(trx);
+  // A setup session's flow left unfinished by a failed attempt is abandoned with it.
+  const withSetup = expired.rows.filter((s) => s.setup_flow_id !== null);
+  const g = ROW_KEYS_AT.table('u', withSetup.map((s) => ({ accountId: s.account_id, livemode: s.livemode, id: s.setup_flow_id!, at: at(s) })));
+  const canceledSetups =
+    withSetup.length === 0
+      ? { rows: [] as SetupFlowRow[] }
+      : await sql<SetupFlowRow>`
+    UPDATE setup_flows f SET status = 'canceled', cancellation_reason = 'abandoned', canceled_at = ${g.col('t')}, updated_at = ${g.col('t')}, next_action = NULL
+    FROM ${g.from}
+    WHERE f.account_id = ${accountId} AND f.account_id = ${g.col('a')} AND f.livemode = ${g.col('l')} AND f.setup_flow_id = ${g.col('id')}
+      AND f.status IN ('requires_payment_method', 'requires_confirmation', 'requires_action')
+    RETURNING f.*`.execute(trx);
+  const setupBySession = new Map(canceledSetups.rows.map((f) => [compositeKey(f.account_id, f.livemode, f.checkout_session_id), f]));
   const items = await lineItemsOf(trx, expired.rows);
   const events: EventInput[] = [];
   const sorted = [...expired.rows].sort((x, y) => at(x).getTime() - at(y).getTime() || sessionKey(x).localeCompare(sessionKey(y)));
@@ -353,6 +434,8 @@ export async function expireSessions(trx: Kysely<Database>, ctx: Pick<Context, '
   for (const session of sorted) {
     const flow = flowBySession.get(sessionKey(session));
     if (flow) events.push(flowEvent(flow, 'payment_flow.canceled', at(session)));
+    const setup = setupBySession.get(sessionKey(session));
+    if (setup) events.push(setupFlowEvent(setup, 'setup_flow.canceled', at(session)));
     events.push({
       accountId: session.account_id,
       livemode: session.livemode,

@@ -158,10 +158,11 @@ export interface CheckoutSessionsTable {
   expires_at: Date;
   livemode: boolean;
   metadata: JsonColumn<Record<string, boolean | number | string>>;
-  mode: "payment";
+  mode: "payment" | "setup";
   payment_flow_id: string | null;
   payment_flow_metadata: JsonColumn<Record<string, boolean | number | string>>;
   payment_method_types: JsonColumn<PaymentMethodType[]>;
+  setup_flow_id: string | null;
   setup_flow_metadata: JsonColumn<Record<string, boolean | number | string>>;
   status: CheckoutSessionStatus;
   success_url: string;

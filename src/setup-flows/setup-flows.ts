@@ -25,7 +25,7 @@ import { KessaiError, reject, type ErrorCode } from '../domain/errors';
 import { createMetadata, mergeMetadata } from '../domain/metadata';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
-import { recordEvents } from '../events/outbox';
+import { recordEvents, type EventInput } from '../events/outbox';
 import { defineOperation } from '../operations/define';
 import { hasParam, optionalString, readParams, requireString, type Params } from '../operations/params';
 import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
@@ -93,7 +93,7 @@ export function renderSetupFlow(row: SetupFlowRow): SetupFlowObject {
   };
 }
 
-function event(row: SetupFlowRow, type: string, at: Date) {
+export function setupFlowEvent(row: SetupFlowRow, type: string, at: Date): EventInput {
   return { accountId: row.account_id, livemode: row.livemode, type, data: renderSetupFlow(row), at, apiVersion: 'v2' as const };
 }
 
@@ -188,7 +188,7 @@ export async function insertSetupFlow(trx: Kysely<Database>, ctx: Pick<Context, 
     })
     .returningAll()
     .executeTakeFirstOrThrow();
-  await recordEvents(trx, ctx.ids, [event(row, 'setup_flow.created', at)]);
+  await recordEvents(trx, ctx.ids, [setupFlowEvent(row, 'setup_flow.created', at)]);
   return row;
 }
 
@@ -278,7 +278,7 @@ export async function cancelSetupFlow(ctx: Context, caller: Caller, input: unkno
     if (flow.status === 'succeeded' || flow.status === 'canceled') reject('invalid_status', undefined, `a setup flow that is ${flow.status} cannot be canceled`);
     if (flow.status === 'processing' && !claimLapsed(flow, now)) reject('invalid_status', undefined, 'this setup flow is being confirmed; cancel it when the confirmation has ended');
     const canceled = await saveFlow(trx, flow, { status: 'canceled', cancellation_reason: reason as SetupFlowRow['cancellation_reason'], canceled_at: now, next_action: null, updated_at: now });
-    await recordEvents(trx, ctx.ids, [event(canceled, 'setup_flow.canceled', now)]);
+    await recordEvents(trx, ctx.ids, [setupFlowEvent(canceled, 'setup_flow.canceled', now)]);
     return canceled;
   });
   return renderSetupFlow(row);
@@ -338,7 +338,7 @@ export async function confirmSetupFlow(ctx: Context, caller: Caller, input: unkn
     const attached = { payment_method_id: method.payment_method_id, last_setup_error: null, return_url: returnUrl ?? flow.return_url, updated_at: now };
     if (cardNeedsThreeDSecure(method.fingerprint!)) {
       const row = await saveFlow(trx, flow, { ...attached, status: 'requires_action', three_d_secure_status: 'unverified', next_action: JSON.stringify({ type: 'three_d_secure', three_d_secure: { status: 'unverified' } }) });
-      await recordEvents(trx, ctx.ids, [event(row, 'setup_flow.requires_action', now)]);
+      await recordEvents(trx, ctx.ids, [setupFlowEvent(row, 'setup_flow.requires_action', now)]);
       return { kind: 'done', flow: row };
     }
     return { kind: 'claimed', flow: await saveFlow(trx, flow, { ...attached, status: 'processing', three_d_secure_status: null, next_action: null }), method, authenticate: false };
@@ -399,7 +399,7 @@ async function finish(ctx: Context, caller: Caller, claimed: Claimed): Promise<S
         last_setup_error: JSON.stringify({ type: 'card_error', code: outcome.code, message: outcome.message, payment_method_id: method.payment_method_id }),
         updated_at: now,
       });
-      await recordEvents(trx, ctx.ids, [event(failed, 'setup_flow.setup_failed', now)]);
+      await recordEvents(trx, ctx.ids, [setupFlowEvent(failed, 'setup_flow.setup_failed', now)]);
       return failed;
     }
     if (current.customer_id !== null) {
@@ -408,7 +408,7 @@ async function finish(ctx: Context, caller: Caller, claimed: Claimed): Promise<S
       else if (latest.customer_id !== current.customer_id) reject('payment_method_not_owned_by_customer', 'payment_method_id', `payment method ${latest.payment_method_id} was attached to another customer meanwhile`);
     }
     const succeeded = await saveFlow(trx, current, { status: 'succeeded', three_d_secure_status: outcome.threeDSecure, last_setup_error: null, updated_at: now });
-    await recordEvents(trx, ctx.ids, [event(succeeded, 'setup_flow.succeeded', now)]);
+    await recordEvents(trx, ctx.ids, [setupFlowEvent(succeeded, 'setup_flow.succeeded', now)]);
     return succeeded;
   });
   const error = row.last_setup_error as { code?: ErrorCode; message?: string } | null;

@@ -132,6 +132,36 @@ describe.each(['harness', 'pglite'] as const)('v2 setup flows through @payjp/pay
     expect((await eventTypes(flow.id)).filter((t) => t === 'setup_flow.succeeded')).toHaveLength(1);
   });
 
+  it('checkout in mode setup: the session makes a setup flow with setup_flow_data.metadata; a refused card leaves it open; another card completes it once; expiry abandons an unfinished flow', async () => {
+    await ok(v2.createCustomer({ client, body: { id: 'cus_setup_checkout' } }));
+    const session = (await ok(v2.createCheckoutSession({ client, body: { mode: 'setup', customer_id: 'cus_setup_checkout', success_url: 'https://shop.example/saved?s={CHECKOUT_SESSION_ID}', setup_flow_data: { metadata: { source: 'onboarding' } } } }))) as Json;
+    expect(session).toMatchObject({ mode: 'setup', status: 'open', amount_total: 0, setup_flow_id: null, line_items: { data: [] } });
+    const payjp = server.sdk(server.keys.a.test.secret);
+    const token = async (number: string) => (await payjp.tokens.create({ card: { number, exp_month: 12, exp_year: 2035, cvc: '123' } } as never, { 'X-Payjp-Direct-Token-Generate': 'true' })).id;
+    const secret = await authenticate(server.ctx, server.keys.a.test.secret);
+    await expect(runOperation(server.ctx, secret, 'checkout.sessions.complete', { id: session.id, payment_method: await token(TEST_CARDS.declinesOnCharge.number) })).rejects.toMatchObject({ code: 'card_declined' });
+    const open = await ok(v2.getCheckoutSession({ client, path: { checkout_session_id: session.id } }));
+    expect(open).toMatchObject({ status: 'open' });
+    const flowId = open.setup_flow_id as string;
+    expect(await ok(v2.getSetupFlow({ client, path: { setup_flow_id: flowId } }))).toMatchObject({ status: 'requires_payment_method', customer_id: 'cus_setup_checkout', metadata: { source: 'onboarding' }, checkout_session_id: session.id });
+    const completed = (await runOperation(server.ctx, secret, 'checkout.sessions.complete', { id: session.id, payment_method: await token(TEST_CARDS.threeDSecureRequired.number) })) as Json;
+    expect(completed).toMatchObject({ status: 'complete', setup_flow: flowId, redirect_url: `https://shop.example/saved?s=${session.id}` });
+    const saved = await ok(v2.getSetupFlow({ client, path: { setup_flow_id: flowId } }));
+    expect(saved).toMatchObject({ status: 'succeeded' });
+    expect(await ok(v2.getCustomerPaymentMethods({ client, path: { customer_id: 'cus_setup_checkout' } }))).toMatchObject({ data: [{ id: saved.payment_method_id }] });
+    await expect(runOperation(server.ctx, secret, 'checkout.sessions.complete', { id: session.id, payment_method: await token(TEST_CARDS.visa.number) })).rejects.toMatchObject({ code: 'invalid_status' });
+    expect((await eventTypes(session.id)).filter((t) => t === 'checkout.session.completed')).toHaveLength(1);
+
+    const abandoned = (await ok(v2.createCheckoutSession({ client, body: { mode: 'setup', success_url: 'https://shop.example/saved' } }))) as Json;
+    await expect(runOperation(server.ctx, secret, 'checkout.sessions.complete', { id: abandoned.id, payment_method: await token(TEST_CARDS.declinesOnCharge.number) })).rejects.toMatchObject({ code: 'card_declined' });
+    const expire = () => client.post({ url: '/v2/checkout/sessions/{checkout_session_id}/expire', path: { checkout_session_id: abandoned.id } }) as Promise<{ data?: Json; error?: unknown; response: Response }>;
+    const expired = await ok(expire());
+    expect(expired).toMatchObject({ status: 'expired' });
+    expect(await ok(v2.getSetupFlow({ client, path: { setup_flow_id: expired.setup_flow_id as string } }))).toMatchObject({ status: 'canceled', cancellation_reason: 'abandoned' });
+
+    expect(await problem(v2.createCheckoutSession({ client, body: { mode: 'setup', success_url: 'https://shop.example/x', line_items: [{ price_id: 'price_x', quantity: 1 }] } }))).toMatchObject({ errors: [{ field: 'line_items' }] });
+  });
+
   it('cancel with a reason; bad input named and nothing changed', async () => {
     const flow = (await ok(v2.createSetupFlow({ client, body: {} }))) as Json;
     expect(await problem(v2.cancelSetupFlow({ client, path: { setup_flow_id: flow.id }, body: { cancellation_reason: 'fraudulent' as never } }))).toMatchObject({ status: 422, errors: [{ field: 'cancellation_reason' }] });

@@ -66,7 +66,7 @@ const withLineItemPriceIds = (session: Record<string, unknown>): Record<string, 
   if (items === undefined || !Array.isArray(items.data)) return session;
   return { ...session, line_items: { ...items, data: items.data.map((item) => withSdkNames(item, { price_id: 'price' })) } };
 };
-const SESSION_NAMES: FieldRenames = { customer_id: 'customer', payment_flow_id: 'payment_flow' };
+const SESSION_NAMES: FieldRenames = { customer_id: 'customer', payment_flow_id: 'payment_flow', setup_flow_id: 'setup_flow' };
 const encodeSession = sdkNames(SESSION_NAMES, withLineItemPriceIds);
 const sessionRoute = (extra: Partial<V2Route> = {}): Partial<V2Route> => ({ renames: { customer_id: 'customer' }, encode: encodeSession, ...extra });
 

@@ -9,7 +9,7 @@ import type { Database } from '../db/schema';
 import { reject } from '../domain/errors';
 import type { IdGenerator } from '../domain/ids';
 import { CHARGE_FIELDS, chargeObjectSqlText, renderCharge, type ChargeCard, type ChargeObject, type ChargeRow } from './charges';
-import { perAccount } from '../db/account-scope';
+import { accountsOf, inAccounts } from '../db/account-scope';
 import { instantFromEpochMs } from '../db/epoch-ms';
 import { compositeKey } from '../db/bulk-rows';
 import { pendingWebhooksSql, withWebhookDeliveries } from '../events/outbox';
@@ -42,16 +42,21 @@ export async function chargeCardsOf(executor: Kysely<Database>, rows: readonly P
   const found = new Map<string, ChargeCard>();
   if (rows.length === 0) return found;
   // Index probes forced by LATERAL … OFFSET 0: as a plain join the planner hashed the whole cards
-  // table for every batch of held charges (see loadDefaultCards in the renewal job). One statement
-  // per account (account-scope.ts): Citus runs the probes on the account's shard.
-  const cards = await perAccount(rows, (r) => r.account_id, async (accountId, group) => (await sql<ChargeCard & { account_id: string }>`
-    SELECT c.* FROM unnest(${group.map((r) => r.livemode)}::boolean[], ${group.map((r) => r.card_id)}::text[]) AS k(l, id)
-    CROSS JOIN LATERAL (SELECT * FROM cards c WHERE c.account_id = ${accountId} AND c.livemode = k.l AND c.card_id = k.id OFFSET 0) c`.execute(executor)).rows);
+  // table for every batch of held charges (see loadDefaultCards in the renewal job). Each statement
+  // names the rows' accounts (account-scope.ts): Citus runs the probes on their shard.
+  const cards = (
+    await sql<ChargeCard & { account_id: string }>`
+    SELECT c.* FROM unnest(${rows.map((r) => r.account_id)}::text[], ${rows.map((r) => r.livemode)}::boolean[], ${rows.map((r) => r.card_id)}::text[]) AS k(a, l, id)
+    CROSS JOIN LATERAL (SELECT * FROM cards c WHERE ${inAccounts('c.account_id', accountsOf(rows, (r) => r.account_id))} AND c.account_id = k.a AND c.livemode = k.l AND c.card_id = k.id OFFSET 0) c`.execute(executor)
+  ).rows;
   for (const card of cards) found.set(cardKey(card.account_id, card.livemode, card.card_id), card);
   const missing = rows.filter((r) => !found.has(cardKey(r.account_id, r.livemode, r.card_id)));
-  const tokens = await perAccount(missing, (r) => r.account_id, async (accountId, group) => (await sql<ChargeCard & { account_id: string }>`
-    SELECT t.* FROM unnest(${group.map((r) => r.livemode)}::boolean[], ${group.map((r) => r.card_id)}::text[]) AS k(l, id)
-    CROSS JOIN LATERAL (SELECT * FROM tokens t WHERE t.account_id = ${accountId} AND t.livemode = k.l AND t.card_id = k.id OFFSET 0) t`.execute(executor)).rows);
+  if (missing.length === 0) return found;
+  const tokens = (
+    await sql<ChargeCard & { account_id: string }>`
+    SELECT t.* FROM unnest(${missing.map((r) => r.account_id)}::text[], ${missing.map((r) => r.livemode)}::boolean[], ${missing.map((r) => r.card_id)}::text[]) AS k(a, l, id)
+    CROSS JOIN LATERAL (SELECT * FROM tokens t WHERE ${inAccounts('t.account_id', accountsOf(missing, (r) => r.account_id))} AND t.account_id = k.a AND t.livemode = k.l AND t.card_id = k.id OFFSET 0) t`.execute(executor)
+  ).rows;
   for (const token of tokens) found.set(cardKey(token.account_id, token.livemode, token.card_id), { ...token, customer_id: null });
   return found;
 }
@@ -105,25 +110,23 @@ const CHARGE_OBJECT_SQL = sql.raw(chargeObjectSqlText(CHARGE_FIELDS, CARD_OBJECT
  */
 export async function recordChargeEvents(executor: Kysely<Database>, ids: IdGenerator, keys: readonly ChargeEventKey[]): Promise<void> {
   if (keys.length === 0) return;
-  // Ids drawn in input order for all keys first, then one statement per account (account-scope.ts).
-  const numbered = keys.map((key) => ({ key, eventId: ids.next('eventV1') }));
-  await perAccount(numbered, (k) => k.key.accountId, async (accountId, group) => {
-    // The rows in a CTE of their own: Citus runs it routed to the account's shard, probes and all,
-    // then inserts its result (it cannot push an INSERT … SELECT with a LATERAL … OFFSET down).
-    await withWebhookDeliveries(sql`
+  // Ids drawn in input order; one statement naming the keys' accounts (account-scope.ts).
+  const group = keys.map((key) => ({ key, eventId: ids.next('eventV1') }));
+  const accountIds = accountsOf(keys, (k) => k.accountId);
+  // The rows in a CTE of their own: Citus runs it routed to the accounts' shard, probes and all,
+  // then inserts its result (it cannot push an INSERT … SELECT with a LATERAL … OFFSET down).
+  await withWebhookDeliveries(sql`
     WITH x AS MATERIALIZED (
     SELECT c.account_id, k.eid, c.livemode, k.t, c.charge_id, k.n,
       ${CHARGE_OBJECT_SQL} AS data,
       ${instantFromEpochMs('k.at')} AS at
-    FROM unnest(${group.map((k) => k.key.livemode)}::boolean[], ${group.map((k) => k.key.chargeId)}::text[],
-                ${group.map((k) => k.eventId)}::text[], ${group.map((k) => k.key.type)}::text[], ${group.map((k) => k.key.at.getTime())}::bigint[]) WITH ORDINALITY AS k(l, id, eid, t, at, n)
-    CROSS JOIN LATERAL (SELECT * FROM charges c WHERE c.account_id = ${accountId} AND c.livemode = k.l AND c.charge_id = k.id OFFSET 0) c
-    LEFT JOIN cards cd ON cd.account_id = ${accountId} AND cd.livemode = c.livemode AND cd.card_id = c.card_id
-    LEFT JOIN tokens tk ON cd.card_id IS NULL AND tk.account_id = ${accountId} AND tk.livemode = c.livemode AND tk.card_id = c.card_id),
+    FROM unnest(${group.map((k) => k.key.accountId)}::text[], ${group.map((k) => k.key.livemode)}::boolean[], ${group.map((k) => k.key.chargeId)}::text[],
+                ${group.map((k) => k.eventId)}::text[], ${group.map((k) => k.key.type)}::text[], ${group.map((k) => k.key.at.getTime())}::bigint[]) WITH ORDINALITY AS k(a, l, id, eid, t, at, n)
+    CROSS JOIN LATERAL (SELECT * FROM charges c WHERE ${inAccounts('c.account_id', accountIds)} AND c.account_id = k.a AND c.livemode = k.l AND c.charge_id = k.id OFFSET 0) c
+    LEFT JOIN cards cd ON ${inAccounts('cd.account_id', accountIds)} AND cd.account_id = c.account_id AND cd.livemode = c.livemode AND cd.card_id = c.card_id
+    LEFT JOIN tokens tk ON cd.card_id IS NULL AND ${inAccounts('tk.account_id', accountIds)} AND tk.account_id = c.account_id AND tk.livemode = c.livemode AND tk.card_id = c.card_id),
     p AS (${pendingWebhooksSql('x', 'x.account_id', 'x.livemode', "'v1'", 'x.t')})
     INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks)
     SELECT x.account_id, x.eid, x.livemode, 'v1', x.t, 'charge', x.charge_id, x.data, x.at, coalesce(p.pending, 0) FROM x LEFT JOIN p ON p.n = x.n
     ORDER BY x.n`).execute(executor);
-    return [];
-  });
 }

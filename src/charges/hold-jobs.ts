@@ -19,7 +19,8 @@ import type { Database } from '../db/schema';
 import { KessaiError } from '../domain/errors';
 import { v1HoldExpiresAt, V1_EXPIRY_DAYS } from '../domain/hold-periods';
 import type { Context } from '../engine/context';
-import { accountsWithDueRows } from '../engine/account-batches';
+import { inAccounts } from '../db/account-scope';
+import { dueAccounts } from '../engine/account-batches';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { recordChargeEvents, type ChargeEventKey } from './charge-record';
 import { bulkColumns, ROW_KEYS } from '../db/bulk-rows';
@@ -38,17 +39,17 @@ export async function expireHolds(ctx: Context, run: SlotRun): Promise<JobCounts
     ctx,
     run,
     ['released'],
-    (db) => accountsWithDueRows(db, 'charges', sql`d.paid AND NOT d.captured AND NOT d.refunded AND d.released_at IS NULL AND d.expired_at IS NOT NULL AND d.expired_at < ${run.slot}`),
-    (trx, accountId, limit) => expireHoldBatch(trx, ctx, accountId, run.slot, limit),
+    (db, cap) => dueAccounts(db, 'charges', sql`d.paid AND NOT d.captured AND NOT d.refunded AND d.released_at IS NULL AND d.expired_at IS NOT NULL AND d.expired_at < ${run.slot}`, cap),
+    (trx, accountIds, limit) => expireHoldBatch(trx, ctx, accountIds, run.slot, limit),
   );
 }
 
-export async function expireHoldBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor'>, accountId: string, asOf: Date, limit: number): Promise<{ selected: number; released: number }> {
+export async function expireHoldBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<{ selected: number; released: number }> {
   const due = await sql<{ t: string; a: string; l: boolean; id: string; amount: number; code: string | null; e: number }>`
     SELECT ctid::text AS t, account_id AS a, livemode AS l, charge_id AS id, amount, authorization_code AS code,
            (extract(epoch from expired_at) * 1000)::bigint AS e
-    FROM charges WHERE account_id = ${accountId} AND ${LIVE_HOLD} AND expired_at < ${asOf}
-    ORDER BY expired_at, livemode, charge_id LIMIT ${limit}
+    FROM charges WHERE ${inAccounts('account_id', accountIds)} AND ${LIVE_HOLD} AND expired_at < ${asOf}
+    ORDER BY expired_at, account_id, livemode, charge_id LIMIT ${limit}
     FOR UPDATE SKIP LOCKED`.execute(trx);
   const rows = due.rows;
   if (rows.length === 0) return { selected: 0, released: 0 };
@@ -60,11 +61,11 @@ export async function expireHoldBatch(trx: Kysely<Database>, ctx: Pick<Context, 
   // because this is a separate statement of the same READ COMMITTED transaction: it sees the
   // versions the SELECT locked (also one that a concurrent update made current before the lock),
   // and nobody can move a row this transaction holds locked. charges is not partitioned (tuple
-  // ids would repeat across partitions). The account binds the statement to one shard on Citus,
+  // ids would repeat across partitions). The accounts bind the statement to one shard on Citus,
   // where a tuple id means something on one shard only.
   const updated = await sql<{ charge_id: string }>`
     UPDATE charges c SET released_at = c.expired_at, updated_at = c.expired_at
-    WHERE c.account_id = ${accountId} AND c.ctid = ANY(${rows.map((r) => r.t)}::tid[]) AND c.released_at IS NULL
+    WHERE ${inAccounts('c.account_id', accountIds)} AND c.ctid = ANY(${rows.map((r) => r.t)}::tid[]) AND c.released_at IS NULL
     RETURNING c.charge_id`.execute(trx);
   // Every row was locked live and unreleased, so every one must have been written; if an
   // assumption above ever stops holding, fail the batch (rolled back, the slot retried) rather
@@ -95,22 +96,22 @@ export async function abandonThreeDSecure(ctx: Context, run: SlotRun): Promise<J
     ctx,
     run,
     ['abandoned'],
-    (db) => accountsWithDueRows(db, 'charges', sql`d.tds_expires_at IS NOT NULL AND d.tds_expires_at < ${run.slot}`),
-    (trx, accountId, limit) => abandonThreeDSecureBatch(trx, ctx, accountId, run.slot, limit),
+    (db, cap) => dueAccounts(db, 'charges', sql`d.tds_expires_at IS NOT NULL AND d.tds_expires_at < ${run.slot}`, cap),
+    (trx, accountIds, limit) => abandonThreeDSecureBatch(trx, ctx, accountIds, run.slot, limit),
   );
 }
 
-export async function abandonThreeDSecureBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, accountId: string, asOf: Date, limit: number): Promise<{ selected: number; abandoned: number }> {
+export async function abandonThreeDSecureBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<{ selected: number; abandoned: number }> {
   // RETURNING reads plain columns: Citus allows no STABLE function there (extract on a timestamptz is one).
   const updated = await sql<{ a: string; l: boolean; id: string; at: Date }>`
     WITH due AS (
       SELECT account_id, livemode, charge_id FROM charges
-      WHERE account_id = ${accountId} AND tds_expires_at IS NOT NULL AND tds_expires_at < ${asOf}
-      ORDER BY tds_expires_at, livemode, charge_id LIMIT ${limit}
+      WHERE ${inAccounts('account_id', accountIds)} AND tds_expires_at IS NOT NULL AND tds_expires_at < ${asOf}
+      ORDER BY tds_expires_at, account_id, livemode, charge_id LIMIT ${limit}
       FOR UPDATE SKIP LOCKED)
     UPDATE charges c SET failure_code = 'three_d_secure_expired', failure_message = ${THREE_D_SECURE_EXPIRED_MESSAGE},
                          updated_at = c.tds_expires_at, tds_expires_at = NULL
-    FROM due WHERE c.account_id = ${accountId} AND c.account_id = due.account_id AND c.livemode = due.livemode AND c.charge_id = due.charge_id
+    FROM due WHERE ${inAccounts('c.account_id', accountIds)} AND c.account_id = due.account_id AND c.livemode = due.livemode AND c.charge_id = due.charge_id
     RETURNING c.account_id AS a, c.livemode AS l, c.charge_id AS id, c.updated_at AS at`.execute(trx);
   const rows = [...updated.rows].sort((x, y) => x.at.getTime() - y.at.getTime() || (x.a < y.a ? -1 : x.a > y.a ? 1 : 0) || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
   await recordChargeEvents(
@@ -221,10 +222,15 @@ export async function reauthorizeHolds(ctx: Context, run: SlotRun): Promise<JobC
     run,
     ['reauthorized', 'failed'],
     // Lock-free and a superset (the hold-due window only); the batch applies every condition.
-    (db) =>
-      accountsWithDueRows(db, 'charges', sql`d.paid AND NOT d.captured AND NOT d.refunded AND d.released_at IS NULL AND d.expired_at IS NOT NULL
-        AND d.card_funding = 'credit' AND d.expired_at <= ${new Date(run.slot.getTime() + MAX_LEAD_MS)} AND a.reauth_enabled`),
-    (trx, accountId, limit) => reauthorizeBatch(trx, ctx, accountId, run.slot, limit),
+    (db, cap) =>
+      dueAccounts(
+        db,
+        'charges',
+        sql`d.paid AND NOT d.captured AND NOT d.refunded AND d.released_at IS NULL AND d.expired_at IS NOT NULL
+        AND d.card_funding = 'credit' AND d.expired_at <= ${new Date(run.slot.getTime() + MAX_LEAD_MS)} AND a.reauth_enabled`,
+        cap,
+      ),
+    (trx, accountIds, limit) => reauthorizeBatch(trx, ctx, accountIds, run.slot, limit),
   );
 }
 
@@ -242,7 +248,7 @@ interface ReauthRow {
   exp_year: number;
 }
 
-export async function reauthorizeBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor'>, accountId: string, asOf: Date, limit: number): Promise<{ selected: number; reauthorized: number; failed: number }> {
+export async function reauthorizeBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<{ selected: number; reauthorized: number; failed: number }> {
   const due = await sql<ReauthRow>`
     SELECT c.account_id AS a, c.livemode AS l, c.charge_id AS id, c.amount, c.expiry_days, c.card_issuer AS issuer,
            (extract(epoch from c.expired_at) * 1000)::bigint AS expired, (extract(epoch from ${REAUTH_DUE}) * 1000)::bigint AS due,
@@ -250,10 +256,10 @@ export async function reauthorizeBatch(trx: Kysely<Database>, ctx: Pick<Context,
     FROM ${REAUTH_FROM}
     LEFT JOIN cards cd ON cd.account_id = c.account_id AND cd.livemode = c.livemode AND cd.card_id = c.card_id
     LEFT JOIN tokens tk ON cd.card_id IS NULL AND tk.account_id = c.account_id AND tk.livemode = c.livemode AND tk.card_id = c.card_id
-    WHERE c.account_id = ${accountId} AND ${REAUTH_WHERE} AND ${REAUTH_DUE} <= ${asOf}
+    WHERE ${inAccounts('c.account_id', accountIds)} AND ${REAUTH_WHERE} AND ${REAUTH_DUE} <= ${asOf}
       -- Implied by the line above (lead ≤ 720 h); lets the planner use the hold-due index.
       AND c.expired_at <= ${new Date(asOf.getTime() + MAX_LEAD_MS)}
-    ORDER BY 8, 2, 3 LIMIT ${limit}
+    ORDER BY 8, 1, 2, 3 LIMIT ${limit}
     FOR UPDATE OF c SKIP LOCKED`.execute(trx);
   const rows = due.rows;
   if (rows.length === 0) return { selected: 0, reauthorized: 0, failed: 0 };
@@ -320,7 +326,7 @@ export async function reauthorizeBatch(trx: Kysely<Database>, ctx: Pick<Context,
     await sql`
       UPDATE charges c SET reauth_tried_expired_at = c.expired_at
       FROM ${k.from}
-      WHERE c.account_id = ${accountId} AND c.account_id = ${k.col('a')} AND c.livemode = ${k.col('l')} AND c.charge_id = ${k.col('id')}`.execute(trx);
+      WHERE ${inAccounts('c.account_id', accountIds)} AND c.account_id = ${k.col('a')} AND c.livemode = ${k.col('l')} AND c.charge_id = ${k.col('id')}`.execute(trx);
   }
   const r = REAUTH_COLUMNS.table('r', kept);
   await sql`
@@ -331,7 +337,7 @@ export async function reauthorizeBatch(trx: Kysely<Database>, ctx: Pick<Context,
       authorization_code = CASE WHEN ${r.col('ok')} THEN ${r.col('code')} ELSE c.authorization_code END,
       updated_at = ${r.col('at')}
     FROM ${r.from}
-    WHERE c.account_id = ${accountId} AND c.account_id = ${r.col('a')} AND c.livemode = ${r.col('l')} AND c.charge_id = ${r.col('id')}`.execute(trx);
+    WHERE ${inAccounts('c.account_id', accountIds)} AND c.account_id = ${r.col('a')} AND c.livemode = ${r.col('l')} AND c.charge_id = ${r.col('id')}`.execute(trx);
   await recordChargeEvents(
     trx,
     ctx.ids,

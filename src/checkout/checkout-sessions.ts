@@ -23,7 +23,7 @@ import { isPaymentMethodType, resolvePaymentMethod } from '../payment-flows/paym
 import { findPrices } from '../prices/prices';
 import { completeSetupFlowAction, confirmSetupFlow, insertSetupFlow, retrieveSetupFlow, setupFlowEvent, type SetupFlowRow } from '../setup-flows/setup-flows';
 import { compositeKey, ROW_KEYS_AT } from '../db/bulk-rows';
-import { onlyAccount } from '../db/account-scope';
+import { accountsOf, inAccounts } from '../db/account-scope';
 
 export type CheckoutSessionRow = Selectable<CheckoutSessionsTable>;
 export type LineItemRow = Selectable<CheckoutSessionLineItemsTable>;
@@ -395,13 +395,13 @@ async function saveSession(trx: Kysely<Database>, session: CheckoutSessionRow, c
  */
 export async function expireSessions(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, sessions: readonly CheckoutSessionRow[], at: (row: CheckoutSessionRow) => Date): Promise<number> {
   if (sessions.length === 0) return 0;
-  // One account's sessions (a request's, or a job batch's): every statement binds it (account-scope.ts).
-  const accountId = onlyAccount(sessions, (s) => s.account_id);
+  // A request's sessions, or a job batch's: every statement names their accounts (account-scope.ts).
+  const accountIds = accountsOf(sessions, (s) => s.account_id);
   const u = ROW_KEYS_AT.table('u', sessions.map((s) => ({ accountId: s.account_id, livemode: s.livemode, id: s.checkout_session_id, at: at(s) })));
   const expired = await sql<CheckoutSessionRow>`
     UPDATE checkout_sessions s SET status = 'expired', expired_at = ${u.col('t')}, updated_at = ${u.col('t')}
     FROM ${u.from}
-    WHERE s.account_id = ${accountId} AND s.account_id = ${u.col('a')} AND s.livemode = ${u.col('l')} AND s.checkout_session_id = ${u.col('id')} AND s.status = 'open'
+    WHERE ${inAccounts('s.account_id', accountIds)} AND s.account_id = ${u.col('a')} AND s.livemode = ${u.col('l')} AND s.checkout_session_id = ${u.col('id')} AND s.status = 'open'
     RETURNING s.*`.execute(trx);
   const withFlow = expired.rows.filter((s) => s.payment_flow_id !== null);
   const f = ROW_KEYS_AT.table('u', withFlow.map((s) => ({ accountId: s.account_id, livemode: s.livemode, id: s.payment_flow_id!, at: at(s) })));
@@ -411,7 +411,7 @@ export async function expireSessions(trx: Kysely<Database>, ctx: Pick<Context, '
       : await sql<PaymentFlowRow>`
     UPDATE payment_flows f SET status = 'canceled', cancellation_reason = 'abandoned', canceled_at = ${f.col('t')}, updated_at = ${f.col('t')}, next_action = NULL
     FROM ${f.from}
-    WHERE f.account_id = ${accountId} AND f.account_id = ${f.col('a')} AND f.livemode = ${f.col('l')} AND f.payment_flow_id = ${f.col('id')}
+    WHERE ${inAccounts('f.account_id', accountIds)} AND f.account_id = ${f.col('a')} AND f.livemode = ${f.col('l')} AND f.payment_flow_id = ${f.col('id')}
       AND f.status IN ('requires_payment_method', 'requires_confirmation', 'requires_action')
     RETURNING f.*`.execute(trx);
   // A setup session's flow left unfinished by a failed attempt is abandoned with it.

@@ -7,8 +7,9 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema';
-import { accountsWithDueRows } from '../engine/account-batches';
+import { dueAccounts } from '../engine/account-batches';
 import type { Context } from '../engine/context';
+import { inAccounts } from '../db/account-scope';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { expireSessions } from './checkout-sessions';
 
@@ -19,8 +20,8 @@ export async function expireDueCheckoutSessions(ctx: Context, run: SlotRun): Pro
     ctx,
     run,
     ['expired'],
-    (db) => accountsWithDueRows(db, 'checkout_sessions', sql`d.status = 'open' AND d.expires_at <= ${run.slot}`),
-    (trx, accountId, limit) => expireSessionBatch(trx, ctx, accountId, run.slot, limit),
+    (db, cap) => dueAccounts(db, 'checkout_sessions', sql`d.status = 'open' AND d.expires_at <= ${run.slot}`, cap),
+    (trx, accountIds, limit) => expireSessionBatch(trx, ctx, accountIds, run.slot, limit),
   );
 }
 
@@ -35,15 +36,16 @@ export async function nextSessionExpiryDueAt(db: Kysely<Database>, after: Date):
   return row?.due ?? null;
 }
 
-/** One batch of one account's due sessions (every statement filtered by the account: see account-batches.ts). */
-export async function expireSessionBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, accountId: string, asOf: Date, limit: number): Promise<{ selected: number; expired: number }> {
+/** One batch of the accounts' due sessions (every statement names the accounts: see runBatches in job.ts). */
+export async function expireSessionBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<{ selected: number; expired: number }> {
   const due = await trx
     .selectFrom('checkout_sessions')
     .selectAll()
-    .where('account_id', '=', accountId)
+    .where(inAccounts('account_id', accountIds))
     .where('status', '=', 'open')
     .where('expires_at', '<=', asOf)
     .orderBy('expires_at')
+    .orderBy('account_id')
     .orderBy('livemode')
     .orderBy('checkout_session_id')
     .limit(limit)

@@ -1,33 +1,25 @@
 /**
- * Statements on account data name one account (`account_id = $1`, a bound constant): on Citus,
- * where account tables are distributed by account_id, such a statement is routed whole to the one
- * shard holding that account, so any SQL runs there (row locks, LATERAL … LIMIT/OFFSET probes).
- * A statement over rows of several accounts is split by account first. The jobs' batches and the
- * API's requests hold one account each, so this is one statement in practice.
+ * Statements on account data name the accounts they touch (`account_id = $1`, or
+ * `account_id = ANY($1)` for a group of accounts, bound constants): on Citus, where account tables
+ * are distributed by account_id, such a statement is routed whole to the one shard holding those
+ * accounts, so any SQL runs there (row locks, LATERAL … LIMIT/OFFSET probes). A request holds one
+ * account; a job batch holds one account or a group of small accounts that live on one shard
+ * (runBatches in src/engine/job.ts), so a statement over a batch's rows is one statement.
  */
+import { sql, type RawBuilder, type SqlBool } from 'kysely';
 
-/** The items grouped by account, in order of first appearance; each group keeps the items' order. */
-export function groupByAccount<T>(items: readonly T[], accountOf: (item: T) => string): Map<string, T[]> {
-  const groups = new Map<string, T[]>();
-  for (const item of items) {
-    const accountId = accountOf(item);
-    const group = groups.get(accountId);
-    if (group === undefined) groups.set(accountId, [item]);
-    else group.push(item);
-  }
-  return groups;
+/** The distinct accounts of `items`, in order of first appearance (at least one item). */
+export function accountsOf<T>(items: readonly T[], accountOf: (item: T) => string): string[] {
+  if (items.length === 0) throw new Error('an account-scoped statement needs at least one row');
+  return [...new Set(items.map(accountOf))];
 }
 
-/** Runs `query` once per account of `items` (one after the other, on the caller's session) and concatenates the rows. */
-export async function perAccount<T, R>(items: readonly T[], accountOf: (item: T) => string, query: (accountId: string, items: readonly T[]) => Promise<readonly R[]>): Promise<R[]> {
-  const rows: R[] = [];
-  for (const [accountId, group] of groupByAccount(items, accountOf)) rows.push(...(await query(accountId, group)));
-  return rows;
-}
-
-/** The one account of `items` (at least one), for a statement that binds it; more than one is a programming error. */
-export function onlyAccount<T>(items: readonly T[], accountOf: (item: T) => string): string {
-  const accountId = accountOf(items[0]!);
-  if (items.some((item) => accountOf(item) !== accountId)) throw new Error(`rows of several accounts in one account-scoped statement (${accountId} and others)`);
-  return accountId;
+/**
+ * `column = $1` for one account, `column = ANY($1::text[])` for several. One account stays an
+ * equality so that PostgreSQL can walk a (account_id, due instant) index in order for a huge
+ * account (an `= ANY` on the leading column gives up that order).
+ */
+export function inAccounts(column: string, accountIds: readonly string[]): RawBuilder<SqlBool> {
+  if (accountIds.length === 0) throw new Error('an account-scoped statement needs at least one account');
+  return accountIds.length === 1 ? sql<SqlBool>`${sql.ref(column)} = ${accountIds[0]}` : sql<SqlBool>`${sql.ref(column)} = ANY(${accountIds}::text[])`;
 }

@@ -6,9 +6,10 @@
  * account_id column), so tables that later migrations add are distributed by the next
  * `kessai migrate --citus` without anyone listing them.
  */
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import pg from 'pg';
 import { redactUrl, type Store } from './connect';
+import type { Database } from './schema';
 
 /** Arbitrary, fixed: the advisory lock key that serialises distributors (migrate.ts uses another). */
 const DISTRIBUTE_LOCK_KEY = 7_305_102;
@@ -31,8 +32,12 @@ export interface DistributeResult {
 
 /** Whether the database has the citus extension (a Citus coordinator's database). */
 export async function hasCitus(store: Store): Promise<boolean> {
-  if (store.kind !== 'postgres') return false;
-  const result = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_extension WHERE extname = 'citus'`.execute(store.db);
+  return store.kind === 'postgres' && (await citusInstalled(store.db));
+}
+
+/** Whether the database has the citus extension. */
+async function citusInstalled(db: Kysely<Database>): Promise<boolean> {
+  const result = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_extension WHERE extname = 'citus'`.execute(db);
   return result.rows[0]!.n > 0;
 }
 
@@ -136,4 +141,16 @@ export async function joinCitusCluster(url: string, nodes: readonly CitusNode[])
     ...(coordinator ? [['SELECT citus_set_coordinator_host($1, $2)', [coordinator.nodename, coordinator.nodeport]] as [string, unknown[]]] : []),
     ...workers.map((worker) => ['SELECT citus_add_node($1, $2)', [worker.nodename, worker.nodeport]] as [string, unknown[]]),
   ]);
+}
+
+/**
+ * The shard of each account (of `accounts`, with which every account table is colocated) when
+ * the database is a Citus coordinator's, else null (plain PostgreSQL: one server holds them all).
+ * Evaluated on the coordinator from its metadata; reads no account data.
+ */
+export async function accountShards(db: Kysely<Database>, accountIds: readonly string[]): Promise<Map<string, string> | null> {
+  if (!(await citusInstalled(db))) return null;
+  const result = await sql<{ account_id: string; shard: string }>`
+    SELECT x AS account_id, get_shard_id_for_distribution_column('accounts', x)::text AS shard FROM unnest(${accountIds}::text[]) AS x`.execute(db);
+  return new Map(result.rows.map((row) => [row.account_id, row.shard]));
 }

@@ -1,19 +1,67 @@
 /**
- * Which accounts have due work, for the jobs' batch loop (runBatches in job.ts, which works
- * account by account).
+ * Which accounts have due work, and how they are packed into batches, for the jobs' batch loop
+ * (runBatches in job.ts).
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { accountShards } from '../db/citus';
 import type { Database } from '../db/schema';
 
+/** An account with due rows, and how many (counted up to the cap asked for: the batch size). */
+export interface DueAccount {
+  readonly accountId: string;
+  readonly due: number;
+}
+
 /**
- * The accounts having at least one row of `table` that matches `due` (SQL on the row as `d`, and
- * on its account as `a`), by account id: one index probe per account on single PostgreSQL (the due
- * indexes lead with account_id), a query every Citus shard answers for its own accounts. No locks.
+ * The accounts having at least one row of `table` that matches `due` (SQL on the row as `d`), by
+ * account id, each with its count of due rows up to `cap` (`due` may read the account as `a`): one capped index probe per account on
+ * single PostgreSQL (the due indexes lead with account_id), a query every Citus shard answers for
+ * its own accounts. No locks.
  */
-export async function accountsWithDueRows(db: Kysely<Database>, table: keyof Database & string, due: RawBuilder<unknown>): Promise<string[]> {
-  const result = await sql<{ account_id: string }>`
-    SELECT a.account_id FROM accounts a
-    WHERE EXISTS (SELECT 1 FROM ${sql.table(table)} d WHERE d.account_id = a.account_id AND ${due})
+export async function dueAccounts(db: Kysely<Database>, table: keyof Database & string, due: RawBuilder<unknown>, cap: number): Promise<DueAccount[]> {
+  const result = await sql<{ account_id: string; due: number }>`
+    SELECT a.account_id, n.due FROM accounts a
+    CROSS JOIN LATERAL (SELECT count(*)::int AS due FROM (SELECT 1 FROM ${sql.table(table)} d WHERE d.account_id = a.account_id AND ${due} LIMIT ${cap}) x) n
+    WHERE n.due > 0
     ORDER BY a.account_id`.execute(db);
-  return result.rows.map((row) => row.account_id);
+  return result.rows.map((row) => ({ accountId: row.account_id, due: row.due }));
+}
+
+/** The accounts having at least one row of `table` that matches `due` (dueAccounts without counts). */
+export async function accountsWithDueRows(db: Kysely<Database>, table: keyof Database & string, due: RawBuilder<unknown>): Promise<string[]> {
+  return (await dueAccounts(db, table, due, 1)).map((account) => account.accountId);
+}
+
+/**
+ * The batches of one round: every account whose due rows fill a batch (`due >= limit`) alone;
+ * the others packed, in order, into groups of at most `limit` due rows, only ever with accounts of
+ * the same shard (`shardOf`; one shard on single PostgreSQL), so that a statement naming a group
+ * is still routed to one shard on Citus. Pure: the order of `accounts` decides the groups.
+ */
+export function packAccounts(accounts: readonly DueAccount[], limit: number, shardOf: (accountId: string) => string): string[][] {
+  const batches: string[][] = [];
+  const open = new Map<string, { accounts: string[]; due: number }>();
+  for (const { accountId, due } of accounts) {
+    if (due >= limit) {
+      batches.push([accountId]);
+      continue;
+    }
+    const shard = shardOf(accountId);
+    let group = open.get(shard);
+    if (group !== undefined && group.due + due > limit) group = undefined;
+    if (group === undefined) {
+      group = { accounts: [], due: 0 };
+      open.set(shard, group);
+      batches.push(group.accounts);
+    }
+    group.accounts.push(accountId);
+    group.due += due;
+  }
+  return batches;
+}
+
+/** packAccounts with the shards of the database: Citus's shard of each account, or one shard on plain PostgreSQL. */
+export async function packDueAccounts(db: Kysely<Database>, accounts: readonly DueAccount[], limit: number): Promise<string[][]> {
+  const shards = accounts.length > 1 ? await accountShards(db, accounts.map((a) => a.accountId)) : null;
+  return packAccounts(accounts, limit, (accountId) => shards?.get(accountId) ?? '');
 }

@@ -4,6 +4,7 @@
  */
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema';
+import { packDueAccounts, type DueAccount } from './account-batches';
 import type { Context } from './context';
 
 /**
@@ -94,54 +95,52 @@ export type BatchResult<K extends string> = { readonly selected: number } & Read
 
 /**
  * The batch loop of every job, account by account (ARCHITECTURE.md, "Jobs, slots and
- * exactly-once"): `dueAccounts` names the accounts with due work (lock-free), then accounts take
- * turns, one batch each per round, each batch in its own transaction — the claim asserted first,
- * the batch's counts recorded last, in that same transaction — with every statement filtered by
- * its account (on Citus, routed to that account's shard). Stops cleanly between batches when the
- * worker is asked to. Returns what this attempt committed: the `counted` names in their order,
- * then `batches`.
+ * exactly-once"). Each round `dueAccounts` lists the accounts with due work (lock-free, with their
+ * due rows counted up to the batch size) and packAccounts turns them into batches: an account
+ * whose due rows fill a batch has batches of its own, small accounts share one (at most a batch
+ * size of due rows, on Citus only accounts of one shard). Every batch of the round runs once,
+ * each in its own transaction — the claim asserted first, the batch's counts recorded last, in
+ * that same transaction — with every statement naming the batch's accounts (account-scope.ts; on
+ * Citus, routed to their shard). So a huge account takes one batch per round like every other
+ * batch and starves nobody. Stops cleanly between batches when the worker is asked to. Returns
+ * what this attempt committed: the `counted` names in their order, then `batches`.
  *
- * An account is finished for this run when a batch of it takes nothing (what is still due is
+ * The accounts of a batch that takes nothing are finished for this run (what is still due is
  * locked by another run, which several workers on consecutive slots share, or falls to the next
- * slot), so a run always ends. Not sooner: a batch can make rows due again as of the same slot (a
- * run late by two periods renews twice, a hold is reauthorized again, terms close in order). When
- * every account of the list is finished the list is asked for again, for accounts that became due
- * meanwhile.
+ * slot), so a run always ends: every round either commits rows or finishes accounts. Not sooner:
+ * a batch can make rows due again as of the same slot (a run late by two periods renews twice, a
+ * hold is reauthorized again, terms close in order), which the next round's list shows.
  */
 export async function runBatches<const K extends string>(
   ctx: Context,
   run: SlotRun,
   counted: readonly K[],
-  dueAccounts: (db: Kysely<Database>) => Promise<readonly string[]>,
-  batch: (trx: Kysely<Database>, accountId: string, limit: number) => Promise<BatchResult<K>>,
+  dueAccounts: (db: Kysely<Database>, cap: number) => Promise<readonly DueAccount[]>,
+  batch: (trx: Kysely<Database>, accountIds: readonly string[], limit: number) => Promise<BatchResult<K>>,
 ): Promise<Record<K | 'batches', number>> {
   const totals = Object.fromEntries([...counted, 'batches'].map((name) => [name, 0])) as Record<K | 'batches', number>;
+  const limit = ctx.config.batchSize;
   const finished = new Set<string>();
   for (;;) {
-    let round = (await dueAccounts(ctx.db)).filter((accountId) => !finished.has(accountId));
-    if (round.length === 0) return totals;
-    while (round.length > 0) {
-      const again: string[] = [];
-      for (const accountId of round) {
-        checkpoint(run);
-        const result = await ctx.db.transaction().execute(async (trx) => {
-          // Must come first: a run that lost its slot writes nothing, and a take-over waits for this batch.
-          await run.assertClaim(trx);
-          const done = await batch(trx, accountId, ctx.config.batchSize);
-          if (done.selected > 0) await run.recordBatch(trx, { ...countsOf(done, counted), batches: 1 });
-          return done;
-        });
-        if (result.selected === 0) {
-          finished.add(accountId);
-          continue;
-        }
-        again.push(accountId);
-        for (const name of counted) totals[name] += result[name];
-        totals.batches += 1;
-        const committed: Record<string, number> = { batch: totals.batches, ...countsOf(result, counted) };
-        ctx.log.debug({ account: accountId, ...committed }, 'batch committed');
+    const due = (await dueAccounts(ctx.db, limit)).filter((account) => !finished.has(account.accountId));
+    if (due.length === 0) return totals;
+    for (const accountIds of await packDueAccounts(ctx.db, due, limit)) {
+      checkpoint(run);
+      const result = await ctx.db.transaction().execute(async (trx) => {
+        // Must come first: a run that lost its slot writes nothing, and a take-over waits for this batch.
+        await run.assertClaim(trx);
+        const done = await batch(trx, accountIds, limit);
+        if (done.selected > 0) await run.recordBatch(trx, { ...countsOf(done, counted), batches: 1 });
+        return done;
+      });
+      if (result.selected === 0) {
+        for (const accountId of accountIds) finished.add(accountId);
+        continue;
       }
-      round = again;
+      for (const name of counted) totals[name] += result[name];
+      totals.batches += 1;
+      const committed: Record<string, number> = { batch: totals.batches, ...countsOf(result, counted) };
+      ctx.log.debug({ accounts: accountIds.length, account: accountIds[0], ...committed }, 'batch committed');
     }
   }
 }

@@ -29,7 +29,8 @@ const EXPIRED_FLOW_COLUMNS = bulkColumns<PaymentFlowRow>()({
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema';
 import type { Context } from '../engine/context';
-import { accountsWithDueRows } from '../engine/account-batches';
+import { inAccounts } from '../db/account-scope';
+import { dueAccounts } from '../engine/account-batches';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { recordEvents } from '../events/outbox';
 import { flowEvent } from './payment-flows';
@@ -51,8 +52,8 @@ export async function expireDuePaymentFlows(ctx: Context, run: SlotRun): Promise
     ctx,
     run,
     ['canceled', 'remainder_released', 'released'],
-    (db) => accountsWithDueRows(db, 'payment_flows', sql`d.status = 'requires_capture' AND d.capture_before <= ${run.slot}`),
-    (trx, accountId, limit) => expireFlowBatch(trx, ctx, accountId, run.slot, limit),
+    (db, cap) => dueAccounts(db, 'payment_flows', sql`d.status = 'requires_capture' AND d.capture_before <= ${run.slot}`, cap),
+    (trx, accountIds, limit) => expireFlowBatch(trx, ctx, accountIds, run.slot, limit),
   );
 }
 
@@ -67,21 +68,22 @@ export async function nextFlowExpiryDueAt(db: Kysely<Database>, after: Date): Pr
   return row?.due ?? null;
 }
 
-/** One batch of one account's due flows inside the caller's transaction; `selected` 0 means nothing due is left. */
+/** One batch of the accounts' due flows inside the caller's transaction; `selected` 0 means nothing due is left. */
 export async function expireFlowBatch(
   trx: Kysely<Database>,
   ctx: Pick<Context, 'ids' | 'processor' | 'log'>,
-  accountId: string,
+  accountIds: readonly string[],
   asOf: Date,
   limit: number,
 ): Promise<{ selected: number; canceled: number; remainder_released: number; released: number }> {
   const due = await trx
     .selectFrom('payment_flows')
     .selectAll()
-    .where('account_id', '=', accountId)
+    .where(inAccounts('account_id', accountIds))
     .where('status', '=', 'requires_capture')
     .where('capture_before', '<=', asOf)
     .orderBy('capture_before')
+    .orderBy('account_id')
     .orderBy('livemode')
     .orderBy('payment_flow_id')
     .limit(limit)
@@ -110,7 +112,7 @@ export async function expireFlowBatch(
       amount_capturable = 0,
       updated_at = ${instant}
     FROM ${u.from}
-    WHERE f.account_id = ${accountId} AND f.account_id = ${u.col('a')} AND f.livemode = ${u.col('l')} AND f.payment_flow_id = ${u.col('id')} AND f.status = 'requires_capture'
+    WHERE ${inAccounts('f.account_id', accountIds)} AND f.account_id = ${u.col('a')} AND f.livemode = ${u.col('l')} AND f.payment_flow_id = ${u.col('id')} AND f.status = 'requires_capture'
     RETURNING f.*`.execute(trx);
   // Events in due order, as the flows were selected.
   const byKey = new Map(updated.rows.map((row) => [compositeKey(row.account_id, row.livemode, row.payment_flow_id), row]));

@@ -8,7 +8,8 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema';
 import type { Context } from '../engine/context';
-import { accountsWithDueRows } from '../engine/account-batches';
+import { inAccounts } from '../db/account-scope';
+import { dueAccounts } from '../engine/account-batches';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { recordEvents } from '../events/outbox';
 import { balanceObjects, type BalanceRow } from './statements';
@@ -21,9 +22,9 @@ export async function closeDueBalances(ctx: Context, run: SlotRun): Promise<Bala
     ctx,
     run,
     ['balances_closed'],
-    (db) => accountsWithDueRows(db, 'balances', sql`NOT d.closed AND d.due_at IS NOT NULL AND d.due_at <= ${run.slot}`),
-    async (trx, accountId, limit) => {
-      const closed = await closeBalanceBatch(trx, ctx, accountId, run.slot, limit);
+    (db, cap) => dueAccounts(db, 'balances', sql`NOT d.closed AND d.due_at IS NOT NULL AND d.due_at <= ${run.slot}`, cap),
+    async (trx, accountIds, limit) => {
+      const closed = await closeBalanceBatch(trx, ctx, accountIds, run.slot, limit);
       return { selected: closed, balances_closed: closed };
     },
   );
@@ -40,12 +41,12 @@ export async function nextBalanceCloseDueAt(db: Kysely<Database>, after: Date): 
   return row?.due ?? null;
 }
 
-/** One batch of one account's due balances; returns how many it closed (0: none left). */
-export async function closeBalanceBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, accountId: string, asOf: Date, limit: number): Promise<number> {
+/** One batch of the accounts' due balances; returns how many it closed (0: none left). */
+export async function closeBalanceBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<number> {
   const due = await sql<BalanceRow>`
     SELECT b.* FROM balances b
-    WHERE b.account_id = ${accountId} AND NOT b.closed AND b.due_at IS NOT NULL AND b.due_at <= ${asOf}
-    ORDER BY b.due_at, b.livemode, b.balance_id
+    WHERE ${inAccounts('b.account_id', accountIds)} AND NOT b.closed AND b.due_at IS NOT NULL AND b.due_at <= ${asOf}
+    ORDER BY b.due_at, b.account_id, b.livemode, b.balance_id
     LIMIT ${limit}
     FOR UPDATE SKIP LOCKED`.execute(trx);
   if (due.rows.length === 0) return 0;
@@ -54,7 +55,7 @@ export async function closeBalanceBatch(trx: Kysely<Database>, ctx: Pick<Context
   await sql`
     UPDATE balances b SET closed = true, closed_date = b.due_date, updated_at = b.due_at
     FROM ${x.from}
-    WHERE b.account_id = ${accountId} AND b.account_id = ${x.col('a')} AND b.livemode = ${x.col('l')} AND b.balance_id = ${x.col('id')}`.execute(trx);
+    WHERE ${inAccounts('b.account_id', accountIds)} AND b.account_id = ${x.col('a')} AND b.livemode = ${x.col('l')} AND b.balance_id = ${x.col('id')}`.execute(trx);
   const objects = await balanceObjects(trx, closed);
   await recordEvents(
     trx,

@@ -16,7 +16,7 @@ import type { TermCycle } from '../domain/terms';
 import type { Context } from '../engine/context';
 import { openTermIds, openTerms } from './terms';
 import { bulkColumns, ROW_KEYS } from '../db/bulk-rows';
-import { onlyAccount } from '../db/account-scope';
+import { accountsOf, inAccounts } from '../db/account-scope';
 
 export interface ChargeKey {
   readonly accountId: string;
@@ -214,7 +214,7 @@ export async function settleRefunds(trx: Kysely<Database>, ctx: Pick<Context, 'i
     JOIN refunds r ON r.account_id = ${k.col('a')} AND r.livemode = ${k.col('l')} AND r.refund_id = ${k.col('id')}
     JOIN charges c ON c.account_id = r.account_id AND c.livemode = r.livemode AND c.charge_id = r.charge_id
     JOIN accounts a ON a.account_id = r.account_id
-    WHERE r.account_id = ${onlyAccount(refunds, (r) => r.accountId)} AND r.term_id IS NULL AND c.amount_captured IS NOT NULL
+    WHERE ${inAccounts('r.account_id', accountsOf(refunds, (r) => r.accountId))} AND r.term_id IS NULL AND c.amount_captured IS NOT NULL
     ORDER BY r.account_id, r.livemode, r.refund_id
     FOR UPDATE OF r`.execute(trx);
   if (due.rows.length === 0) return;

@@ -24,7 +24,8 @@ import { bulkColumns, compositeKey } from '../db/bulk-rows';
 import type { Database } from '../db/schema';
 import type { StatementDraft } from '../domain/sales-statements';
 import type { Context } from '../engine/context';
-import { accountsWithDueRows } from '../engine/account-batches';
+import { inAccounts } from '../db/account-scope';
+import { dueAccounts } from '../engine/account-batches';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { recordEvents, type EventInput } from '../events/outbox';
 import { balanceObjects, type BalanceRow, type StatementRow } from './statements';
@@ -90,14 +91,14 @@ const CLOSED_TERM_COLUMNS = bulkColumns<TermRow>()({
   rc: ['int', 'refund_count'],
 });
 
-/** Closes everything due as of `run.slot`, account by account (account-batches.ts), until no due term is left. */
+/** Closes everything due as of `run.slot`, account by account (runBatches in job.ts), until no due term is left. */
 export async function closeDueTerms(ctx: Context, run: SlotRun): Promise<TermCloseCounts & JobCounts> {
   return runBatches(
     ctx,
     run,
     ['terms_closed', 'statements', 'balances_fixed'],
-    (db) => accountsWithDueRows(db, 'terms', sql`NOT d.closed AND d.end_at <= ${run.slot}`),
-    (trx, accountId, limit) => closeTermBatch(trx, ctx, accountId, run.slot, limit),
+    (db, cap) => dueAccounts(db, 'terms', sql`NOT d.closed AND d.end_at <= ${run.slot}`, cap),
+    (trx, accountIds, limit) => closeTermBatch(trx, ctx, accountIds, run.slot, limit),
   );
 }
 
@@ -112,9 +113,9 @@ export async function nextTermCloseDueAt(db: Kysely<Database>, after: Date): Pro
   return row?.due ?? null;
 }
 
-/** One batch of one account inside the caller's transaction; `selected` 0 means nothing due is left. */
-export async function closeTermBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'log'>, accountId: string, asOf: Date, limit: number): Promise<BatchCounts> {
-  const input = await readTermBatch(trx, accountId, asOf, limit);
+/** One batch of the accounts inside the caller's transaction; `selected` 0 means nothing due is left. */
+export async function closeTermBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'log'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<BatchCounts> {
+  const input = await readTermBatch(trx, accountIds, asOf, limit);
   if (input.terms.length === 0) return { selected: 0, terms_closed: 0, statements: 0, balances_fixed: 0 };
   const plan = planTermClose(input, ctx.ids);
   await writeTermClose(trx, ctx, input.terms, plan);
@@ -122,16 +123,16 @@ export async function closeTermBatch(trx: Kysely<Database>, ctx: Pick<Context, '
 }
 
 /** Steps 1–3: the due terms (locked), their money aggregated, the owners' collecting balances (locked) and the tenants' minimums. */
-async function readTermBatch(trx: Kysely<Database>, accountId: string, asOf: Date, limit: number): Promise<TermCloseInput> {
+async function readTermBatch(trx: Kysely<Database>, batchAccounts: readonly string[], asOf: Date, limit: number): Promise<TermCloseInput> {
   // 1. Due terms, the earliest open one of each account and mode, locked. Not SKIP LOCKED: a term
   //    is share-locked only by a capture or refund being settled into it, and the close must wait
   //    for that row rather than leave the term open until tomorrow's slot. A second run of the
   //    job waits too, then finds the term closed (the re-checked `NOT t.closed`).
   const due = await sql<TermRow>`
     SELECT t.* FROM terms t
-    WHERE t.account_id = ${accountId} AND NOT t.closed AND t.end_at <= ${asOf}
-      AND NOT EXISTS (SELECT 1 FROM terms p WHERE p.account_id = ${accountId} AND p.livemode = t.livemode AND NOT p.closed AND p.start_at < t.start_at)
-    ORDER BY t.end_at, t.livemode
+    WHERE ${inAccounts('t.account_id', batchAccounts)} AND NOT t.closed AND t.end_at <= ${asOf}
+      AND NOT EXISTS (SELECT 1 FROM terms p WHERE ${inAccounts('p.account_id', batchAccounts)} AND p.account_id = t.account_id AND p.livemode = t.livemode AND NOT p.closed AND p.start_at < t.start_at)
+    ORDER BY t.end_at, t.account_id, t.livemode
     LIMIT ${limit}
     FOR UPDATE OF t`.execute(trx);
   const terms = due.rows;
@@ -163,7 +164,7 @@ async function readTermBatch(trx: Kysely<Database>, accountId: string, asOf: Dat
       ORDER BY r.account_id, r.term_id, r.tenant_id NULLS FIRST, inc`.execute(trx),
     sql<BalanceRow>`
       SELECT b.* FROM ${k.from}
-      JOIN balances b ON b.account_id = ${accountId} AND b.account_id = ${k.col('a')} AND b.livemode = ${k.col('l')} AND b.state = 'collecting'
+      JOIN balances b ON ${inAccounts('b.account_id', accountIds)} AND b.account_id = ${k.col('a')} AND b.livemode = ${k.col('l')} AND b.state = 'collecting'
       ORDER BY b.account_id, b.livemode, b.owner_ref
       FOR UPDATE OF b`.execute(trx),
     sql<TenantMinimumRow>`

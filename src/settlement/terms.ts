@@ -16,7 +16,7 @@ import { defineOperation } from '../operations/define';
 import { inPage, listObject, PAGINATION_PARAMS, readPage, type ListObject } from '../operations/pagination';
 import { readParams, requireString } from '../operations/params';
 import { bulkColumns, compositeKey, ROW_KEYS } from '../db/bulk-rows';
-import { perAccount } from '../db/account-scope';
+import { accountsOf, inAccounts } from '../db/account-scope';
 
 export const TERMS_URL = '/v1/terms';
 
@@ -166,19 +166,21 @@ export async function openTermIds(trx: Kysely<Database>, wants: readonly TermWan
     if (!distinct.has(key)) distinct.set(key, { index: distinct.size, accountId: want.accountId, livemode: want.livemode, at: start });
     return key;
   });
-  // One statement per account (account-scope.ts): Citus routes it, LATERAL … LIMIT and all, to
-  // the account's shard; across shards it cannot push a LIMIT below a lateral reference.
-  const lookup = () =>
-    perAccount([...distinct.values()], (d) => d.accountId, async (accountId, group) => {
-      const k = TERM_LOOKUP_COLUMNS.table('k', group);
-      return (await sql<{ i: number; term_id: string }>`
+  // One statement naming the accounts (account-scope.ts): Citus routes it, LATERAL … LIMIT and
+  // all, to their shard; across shards it cannot push a LIMIT below a lateral reference.
+  const group = [...distinct.values()];
+  const accountIds = accountsOf(group, (d) => d.accountId);
+  const k = TERM_LOOKUP_COLUMNS.table('k', group);
+  const lookup = async () =>
+    (
+      await sql<{ i: number; term_id: string }>`
     SELECT ${k.col('i')} AS i, x.term_id FROM ${k.from}
     CROSS JOIN LATERAL (
       SELECT t.term_id FROM terms t
-      WHERE t.account_id = ${accountId} AND t.livemode = ${k.col('l')} AND NOT t.closed AND t.end_at > ${k.col('t')}
+      WHERE ${inAccounts('t.account_id', accountIds)} AND t.account_id = ${k.col('a')} AND t.livemode = ${k.col('l')} AND NOT t.closed AND t.end_at > ${k.col('t')}
       ORDER BY t.start_at LIMIT 1 FOR SHARE
-    ) x`.execute(trx)).rows;
-    });
+    ) x`.execute(trx)
+    ).rows;
   let result = await lookup();
   // A term close that held the term we waited for has committed: the term is closed now and its
   // successor was inserted after this statement's snapshot. A new statement sees the successor.
@@ -196,15 +198,14 @@ export async function openTermCounts(executor: Kysely<Database>, terms: readonly
   const open = terms.filter((t) => !t.closed);
   const counts = new Map<string, { charges: number; refunds: number }>();
   if (open.length === 0) return counts;
-  // One statement per account (account-scope.ts): Citus routes the correlated counts to its shard.
-  const rows = await perAccount(open, (t) => t.account_id, async (accountId, terms) => {
-    const k = ROW_KEYS.table('k', terms.map((t) => ({ accountId: t.account_id, livemode: t.livemode, id: t.term_id })));
-    return (await sql<{ t: string; charges: number; refunds: number }>`
+  // One statement naming the terms' accounts (account-scope.ts): Citus routes the correlated counts to their shard.
+  const accountIds = accountsOf(open, (t) => t.account_id);
+  const k = ROW_KEYS.table('k', open.map((t) => ({ accountId: t.account_id, livemode: t.livemode, id: t.term_id })));
+  const { rows } = await sql<{ t: string; charges: number; refunds: number }>`
     SELECT ${k.col('id')} AS t,
-      (SELECT count(*)::int FROM charges c WHERE c.account_id = ${accountId} AND c.livemode = ${k.col('l')} AND c.term_id = ${k.col('id')}) AS charges,
-      (SELECT count(*)::int FROM refunds r WHERE r.account_id = ${accountId} AND r.livemode = ${k.col('l')} AND r.term_id = ${k.col('id')}) AS refunds
-    FROM ${k.from}`.execute(executor)).rows;
-  });
+      (SELECT count(*)::int FROM charges c WHERE ${inAccounts('c.account_id', accountIds)} AND c.account_id = ${k.col('a')} AND c.livemode = ${k.col('l')} AND c.term_id = ${k.col('id')}) AS charges,
+      (SELECT count(*)::int FROM refunds r WHERE ${inAccounts('r.account_id', accountIds)} AND r.account_id = ${k.col('a')} AND r.livemode = ${k.col('l')} AND r.term_id = ${k.col('id')}) AS refunds
+    FROM ${k.from}`.execute(executor);
   for (const row of rows) counts.set(row.t, { charges: row.charges, refunds: row.refunds });
   return counts;
 }

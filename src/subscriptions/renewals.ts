@@ -28,12 +28,12 @@ import { planRenewal, planTrialEnd, type ChargedPeriod, type SubscribablePlan } 
 import { chargeOutcomes, insertPreparedCharges, prepareCharges, voidUnwritten, type ChargeOutcome, type ChargeRequest } from '../charges/charges';
 import type { CardRow } from '../customers/card-object';
 import type { Context } from '../engine/context';
-import { accountsWithDueRows } from '../engine/account-batches';
+import { dueAccounts } from '../engine/account-batches';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { prepareEvents, recordPreparedEvents, type EventInput, type PreparedEvents } from '../events/outbox';
 import { renderPlan, type PlanObject, type PlanRow } from '../plans/plan-record';
 import { renderSubscription, type SubscriptionRow } from './subscription-object';
-import { onlyAccount, perAccount } from '../db/account-scope';
+import { accountsOf, inAccounts } from '../db/account-scope';
 
 /** What one renewal run did, stored in the run ledger. */
 export type RenewalCounts = {
@@ -61,8 +61,8 @@ export async function renewDueSubscriptions(ctx: Context, run: SlotRun): Promise
     ctx,
     run,
     ['renewed', 'failed', 'trials_ended', 'deleted'],
-    (db) => accountsWithDueRows(db, 'subscriptions', sql`d.renews_at IS NOT NULL AND d.renews_at <= ${run.slot}`),
-    (trx, accountId, limit) => renewBatch(trx, ctx, accountId, run.slot, limit),
+    (db, cap) => dueAccounts(db, 'subscriptions', sql`d.renews_at IS NOT NULL AND d.renews_at <= ${run.slot}`, cap),
+    (trx, accountIds, limit) => renewBatch(trx, ctx, accountIds, run.slot, limit),
   );
 }
 
@@ -100,15 +100,22 @@ function subscribable(plan: PlanRow): SubscribablePlan {
  * One batch inside the caller's transaction. Returns how many subscriptions it took (0: nothing
  * due is left) and what became of them.
  */
-export async function renewBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'log' | 'clock'>, accountId: string, asOf: Date, limit: number): Promise<BatchCounts> {
-  // 1. The account's due subscriptions, oldest due first, locked; rows another transaction holds are skipped.
+export async function renewBatch(
+  trx: Kysely<Database>,
+  ctx: Pick<Context, 'ids' | 'processor' | 'log' | 'clock'>,
+  accountIds: readonly string[],
+  asOf: Date,
+  limit: number,
+): Promise<BatchCounts> {
+  // 1. The accounts' due subscriptions, oldest due first, locked; rows another transaction holds are skipped.
   const due = await trx
     .selectFrom('subscriptions')
     .selectAll()
-    .where('account_id', '=', accountId)
+    .where(inAccounts('account_id', accountIds))
     .where('renews_at', 'is not', null)
     .where('renews_at', '<=', asOf)
     .orderBy('renews_at')
+    .orderBy('account_id')
     .orderBy('livemode')
     .orderBy('subscription_id')
     .limit(limit)
@@ -149,7 +156,7 @@ export async function renewBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'
 
   // 6. The charge events, every subscription change, the subscription events (ids drawn in this order).
   await recordPreparedEvents(trx, ctx.ids, chargeEvents);
-  await writeChanges(trx, accountId, followUp.changes);
+  await writeChanges(trx, accountsOf(due, (row) => row.account_id), followUp.changes);
   await recordPreparedEvents(trx, ctx.ids, followUp.events);
   for (const decision of decisions) {
     if (decision.kind === 'uncharged') {
@@ -350,7 +357,7 @@ async function loadPlans(trx: Kysely<Database>, due: readonly SubscriptionRow[])
     SELECT p.* FROM plans p
     JOIN unnest(${keys.map((k) => k[0])}::text[], ${keys.map((k) => k[1])}::boolean[], ${keys.map((k) => k[2])}::text[]) AS k(a, l, id)
       ON p.account_id = k.a AND p.livemode = k.l AND p.plan_id = k.id
-    WHERE p.account_id = ${onlyAccount(due, (row) => row.account_id)}`.execute(trx);
+    WHERE ${inAccounts('p.account_id', accountsOf(due, (row) => row.account_id))}`.execute(trx);
   return new Map(result.rows.map((plan) => [compositeKey(plan.account_id, plan.livemode, plan.plan_id), plan]));
 }
 
@@ -361,15 +368,19 @@ async function loadDefaultCards(trx: Kysely<Database>, due: readonly Subscriptio
   // One primary-key probe per customer, forced by the LATERAL subquery (OFFSET 0 keeps the planner
   // from flattening it): as a plain join the planner hashed the whole customers table for every
   // batch (random_page_cost 4 makes 5,000 probes look dearer than a scan), which grows with the
-  // table, not with the batch. One statement per account (account-scope.ts): Citus routes it,
-  // fence and all, to the account's shard.
-  const cards = await perAccount([...wanted.values()], (row) => row.account_id, async (accountId, rows) => (await sql<CardRow>`
-    SELECT card.* FROM unnest(${rows.map((row) => row.livemode)}::boolean[], ${rows.map((row) => row.customer_id)}::text[]) AS k(l, id)
+  // table, not with the batch. The statement names the batch's accounts (account-scope.ts): Citus
+  // routes it, fence and all, to their shard.
+  const rows = [...wanted.values()];
+  const accountIds = accountsOf(rows, (row) => row.account_id);
+  const cards = (
+    await sql<CardRow>`
+    SELECT card.* FROM unnest(${rows.map((row) => row.account_id)}::text[], ${rows.map((row) => row.livemode)}::boolean[], ${rows.map((row) => row.customer_id)}::text[]) AS k(a, l, id)
     CROSS JOIN LATERAL (
       SELECT card.* FROM customers cu
-      JOIN cards card ON card.account_id = ${accountId} AND card.livemode = cu.livemode AND card.card_id = cu.default_card_id AND card.deleted_at IS NULL
-      WHERE cu.account_id = ${accountId} AND cu.livemode = k.l AND cu.customer_id = k.id AND cu.deleted_at IS NULL
-      OFFSET 0) card`.execute(trx)).rows);
+      JOIN cards card ON ${inAccounts('card.account_id', accountIds)} AND card.account_id = cu.account_id AND card.livemode = cu.livemode AND card.card_id = cu.default_card_id AND card.deleted_at IS NULL
+      WHERE ${inAccounts('cu.account_id', accountIds)} AND cu.account_id = k.a AND cu.livemode = k.l AND cu.customer_id = k.id AND cu.deleted_at IS NULL
+      OFFSET 0) card`.execute(trx)
+  ).rows;
   return new Map(cards.map((card) => [compositeKey(card.account_id, card.livemode, card.customer_id), card]));
 }
 
@@ -410,7 +421,7 @@ const CHANGE_COLUMNS = bulkColumns<ChangedSubscription>()({
 });
 
 /** Writes every subscription change of a batch (CHANGE_COLUMNS' document) in one statement. */
-async function writeChanges(trx: Kysely<Database>, accountId: string, changes: BulkDocument<ColumnsOf<typeof CHANGE_COLUMNS>>): Promise<void> {
+async function writeChanges(trx: Kysely<Database>, accountIds: readonly string[], changes: BulkDocument<ColumnsOf<typeof CHANGE_COLUMNS>>): Promise<void> {
   const u = CHANGE_COLUMNS.table('u', changes);
   await sql`
     UPDATE subscriptions s SET
@@ -418,5 +429,5 @@ async function writeChanges(trx: Kysely<Database>, accountId: string, changes: B
       current_period_end = ${u.col('pe')}, paused_at = ${u.col('paused_at')}, renews_at = ${u.col('renews_at')},
       last_charge_id = ${u.col('last_charge')}, deleted_at = ${u.col('deleted_at')}, updated_at = ${u.col('updated_at')}
     FROM ${u.from}
-    WHERE s.account_id = ${accountId} AND s.account_id = u.a AND s.livemode = u.l AND s.subscription_id = u.id`.execute(trx);
+    WHERE ${inAccounts('s.account_id', accountIds)} AND s.account_id = u.a AND s.livemode = u.l AND s.subscription_id = u.id`.execute(trx);
 }

@@ -15,8 +15,8 @@ import { isPostgres } from '../support/database';
 
 const ENGINE_TABLES = /\b(job_runs|job_schedule|kessai_migrations)\b/;
 const LOCKS = /\bFOR\s+(UPDATE|NO KEY UPDATE|SHARE|KEY SHARE)\b/i;
-/** `account_id = $3`, `"account_id" = $1`, `c.account_id = $2`: the account bound as a parameter. */
-const BOUND_ACCOUNT = /\baccount_id"?\s*=\s*\$\d+/;
+/** `account_id = $3`, `"account_id" = $1`, `"c"."account_id" = ANY($2::text[])`: the account, or a batch's accounts, bound as a parameter. */
+const BOUND_ACCOUNT = /\baccount_id"?\s*=\s*(ANY\(\s*)?\$\d+/;
 
 describe.runIf(isPostgres())('every statement that locks account rows names one account', () => {
   const sent: string[] = [];

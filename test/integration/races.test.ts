@@ -138,7 +138,7 @@ describe.runIf(isPostgres())('races on one charge or customer, two connection po
     for (const ctx of [first, second, slowFirst, slowSecond]) ctx.clock.set(expiredAt);
     const slot = new Date(expiredAt.getTime() + 60_000);
     const capture = (ctx: Ctx) => op(ctx, 'charges.capture', { id: held.id });
-    const expire = (ctx: Ctx) => ctx.db.transaction().execute((trx) => expireHoldBatch(trx, ctx, caller.accountId, slot, 100));
+    const expire = (ctx: Ctx) => ctx.db.transaction().execute((trx) => expireHoldBatch(trx, ctx, [caller.accountId], slot, 100));
     const [c, j] = captureFirst
       ? await race(() => capture(slowFirst), () => expire(second))
       : await race(() => expire(slowSecond), () => capture(first)).then(([job, cap]) => [cap, job] as const);

@@ -205,7 +205,7 @@ describe('scheduler with a manual clock', () => {
       run: async (c, run) => {
         c.log.warn({ account: 'acct_1' }, 'something to look at');
         // One batch of one row, then nothing due.
-        return runBatches(c, run, ['n'], async () => ['acct_1'], async () => ({ selected: batches++ === 0 ? 1 : 0, n: 1 }));
+        return runBatches(c, run, ['n'], async () => [{ accountId: 'acct_1', due: 1 }], async () => ({ selected: batches++ === 0 ? 1 : 0, n: 1 }));
       },
     };
     expect(await new Scheduler(ctx, [job], { owner: 'w1' }).tick()).toMatchObject([{ status: 'succeeded', counts: { n: 1, batches: 1 } }]);

@@ -371,7 +371,7 @@ describe('exactly once and at the item\'s own instant', () => {
     expect(closedEvents.map((e) => e.createdAt)).toEqual([jst('2027-02-01T00:00:00')]);
     await closeTerms(jst('2027-02-05T00:00:00'), jst('2027-02-06T00:00:00'));
     await closeTerms(jst('2027-02-05T00:00:00'), jst('2027-02-06T00:00:00'));
-    expect(await ctx.db.transaction().execute((trx) => closeTermBatch(trx, ctx, caller.accountId, jst('2027-02-05T00:00:00'), 100))).toMatchObject({ selected: 0 });
+    expect(await ctx.db.transaction().execute((trx) => closeTermBatch(trx, ctx, [caller.accountId], jst('2027-02-05T00:00:00'), 100))).toMatchObject({ selected: 0 });
     expect(await count()).toEqual(before);
     // Each statement's net is the sum of its items.
     for (const s of list) expect(s.net).toBe(s.items.reduce((sum, i) => sum + i.amount, 0));

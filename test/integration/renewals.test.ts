@@ -6,6 +6,7 @@ import { subscriptionRenewalsJob } from '../../jobs/subscription-renewals';
 import { createAccount } from '../../src/accounts/accounts';
 import type { Database, SubscriptionsTable } from '../../src/db/schema';
 import { toUnixSeconds } from '../../src/domain/time';
+import { createLogger } from '../../src/engine/logger';
 import { Scheduler } from '../../src/engine/scheduler';
 import { listEvents } from '../../src/events/outbox';
 import { cardFingerprint, findTestCard } from '../../src/processor/test-cards';
@@ -294,6 +295,33 @@ describe('subscriptions.renew (service rules §1.5)', () => {
     await seedDueSubscriptions(db, { count: 10, dueAt: due });
     expect(await runSlot(due, { batchSize: 4 })).toEqual({ renewed: 10, failed: 0, trials_ended: 0, deleted: 0, batches: 3 });
     expect(await tallyRenewals(db, due)).toEqual({ subscriptions: 10, renewed: 10, charges: 10, charged_twice: 0, mismatched: 0, renewed_events: 10, charge_events: 10 });
+  });
+
+  it('packs small accounts into one batch; an account that fills batches gets one per round and starves nobody', async () => {
+    const due = t('2027-01-01T00:00:00Z');
+    // acct_r1 … acct_r5: 2 due each; acct_r0: 2 + 20.
+    await seedDueSubscriptions(db, { count: 12, dueAt: due, accounts: 6 });
+    await seedDueSubscriptions(db, { count: 20, dueAt: due, accounts: 1, prefix: 'big' });
+    const lines: { msg?: string; account?: string; accounts?: number; batch?: number }[] = [];
+    const log = createLogger({ level: 'debug', destination: { write: (line: string) => void lines.push(JSON.parse(line) as (typeof lines)[number]) } });
+    const ctx = { ...testContext(database.store, { at: due, seed: 7, config: { batchSize: 5 } }), log };
+    const outcome = await new Scheduler(ctx, [subscriptionRenewalsJob], { owner: 'test' }).runSlot(JOB, due);
+    expect(outcome).toMatchObject({ status: 'succeeded', counts: { renewed: 32, failed: 0, batches: 8 } });
+    // Round 1: the big account's first batch, then the small ones two by two (2 + 2 ≤ 5); then the rest of the big one.
+    const batches = lines.filter((line) => line.msg === 'batch committed').map((line) => [line.account, line.accounts]);
+    expect(batches).toEqual([
+      ['acct_r0', 1],
+      ['acct_r1', 2],
+      ['acct_r3', 2],
+      ['acct_r5', 1],
+      ['acct_r0', 1],
+      ['acct_r0', 1],
+      ['acct_r0', 1],
+      ['acct_r0', 1],
+    ]);
+    const tally = await sql<{ n: number; twice: number }>`
+      SELECT count(*)::int AS n, (SELECT count(*) FROM (SELECT 1 FROM charges GROUP BY account_id, subscription_id HAVING count(*) > 1) x)::int AS twice FROM charges`.execute(db);
+    expect(tally.rows[0]).toEqual({ n: 32, twice: 0 });
   });
 
   it('running the same slot twice (a replay) charges nobody twice', async () => {

@@ -111,6 +111,11 @@ export async function createAccount(ctx: Pick<Context, 'db' | 'clock' | 'ids'>, 
       .insertInto('api_keys')
       .values(keyRows.map((row) => ({ account_id: id, key_digest: digestKey(row.key), kind: row.kind, livemode: row.livemode, key_hint: row.key.slice(0, 12), created_at: now })))
       .execute();
+    // The digest → account directory that authenticate reads first (sql/000042).
+    await trx
+      .insertInto('api_key_directory')
+      .values(keyRows.map((row) => ({ key_digest: digestKey(row.key), account: id })))
+      .execute();
   });
   return { account: { id, name, liveEnabled: input.liveEnabled ?? false, termCycle, feeRates, createdAt: now }, keys };
 }
@@ -146,12 +151,20 @@ export interface Caller {
  */
 export async function authenticate(ctx: Pick<Context, 'db'>, key: string | undefined): Promise<Caller> {
   if (key === undefined || key.length === 0) throw new KessaiError('no_api_key', { message: 'You did not provide an API key.' });
-  const row = await ctx.db
-    .selectFrom('api_keys')
-    .innerJoin('accounts', 'accounts.account_id', 'api_keys.account_id')
-    .select(['api_keys.account_id', 'api_keys.kind', 'api_keys.livemode', 'api_keys.revoked_at', 'accounts.live_enabled'])
-    .where('api_keys.key_digest', '=', digestKey(key))
-    .executeTakeFirst();
+  const digest = digestKey(key);
+  // The account from the engine-wide directory, then the key by account and digest: on Citus the
+  // coordinator answers the first itself and routes the second to the account's one shard.
+  const entry = await ctx.db.selectFrom('api_key_directory').select('account').where('key_digest', '=', digest).executeTakeFirst();
+  const row =
+    entry &&
+    (await ctx.db
+      .selectFrom('api_keys')
+      .innerJoin('accounts', 'accounts.account_id', 'api_keys.account_id')
+      .select(['api_keys.account_id', 'api_keys.kind', 'api_keys.livemode', 'api_keys.revoked_at', 'accounts.live_enabled'])
+      .where('api_keys.account_id', '=', entry.account)
+      .where('accounts.account_id', '=', entry.account)
+      .where('api_keys.key_digest', '=', digest)
+      .executeTakeFirst());
   if (!row || row.revoked_at !== null) throw new KessaiError('invalid_api_key', { message: 'Invalid API key provided.' });
   if (row.livemode && !row.live_enabled) throw new KessaiError('not_activated_account', { message: 'This account is not activated for live mode.' });
   return { accountId: row.account_id, livemode: row.livemode, kind: row.kind };

@@ -28,6 +28,11 @@ export interface AccountsTable {
   term_cycle: Generated<"monthly" | "semi_monthly">;
 }
 
+export interface ApiKeyDirectoryTable {
+  account: string;
+  key_digest: string;
+}
+
 export interface ApiKeysTable {
   account_id: string;
   created_at: Date;
@@ -632,6 +637,7 @@ export interface WebhookEndpointsTable {
 export interface Database {
   account_fee_rates: AccountFeeRatesTable;
   accounts: AccountsTable;
+  api_key_directory: ApiKeyDirectoryTable;
   api_keys: ApiKeysTable;
   balances: BalancesTable;
   cards: CardsTable;

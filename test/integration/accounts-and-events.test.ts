@@ -25,6 +25,17 @@ describe('accounts', () => {
     expect(stored.feeRates).toEqual({ ...DEFAULT_FEE_RATES, Visa: '2.59' });
   });
 
+  it('finds a key through the digest directory, then reads it by its account (one shard on Citus; sql/000042)', async () => {
+    const ctx = testContext(database.store, { seed: 4 });
+    const { keys } = await createAccount(ctx, { name: 'Directory', id: 'acct_directory' });
+    const entries = await ctx.db.selectFrom('api_key_directory').selectAll().where('account', '=', 'acct_directory').execute();
+    expect(entries).toHaveLength(4);
+    expect(await authenticate(ctx, keys.test.secret)).toEqual({ accountId: 'acct_directory', livemode: false, kind: 'secret' });
+    // A key row the directory does not name is not found: the lookup goes through the directory.
+    await ctx.db.deleteFrom('api_key_directory').where('account', '=', 'acct_directory').execute();
+    expect((await rejection(authenticate(ctx, keys.test.secret))).code).toBe('invalid_api_key');
+  });
+
   it('keeps only digests of the keys', async () => {
     const ctx = testContext(database.store, { seed: 2 });
     const { keys } = await createAccount(ctx, { name: 'Digest Check' });

@@ -44,21 +44,21 @@ export async function chargeCardsOf(executor: Kysely<Database>, rows: readonly P
   // Index probes forced by LATERAL … OFFSET 0: as a plain join the planner hashed the whole cards
   // table for every batch of held charges (see loadDefaultCards in the renewal job). Each statement
   // names the rows' accounts (account-scope.ts): Citus runs the probes on their shard.
-  const cards = (
-    await sql<ChargeCard & { account_id: string }>`
-    SELECT c.* FROM unnest(${rows.map((r) => r.account_id)}::text[], ${rows.map((r) => r.livemode)}::boolean[], ${rows.map((r) => r.card_id)}::text[]) AS k(a, l, id)
-    CROSS JOIN LATERAL (SELECT * FROM cards c WHERE ${inAccounts('c.account_id', accountsOf(rows, (r) => r.account_id))} AND c.account_id = k.a AND c.livemode = k.l AND c.card_id = k.id OFFSET 0) c`.execute(executor)
-  ).rows;
+  const cards = await cardsByKey(executor, 'cards', rows);
   for (const card of cards) found.set(cardKey(card.account_id, card.livemode, card.card_id), card);
   const missing = rows.filter((r) => !found.has(cardKey(r.account_id, r.livemode, r.card_id)));
   if (missing.length === 0) return found;
-  const tokens = (
-    await sql<ChargeCard & { account_id: string }>`
-    SELECT t.* FROM unnest(${missing.map((r) => r.account_id)}::text[], ${missing.map((r) => r.livemode)}::boolean[], ${missing.map((r) => r.card_id)}::text[]) AS k(a, l, id)
-    CROSS JOIN LATERAL (SELECT * FROM tokens t WHERE ${inAccounts('t.account_id', accountsOf(missing, (r) => r.account_id))} AND t.account_id = k.a AND t.livemode = k.l AND t.card_id = k.id OFFSET 0) t`.execute(executor)
-  ).rows;
+  const tokens = await cardsByKey(executor, 'tokens', missing);
   for (const token of tokens) found.set(cardKey(token.account_id, token.livemode, token.card_id), { ...token, customer_id: null });
   return found;
+}
+
+/** The rows of `table` (cards or tokens) with the (account, mode, card id) of `rows`, one index probe each. */
+async function cardsByKey(executor: Kysely<Database>, table: 'cards' | 'tokens', rows: readonly Pick<ChargeRow, 'account_id' | 'livemode' | 'card_id'>[]): Promise<(ChargeCard & { account_id: string })[]> {
+  const result = await sql<ChargeCard & { account_id: string }>`
+    SELECT c.* FROM unnest(${rows.map((r) => r.account_id)}::text[], ${rows.map((r) => r.livemode)}::boolean[], ${rows.map((r) => r.card_id)}::text[]) AS k(a, l, id)
+    CROSS JOIN LATERAL (SELECT * FROM ${sql.table(table)} c WHERE ${inAccounts('c.account_id', accountsOf(rows, (r) => r.account_id))} AND c.account_id = k.a AND c.livemode = k.l AND c.card_id = k.id OFFSET 0) c`.execute(executor);
+  return result.rows;
 }
 
 /** The v1 objects of charge rows, in order, with their cards read in two queries. */

@@ -152,7 +152,17 @@ async function scratchPostgres(url: string): Promise<{ url: string; citus: boole
     await client.connect();
     try {
       if (citus.length > 0) await client.query('SET citus.enable_create_database_propagation = on');
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      // On Citus the workers' sessions of the closed pool end a moment after it closes, and the
+      // DROP that Citus sends the workers can find one still there (object_in_use): try again.
+      for (let attempt = 1; ; attempt += 1) {
+        try {
+          await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+          break;
+        } catch (error) {
+          if (citus.length === 0 || attempt === 10 || (error as { code?: string }).code !== '55006') throw error;
+          await new Promise((resolve) => setTimeout(resolve, 500));
+        }
+      }
     } finally {
       await client.end();
     }

@@ -19,17 +19,11 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ALL_JOBS } from '../../jobs/index';
 import { citusNodes, distributeAccountTables, joinCitusCluster } from '../../src/db/citus';
-import { openStore, type Store } from '../../src/db/connect';
+import { openStore } from '../../src/db/connect';
 import { migrate, SQL_DIR } from '../../src/db/migrate';
 import type { Database } from '../../src/db/schema';
-import { seededIds } from '../../src/domain/ids';
-import { FixedClock } from '../../src/engine/clock';
-import { createContext } from '../../src/engine/context';
-import { nextSlotAfter } from '../../src/engine/cron';
-import { silentLogger } from '../../src/engine/logger';
-import { Scheduler } from '../../src/engine/scheduler';
-import { simulatedCardNetwork } from '../../src/processor/card-network';
 import { EVERY_JOB_ACCOUNTS, idleJobs, simulateEveryJob } from '../support/every-job-accounts';
+import { spawnKessai } from '../support/spawn-worker';
 
 const citusUrl = process.env.KESSAI_TEST_CITUS_URL;
 const BIN = fileURLToPath(new URL('../../bin/kessai.mjs', import.meta.url));
@@ -93,47 +87,59 @@ async function books(db: Kysely<Database>): Promise<unknown> {
   };
 }
 
+/** 2027-02-03 00:00 JST: the slot of every job the two workers run (subscribers of Jan 1–3 are due for renewal). */
+const SLOT = new Date('2027-02-02T15:00:00.000Z');
+
 /**
- * The scenario simulated up to mid-January (one worker), then every job run for the slots of
- * 2027-02-01 00:00 JST by two workers at once (two schedulers with their own connection pools and
- * id streams, each given the slot and the one after it), then the books.
+ * The scenario simulated up to mid-January, then two real `kessai worker --once` processes on
+ * the same database at once, both at 2027-02-03 00:00:30 JST: they share the jobs' slots of 00:00
+ * through the run ledger. Every job's schedule is set to start there (the ledger's high water),
+ * so each job runs that one slot. Then the books and the due renewals (each must have exactly one
+ * charge for its period).
  */
-async function twoWorkersAfterSimulation(serverUrl: string | undefined): Promise<{ books: unknown; worked: string[] }> {
+async function twoWorkersAfterSimulation(serverUrl: string): Promise<{ books: unknown; worked: string[]; due: number; renewedOnce: boolean }> {
   return simulateEveryJob(serverUrl, async (world) => {
-    const stores: Store[] = [];
-    if (serverUrl) {
-      const name = (await sql<{ db: string }>`SELECT current_database() AS db`.execute(world.ctx.db)).rows[0]!.db;
-      const url = new URL(serverUrl);
-      url.pathname = `/${name}`;
-      stores.push(await openStore({ databaseUrl: url.toString(), poolSize: 3 }), await openStore({ databaseUrl: url.toString(), poolSize: 3 }));
-    }
-    try {
-      const slot = new Date('2027-01-31T15:00:00.000Z');
-      const workers = [0, 1].map((i) => {
-        const store = stores[i] ?? world.ctx.store;
-        const ctx = createContext({
-          db: store.db,
-          store,
-          // The later of the two slots has come (a slot runs only once its instant has).
-          clock: new FixedClock(new Date(slot.getTime() + 24 * 60 * 60 * 1000)),
-          ids: seededIds(100 + i),
-          processor: simulatedCardNetwork({ seed: 7 }),
-          log: silentLogger(),
-          config: { batchSize: 2 },
-        });
-        return new Scheduler(ctx, ALL_JOBS, { owner: `worker-${i}` });
-      });
-      const worked: string[] = [];
-      for (const job of ALL_JOBS) {
-        const slots = [slot, nextSlotAfter(job.schedule, slot)];
-        const outcomes = await Promise.all(workers.map((worker, i) => worker.runSlot(job.name, slots[i]!)));
-        for (const outcome of outcomes) expect(outcome.status, `${job.name}: ${JSON.stringify(outcome)}`).toBe('succeeded');
-        if (outcomes.some((outcome) => outcome.status === 'succeeded' && (outcome.counts.batches ?? 0) > 0)) worked.push(job.name);
-      }
-      return { books: await books(world.ctx.db), worked };
-    } finally {
-      for (const store of stores) await store.close();
-    }
+    const db = world.ctx.db;
+    const name = (await sql<{ db: string }>`SELECT current_database() AS db`.execute(db)).rows[0]!.db;
+    const url = new URL(serverUrl);
+    url.pathname = `/${name}`;
+    const highWater = new Date(SLOT.getTime() - 1);
+    await sql`
+      INSERT INTO job_schedule (job, high_water, updated_at) SELECT j, ${highWater}, ${highWater} FROM unnest(${ALL_JOBS.map((job) => job.name)}::text[]) AS j
+      ON CONFLICT (job) DO UPDATE SET high_water = excluded.high_water`.execute(db);
+    const due = (
+      await sql<{ account_id: string; subscription_id: string; renews_at: Date }>`
+      SELECT account_id, subscription_id, renews_at FROM subscriptions WHERE renews_at <= ${SLOT}`.execute(db)
+    ).rows;
+    const at = new Date(SLOT.getTime() + 30_000).toISOString();
+    const workers = [0, 1].map(() => spawnKessai(['worker', '--once', '--at', at, '--batch-size', '2'], { DATABASE_URL: url.toString() }));
+    const exits = await Promise.all(workers.map((worker) => worker.exited));
+    exits.forEach((exit, i) => expect(exit, `worker-${i}: ${workers[i]!.output()}${workers[i]!.errors()}`).toEqual({ code: 0, signal: null }));
+    const runs = await sql<{ job: string; status: string; batches: number }>`
+      SELECT job, status, coalesce((counts->>'batches')::int, 0) AS batches FROM job_runs WHERE slot >= ${SLOT} ORDER BY job, slot`.execute(db);
+    const ledger = async () => JSON.stringify((await sql`SELECT * FROM job_runs WHERE slot >= ${SLOT} ORDER BY job, slot`.execute(db)).rows);
+    const printed = workers.map((worker) => worker.output() + worker.errors()).join('\n');
+    for (const run of runs.rows) if (run.status !== 'succeeded') expect.fail(`${JSON.stringify(run)} not succeeded; ledger ${await ledger()}; workers printed:\n${printed}`);
+    const worked = [...new Set(runs.rows.filter((run) => run.batches > 0).map((run) => run.job))];
+    // Each due subscription: exactly one charge for the period that began at its due instant, and no
+    // longer due. Read whole and compared here (plain multi-shard reads, which Citus runs anywhere).
+    const key = (account: string, subscription: string, at: Date) => `${account}/${subscription}/${at.toISOString()}`;
+    const charges = (await sql<{ account_id: string; subscription_id: string; period_start: Date }>`
+      SELECT account_id, subscription_id, period_start FROM charges WHERE subscription_id IS NOT NULL`.execute(db)).rows;
+    const chargesOf = new Map<string, number>();
+    for (const c of charges) chargesOf.set(key(c.account_id, c.subscription_id, c.period_start), (chargesOf.get(key(c.account_id, c.subscription_id, c.period_start)) ?? 0) + 1);
+    const now = new Map((await sql<{ account_id: string; subscription_id: string; renews_at: Date | null }>`
+      SELECT account_id, subscription_id, renews_at FROM subscriptions`.execute(db)).rows.map((row) => [`${row.account_id}/${row.subscription_id}`, row.renews_at]));
+    const renewedOnce = due.every((d) => {
+      const next = now.get(`${d.account_id}/${d.subscription_id}`);
+      return chargesOf.get(key(d.account_id, d.subscription_id, d.renews_at)) === 1 && (next === null || (next !== undefined && next > SLOT));
+    });
+    return {
+      books: await books(db),
+      worked,
+      due: due.length,
+      renewedOnce,
+    };
   }, new Date('2027-01-12T00:00:00+09:00'));
 }
 
@@ -211,12 +217,17 @@ describe.skipIf(!citusUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL)', () => {
     expect(citus.books).toEqual(reference);
     expect(citus.books).toMatchObject({ charged_twice: [], events_twice: [] });
 
-    const twoOnCitus = await twoWorkersAfterSimulation(citusUrl);
-    // No subscription of this world renews at these two slots (single PostgreSQL's two workers renew nothing either).
-    expect(twoOnCitus.worked).toEqual(expect.arrayContaining(['charges.reauthorize', 'charges.expire_holds', 'payment_flows.expire_holds', 'checkout_sessions.expire', 'terms.close']));
+    const twoOnCitus = await twoWorkersAfterSimulation(citusUrl!);
+    // Renewals are due at these slots (subscribers of Jan 1–3), and each was renewed exactly once.
+    expect(twoOnCitus.due).toBeGreaterThan(0);
+    expect(twoOnCitus.renewedOnce).toBe(true);
+    expect(twoOnCitus.worked).toEqual(
+      expect.arrayContaining(['subscriptions.renew', 'charges.reauthorize', 'charges.expire_holds', 'payment_flows.expire_holds', 'checkout_sessions.expire', 'terms.close']),
+    );
     expect(twoOnCitus.books).toMatchObject({ charged_twice: [], events_twice: [] });
-    // Three accounts' worth of every kind of work, each done once: the same books as the same two workers on single PostgreSQL (PGlite without DATABASE_URL).
-    const reference2 = await twoWorkersAfterSimulation(process.env.DATABASE_URL);
+    // Three accounts' worth of every kind of work, each done once: the same books as two worker processes on single PostgreSQL.
+    const reference2 = await twoWorkersAfterSimulation(process.env.DATABASE_URL!);
+    expect(reference2).toMatchObject({ due: twoOnCitus.due, renewedOnce: true });
     expect(twoOnCitus.books).toEqual(reference2.books);
     expect(EVERY_JOB_ACCOUNTS.every((account) => JSON.stringify(twoOnCitus.books).includes(account))).toBe(true);
   }, 900_000);

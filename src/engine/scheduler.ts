@@ -242,15 +242,14 @@ export class Scheduler {
   async #claimNext(cutoff: Date): Promise<Claim | null> {
     const now = this.#ledgerClock.now();
     const leaseUntil = new Date(now.getTime() + this.#ctx.config.leaseMs);
+    // The slot is picked in a MATERIALIZED CTE, evaluated once. As a subquery in FROM, on a Citus
+    // coordinator's ledger after a simulated month with two `worker --once` processes, one claim
+    // marked every job of the slot running and returned one of them (the others stayed running,
+    // unrun, until their lease lapsed): test/integration/citus.test.ts fails that way without the
+    // CTE. Likely the subquery was rescanned, each rescan skipping (SKIP LOCKED) the row the
+    // statement had just claimed and yielding the next.
     const result = await sql<Claim>`
-      UPDATE job_runs SET status = 'running', attempt = job_runs.attempt + 1, owner = ${this.#owner},
-             lease_until = ${leaseUntil}, started_at = ${now}, finished_at = NULL, retry_at = NULL,
-             -- A take-over: the worker that died counts as an attempt without progress unless it
-             -- had committed a batch (a failed attempt was counted when it recorded its error).
-             attempts_without_progress = job_runs.attempts_without_progress
-               + CASE WHEN previous.status = 'running' AND job_runs.progress_attempt IS DISTINCT FROM job_runs.attempt THEN 1 ELSE 0 END,
-             progress_attempt = NULL
-      FROM (
+      WITH previous AS MATERIALIZED (
         -- The oldest claimable slot first (an index scan in slot order that stops at the first
         -- match), then among the jobs due at that instant the first in registry order. Sorting
         -- every claimable row by (slot, registry position) instead would cost a sort per claim.
@@ -268,7 +267,15 @@ export class Scheduler {
         ORDER BY array_position(${[...this.#order]}::text[], job)
         LIMIT 1
         FOR UPDATE SKIP LOCKED
-      ) AS previous
+      )
+      UPDATE job_runs SET status = 'running', attempt = job_runs.attempt + 1, owner = ${this.#owner},
+             lease_until = ${leaseUntil}, started_at = ${now}, finished_at = NULL, retry_at = NULL,
+             -- A take-over: the worker that died counts as an attempt without progress unless it
+             -- had committed a batch (a failed attempt was counted when it recorded its error).
+             attempts_without_progress = job_runs.attempts_without_progress
+               + CASE WHEN previous.status = 'running' AND job_runs.progress_attempt IS DISTINCT FROM job_runs.attempt THEN 1 ELSE 0 END,
+             progress_attempt = NULL
+      FROM previous
       WHERE job_runs.job = previous.job AND job_runs.slot = previous.slot
       RETURNING ${CLAIM_RETURNING}`.execute(this.#ctx.db);
     return result.rows[0] ?? null;

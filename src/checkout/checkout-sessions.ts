@@ -423,7 +423,7 @@ export async function expireSessions(trx: Kysely<Database>, ctx: Pick<Context, '
       : await sql<SetupFlowRow>`
     UPDATE setup_flows f SET status = 'canceled', cancellation_reason = 'abandoned', canceled_at = ${g.col('t')}, updated_at = ${g.col('t')}, next_action = NULL
     FROM ${g.from}
-    WHERE f.account_id = ${accountId} AND f.account_id = ${g.col('a')} AND f.livemode = ${g.col('l')} AND f.setup_flow_id = ${g.col('id')}
+    WHERE ${inAccounts('f.account_id', accountIds)} AND f.account_id = ${g.col('a')} AND f.livemode = ${g.col('l')} AND f.setup_flow_id = ${g.col('id')}
       AND f.status IN ('requires_payment_method', 'requires_confirmation', 'requires_action')
     RETURNING f.*`.execute(trx);
   const setupBySession = new Map(canceledSetups.rows.map((f) => [compositeKey(f.account_id, f.livemode, f.checkout_session_id), f]));

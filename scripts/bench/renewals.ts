@@ -19,8 +19,11 @@ import { parseArgs } from 'node:util';
 import { sql, type Kysely } from 'kysely';
 import { subscriptionRenewalsJob } from '../../jobs/subscription-renewals';
 import { createAccount } from '../../src/accounts/accounts';
+import { inAccounts } from '../../src/db/account-scope';
+import { citusInstalled } from '../../src/db/citus';
 import type { Database } from '../../src/db/schema';
 import { seededIds } from '../../src/domain/ids';
+import { dueAccounts, packDueAccounts } from '../../src/engine/account-batches';
 import { FixedClock } from '../../src/engine/clock';
 import { DEFAULT_CONFIG } from '../../src/engine/context';
 import { cardFingerprint } from '../../src/processor/test-cards';
@@ -71,8 +74,25 @@ async function seed(db: Kysely<Database>): Promise<void> {
   await sql`VACUUM ANALYZE`.execute(db);
 }
 
-/** The plain-SQL ceiling: the same rows the job writes, batch by batch, computed in the server. */
+/**
+ * The plain-SQL ceiling: the same rows the job writes, batch by batch, computed in the server. On
+ * single PostgreSQL each batch takes the oldest due rows of all accounts; on a Citus coordinator
+ * (where a batch must stay on one shard) the batches are the engine's own groups of accounts
+ * (dueAccounts, packDueAccounts), and every table the statement reads names them.
+ */
 async function ceiling(db: Kysely<Database>): Promise<number> {
+  if (!(await citusInstalled(db))) return ceilingBatches(db, null);
+  let total = 0;
+  for (;;) {
+    const groups = await packDueAccounts(db, await dueAccounts(db, 'subscriptions', sql`d.renews_at IS NOT NULL AND d.renews_at <= ${SLOT}`, BATCH), BATCH);
+    if (groups.length === 0) return total;
+    for (const group of groups) total += await ceilingBatches(db, group);
+  }
+}
+
+/** Ceiling batches until none is due (of `accounts` only, when given). */
+async function ceilingBatches(db: Kysely<Database>, accounts: readonly string[] | null): Promise<number> {
+  const of = (column: string) => (accounts === null ? sql`true` : inAccounts(column, accounts));
   let total = 0;
   for (;;) {
     const rows = await db.transaction().execute(async (trx) => {
@@ -81,7 +101,7 @@ async function ceiling(db: Kysely<Database>): Promise<number> {
       const result = await sql<{ n: number }>`
         WITH due AS (
           SELECT s.*, row_number() OVER () AS k FROM (
-            SELECT * FROM subscriptions WHERE renews_at IS NOT NULL AND renews_at <= ${SLOT}
+            SELECT * FROM subscriptions WHERE ${of('account_id')} AND renews_at IS NOT NULL AND renews_at <= ${SLOT}
             ORDER BY renews_at, account_id, livemode, subscription_id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED) s
         ), priced AS (
           SELECT d.*, p.amount, p.created_at AS plan_created, p.name AS plan_name, p.trial_days, p.billing_day, p.metadata AS plan_metadata,
@@ -89,16 +109,16 @@ async function ceiling(db: Kysely<Database>): Promise<number> {
                  'ch_' || substr(md5(d.subscription_id || 'c'), 1, 30) AS charge_id,
                  d.current_period_end + interval '1 month' AS new_end
           FROM due d
-          JOIN plans p ON p.account_id = d.account_id AND p.livemode = d.livemode AND p.plan_id = d.plan_id
-          JOIN customers cu ON cu.account_id = d.account_id AND cu.livemode = d.livemode AND cu.customer_id = d.customer_id AND cu.deleted_at IS NULL
-          JOIN cards card ON card.account_id = cu.account_id AND card.livemode = cu.livemode AND card.card_id = cu.default_card_id AND card.deleted_at IS NULL
+          JOIN plans p ON ${of('p.account_id')} AND p.account_id = d.account_id AND p.livemode = d.livemode AND p.plan_id = d.plan_id
+          JOIN customers cu ON ${of('cu.account_id')} AND cu.account_id = d.account_id AND cu.livemode = d.livemode AND cu.customer_id = d.customer_id AND cu.deleted_at IS NULL
+          JOIN cards card ON ${of('card.account_id')} AND card.account_id = cu.account_id AND card.livemode = cu.livemode AND card.card_id = cu.default_card_id AND card.deleted_at IS NULL
         ), charged AS (
           INSERT INTO charges (account_id, livemode, charge_id, amount, currency, paid, captured, captured_at, card_id, customer_id, subscription_id, period_start, fee_rate, created_at, updated_at)
           SELECT account_id, livemode, charge_id, amount, 'jpy', true, true, renews_at, card_id, customer_id, subscription_id, current_period_end, 3.00, renews_at, renews_at FROM priced
         ), updated AS (
           UPDATE subscriptions s SET status = 'active', current_period_start = p.current_period_end, current_period_end = p.new_end, renews_at = p.new_end,
                  last_charge_id = p.charge_id, updated_at = p.renews_at
-          FROM priced p WHERE s.account_id = p.account_id AND s.livemode = p.livemode AND s.subscription_id = p.subscription_id
+          FROM priced p WHERE ${of('s.account_id')} AND s.account_id = p.account_id AND s.livemode = p.livemode AND s.subscription_id = p.subscription_id
         ), events_written AS (
           INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at)
           SELECT account_id, 'evnt_' || substr(md5(subscription_id || e.type), 1, 30), livemode, 'v1', e.type, e.object, e.id, e.data, renews_at

@@ -36,7 +36,7 @@ export async function hasCitus(store: Store): Promise<boolean> {
 }
 
 /** Whether the database has the citus extension. */
-async function citusInstalled(db: Kysely<Database>): Promise<boolean> {
+export async function citusInstalled(db: Kysely<Database>): Promise<boolean> {
   const result = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_extension WHERE extname = 'citus'`.execute(db);
   return result.rows[0]!.n > 0;
 }

@@ -115,6 +115,9 @@ export class SimulationError extends Error {
 
 const FORECAST_ID_SALT = 0x19f0_7ca5;
 
+/** Before every instant kessai dates (the lower bound of the jobs' due-work look-up). */
+const OVERDUE_SINCE = new Date(0);
+
 /** A scratch database on a PostgreSQL server, dropped when the simulation ends. */
 async function scratchPostgres(url: string): Promise<{ url: string; citus: boolean; drop(): Promise<void> }> {
   const name = `kessai_sim_${randomBytes(6).toString('hex')}`;
@@ -390,8 +393,13 @@ async function advance(ctx: Context, clock: VirtualClock, options: SimulationOpt
   const jobRuns: JobRun[] = [];
   const lastRun = new Map<string, Date>();
   const stats: SimulationStats = { stops: 0, steps: 0, failedSteps: 0, jobRuns: 0 };
-  // Due work is looked up from before the range: anything not yet processed counts, however old.
-  const dueAfter = new Date(options.from.getTime() - 1);
+  // Due work is looked up from before anything kessai dates, not from the range's start: anything
+  // not yet processed counts, however old. A scenario starts empty, but a forecast's copied book
+  // may hold work the source's worker has not run yet (a renewal due before --from, a hold past
+  // its expiry, a term past its end). Such work is due at once, so it runs at each job's first
+  // slot at or after --from, as of that slot, as the live worker runs it on catching up: the first
+  // slot it runs processes everything due before it, each item dated at its own due instant.
+  const dueAfter = OVERDUE_SINCE;
   const end = new Date(to.getTime() - 1);
   const statistics = plannerStatistics(ctx);
   let next = 0;

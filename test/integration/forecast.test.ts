@@ -42,15 +42,23 @@ async function daily(wakeAt: (at: Date) => Promise<void>, from: Date, to: Date):
   await wakeAt(to);
 }
 
-/** Builds a small live book by operations and the worker (manual clock) up to T. */
-async function buildBook(store: Store) {
+/** Where the worker of a source that is behind stopped: it has run nothing since. */
+const WORKER_STOPPED = new Date('2027-01-31T00:00:00Z');
+
+/**
+ * Builds a small live book by operations and the worker (manual clock) up to T. `behind`: the
+ * worker stops at WORKER_STOPPED instead, the book's account closes its terms semi-monthly and
+ * holds a one-day hold from 2027-02-06, so at T the term that ended with January (JST), its
+ * February 10 renewals and that hold's expiry are overdue.
+ */
+async function buildBook(store: Store, options: { behind?: boolean } = {}) {
   const ctx = testContext(store, { at: new Date('2027-01-10T01:00:00Z'), seed: 1, config: { backfillWindowMs: 60_000 } });
   const scheduler = new Scheduler(ctx, ALL_JOBS, { owner: 'test-worker' });
   const wakeAt = async (at: Date) => {
     ctx.clock.set(at);
     for (const outcome of await scheduler.tick()) expect(outcome.status).toBe('succeeded');
   };
-  for (const id of [ACCOUNT, OTHER]) await createAccount(ctx, { id, name: id });
+  for (const id of [ACCOUNT, OTHER]) await createAccount(ctx, { id, name: id, ...(options.behind && id === ACCOUNT ? { termCycle: 'semi_monthly' as const } : {}) });
   const caller = (accountId: string) => ({ accountId, livemode: false, kind: 'secret' as const });
   const subscribe = async (accountId: string, plan: string, card: { number: string; exp_month: number; exp_year: number }) => {
     const token = (await runOperation(ctx, caller(accountId), 'tokens.create', { card })) as { id: string };
@@ -66,8 +74,17 @@ async function buildBook(store: Store) {
   ctx.clock.set(new Date('2027-01-20T03:00:00Z'));
   const late = await subscribe(ACCOUNT, monthly.id, { number: '5555555555554444', exp_month: 12, exp_year: 2032 });
   await subscribe(OTHER, other.id, { number: '4242424242424242', exp_month: 12, exp_year: 2032 });
-  await daily(wakeAt, new Date('2027-01-20T03:00:01Z'), T);
-  return { ctx, wakeAt, plan: monthly.id, subscriptions: { good: good.id, expiring: expiring.id, late: late.id } };
+  if (!options.behind) {
+    await daily(wakeAt, new Date('2027-01-20T03:00:01Z'), T);
+    return { ctx, wakeAt, plan: monthly.id, subscriptions: { good: good.id, expiring: expiring.id, late: late.id }, hold: undefined };
+  }
+  await daily(wakeAt, new Date('2027-01-20T03:00:01Z'), WORKER_STOPPED);
+  ctx.clock.set(new Date('2027-02-06T00:00:00Z'));
+  const hold = (await runOperation(ctx, caller(ACCOUNT), 'charges.create', { amount: 3000, currency: 'jpy', card: (await runOperation(ctx, caller(ACCOUNT), 'tokens.create', { card: { number: '4242424242424242', exp_month: 12, exp_year: 2032, cvc: '123' } }) as { id: string }).id, capture: false, expiry_days: 1 })) as { id: string };
+  // The newest row of the book: the snapshot's instant is T.
+  ctx.clock.set(T);
+  await runOperation(ctx, caller(ACCOUNT), 'customers.create', { description: 'signed up at T' });
+  return { ctx, wakeAt, plan: monthly.id, subscriptions: { good: good.id, expiring: expiring.id, late: late.id }, hold: hold.id };
 }
 
 /** A checksum of every table of a database, the ledgers included. */
@@ -275,6 +292,44 @@ describe.runIf(isPostgres())('simulate --source on a PostgreSQL book (issue 19)'
       }
     }, 60_000);
   });
+});
+
+describe.runIf(isPostgres())('simulate --source on a book whose worker is behind (issue 19)', () => {
+  let source: TestDatabase;
+  let book: Awaited<ReturnType<typeof buildBook>>;
+  beforeAll(async () => {
+    source = await createTestDatabase();
+    book = await buildBook(source.store, { behind: true });
+  }, 120_000);
+  afterAll(async () => source?.drop());
+
+  it('work overdue at --from runs at its first slot, as the worker runs it when it catches up', async () => {
+    const end = new Date('2027-04-01T00:00:00Z');
+    const holdState = async (store: Pick<Store, 'db'>) =>
+      store.db.selectFrom('charges').select(['amount_refunded', 'captured']).select(sql<string | null>`to_char(released_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS')`.as('released')).where('amount', '=', 3000).where('account_id', '=', ACCOUNT).execute();
+    const forecast = await openForecast({ source: source.url!, from: 'now', accounts: [ACCOUNT, OTHER] });
+    expect(forecast.from.toISOString()).toBe(T.toISOString());
+    const forecasted = await simulate({ scenario: forecast.scenario, steps: [], from: forecast.from, to: end, seed: 7, jobs: ALL_JOBS, source: forecast.snapshot }, async (world) => ({
+      charges: await chargesFrom(world.ctx, WORKER_STOPPED),
+      statements: await statementsFrom(world.ctx, WORKER_STOPPED),
+      hold: await holdState(world.ctx),
+    }));
+    await forecast.snapshot.close();
+    // Overdue at T: the February 10 renewals, dated at their own due instant,
+    const renewals = forecasted.charges.filter((charge) => charge.at.startsWith('2027-02-10'));
+    expect(renewals.map((charge) => charge.subscription).sort()).toEqual([book.subscriptions.expiring, book.subscriptions.good].sort());
+    // the hold past its expiry, released,
+    expect(forecasted.hold).toHaveLength(1);
+    expect(forecasted.hold[0]!.released).not.toBeNull();
+    // and the term that ended with January, closed at its end.
+    expect(forecasted.statements.some((line) => (JSON.parse(line as string) as { created_at: string }).created_at === '2027-01-31T15:00:00.000Z')).toBe(true);
+
+    // What happens: the worker catches up at its next wake-up after T, then runs on.
+    await daily(book.wakeAt, new Date(T.getTime() + 1), new Date(end.getTime() - 1));
+    expect(forecasted.charges).toEqual(await chargesFrom(source.store, WORKER_STOPPED));
+    expect(forecasted.statements).toEqual(await statementsFrom(source.store, WORKER_STOPPED));
+    expect(forecasted.hold).toEqual(await holdState(source.store));
+  }, 240_000);
 });
 
 /** Every file of a folder with its sha-256, for "never written". */

@@ -18,7 +18,7 @@ import { Scheduler } from '../../src/engine/scheduler';
 import { runOperation } from '../../src/operations/registry';
 import { openForecast } from '../../src/simulation/forecast';
 import { simulate } from '../../src/simulation/simulate';
-import { parseScenario, planSteps } from '../../src/simulation/scenario';
+import { overlayScenario, parseScenario, planSteps } from '../../src/simulation/scenario';
 import { operationNames } from '../../src/operations/registry';
 import { openSource } from '../../src/simulation/source-copy';
 import { createTestDatabase, isPostgres, testContext, type TestDatabase } from '../support/database';
@@ -170,6 +170,50 @@ describe.runIf(isPostgres())('simulate --source on a PostgreSQL book (issue 19)'
     ]);
     const generated = result.charges.filter((charge) => !Object.values(book.subscriptions).includes(charge.subscription ?? ''));
     expect(generated.length).toBeGreaterThanOrEqual(4);
+  }, 180_000);
+
+  it('dated account settings of an overlay take effect on the copied book at their date, in a --scenario file and in a what-if', async () => {
+    const end = new Date('2027-05-01T00:00:00Z');
+    // Visa charges of the book's account: 3.00 % before April, 2.50 % from April 1 (JST).
+    const dated = { accounts: [{ id: ACCOUNT, from: '2027-04-01', fee_rates: { Visa: '2.50' }, options: { reauth_lead_hours: 48 } }] };
+    const feeRates = async (store: Pick<Store, 'db'>) =>
+      (
+        await store.db.selectFrom('charges').select(['created_at', 'fee_rate']).where('subscription_id', 'in', [book.subscriptions.good, book.subscriptions.expiring]).where('created_at', '>=', T).orderBy('created_at').execute()
+      ).map((row) => [row.created_at.toISOString().slice(0, 7), Number(row.fee_rate)]);
+    const run = async (scenario: ReturnType<typeof parseScenario> | undefined, whatIf: ReturnType<typeof parseScenario> | undefined) => {
+      const forecast = await openForecast({ source: source.url!, from: 'now', accounts: [ACCOUNT], ...(scenario ? { scenario } : {}) });
+      try {
+        const planned = whatIf ? overlayScenario(forecast.scenario, whatIf) : forecast.scenario;
+        const steps = planSteps(planned, { from: forecast.from, to: end, seed: 2, operations: operationNames() });
+        return await simulate({ scenario: planned, steps, from: forecast.from, to: end, seed: 2, jobs: ALL_JOBS, source: forecast.snapshot }, async (world) => ({
+          fees: await feeRates(world.ctx),
+          leadHours: (await world.ctx.db.selectFrom('accounts').select('reauth_lead_hours').where('account_id', '=', ACCOUNT).executeTakeFirstOrThrow()).reauth_lead_hours,
+          failed: world.outcomes.filter((outcome) => outcome.error !== null),
+        }));
+      } finally {
+        await forecast.snapshot.close();
+      }
+    };
+    const asWhatIf = await run(undefined, parseScenario(JSON.stringify(dated), 'what-if'));
+    const inScenario = await run(parseScenario(JSON.stringify(dated), 'scenario'), undefined);
+    const unchanged = await run(undefined, undefined);
+    expect(asWhatIf.failed).toEqual([]);
+    // Two Visa subscribers renew in March and April; the copied book's rate before, the new one after.
+    expect(unchanged.fees).toEqual([
+      ['2027-03', 3],
+      ['2027-03', 3],
+      ['2027-04', 3],
+      ['2027-04', 3],
+    ]);
+    expect(asWhatIf.fees).toEqual([
+      ['2027-03', 3],
+      ['2027-03', 3],
+      ['2027-04', 2.5],
+      ['2027-04', 2.5],
+    ]);
+    expect(asWhatIf.leadHours).toBe(48);
+    expect(unchanged.leadHours).not.toBe(48);
+    expect(inScenario).toEqual(asWhatIf);
   }, 180_000);
 
   it('the forecast from T equals what the worker then does, and the source is unchanged byte for byte', async () => {

@@ -65,7 +65,10 @@ export interface SimulationOptions {
    * settings for them still apply.
    */
   readonly source?: Pick<SourceSnapshot, 'copyInto'>;
-  /** Assumed share of otherwise approved authorizations declined (`card_declined`), drawn from the seed. */
+  /**
+   * Assumed share of otherwise approved authorizations declined (`card_declined`), drawn from the
+   * seed; when absent, the scenario's `decline_rate` (none: 0).
+   */
   readonly declineRate?: number;
   /** Called after each stop with the simulated instant. */
   readonly onProgress?: (at: Date, stats: SimulationStats) => void;
@@ -318,6 +321,7 @@ export async function simulate<T>(options: SimulationOptions, consume: (world: S
       await sql`ANALYZE`.execute(store.db);
     }
     const clock = new VirtualClock(options.from);
+    const declineRate = options.declineRate ?? options.scenario.decline_rate;
     // Webhooks are answered in the process, as the scenario's endpoints say (never the network).
     const webhookBehaviours = new Map<string, SimulatedBehaviour>();
     const ctx = createContext({
@@ -329,7 +333,7 @@ export async function simulate<T>(options: SimulationOptions, consume: (world: S
       // source built with seeded ids (tests, replays) with the same seed.
       ids: seededIds(options.source ? options.seed ^ FORECAST_ID_SALT : options.seed),
       log: options.log ?? silentLogger(),
-      processor: simulatedCardNetwork({ seed: options.seed, ...(options.declineRate ? { declineRate: options.declineRate } : {}) }),
+      processor: simulatedCardNetwork({ seed: options.seed, ...(declineRate ? { declineRate } : {}) }),
       config: {
         simulation: true,
         // Statement URLs in a simulation are signed with a key of the simulation itself.

@@ -16,7 +16,7 @@ import { openStore, type Store } from '../../src/db/connect';
 import { migrate } from '../../src/db/migrate';
 import { Scheduler } from '../../src/engine/scheduler';
 import { runOperation } from '../../src/operations/registry';
-import { openForecast } from '../../src/simulation/forecast';
+import { declineRateOf, openForecast } from '../../src/simulation/forecast';
 import { simulate } from '../../src/simulation/simulate';
 import { overlayScenario, parseScenario, planSteps } from '../../src/simulation/scenario';
 import { operationNames } from '../../src/operations/registry';
@@ -271,22 +271,33 @@ describe.runIf(isPostgres())('simulate --source on a PostgreSQL book (issue 19)'
     }
   }, 60_000);
 
-  it('the decline-rate option is deterministic under a seed', async () => {
-    const run = async (seed: number) => {
-      const forecast = await openForecast({ source: source.url!, from: 'now', accounts: [ACCOUNT], declineRate: 0.5 });
+  it('the decline rate, a scenario field or the command-line option (which wins), is deterministic under a seed', async () => {
+    const run = async (seed: number, scenario: ReturnType<typeof parseScenario>, commandLine?: number) => {
+      const forecast = await openForecast({ source: source.url!, from: 'now', accounts: [ACCOUNT], scenario });
+      const decline = declineRateOf(commandLine, forecast.scenario);
       try {
-        return await simulate(
-          { scenario: forecast.scenario, steps: [], from: forecast.from, to: new Date('2027-12-01T00:00:00Z'), seed, jobs: ALL_JOBS, source: forecast.snapshot, declineRate: 0.5 },
+        const charges = await simulate(
+          { scenario: forecast.scenario, steps: [], from: forecast.from, to: new Date('2027-12-01T00:00:00Z'), seed, jobs: ALL_JOBS, source: forecast.snapshot, ...(commandLine !== undefined ? { declineRate: commandLine } : {}) },
           (world) => chargesFrom(world.ctx, forecast.from),
         );
+        return { charges, decline };
       } finally {
         await forecast.snapshot.close();
       }
     };
-    const [a, b] = [await run(3), await run(3)];
+    const half = parseScenario(JSON.stringify({ decline_rate: 0.5 }), 'scenario');
+    const [a, b, other] = [await run(3, half), await run(3, half), await run(4, half)];
     expect(a).toEqual(b);
-    expect(a.some((charge) => charge.failure === 'card_declined')).toBe(true);
-  }, 180_000);
+    expect(a.decline).toEqual({ rate: 0.5, from: 'scenario (decline_rate)' });
+    const declined = (charges: ChargeKey[]) => charges.filter((charge) => charge.failure === 'card_declined').map((charge) => `${charge.subscription} ${charge.at}`);
+    expect(declined(a.charges).length).toBeGreaterThan(0);
+    // Another seed, other draws (the renewals after a decline differ too: the subscription pauses).
+    expect(other.charges).not.toEqual(a.charges);
+    // The command line wins: 0 there declines nothing whatever the scenario says.
+    const none = await run(3, half, 0);
+    expect(none.decline).toEqual({ rate: 0, from: 'command line (--decline-rate)' });
+    expect(declined(none.charges)).toEqual([]);
+  }, 240_000);
 
   describe('bad input: one clear line, nothing written anywhere', () => {
     const out = join(scratch, 'out');
@@ -399,17 +410,24 @@ describe('simulate --source on an embedded data folder (issue 19)', () => {
     await store.close();
     const before = folderChecksums(dir);
     const out = join(scratch, 'embedded-out');
-    const result = kessai(['simulate', '--source', dir, '--from', 'now', '--to', '2027-05-15', '--out', out]);
+    // The expected decline rate as a field: the scenario's for the baseline, the what-if's for the variant.
+    writeFileSync(join(scratch, 'declines.json'), JSON.stringify({ decline_rate: 0.01 }));
+    writeFileSync(join(scratch, 'more-declines.json'), JSON.stringify({ name: 'more declines', decline_rate: 0.5 }));
+    const result = kessai(['simulate', '--source', dir, '--from', 'now', '--to', '2027-05-15', '--out', out, '--scenario', join(scratch, 'declines.json'), '--what-if', join(scratch, 'more-declines.json')]);
     expect(result.status, result.stderr).toBe(0);
     expect(result.stdout).toContain(`Forecast of embedded ${dir} (accounts ${ACCOUNT}, ${OTHER}), snapshot at ${formatJst(T)}`);
     expect(folderChecksums(dir)).toEqual(before);
-    const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as { source: { name: string; snapshot_instant: string }; charges: { failure_code: string | null }[] };
+    type Report = { source: { name: string; snapshot_instant: string; assumptions: Record<string, unknown> }; charges: { failure_code: string | null }[] };
+    const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as Report;
+    const variant = JSON.parse(readFileSync(join(out, 'variant', 'report.json'), 'utf8')) as Report;
+    expect(report.source.assumptions).toMatchObject({ decline_rate: 0.01, decline_rate_from: 'scenario (decline_rate)' });
+    expect(variant.source.assumptions).toMatchObject({ decline_rate: 0.5, decline_rate_from: 'what-if (decline_rate)' });
     expect(report.source.name).toBe(`embedded ${dir}`);
     expect(report.source.snapshot_instant).toBe('2027-02-15T00:00:00Z');
     expect(report.charges.some((charge) => charge.failure_code === 'expired_card')).toBe(true);
     // The copied history (January's charges) is in report.json, the summary starts at --from.
     expect(report.charges.length).toBeGreaterThan(0);
-    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as { months: { month: string }[] };
-    expect(summary.months.map((m) => m.month)).toEqual(['2027-02', '2027-03', '2027-04', '2027-05']);
+    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as { baseline: { months: { month: string }[] } };
+    expect(summary.baseline.months.map((m) => m.month)).toEqual(['2027-02', '2027-03', '2027-04', '2027-05']);
   }, 240_000);
 });

@@ -219,7 +219,7 @@ export async function openSource(source: string, options: { accounts?: readonly 
         if (!target.copyIn) throw new Error(`the simulation's database (${target.kind}) cannot load copied rows`);
         const copied: Record<string, number> = {};
         // The target is a fresh database of this simulation: its indexes that back no constraint
-        // are built once after a table's load rather than row by row during it (a third less time).
+        // are built once after a table's load rather than row by row during it (docs/decisions.md).
         // One catalogue read for every table.
         const indexes = new Map<string, { name: string; definition: string }[]>();
         const rows = await sql<{ table: string; name: string; definition: string }>`

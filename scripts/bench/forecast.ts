@@ -6,7 +6,8 @@
  * set-based SQL (a customer and a Visa 4242 card each, four plans an account, signed up across
  * January 2027 so that renewals fall across every day of the month), then runs the forecast as the
  * CLI does (openForecast, the simulation on embedded PGlite, the report) from the snapshot over
- * twelve months, and prints the copy time, the forecast time and the peak RSS. Then, in the same
+ * twelve months, and prints the copy time against its ceiling (a plain `COPY … TO STDOUT` of the
+ * same tables, same run), the forecast time and the peak RSS. Then, in the same
  * run, `bench:simulate` at the same n on the same backend (a child process), as the ceiling the
  * forecast is held to (forecast ≤ 2× the scenario simulation). `--copy-only` stops after the copy.
  * The source database is dropped at the end (also on failure). Not a timed test: targets are read
@@ -20,6 +21,8 @@ import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
+import pg from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
 import { ALL_JOBS } from '../../jobs/index';
 import { createAccount } from '../../src/accounts/accounts';
 import { openStore } from '../../src/db/connect';
@@ -79,6 +82,27 @@ async function seedSource(url: string): Promise<void> {
   }
 }
 
+/**
+ * The copy's ceiling, measured in the same run: the source's own `COPY … TO STDOUT` of the same
+ * tables on one plain connection, each table's output read and dropped. What a copy that cost
+ * nothing at the target would take.
+ */
+async function plainCopyOut(url: string, tables: readonly string[]): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const started = performance.now();
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    for (const table of tables) {
+      for await (const chunk of client.query(copyTo(`COPY "${table}" TO STDOUT`)) as AsyncIterable<Buffer>) void chunk;
+    }
+    await client.query('ROLLBACK');
+    return performance.now() - started;
+  } finally {
+    await client.end();
+  }
+}
+
 async function main(): Promise<void> {
   log(`forecast benchmark: n=${N} accounts=${ACCOUNTS} server=${new URL(SERVER).host}`);
   const name = `kessai_bench_forecast_${process.pid}_${Math.floor(performance.timeOrigin)}`;
@@ -130,7 +154,9 @@ async function main(): Promise<void> {
     const forecastMs = performance.now() - run;
     const rows = Object.values(copied).reduce((sum, n) => sum + n, 0);
     const rss = Math.round(process.resourceUsage().maxRSS / 1024);
+    const ceilingMs = await plainCopyOut(url, Object.keys(copied));
     log(`copy: ${rows.toLocaleString('en-US')} rows of ${Object.keys(copied).length} tables in ${seconds(copyMs)} s (target <= 10 s: ${copyMs <= 10_000 ? 'met' : 'MISSED'})`);
+    log(`ceiling: a plain COPY … TO STDOUT of the same tables, read and dropped, ${seconds(ceilingMs)} s; copy / ceiling ${(copyMs / ceilingMs).toFixed(2)}`);
     if (args['copy-only']) {
       log(`peak RSS ${rss} MB`);
       return;

@@ -10,14 +10,14 @@ import cliProgress from 'cli-progress';
 import { ALL_JOBS } from '../../jobs/index';
 import { formatJst, jstDate, MS_PER_DAY } from '../domain/time';
 import { simulate, type SimulationOptions, type SimulationStats } from '../simulation/simulate';
-import { openForecast, type Forecast } from '../simulation/forecast';
+import { declineRateOf, openForecast, type Forecast } from '../simulation/forecast';
 import { operationNames } from '../operations/registry';
 import { diffSummaries, formatDiff, formatSummary, writeReport, writeSummaryFiles, type ReportHeader, type Summary, type WrittenReport } from '../simulation/report';
 import { openOutputFolder, type OutputFolder } from '../simulation/output-folder';
 import { loadScenario, overlayScenario, planSteps, type Scenario, type Step } from '../simulation/scenario';
 import type { SimulateOptions } from './simulate';
 
-/** What a forecast run adds (issue 19): the copied snapshot, the decline rate, the report's source header. */
+/** What a forecast run adds (issue 19): the copied snapshot and the report's source header. */
 type ForecastRun = Pick<SimulationOptions, 'source'> & { readonly header?: ReportHeader['source'] };
 
 /** The options once --from is settled (`now` becomes the source's newest instant). */
@@ -43,8 +43,10 @@ function progress(from: Date, to: Date, label: string, enabled: boolean) {
   };
 }
 
-async function runOne(scenario: Scenario, steps: readonly Step[], options: SettledOptions, databaseUrl: string | undefined, dir: string, label: string, showProgress: boolean, forecast: ForecastRun): Promise<WrittenReport & { failed: string[] }> {
+async function runOne(scenario: Scenario, steps: readonly Step[], options: SettledOptions, databaseUrl: string | undefined, dir: string, label: string, showProgress: boolean, forecast: ForecastRun, overlay?: Scenario): Promise<WrittenReport & { failed: string[] }> {
   const bar = progress(options.from, options.to, label, showProgress);
+  const decline = declineRateOf(options.declineRate, scenario, overlay);
+  const source = forecast.header ? { ...forecast.header, assumptions: { ...forecast.header.assumptions, decline_rate: decline.rate, decline_rate_from: decline.from } } : undefined;
   try {
     return await simulate(
       {
@@ -58,12 +60,12 @@ async function runOne(scenario: Scenario, steps: readonly Step[], options: Settl
         strict: options.strict ?? false,
         ...(options.batchSize ? { batchSize: options.batchSize } : {}),
         ...(forecast.source ? { source: forecast.source } : {}),
-        ...(options.declineRate ? { declineRate: options.declineRate } : {}),
+        declineRate: decline.rate,
         onProgress: (at, stats) => bar.update(at, stats),
       },
       async (world) => {
         bar.stop();
-        const written = await writeReport(world, { scenario: scenario.name ?? null, from: options.from, to: options.to, seed: options.seed, ...(forecast.header ? { source: forecast.header } : {}) }, dir);
+        const written = await writeReport(world, { scenario: scenario.name ?? null, from: options.from, to: options.to, seed: options.seed, ...(source ? { source } : {}) }, dir);
         // Card declines are outcomes of the scenario; any other refusal means the scenario asked for
         // something the API does not allow, which the user must hear about.
         const failed = world.outcomes
@@ -92,6 +94,8 @@ interface Planned {
   readonly variantSteps: readonly Step[] | undefined;
   /** The overlay's own name (its `name`, else its file name). */
   readonly overlayName: string | undefined;
+  /** The what-if file as read. */
+  readonly overlay: Scenario | undefined;
 }
 
 /** Runs the baseline (and the what-if) and writes every file into the output's staging folder. */
@@ -110,7 +114,7 @@ async function runAll(output: OutputFolder, planned: Planned, options: SettledOp
     await writeSummaryFiles(out, { json: base.summary, summary: base.summary, days: base.days, title, range });
     return { baseline: base.summary };
   }
-  const other = await runOne(variant, variantSteps!, options, databaseUrl, join(out, 'variant'), 'what-if ', showProgress, run);
+  const other = await runOne(variant, variantSteps!, options, databaseUrl, join(out, 'variant'), 'what-if ', showProgress, run, planned.overlay);
   await forecast?.snapshot.close();
   failed.push(...other.failed.map((line) => `what-if: ${line}`));
   const diff = diffSummaries(base.summary, other.summary);
@@ -127,7 +131,7 @@ export async function runSimulate(parsed: SimulateOptions, databaseUrl: string |
   const overlay = parsed.whatIf ? loadScenario(parsed.whatIf) : undefined;
   // A forecast opens its source first: every refusal comes before anything is written.
   const forecast: Forecast | undefined = parsed.source
-    ? await openForecast({ source: parsed.source, from: parsed.from as Date | 'now', ...(parsed.account ? { accounts: parsed.account } : {}), ...(scenarioFile ? { scenario: scenarioFile } : {}), ...(parsed.declineRate ? { declineRate: parsed.declineRate } : {}) })
+    ? await openForecast({ source: parsed.source, from: parsed.from as Date | 'now', ...(parsed.account ? { accounts: parsed.account } : {}), ...(scenarioFile ? { scenario: scenarioFile } : {}) })
     : undefined;
   try {
     await runSettled({ ...parsed, from: forecast ? forecast.from : (parsed.from as Date) }, forecast ? forecast.scenario : scenarioFile!, overlay, databaseUrl, forecast);
@@ -158,7 +162,7 @@ async function runSettled(options: SettledOptions, baseline: Scenario, overlay: 
   try {
     staging = openOutputFolder(out);
     if (forecast && !options.json) console.log(`Forecast of ${forecast.snapshot.name} (accounts ${forecast.snapshot.accounts.join(', ')}), snapshot at ${formatJst(forecast.snapshot.instant)}; from ${formatJst(forecast.from)}\n`);
-    result = await runAll(staging, { baseline, baselineSteps, variant, variantSteps, overlayName }, options, databaseUrl, failed, forecast);
+    result = await runAll(staging, { baseline, baselineSteps, variant, variantSteps, overlayName, overlay }, options, databaseUrl, failed, forecast);
     staging.commit();
   } catch (error) {
     staging?.abandon();

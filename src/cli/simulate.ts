@@ -71,7 +71,7 @@ export function registerSimulate(program: Command): void {
     .option('--batch-size <n>', 'rows per job batch', batchArg)
     .option('--source <database-url|data-dir>', 'forecast: start from a read-only snapshot of this kessai database instead of an empty book')
     .option('--account <id>', 'with --source: copy this account only (repeatable; default every account)', collect)
-    .option('--decline-rate <share>', 'assumed share (0..1) of otherwise approved card authorizations declined, drawn from the seed', rateArg)
+    .option('--decline-rate <share>', 'assumed share (0..1) of otherwise approved card authorizations declined, drawn from the seed; replaces the scenario\'s and what-if\'s decline_rate', rateArg)
     .addHelpText(
       'after',
       '\nRuns on an embedded in-memory database unless --database-url is given on the command line, in which case a scratch\n' +

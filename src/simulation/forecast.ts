@@ -11,7 +11,7 @@ export interface Forecast {
   readonly snapshot: SourceSnapshot;
   readonly from: Date;
   readonly scenario: Scenario;
-  /** What the report says the forecast assumed. */
+  /** What the report says the forecast assumed (each run adds its decline rate: declineRateOf). */
   readonly assumptions: Readonly<Record<string, unknown>>;
 }
 
@@ -21,7 +21,19 @@ export interface ForecastOptions {
   /** `now`: the snapshot's newest instant. */
   readonly from: Date | 'now';
   readonly scenario?: Scenario;
-  readonly declineRate?: number;
+}
+
+/** Where a run's decline rate comes from: `--decline-rate` wins over the scenario's or what-if's `decline_rate`. */
+export type DeclineRateSource = 'command line (--decline-rate)' | 'scenario (decline_rate)' | 'what-if (decline_rate)' | 'none';
+
+/**
+ * The decline rate a run assumes and where it comes from, for the simulation and the report's
+ * assumptions. `overlay`: the what-if of a variant run (its `decline_rate` replaced the baseline's).
+ */
+export function declineRateOf(commandLine: number | undefined, scenario: Scenario, overlay?: Scenario): { readonly rate: number; readonly from: DeclineRateSource } {
+  if (commandLine !== undefined) return { rate: commandLine, from: 'command line (--decline-rate)' };
+  if (scenario.decline_rate === undefined) return { rate: 0, from: 'none' };
+  return { rate: scenario.decline_rate, from: overlay?.decline_rate !== undefined ? 'what-if (decline_rate)' : 'scenario (decline_rate)' };
 }
 
 /**
@@ -46,7 +58,6 @@ export async function openForecast(options: ForecastOptions): Promise<Forecast> 
     scenario,
     assumptions: {
       cards: 'the copied cards; a renewal after a card\'s expiry month fails with expired_card',
-      decline_rate: options.declineRate ?? 0,
       from: options.from === 'now' ? 'now: the newest created_at/updated_at of the copied rows or job ledger slot' : 'given',
       accounts: snapshot.accounts,
     },

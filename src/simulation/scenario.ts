@@ -101,6 +101,8 @@ export interface ScenarioWebhook {
 export interface Scenario {
   readonly name?: string;
   readonly description?: string;
+  /** Assumed share of otherwise approved authorizations declined (`card_declined`), drawn from the seed. */
+  readonly decline_rate?: number;
   readonly accounts?: readonly ScenarioAccount[];
   readonly tenants?: readonly ScenarioSetup[];
   readonly plans?: readonly ScenarioSetup[];
@@ -192,7 +194,8 @@ export function loadScenario(path: string): Scenario {
 /**
  * A what-if overlay on a baseline: its setup sections, generators and timeline entries are added
  * to the baseline's; an account with an id the baseline has overrides that account's settings
- * (fee rates and options merge key by key), a new id adds an account.
+ * (fee rates and options merge key by key), a new id adds an account; its decline rate, if it
+ * has one, replaces the baseline's.
  */
 export function overlayScenario(base: Scenario, overlay: Scenario): Scenario {
   const accounts = [...(base.accounts ?? [])];
@@ -223,9 +226,11 @@ export function overlayScenario(base: Scenario, overlay: Scenario): Scenario {
     };
   }
   const join = <T>(a: readonly T[] | undefined, b: readonly T[] | undefined): T[] => [...(a ?? []), ...(b ?? [])];
+  const declineRate = overlay.decline_rate ?? base.decline_rate;
   return {
     name: base.name,
     description: base.description,
+    ...(declineRate !== undefined ? { decline_rate: declineRate } : {}),
     accounts: accounts.length > 0 ? accounts : overlay.accounts,
     tenants: join(base.tenants, overlay.tenants),
     plans: join(base.plans, overlay.plans),

@@ -65,7 +65,10 @@ export interface SimulationOptions {
    * settings for them still apply.
    */
   readonly source?: Pick<SourceSnapshot, 'copyInto'>;
-  /** Assumed share of otherwise approved authorizations declined (`card_declined`), drawn from the seed. */
+  /**
+   * Assumed share of otherwise approved authorizations declined (`card_declined`), drawn from the
+   * seed; when absent, the scenario's `decline_rate` (none: 0).
+   */
   readonly declineRate?: number;
   /** Called after each stop with the simulated instant. */
   readonly onProgress?: (at: Date, stats: SimulationStats) => void;
@@ -114,6 +117,9 @@ export class SimulationError extends Error {
 }
 
 const FORECAST_ID_SALT = 0x19f0_7ca5;
+
+/** Before every instant kessai dates (the lower bound of the jobs' due-work look-up). */
+const OVERDUE_SINCE = new Date(0);
 
 /** A scratch database on a PostgreSQL server, dropped when the simulation ends. */
 async function scratchPostgres(url: string): Promise<{ url: string; citus: boolean; drop(): Promise<void> }> {
@@ -325,6 +331,7 @@ export async function simulate<T>(options: SimulationOptions, consume: (world: S
       await sql`ANALYZE`.execute(store.db);
     }
     const clock = new VirtualClock(options.from);
+    const declineRate = options.declineRate ?? options.scenario.decline_rate;
     // Webhooks are answered in the process, as the scenario's endpoints say (never the network).
     const webhookBehaviours = new Map<string, SimulatedBehaviour>();
     const ctx = createContext({
@@ -336,7 +343,7 @@ export async function simulate<T>(options: SimulationOptions, consume: (world: S
       // source built with seeded ids (tests, replays) with the same seed.
       ids: seededIds(options.source ? options.seed ^ FORECAST_ID_SALT : options.seed),
       log: options.log ?? silentLogger(),
-      processor: simulatedCardNetwork({ seed: options.seed, ...(options.declineRate ? { declineRate: options.declineRate } : {}) }),
+      processor: simulatedCardNetwork({ seed: options.seed, ...(declineRate ? { declineRate } : {}) }),
       config: {
         simulation: true,
         // Statement URLs in a simulation are signed with a key of the simulation itself.
@@ -400,8 +407,13 @@ async function advance(ctx: Context, clock: VirtualClock, options: SimulationOpt
   const jobRuns: JobRun[] = [];
   const lastRun = new Map<string, Date>();
   const stats: SimulationStats = { stops: 0, steps: 0, failedSteps: 0, jobRuns: 0 };
-  // Due work is looked up from before the range: anything not yet processed counts, however old.
-  const dueAfter = new Date(options.from.getTime() - 1);
+  // Due work is looked up from before anything kessai dates, not from the range's start: anything
+  // not yet processed counts, however old. A scenario starts empty, but a forecast's copied book
+  // may hold work the source's worker has not run yet (a renewal due before --from, a hold past
+  // its expiry, a term past its end). Such work is due at once, so it runs at each job's first
+  // slot at or after --from, as of that slot, as the live worker runs it on catching up: the first
+  // slot it runs processes everything due before it, each item dated at its own due instant.
+  const dueAfter = OVERDUE_SINCE;
   const end = new Date(to.getTime() - 1);
   const statistics = plannerStatistics(ctx);
   let next = 0;

@@ -16,9 +16,9 @@ import { openStore, type Store } from '../../src/db/connect';
 import { migrate } from '../../src/db/migrate';
 import { Scheduler } from '../../src/engine/scheduler';
 import { runOperation } from '../../src/operations/registry';
-import { openForecast } from '../../src/simulation/forecast';
+import { declineRateOf, openForecast } from '../../src/simulation/forecast';
 import { simulate } from '../../src/simulation/simulate';
-import { parseScenario, planSteps } from '../../src/simulation/scenario';
+import { overlayScenario, parseScenario, planSteps } from '../../src/simulation/scenario';
 import { operationNames } from '../../src/operations/registry';
 import { openSource } from '../../src/simulation/source-copy';
 import { createTestDatabase, isPostgres, testContext, type TestDatabase } from '../support/database';
@@ -42,15 +42,23 @@ async function daily(wakeAt: (at: Date) => Promise<void>, from: Date, to: Date):
   await wakeAt(to);
 }
 
-/** Builds a small live book by operations and the worker (manual clock) up to T. */
-async function buildBook(store: Store) {
+/** Where the worker of a source that is behind stopped: it has run nothing since. */
+const WORKER_STOPPED = new Date('2027-01-31T00:00:00Z');
+
+/**
+ * Builds a small live book by operations and the worker (manual clock) up to T. `behind`: the
+ * worker stops at WORKER_STOPPED instead, the book's account closes its terms semi-monthly and
+ * holds a one-day hold from 2027-02-06, so at T the term that ended with January (JST), its
+ * February 10 renewals and that hold's expiry are overdue.
+ */
+async function buildBook(store: Store, options: { behind?: boolean } = {}) {
   const ctx = testContext(store, { at: new Date('2027-01-10T01:00:00Z'), seed: 1, config: { backfillWindowMs: 60_000 } });
   const scheduler = new Scheduler(ctx, ALL_JOBS, { owner: 'test-worker' });
   const wakeAt = async (at: Date) => {
     ctx.clock.set(at);
     for (const outcome of await scheduler.tick()) expect(outcome.status).toBe('succeeded');
   };
-  for (const id of [ACCOUNT, OTHER]) await createAccount(ctx, { id, name: id });
+  for (const id of [ACCOUNT, OTHER]) await createAccount(ctx, { id, name: id, ...(options.behind && id === ACCOUNT ? { termCycle: 'semi_monthly' as const } : {}) });
   const caller = (accountId: string) => ({ accountId, livemode: false, kind: 'secret' as const });
   const subscribe = async (accountId: string, plan: string, card: { number: string; exp_month: number; exp_year: number }) => {
     const token = (await runOperation(ctx, caller(accountId), 'tokens.create', { card })) as { id: string };
@@ -66,8 +74,17 @@ async function buildBook(store: Store) {
   ctx.clock.set(new Date('2027-01-20T03:00:00Z'));
   const late = await subscribe(ACCOUNT, monthly.id, { number: '5555555555554444', exp_month: 12, exp_year: 2032 });
   await subscribe(OTHER, other.id, { number: '4242424242424242', exp_month: 12, exp_year: 2032 });
-  await daily(wakeAt, new Date('2027-01-20T03:00:01Z'), T);
-  return { ctx, wakeAt, plan: monthly.id, subscriptions: { good: good.id, expiring: expiring.id, late: late.id } };
+  if (!options.behind) {
+    await daily(wakeAt, new Date('2027-01-20T03:00:01Z'), T);
+    return { ctx, wakeAt, plan: monthly.id, subscriptions: { good: good.id, expiring: expiring.id, late: late.id }, hold: undefined };
+  }
+  await daily(wakeAt, new Date('2027-01-20T03:00:01Z'), WORKER_STOPPED);
+  ctx.clock.set(new Date('2027-02-06T00:00:00Z'));
+  const hold = (await runOperation(ctx, caller(ACCOUNT), 'charges.create', { amount: 3000, currency: 'jpy', card: (await runOperation(ctx, caller(ACCOUNT), 'tokens.create', { card: { number: '4242424242424242', exp_month: 12, exp_year: 2032, cvc: '123' } }) as { id: string }).id, capture: false, expiry_days: 1 })) as { id: string };
+  // The newest row of the book: the snapshot's instant is T.
+  ctx.clock.set(T);
+  await runOperation(ctx, caller(ACCOUNT), 'customers.create', { description: 'signed up at T' });
+  return { ctx, wakeAt, plan: monthly.id, subscriptions: { good: good.id, expiring: expiring.id, late: late.id }, hold: hold.id };
 }
 
 /** A checksum of every table of a database, the ledgers included. */
@@ -155,6 +172,50 @@ describe.runIf(isPostgres())('simulate --source on a PostgreSQL book (issue 19)'
     expect(generated.length).toBeGreaterThanOrEqual(4);
   }, 180_000);
 
+  it('dated account settings of an overlay take effect on the copied book at their date, in a --scenario file and in a what-if', async () => {
+    const end = new Date('2027-05-01T00:00:00Z');
+    // Visa charges of the book's account: 3.00 % before April, 2.50 % from April 1 (JST).
+    const dated = { accounts: [{ id: ACCOUNT, from: '2027-04-01', fee_rates: { Visa: '2.50' }, options: { reauth_lead_hours: 48 } }] };
+    const feeRates = async (store: Pick<Store, 'db'>) =>
+      (
+        await store.db.selectFrom('charges').select(['created_at', 'fee_rate']).where('subscription_id', 'in', [book.subscriptions.good, book.subscriptions.expiring]).where('created_at', '>=', T).orderBy('created_at').execute()
+      ).map((row) => [row.created_at.toISOString().slice(0, 7), Number(row.fee_rate)]);
+    const run = async (scenario: ReturnType<typeof parseScenario> | undefined, whatIf: ReturnType<typeof parseScenario> | undefined) => {
+      const forecast = await openForecast({ source: source.url!, from: 'now', accounts: [ACCOUNT], ...(scenario ? { scenario } : {}) });
+      try {
+        const planned = whatIf ? overlayScenario(forecast.scenario, whatIf) : forecast.scenario;
+        const steps = planSteps(planned, { from: forecast.from, to: end, seed: 2, operations: operationNames() });
+        return await simulate({ scenario: planned, steps, from: forecast.from, to: end, seed: 2, jobs: ALL_JOBS, source: forecast.snapshot }, async (world) => ({
+          fees: await feeRates(world.ctx),
+          leadHours: (await world.ctx.db.selectFrom('accounts').select('reauth_lead_hours').where('account_id', '=', ACCOUNT).executeTakeFirstOrThrow()).reauth_lead_hours,
+          failed: world.outcomes.filter((outcome) => outcome.error !== null),
+        }));
+      } finally {
+        await forecast.snapshot.close();
+      }
+    };
+    const asWhatIf = await run(undefined, parseScenario(JSON.stringify(dated), 'what-if'));
+    const inScenario = await run(parseScenario(JSON.stringify(dated), 'scenario'), undefined);
+    const unchanged = await run(undefined, undefined);
+    expect(asWhatIf.failed).toEqual([]);
+    // Two Visa subscribers renew in March and April; the copied book's rate before, the new one after.
+    expect(unchanged.fees).toEqual([
+      ['2027-03', 3],
+      ['2027-03', 3],
+      ['2027-04', 3],
+      ['2027-04', 3],
+    ]);
+    expect(asWhatIf.fees).toEqual([
+      ['2027-03', 3],
+      ['2027-03', 3],
+      ['2027-04', 2.5],
+      ['2027-04', 2.5],
+    ]);
+    expect(asWhatIf.leadHours).toBe(48);
+    expect(unchanged.leadHours).not.toBe(48);
+    expect(inScenario).toEqual(asWhatIf);
+  }, 180_000);
+
   it('the forecast from T equals what the worker then does, and the source is unchanged byte for byte', async () => {
     const before = await checksums(source.store);
     const forecast = await openForecast({ source: source.url!, from: 'now', accounts: [ACCOUNT, OTHER] });
@@ -210,22 +271,33 @@ describe.runIf(isPostgres())('simulate --source on a PostgreSQL book (issue 19)'
     }
   }, 60_000);
 
-  it('the decline-rate option is deterministic under a seed', async () => {
-    const run = async (seed: number) => {
-      const forecast = await openForecast({ source: source.url!, from: 'now', accounts: [ACCOUNT], declineRate: 0.5 });
+  it('the decline rate, a scenario field or the command-line option (which wins), is deterministic under a seed', async () => {
+    const run = async (seed: number, scenario: ReturnType<typeof parseScenario>, commandLine?: number) => {
+      const forecast = await openForecast({ source: source.url!, from: 'now', accounts: [ACCOUNT], scenario });
+      const decline = declineRateOf(commandLine, forecast.scenario);
       try {
-        return await simulate(
-          { scenario: forecast.scenario, steps: [], from: forecast.from, to: new Date('2027-12-01T00:00:00Z'), seed, jobs: ALL_JOBS, source: forecast.snapshot, declineRate: 0.5 },
+        const charges = await simulate(
+          { scenario: forecast.scenario, steps: [], from: forecast.from, to: new Date('2027-12-01T00:00:00Z'), seed, jobs: ALL_JOBS, source: forecast.snapshot, ...(commandLine !== undefined ? { declineRate: commandLine } : {}) },
           (world) => chargesFrom(world.ctx, forecast.from),
         );
+        return { charges, decline };
       } finally {
         await forecast.snapshot.close();
       }
     };
-    const [a, b] = [await run(3), await run(3)];
+    const half = parseScenario(JSON.stringify({ decline_rate: 0.5 }), 'scenario');
+    const [a, b, other] = [await run(3, half), await run(3, half), await run(4, half)];
     expect(a).toEqual(b);
-    expect(a.some((charge) => charge.failure === 'card_declined')).toBe(true);
-  }, 180_000);
+    expect(a.decline).toEqual({ rate: 0.5, from: 'scenario (decline_rate)' });
+    const declined = (charges: ChargeKey[]) => charges.filter((charge) => charge.failure === 'card_declined').map((charge) => `${charge.subscription} ${charge.at}`);
+    expect(declined(a.charges).length).toBeGreaterThan(0);
+    // Another seed, other draws (the renewals after a decline differ too: the subscription pauses).
+    expect(other.charges).not.toEqual(a.charges);
+    // The command line wins: 0 there declines nothing whatever the scenario says.
+    const none = await run(3, half, 0);
+    expect(none.decline).toEqual({ rate: 0, from: 'command line (--decline-rate)' });
+    expect(declined(none.charges)).toEqual([]);
+  }, 240_000);
 
   describe('bad input: one clear line, nothing written anywhere', () => {
     const out = join(scratch, 'out');
@@ -277,6 +349,44 @@ describe.runIf(isPostgres())('simulate --source on a PostgreSQL book (issue 19)'
   });
 });
 
+describe.runIf(isPostgres())('simulate --source on a book whose worker is behind (issue 19)', () => {
+  let source: TestDatabase;
+  let book: Awaited<ReturnType<typeof buildBook>>;
+  beforeAll(async () => {
+    source = await createTestDatabase();
+    book = await buildBook(source.store, { behind: true });
+  }, 120_000);
+  afterAll(async () => source?.drop());
+
+  it('work overdue at --from runs at its first slot, as the worker runs it when it catches up', async () => {
+    const end = new Date('2027-04-01T00:00:00Z');
+    const holdState = async (store: Pick<Store, 'db'>) =>
+      store.db.selectFrom('charges').select(['amount_refunded', 'captured']).select(sql<string | null>`to_char(released_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS')`.as('released')).where('amount', '=', 3000).where('account_id', '=', ACCOUNT).execute();
+    const forecast = await openForecast({ source: source.url!, from: 'now', accounts: [ACCOUNT, OTHER] });
+    expect(forecast.from.toISOString()).toBe(T.toISOString());
+    const forecasted = await simulate({ scenario: forecast.scenario, steps: [], from: forecast.from, to: end, seed: 7, jobs: ALL_JOBS, source: forecast.snapshot }, async (world) => ({
+      charges: await chargesFrom(world.ctx, WORKER_STOPPED),
+      statements: await statementsFrom(world.ctx, WORKER_STOPPED),
+      hold: await holdState(world.ctx),
+    }));
+    await forecast.snapshot.close();
+    // Overdue at T: the February 10 renewals, dated at their own due instant,
+    const renewals = forecasted.charges.filter((charge) => charge.at.startsWith('2027-02-10'));
+    expect(renewals.map((charge) => charge.subscription).sort()).toEqual([book.subscriptions.expiring, book.subscriptions.good].sort());
+    // the hold past its expiry, released,
+    expect(forecasted.hold).toHaveLength(1);
+    expect(forecasted.hold[0]!.released).not.toBeNull();
+    // and the term that ended with January, closed at its end.
+    expect(forecasted.statements.some((line) => (JSON.parse(line as string) as { created_at: string }).created_at === '2027-01-31T15:00:00.000Z')).toBe(true);
+
+    // What happens: the worker catches up at its next wake-up after T, then runs on.
+    await daily(book.wakeAt, new Date(T.getTime() + 1), new Date(end.getTime() - 1));
+    expect(forecasted.charges).toEqual(await chargesFrom(source.store, WORKER_STOPPED));
+    expect(forecasted.statements).toEqual(await statementsFrom(source.store, WORKER_STOPPED));
+    expect(forecasted.hold).toEqual(await holdState(source.store));
+  }, 240_000);
+});
+
 /** Every file of a folder with its sha-256, for "never written". */
 function folderChecksums(dir: string): Record<string, string> {
   const sums: Record<string, string> = {};
@@ -300,17 +410,24 @@ describe('simulate --source on an embedded data folder (issue 19)', () => {
     await store.close();
     const before = folderChecksums(dir);
     const out = join(scratch, 'embedded-out');
-    const result = kessai(['simulate', '--source', dir, '--from', 'now', '--to', '2027-05-15', '--out', out]);
+    // The expected decline rate as a field: the scenario's for the baseline, the what-if's for the variant.
+    writeFileSync(join(scratch, 'declines.json'), JSON.stringify({ decline_rate: 0.01 }));
+    writeFileSync(join(scratch, 'more-declines.json'), JSON.stringify({ name: 'more declines', decline_rate: 0.5 }));
+    const result = kessai(['simulate', '--source', dir, '--from', 'now', '--to', '2027-05-15', '--out', out, '--scenario', join(scratch, 'declines.json'), '--what-if', join(scratch, 'more-declines.json')]);
     expect(result.status, result.stderr).toBe(0);
     expect(result.stdout).toContain(`Forecast of embedded ${dir} (accounts ${ACCOUNT}, ${OTHER}), snapshot at ${formatJst(T)}`);
     expect(folderChecksums(dir)).toEqual(before);
-    const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as { source: { name: string; snapshot_instant: string }; charges: { failure_code: string | null }[] };
+    type Report = { source: { name: string; snapshot_instant: string; assumptions: Record<string, unknown> }; charges: { failure_code: string | null }[] };
+    const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as Report;
+    const variant = JSON.parse(readFileSync(join(out, 'variant', 'report.json'), 'utf8')) as Report;
+    expect(report.source.assumptions).toMatchObject({ decline_rate: 0.01, decline_rate_from: 'scenario (decline_rate)' });
+    expect(variant.source.assumptions).toMatchObject({ decline_rate: 0.5, decline_rate_from: 'what-if (decline_rate)' });
     expect(report.source.name).toBe(`embedded ${dir}`);
     expect(report.source.snapshot_instant).toBe('2027-02-15T00:00:00Z');
     expect(report.charges.some((charge) => charge.failure_code === 'expired_card')).toBe(true);
     // The copied history (January's charges) is in report.json, the summary starts at --from.
     expect(report.charges.length).toBeGreaterThan(0);
-    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as { months: { month: string }[] };
-    expect(summary.months.map((m) => m.month)).toEqual(['2027-02', '2027-03', '2027-04', '2027-05']);
+    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as { baseline: { months: { month: string }[] } };
+    expect(summary.baseline.months.map((m) => m.month)).toEqual(['2027-02', '2027-03', '2027-04', '2027-05']);
   }, 240_000);
 });

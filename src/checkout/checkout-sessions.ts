@@ -312,17 +312,10 @@ export async function completeCheckoutSession(ctx: Context, caller: Caller, inpu
     const snapshot = await resolvePaymentMethod(trx, caller, { type: methodTypeText, id: methodId, customerId: flow.customer_id, at: now });
     const outcome = await confirmLockedFlow(trx, ctx, flow, snapshot, now, { authenticateInline: true });
     const completed = outcome.failure === null;
-    const updated = await trx
-      .updateTable('checkout_sessions')
-      .set({ payment_flow_id: outcome.row.payment_flow_id, updated_at: now, ...(completed ? { status: 'complete' as const, completed_at: now } : {}) })
-      .where('account_id', '=', session.account_id)
-      .where('livemode', '=', session.livemode)
-      .where('checkout_session_id', '=', session.checkout_session_id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const updated = await saveSession(trx, session, { payment_flow_id: outcome.row.payment_flow_id, updated_at: now, ...(completed ? { status: 'complete' as const, completed_at: now } : {}) });
     const rendered = await renderOne(trx, updated);
     if (completed) {
-      await recordEvents(trx, ctx.ids, [{ accountId: caller.accountId, livemode: caller.livemode, type: 'checkout.session.completed', data: rendered, at: now, apiVersion: 'v2' }]);
+      await recordEvents(trx, ctx.ids, [completedEvent(updated, rendered, now)]);
     }
     return { rendered, failure: outcome.failure };
   });
@@ -364,10 +357,15 @@ async function completeSetupSession(ctx: Context, caller: Caller, id: string, me
     if (session.status !== 'open') return session;
     const now = ctx.clock.now();
     const completed = await saveSession(trx, session, { status: 'complete', completed_at: now, updated_at: now });
-    await recordEvents(trx, ctx.ids, [{ accountId: caller.accountId, livemode: caller.livemode, type: 'checkout.session.completed', data: await renderOne(trx, completed), at: now, apiVersion: 'v2' }]);
+    await recordEvents(trx, ctx.ids, [completedEvent(completed, await renderOne(trx, completed), now)]);
     return completed;
   });
   return renderOne(ctx.db, row);
+}
+
+/** `checkout.session.completed` of a session just completed, at `at`. */
+function completedEvent(row: CheckoutSessionRow, data: CheckoutSessionObject, at: Date): EventInput {
+  return { accountId: row.account_id, livemode: row.livemode, type: 'checkout.session.completed', data, at, apiVersion: 'v2' };
 }
 
 function assertOpen(session: CheckoutSessionRow, now: Date): void {
@@ -477,14 +475,7 @@ export async function updateCheckoutSession(ctx: Context, caller: Caller, input:
     const session = await findSession(trx, caller, id, true);
     if (!hasParam(params, 'metadata')) return session;
     const metadata = mergeMetadata(session.metadata, params.metadata, 'v2');
-    return trx
-      .updateTable('checkout_sessions')
-      .set({ metadata: JSON.stringify(metadata), updated_at: now })
-      .where('account_id', '=', caller.accountId)
-      .where('livemode', '=', caller.livemode)
-      .where('checkout_session_id', '=', id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    return saveSession(trx, session, { metadata: JSON.stringify(metadata), updated_at: now });
   });
   return renderOne(ctx.db, row);
 }

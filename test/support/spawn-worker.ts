@@ -33,3 +33,20 @@ function spawnNode(args: readonly string[], env: Record<string, string>): Spawne
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   return { child, exited, output: () => stdout, errors: () => stderr };
 }
+
+/**
+ * `kessai serve --port 0` (and `args`) in its own process, resolved with its `/v1` base URL once
+ * it prints it; rejected if it exits first.
+ */
+export async function startServe(args: readonly string[], env: Record<string, string>): Promise<{ readonly server: SpawnedWorker; readonly apibase: string }> {
+  const server = spawnKessai(['serve', '--port', '0', ...args], env);
+  const apibase = await new Promise<string>((resolve, reject) => {
+    const look = () => {
+      const match = /kessai v1 API on (https?:\/\/\S+\/v1) /.exec(server.output());
+      if (match) resolve(match[1]!);
+    };
+    server.child.stdout!.on('data', look);
+    void server.exited.then(({ code, signal }) => reject(new Error(`kessai serve exited (${code ?? signal}) before listening: ${server.errors()}`)));
+  });
+  return { server, apibase };
+}

@@ -264,19 +264,16 @@ async function idempotencyPlugin(app: FastifyInstance, options: IdempotencyOptio
     return payload;
   });
 
-  // A request that ends without a response through onSend (its connection lost first) keeps nothing.
-  app.addHook('onResponse', async (request) => {
+  // A request that ends without a response through onSend (its connection lost first) keeps
+  // nothing: its transaction is rolled back (an operation still running fails on its next statement).
+  const abandon = async (request: FastifyRequest): Promise<void> => {
     const held = HELD.get(request);
     if (held === undefined) return;
     HELD.delete(request);
     await rollback(held.trx);
-  });
-  app.addHook('onRequestAbort', async (request) => {
-    const held = HELD.get(request);
-    if (held === undefined) return;
-    HELD.delete(request);
-    await rollback(held.trx);
-  });
+  };
+  app.addHook('onResponse', abandon);
+  app.addHook('onRequestAbort', abandon);
 
   if (purgeIntervalMs > 0) {
     const timer = setInterval(() => {

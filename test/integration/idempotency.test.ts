@@ -91,6 +91,18 @@ describe('Idempotency-Key on POST', () => {
     expect(await chargesOf(cus)).toHaveLength(1);
   });
 
+  it('a refusal from inside the operation\'s own transaction (rolled back to its savepoint) is kept and replayed', async () => {
+    const header = key('inside');
+    const before = server.handled.get('charges.create') ?? 0;
+    const body = { amount: '500', currency: 'jpy', customer: 'cus_does_not_exist' };
+    const first = await call(server.apibase, keys.test.secret, 'POST', '/charges', body, header);
+    expect(first).toMatchObject({ status: 404, body: { error: { status: 404, param: 'customer' } } });
+    const second = await call(server.apibase, keys.test.secret, 'POST', '/charges', body, header);
+    expect(second).toMatchObject({ status: 404, body: first.body });
+    expect(second.headers.get('idempotent-replayed')).toBe('true');
+    expect(server.handled.get('charges.create')).toBe(before + 1);
+  });
+
   it('the same key with another request is refused (400 already_exist_id on Idempotency-Key) and changes nothing', async () => {
     const cus = await customer();
     const header = key('conflict');

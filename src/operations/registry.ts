@@ -13,7 +13,7 @@ import { CUSTOMER_OPERATIONS } from '../api/v1/customers';
 import { V2_CUSTOMER_OPERATIONS } from '../customers/v2-customers';
 import { TOKEN_OPERATIONS } from '../customers/tokens';
 import { reject } from '../domain/errors';
-import { EVENT_OPERATIONS } from '../events/event-operations';
+import { V2_EVENT_OPERATIONS } from '../events/v2-events';
 import type { Context } from '../engine/context';
 import { PAYMENT_FLOW_OPERATIONS } from '../payment-flows/payment-flows';
 import { PAYMENT_METHOD_OPERATIONS } from '../payment-methods/payment-methods';
@@ -23,6 +23,7 @@ import { PRODUCT_OPERATIONS } from '../products/products';
 import { PAYMENT_REFUND_OPERATIONS } from '../payment-refunds/payment-refunds';
 import { PLAN_OPERATIONS } from '../api/v1/plans';
 import { BALANCE_URL_OPERATIONS } from '../api/v1/balances';
+import { EVENT_OPERATIONS } from '../api/v1/events';
 import { TENANT_APPLICATION_URL_OPERATIONS } from '../api/v1/tenant-application-urls';
 import { THREE_D_SECURE_REQUEST_OPERATIONS } from '../api/v1/three-d-secure-requests';
 import { TOKEN_READ_OPERATIONS } from '../api/v1/tokens';
@@ -48,8 +49,8 @@ function buildRegistry(groups: readonly (readonly Operation[])[]): ReadonlyMap<s
 const REGISTRY = buildRegistry([TOKEN_OPERATIONS, CUSTOMER_OPERATIONS, CARD_OPERATIONS, PLAN_OPERATIONS, SUBSCRIPTION_OPERATIONS, CHARGE_OPERATIONS, PAYMENT_FLOW_OPERATIONS, PAYMENT_REFUND_OPERATIONS, PRICE_OPERATIONS, PRODUCT_OPERATIONS, TAX_RATE_OPERATIONS, PAYMENT_METHOD_OPERATIONS, SETUP_FLOW_OPERATIONS, CHECKOUT_SESSION_OPERATIONS, PAYMENT_METHOD_CONFIGURATION_OPERATIONS, TENANT_OPERATIONS, SETTLEMENT_OPERATIONS, EVENT_OPERATIONS, ACCOUNT_OPERATIONS,
   // Issue 15 point 3: the v1 routes not yet served.
   TOKEN_READ_OPERATIONS, BALANCE_URL_OPERATIONS, TRANSFER_OPERATIONS, THREE_D_SECURE_REQUEST_OPERATIONS, TENANT_APPLICATION_URL_OPERATIONS,
-  // Issue 16: the v2 customers.
-  V2_CUSTOMER_OPERATIONS]);
+  // Issue 16: the v2 customers and events.
+  V2_CUSTOMER_OPERATIONS, V2_EVENT_OPERATIONS]);
 
 /** Every operation name, sorted, for help texts and scenario validation. */
 export function operationNames(): string[] {

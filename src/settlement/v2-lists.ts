@@ -10,7 +10,7 @@ import { defineOperation } from '../operations/define';
 import { readParams } from '../operations/params';
 import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
 import { balanceObjects, findStatement, statementObjects, type BalanceObject, type StatementObject } from './statements';
-import { findTerm, openTermCounts, renderTerm, type TermObject } from './terms';
+import { listTerms, renderTermRecord, type TermObject } from './terms';
 
 export async function listV2Statements(ctx: Context, caller: Caller, input: unknown): Promise<V2List<StatementObject>> {
   const page = readV2Page(readParams(input, V2_PAGINATION_PARAMS));
@@ -46,16 +46,7 @@ export async function listV2Balances(ctx: Context, caller: Caller, input: unknow
 
 export async function listV2Terms(ctx: Context, caller: Caller, input: unknown): Promise<V2List<TermObject>> {
   const page = readV2Page(readParams(input, V2_PAGINATION_PARAMS));
-  const cursor = page.cursor === undefined ? undefined : await findTerm(ctx.db, caller, page.cursor.id, page.cursor.param);
-  const rows = await ctx.db
-    .selectFrom('terms')
-    .selectAll()
-    .where('account_id', '=', caller.accountId)
-    .where('livemode', '=', caller.livemode)
-    .$call(inV2Page(page, cursor && { created_at: cursor.created_at, id: cursor.term_id }, 'term_id'))
-    .execute();
-  const counts = await openTermCounts(ctx.db, rows);
-  return v2ListObject(rows, page, '/v2/terms', (row) => renderTerm(row, counts.get(row.term_id)));
+  return v2ListObject(await listTerms(ctx, caller, page), page, '/v2/terms', renderTermRecord);
 }
 
 export const V2_SETTLEMENT_LIST_OPERATIONS = [

@@ -5,27 +5,22 @@
  * `platformer` as for statements, v1 §4.7); balance records → v1 balance objects, the issued URL →
  * the `statement_url` object (v1 §2.7).
  */
-import { reject } from '../../domain/errors';
 import { defineCommandOperation } from '../../operations/define';
 import { listObject, PAGINATION_PARAMS, readPage, type Page } from '../../operations/pagination';
 import { optionalString, readParams } from '../../operations/params';
 import { issueBalanceStatementUrl } from '../../settlement/balance-statement-urls';
 import { BALANCE_OWNERS, BALANCE_STATES, BALANCES_URL, listBalances, renderBalanceRecord, retrieveBalance, type ListBalancesCommand } from '../../settlement/statements';
-import { decodeId } from './codec';
+import { decodeId, optionalFilter } from './codec';
 import { decodeStatementUrl, renderStatementUrl } from './statements';
 
 /** `balances.list`: pagination plus `state`, `owner` and `tenant`, checked in that order. */
 export function decodeListBalances(input: unknown): ListBalancesCommand & { readonly page: Page } {
   const params = readParams(input, [...PAGINATION_PARAMS, 'state', 'owner', 'tenant']);
   const page = readPage(params);
-  const state = optionalString(params, 'state', { code: 'invalid_querystring' });
-  if (state !== undefined && !(BALANCE_STATES as readonly string[]).includes(state)) reject('invalid_querystring', 'state', 'state must be collecting, transfer or claim');
-  const owner = optionalString(params, 'owner', { code: 'invalid_querystring' });
-  if (owner !== undefined && !(BALANCE_OWNERS as readonly string[]).includes(owner)) reject('invalid_querystring', 'owner', 'owner must be merchant, tenant or platform');
   return {
     page,
-    state: state as ListBalancesCommand['state'],
-    owner: owner as ListBalancesCommand['owner'],
+    state: optionalFilter(params, 'state', BALANCE_STATES, 'state must be collecting, transfer or claim'),
+    owner: optionalFilter(params, 'owner', BALANCE_OWNERS, 'owner must be merchant, tenant or platform'),
     tenant: optionalString(params, 'tenant', { code: 'invalid_querystring' }),
   };
 }

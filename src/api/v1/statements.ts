@@ -3,7 +3,6 @@
  * with v1 pagination and the filters of §4.7, `statements.statement_urls` (`platformer`); statement
  * records → v1 statement objects, an issued URL → the `statement_url` object.
  */
-import { reject } from '../../domain/errors';
 import { STATEMENT_TYPES } from '../../domain/sales-statements';
 import { toUnixSeconds } from '../../domain/time';
 import { defineCommandOperation } from '../../operations/define';
@@ -17,9 +16,8 @@ import {
   STATEMENT_OWNERS,
   STATEMENTS_URL,
   type ListStatementsCommand,
-  type StatementRow,
 } from '../../settlement/statements';
-import { decodeId } from './codec';
+import { decodeId, optionalFilter } from './codec';
 
 /**
  * `statements.list`: pagination plus `owner` (`merchant` or `tenant`), `type`, `tenant`, `term`
@@ -28,14 +26,10 @@ import { decodeId } from './codec';
 export function decodeListStatements(input: unknown): ListStatementsCommand & { readonly page: Page } {
   const params = readParams(input, [...PAGINATION_PARAMS, 'owner', 'source_transfer', 'tenant', 'term', 'type']);
   const page = readPage(params);
-  const owner = optionalString(params, 'owner', { code: 'invalid_querystring' });
-  if (owner !== undefined && !(STATEMENT_OWNERS as readonly string[]).includes(owner)) reject('invalid_querystring', 'owner', 'owner must be merchant or tenant');
-  const type = optionalString(params, 'type', { code: 'invalid_querystring' });
-  if (type !== undefined && !(STATEMENT_TYPES as readonly string[]).includes(type)) reject('invalid_querystring', 'type', `type must be one of ${STATEMENT_TYPES.join(', ')}`);
   return {
     page,
-    owner: owner as ListStatementsCommand['owner'],
-    type: type as StatementRow['type'] | undefined,
+    owner: optionalFilter(params, 'owner', STATEMENT_OWNERS, 'owner must be merchant or tenant'),
+    type: optionalFilter(params, 'type', STATEMENT_TYPES, `type must be one of ${STATEMENT_TYPES.join(', ')}`),
     tenant: optionalString(params, 'tenant', { code: 'invalid_querystring' }),
     term: optionalString(params, 'term', { code: 'invalid_querystring' }),
     sourceTransfer: optionalString(params, 'source_transfer', { code: 'invalid_querystring' }),

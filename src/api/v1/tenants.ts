@@ -3,7 +3,7 @@
  * under the v1 rules (v1 metadata, empty `name` clears it), tenant rows → v1 tenant objects. The
  * checks run here, in the order v1 has always given them, before anything is read or written.
  */
-import { FLEXIBLE_ID_PATTERN, MAX_DESCRIPTION_LENGTH } from '../../customers/customers';
+import { MAX_DESCRIPTION_LENGTH } from '../../customers/customers';
 import { TENANT_MINIMUM_TRANSFER_AMOUNT_DEFAULT, TENANT_MINIMUM_TRANSFER_AMOUNT_FLOOR } from '../../domain/balance-rules';
 import { reject } from '../../domain/errors';
 import { parsePlatformFeeRate } from '../../domain/fees';
@@ -11,7 +11,7 @@ import { createMetadata } from '../../domain/metadata';
 import { formatRate } from '../../domain/money';
 import { defineCommandOperation } from '../../operations/define';
 import { listObject } from '../../operations/pagination';
-import { hasParam, optionalBoolean, optionalInteger, optionalString, readParams, requireString, type Params } from '../../operations/params';
+import { hasParam, optionalBoolean, optionalFlexibleId, optionalInteger, optionalText, readParams, requireString, type Params } from '../../operations/params';
 import {
   createTenant,
   deleteTenant,
@@ -38,14 +38,6 @@ function readRate(params: Params): string | undefined {
   }
 }
 
-/** `name` as sent: undefined when absent, null when sent empty (clears it). */
-function readName(params: Params): string | null | undefined {
-  const name = optionalString(params, 'name', { code: 'invalid_string_length' });
-  if (name === undefined) return undefined;
-  if ([...name].length > MAX_DESCRIPTION_LENGTH) reject('invalid_string_length', 'name', `name must be at most ${MAX_DESCRIPTION_LENGTH} characters`);
-  return name === '' ? null : name;
-}
-
 function readMinimum(params: Params): number | undefined {
   return optionalInteger(params, 'minimum_transfer_amount', { min: TENANT_MINIMUM_TRANSFER_AMOUNT_FLOOR, max: MAX_MINIMUM_TRANSFER_AMOUNT, code: 'invalid_amount' });
 }
@@ -56,9 +48,8 @@ function readMinimum(params: Params): number | undefined {
  */
 export function decodeCreateTenant(input: unknown): CreateTenantCommand {
   const params = readParams(input, ['id', 'name', 'platform_fee_rate', 'payjp_fee_included', 'minimum_transfer_amount', 'metadata']);
-  const id = optionalString(params, 'id', { code: 'invalid_flexible_id' });
-  if (id !== undefined && !FLEXIBLE_ID_PATTERN.test(id)) reject('invalid_flexible_id', 'id', 'id must be 1 to 100 half-width letters, digits, underscores or hyphens');
-  const name = readName(params) ?? null;
+  const id = optionalFlexibleId(params);
+  const name = optionalText(params, 'name', MAX_DESCRIPTION_LENGTH) ?? null;
   const platformFeeRate = readRate(params);
   if (platformFeeRate === undefined) return reject('missing_param', 'platform_fee_rate', 'platform_fee_rate is required');
   return {
@@ -78,7 +69,7 @@ export function decodeCreateTenant(input: unknown): CreateTenantCommand {
 export function decodeUpdateTenant(input: unknown): UpdateTenantCommand {
   const params = readParams(input, ['id', 'name', 'platform_fee_rate', 'minimum_transfer_amount', 'metadata']);
   const id = requireString(params, 'id');
-  const name = readName(params);
+  const name = optionalText(params, 'name', MAX_DESCRIPTION_LENGTH);
   const platformFeeRate = readRate(params);
   const minimumTransferAmount = readMinimum(params);
   return { id, name, platformFeeRate, minimumTransferAmount, metadata: hasParam(params, 'metadata') ? { update: params.metadata, flavour: 'v1' } : undefined };

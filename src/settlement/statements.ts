@@ -1,7 +1,8 @@
 /**
  * Statements and balances as the API shows them (v1 §2.6, service rules §4 "Balance"), and reading
- * them for `statements.retrieve|list` (filters of v1 §4.7) and `balances.retrieve|list`: one
- * execution for v1 and v2 each (v1 codec: src/api/v1/statements.ts, balances.ts; v2 lists: ./v2-lists.ts).
+ * them for `statements.retrieve|list` (filters of v1 §4.7) and `balances.retrieve|list`: each an
+ * execution that v1 and v2 share (v1 codec: src/api/v1/statements.ts, balances.ts; v2 lists:
+ * ./v2-lists.ts).
  */
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
@@ -100,7 +101,7 @@ export function renderBalance(row: BalanceRow, statements: readonly StatementObj
   };
 }
 
-/** Statements' keys and terms, to read their items and terms (statementObjects). */
+/** Statements' keys and terms, to read their items and terms (statementRecords). */
 const STATEMENT_KEYS = bulkColumns<StatementRow>()({ a: ['text', 'account_id'], l: ['boolean', 'livemode'], s: ['text', 'statement_id'], t: ['text', 'term_id'] });
 
 /** A statement with its items (in order) and its term: what renderStatementRecord shows. */

@@ -22,6 +22,7 @@ import { TAX_RATE_OPERATIONS } from '../tax-rates/tax-rates';
 import { PRODUCT_OPERATIONS } from '../products/products';
 import { PAYMENT_REFUND_OPERATIONS } from '../payment-refunds/payment-refunds';
 import { PLAN_OPERATIONS } from '../api/v1/plans';
+import { SUBSCRIPTION_OPERATIONS } from '../api/v1/subscriptions';
 import { BALANCE_URL_OPERATIONS } from '../api/v1/balances';
 import { TENANT_APPLICATION_URL_OPERATIONS } from '../api/v1/tenant-application-urls';
 import { THREE_D_SECURE_REQUEST_OPERATIONS } from '../api/v1/three-d-secure-requests';
@@ -29,7 +30,6 @@ import { TOKEN_READ_OPERATIONS } from '../api/v1/tokens';
 import { TRANSFER_OPERATIONS } from '../api/v1/transfers';
 import { PRICE_OPERATIONS } from '../prices/prices';
 import { SETTLEMENT_OPERATIONS } from '../settlement/operations';
-import { SUBSCRIPTION_OPERATIONS } from '../subscriptions/subscriptions';
 import type { Operation } from './define';
 
 export { defineOperation, type Operation, type OperationHandler } from './define';

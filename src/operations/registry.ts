@@ -8,7 +8,7 @@ import { ACCOUNT_OPERATIONS } from '../accounts/account-operations';
 import { CHARGE_OPERATIONS } from '../charges/charge-operations';
 import { CHECKOUT_SESSION_OPERATIONS } from '../checkout/checkout-sessions';
 import { PAYMENT_METHOD_CONFIGURATION_OPERATIONS } from '../checkout/payment-method-configurations';
-import { CARD_OPERATIONS } from '../customers/cards';
+import { CARD_OPERATIONS } from '../api/v1/cards';
 import { CUSTOMER_OPERATIONS } from '../api/v1/customers';
 import { V2_CUSTOMER_OPERATIONS } from '../customers/v2-customers';
 import { TOKEN_OPERATIONS } from '../customers/tokens';

@@ -4,7 +4,6 @@
  * checks, the same objects and the same errors.
  */
 import type { Caller } from '../accounts/accounts';
-import { ACCOUNT_OPERATIONS } from '../accounts/account-operations';
 import { CHARGE_OPERATIONS } from '../charges/charge-operations';
 import { CHECKOUT_SESSION_OPERATIONS } from '../checkout/checkout-sessions';
 import { PAYMENT_METHOD_CONFIGURATION_OPERATIONS } from '../checkout/payment-method-configurations';
@@ -23,6 +22,7 @@ import { PRODUCT_OPERATIONS } from '../products/products';
 import { PAYMENT_REFUND_OPERATIONS } from '../payment-refunds/payment-refunds';
 import { PLAN_OPERATIONS } from '../api/v1/plans';
 import { SUBSCRIPTION_OPERATIONS } from '../api/v1/subscriptions';
+import { ACCOUNT_OPERATIONS } from '../api/v1/accounts';
 import { BALANCE_URL_OPERATIONS } from '../api/v1/balances';
 import { TENANT_APPLICATION_URL_OPERATIONS } from '../api/v1/tenant-application-urls';
 import { THREE_D_SECURE_REQUEST_OPERATIONS } from '../api/v1/three-d-secure-requests';

@@ -4,11 +4,9 @@
  * checks, the same objects and the same errors.
  */
 import type { Caller } from '../accounts/accounts';
-import { ACCOUNT_OPERATIONS } from '../accounts/account-operations';
 import { CHARGE_OPERATIONS } from '../charges/charge-operations';
 import { CHECKOUT_SESSION_OPERATIONS } from '../checkout/checkout-sessions';
 import { PAYMENT_METHOD_CONFIGURATION_OPERATIONS } from '../checkout/payment-method-configurations';
-import { CARD_OPERATIONS } from '../customers/cards';
 import { CUSTOMER_OPERATIONS } from '../api/v1/customers';
 import { V2_CUSTOMER_OPERATIONS } from '../customers/v2-customers';
 import { TOKEN_OPERATIONS } from '../customers/tokens';
@@ -22,6 +20,9 @@ import { TAX_RATE_OPERATIONS } from '../tax-rates/tax-rates';
 import { PRODUCT_OPERATIONS } from '../products/products';
 import { PAYMENT_REFUND_OPERATIONS } from '../payment-refunds/payment-refunds';
 import { PLAN_OPERATIONS } from '../api/v1/plans';
+import { SUBSCRIPTION_OPERATIONS } from '../api/v1/subscriptions';
+import { ACCOUNT_OPERATIONS } from '../api/v1/accounts';
+import { CARD_OPERATIONS } from '../api/v1/cards';
 import { BALANCE_OPERATIONS } from '../api/v1/balances';
 import { EVENT_OPERATIONS } from '../api/v1/events';
 import { STATEMENT_OPERATIONS } from '../api/v1/statements';
@@ -33,7 +34,6 @@ import { TERM_OPERATIONS } from '../api/v1/terms';
 import { TRANSFER_OPERATIONS } from '../api/v1/transfers';
 import { PRICE_OPERATIONS } from '../prices/prices';
 import { V2_SETTLEMENT_LIST_OPERATIONS } from '../settlement/v2-lists';
-import { SUBSCRIPTION_OPERATIONS } from '../subscriptions/subscriptions';
 import type { Operation } from './define';
 
 export { defineOperation, type Operation, type OperationHandler } from './define';

@@ -24,7 +24,7 @@ import type { Caller } from '../accounts/accounts';
 import { checkedFeeRates, createAccount } from '../accounts/accounts';
 import { openStore, redactUrl, type Store } from '../db/connect';
 import { migrate, readMigrations } from '../db/migrate';
-import { citusNodes, distributeAccountTables, joinCitusCluster } from '../db/citus';
+import { citusNodes, distributeAccountTables, dropScratchDatabase, joinCitusCluster } from '../db/citus';
 import { KessaiError, toError } from '../domain/errors';
 import { seededIds } from '../domain/ids';
 import { formatJst } from '../domain/time';
@@ -158,18 +158,7 @@ async function scratchPostgres(url: string): Promise<{ url: string; citus: boole
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     try {
-      if (citus.length > 0) await client.query('SET citus.enable_create_database_propagation = on');
-      // On Citus the workers' sessions of the closed pool end a moment after it closes, and the
-      // DROP that Citus sends the workers can find one still there (object_in_use): try again.
-      for (let attempt = 1; ; attempt += 1) {
-        try {
-          await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-          break;
-        } catch (error) {
-          if (citus.length === 0 || attempt === 10 || (error as { code?: string }).code !== '55006') throw error;
-          await new Promise((resolve) => setTimeout(resolve, 500));
-        }
-      }
+      await dropScratchDatabase(client, name, citus.length > 0);
     } finally {
       await client.end();
     }

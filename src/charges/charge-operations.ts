@@ -14,7 +14,7 @@ import type { CardRow } from '../customers/card-object';
 import { requireCustomerCard } from '../customers/cards';
 import { findCustomer } from '../customers/customer-record';
 import { MAX_DESCRIPTION_LENGTH } from '../customers/customers';
-import { consumeToken } from '../customers/tokens';
+import { consumeToken, restoreToken } from '../customers/tokens';
 import { finishedTokenThreeDSecure } from '../customers/token-three-d-secure';
 import type { Database } from '../db/schema';
 import { KessaiError, reject, type ErrorCode } from '../domain/errors';
@@ -23,12 +23,14 @@ import { createMetadata, mergeMetadata } from '../domain/metadata';
 import { MS_PER_DAY } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
+import type { AuthorizationResult } from '../processor/card-network';
 import { defineOperation } from '../operations/define';
 import { inPage, listObject, PAGINATION_PARAMS, readPage, type ListObject } from '../operations/pagination';
 import { hasParam, optionalBoolean, optionalInteger, optionalString, readParams, requireString, type Params } from '../operations/params';
 import { settleCaptured, settleRefunds } from '../settlement/capture';
 import { resolveChargeTenant } from '../tenants/charge-tenant';
 import { chargeRow, type ChargeCard, type ChargeObject, type ChargeRow } from './charges';
+import { callNetwork, chargeTurn, dropClaim, recordClaimed, takeClaim, type ChargeClaim } from './charge-claims';
 import { findCharge, renderCharges, renderOneCharge } from './charge-record';
 
 export const CHARGES_URL = '/v1/charges';
@@ -164,7 +166,11 @@ export async function createCharge(ctx: Context, caller: Caller, input: unknown)
   const tenantParam = optionalString(params, 'tenant');
   const platformFeeParam = optionalInteger(params, 'platform_fee', { code: 'invalid_amount' });
 
-  const result = await ctx.db.transaction().execute(async (trx): Promise<Declined<ChargeObject>> => {
+  // Three steps, so that no row stays locked while the network answers (charge-claims.ts): the
+  // card resolved (a token consumed) and the charge prepared in one short transaction; the
+  // authorization with no transaction open; the charge written with its outcome in a second one.
+  // The new charge is nobody else's until it is written, so it needs no claim.
+  const prepared = await ctx.db.transaction().execute(async (trx) => {
     const now = ctx.clock.now();
     const { card, customerId } = await resolveCard(trx, caller, customerParam, cardParam, now);
     // A token that finished 3-D Secure (tokens.tds_finish) authorizes as authenticated (i15c).
@@ -217,12 +223,21 @@ export async function createCharge(ctx: Context, caller: Caller, input: unknown)
         tds_expires_at: new Date(now.getTime() + THREE_D_SECURE_WINDOW_MS),
       });
       await insertCharge(trx, row);
-      return { done: await storedCharge(trx, row) };
+      return { kind: 'pending' as const, charge: await storedCharge(trx, row) };
     }
-    const [authorization] = await ctx.processor.authorize([
+    return { kind: 'authorize' as const, base, card, tokenThreeDSecure, now };
+  });
+  if (prepared.kind === 'pending') return prepared.charge;
+  const { base, card, tokenThreeDSecure, now } = prepared;
+  const chargeId = base.charge_id;
+  let authorization: AuthorizationResult | undefined;
+  let result: Declined<ChargeObject>;
+  try {
+    [authorization] = await ctx.processor.authorize([
       { reference: chargeId, fingerprint: card.fingerprint, expMonth: card.exp_month, expYear: card.exp_year, amount, currency: 'jpy', livemode: caller.livemode, at: now, kind: capture ? 'charge' : 'hold', ...(tokenThreeDSecure ? { threeDSecure: tokenThreeDSecure } : {}) },
     ]);
-    const approved = authorization!.approved;
+    const approval = authorization!;
+    const approved = approval.approved;
     const row = chargeRow({
       ...base,
       paid: approved,
@@ -230,20 +245,38 @@ export async function createCharge(ctx: Context, caller: Caller, input: unknown)
       captured_at: approved && capture ? now : null,
       expired_at: approved && !capture ? v1HoldExpiresAt({ authorizedAt: now, expiryDays: base.expiry_days ?? undefined, issuer: issuerOf(card) }).expiresAt : null,
       amount_captured: approved && capture ? amount : null,
-      failure_code: authorization!.approved ? null : authorization!.code,
-      failure_message: authorization!.approved ? null : authorization!.message,
+      failure_code: approval.approved ? null : approval.code,
+      failure_message: approval.approved ? null : approval.message,
       three_d_secure_status: tokenThreeDSecure ?? null,
-      authorization_code: authorization!.approved ? authorization!.authorizationCode : null,
+      authorization_code: approval.approved ? approval.authorizationCode : null,
       authorized_at: approved ? now : null,
       tds_expires_at: null,
     });
-    await insertCharge(trx, row);
-    if (row.captured) await settleCaptured(trx, ctx, [keyOf(row)]);
-    const charge = await chargeEvent(trx, ctx, row, approved ? 'charge.succeeded' : 'charge.failed', now);
-    if (!authorization!.approved) return { declined: new KessaiError(authorization!.code, { charge: chargeId, message: authorization!.message }) };
-    return { done: charge };
-  });
+    result = await ctx.db.transaction().execute(async (trx): Promise<Declined<ChargeObject>> => {
+      await insertCharge(trx, row);
+      if (row.captured) await settleCaptured(trx, ctx, [keyOf(row)]);
+      const charge = await chargeEvent(trx, ctx, row, approved ? 'charge.succeeded' : 'charge.failed', now);
+      if (!approval.approved) return { declined: new KessaiError(approval.code, { charge: chargeId, message: approval.message }) };
+      return { done: charge };
+    });
+  } catch (error) {
+    // A fault after the first transaction (the network's, or the second transaction's): give back
+    // what the first one took, so that the failed call leaves nothing behind.
+    await undoPreparedCharge(ctx, caller, { tokenId: base.customer_id === null ? cardParam! : null, authorization, chargeId, amount, at: now });
+    throw error;
+  }
   return settled(result);
+}
+
+/** The token a prepared charge consumed, given back; an approval it got, released. */
+async function undoPreparedCharge(
+  ctx: Context,
+  caller: Caller,
+  prepared: { readonly tokenId: string | null; readonly authorization: AuthorizationResult | undefined; readonly chargeId: string; readonly amount: number; readonly at: Date },
+): Promise<void> {
+  const { authorization } = prepared;
+  if (authorization?.approved) await ctx.processor.release([{ reference: prepared.chargeId, authorizationCode: authorization.authorizationCode, amount: prepared.amount, at: prepared.at }]);
+  if (prepared.tokenId !== null) await restoreToken(ctx.db, caller, prepared.tokenId, prepared.at);
 }
 
 async function feeRateOf(trx: Kysely<Database>, accountId: string, brand: string): Promise<string> {
@@ -311,9 +344,7 @@ export async function captureCharge(ctx: Context, caller: Caller, input: unknown
   const params = readParams(input, ['id', 'amount']);
   const chargeId = requireString(params, 'id');
   const requested = optionalInteger(params, 'amount', { min: MIN_CHARGE_AMOUNT, max: MAX_CHARGE_AMOUNT, code: 'invalid_amount' });
-  return ctx.db.transaction().execute(async (trx) => {
-    const current = await findCharge(trx, caller, chargeId, true);
-    const now = ctx.clock.now();
+  const { claim, current, amount } = await chargeTurn(ctx, caller, chargeId, async (trx, current, now) => {
     assertNotPending(current);
     assertPaid(current);
     if (current.captured) reject('already_captured', 'id', `Charge ${chargeId} is already captured.`);
@@ -321,12 +352,19 @@ export async function captureCharge(ctx: Context, caller: Caller, input: unknown
     if (lapsed(current, now)) reject('charge_expired', 'id', `The authorization of charge ${chargeId} lapsed at ${current.expired_at?.toISOString() ?? 'its expiry'}.`);
     const amount = requested ?? current.amount;
     if (amount > current.amount) reject('capture_amount_gt_net', 'amount', `amount ${amount} is above the held ${current.amount} yen`);
-    const [result] = await ctx.processor.capture([{ reference: current.charge_id, authorizationCode: current.authorization_code ?? '', amount, at: now }]);
-    if (!result!.ok) throw new KessaiError(result!.code, { charge: chargeId, message: result!.message });
-    const row = await writeChanges(trx, current, { captured: true, captured_at: now, amount_captured: amount, amount_refunded: current.amount - amount, updated_at: now });
+    return { claim: await takeClaim(trx, current, 'charges.capture', now), current, amount };
+  });
+  const now = claim.claimedAt;
+  const [result] = await callNetwork(ctx, claim, () => ctx.processor.capture([{ reference: current.charge_id, authorizationCode: current.authorization_code ?? '', amount, at: now }]));
+  if (!result!.ok) {
+    await dropClaim(ctx.db, claim);
+    throw new KessaiError(result!.code, { charge: chargeId, message: result!.message });
+  }
+  return recordClaimed(ctx, caller, claim, async (trx, latest) => {
+    const row = await writeChanges(trx, latest, { captured: true, captured_at: now, amount_captured: amount, amount_refunded: latest.amount - amount, updated_at: now });
     await settleCaptured(trx, ctx, [keyOf(row)]);
     return chargeEvent(trx, ctx, row, 'charge.captured', now);
-  });
+  }, storedCharge);
 }
 
 /**
@@ -343,9 +381,7 @@ export async function refundCharge(ctx: Context, caller: Caller, input: unknown)
   if (reason !== undefined && characterCount(reason) > MAX_REFUND_REASON_LENGTH) {
     reject('invalid_refund_reason', 'refund_reason', `refund_reason must be at most ${MAX_REFUND_REASON_LENGTH} characters`);
   }
-  return ctx.db.transaction().execute(async (trx) => {
-    const current = await findCharge(trx, caller, chargeId, true);
-    const now = ctx.clock.now();
+  const turn = await chargeTurn(ctx, caller, chargeId, async (trx, current, now): Promise<{ readonly done: ChargeObject } | { readonly cancel: ChargeClaim; readonly held: ChargeRow; readonly refundReason: string | null }> => {
     assertNotPending(current);
     assertPaid(current);
     const net = current.amount - current.amount_refunded;
@@ -357,12 +393,10 @@ export async function refundCharge(ctx: Context, caller: Caller, input: unknown)
       if (requested !== undefined && requested !== current.amount) {
         reject('invalid_amount_to_not_captured', 'amount', `Charge ${chargeId} is not captured; it can only be refunded whole (${current.amount} yen).`);
       }
-      if (current.released_at === null) {
-        await ctx.processor.release([{ reference: current.charge_id, authorizationCode: current.authorization_code ?? '', amount: current.amount, at: now }]);
-      }
-      const row = await writeChanges(trx, current, { refunded: true, amount_refunded: current.amount, refund_reason: refundReason, updated_at: now });
-      return chargeEvent(trx, ctx, row, 'charge.refunded', now);
+      // The hold is given back through the network after this transaction (cancelHold).
+      return { cancel: await takeClaim(trx, current, 'charges.refund', now), held: current, refundReason };
     }
+    // A captured charge's refund moves no money through the network here: done in this transaction.
     const amount = requested ?? net;
     if (amount > net) reject('refund_amount_gt_net', 'amount', `amount ${amount} is above the ${net} yen left to refund`);
     const amountRefunded = current.amount_refunded + amount;
@@ -373,8 +407,22 @@ export async function refundCharge(ctx: Context, caller: Caller, input: unknown)
       .values({ account_id: row.account_id, livemode: row.livemode, refund_id: refundId, charge_id: row.charge_id, amount, reason: reason === undefined || reason === '' ? null : reason, created_at: now })
       .execute();
     await settleRefunds(trx, ctx, [{ accountId: row.account_id, livemode: row.livemode, refundId }]);
-    return chargeEvent(trx, ctx, row, 'charge.refunded', now);
+    return { done: await chargeEvent(trx, ctx, row, 'charge.refunded', now) };
   });
+  if ('done' in turn) return turn.done;
+  return cancelHold(ctx, caller, turn.cancel, turn.held, turn.refundReason);
+}
+
+/** An uncaptured charge refunded whole: the hold released through the network (unless the expiry job did), then `charge.refunded`. */
+async function cancelHold(ctx: Context, caller: Caller, claim: ChargeClaim, held: ChargeRow, refundReason: string | null): Promise<ChargeObject> {
+  const now = claim.claimedAt;
+  if (held.released_at === null) {
+    await callNetwork(ctx, claim, () => ctx.processor.release([{ reference: held.charge_id, authorizationCode: held.authorization_code ?? '', amount: held.amount, at: now }]));
+  }
+  return recordClaimed(ctx, caller, claim, async (trx, current) => {
+    const row = await writeChanges(trx, current, { refunded: true, amount_refunded: current.amount, refund_reason: refundReason, updated_at: now });
+    return chargeEvent(trx, ctx, row, 'charge.refunded', now);
+  }, storedCharge);
 }
 
 /**
@@ -387,42 +435,51 @@ export async function reauthCharge(ctx: Context, caller: Caller, input: unknown)
   const params = readParams(input, ['id', 'expiry_days']);
   const chargeId = requireString(params, 'id');
   const expiryDays = optionalInteger(params, 'expiry_days', { min: V1_EXPIRY_DAYS.min, max: V1_EXPIRY_DAYS.max, code: 'invalid_expiry_days' });
-  const result = await ctx.db.transaction().execute(async (trx): Promise<Declined<ChargeObject>> => {
-    const current = await findCharge(trx, caller, chargeId, true);
-    const now = ctx.clock.now();
+  const { claim, current, card, reauthId } = await chargeTurn(ctx, caller, chargeId, async (trx, current, now) => {
     assertNotPending(current);
     assertPaid(current);
     if (current.refunded) reject('cant_reauth_refunded_charge', 'id', `Charge ${chargeId} was refunded; it cannot be reauthorized.`);
     if (current.captured) reject('already_captured', 'id', `Charge ${chargeId} is captured; only uncaptured charges can be reauthorized.`);
     const [card] = (await renderCharges(trx, [current])).map((c) => c.card);
+    // The attempt's id is drawn before the network is asked: it is the authorization's reference.
     const reauthId = ctx.ids.next('reauthorization');
-    const [authorization] = await ctx.processor.authorize([
-      { reference: reauthId, fingerprint: card!.fingerprint, expMonth: card!.exp_month, expYear: card!.exp_year, amount: current.amount, currency: 'jpy', livemode: caller.livemode, at: now, kind: 'reauth' },
-    ]);
-    const days = expiryDays ?? V1_EXPIRY_DAYS.default;
-    const expiresAt = authorization!.approved ? v1HoldExpiresAt({ authorizedAt: now, expiryDays: days, issuer: current.card_issuer === 'overseas' ? 'overseas' : 'domestic' }).expiresAt : null;
-    await trx
-      .insertInto('reauthorizations')
-      .values({
-        account_id: current.account_id,
-        livemode: current.livemode,
-        reauth_id: reauthId,
-        charge_id: current.charge_id,
-        scheduled: false,
-        amount: current.amount,
-        outcome: authorization!.approved ? 'succeeded' : 'failed',
-        failure_code: authorization!.approved ? null : authorization!.code,
-        failure_message: authorization!.approved ? null : authorization!.message,
-        authorization_code: authorization!.approved ? authorization!.authorizationCode : null,
-        previous_expired_at: current.expired_at,
-        expired_at: expiresAt,
-        attempted_at: now,
-      })
-      .execute();
-    if (!authorization!.approved) return { declined: new KessaiError(authorization!.code, { charge: chargeId, message: authorization!.message }) };
-    const row = await writeChanges(trx, current, { expired_at: expiresAt, authorized_at: now, authorization_code: authorization!.authorizationCode, expiry_days: days, released_at: null, updated_at: now });
-    return { done: await chargeEvent(trx, ctx, row, 'charge.updated', now) };
+    return { claim: await takeClaim(trx, current, 'charges.reauth', now), current, card: card!, reauthId };
   });
+  const now = claim.claimedAt;
+  const [authorization] = await callNetwork(ctx, claim, () =>
+    ctx.processor.authorize([{ reference: reauthId, fingerprint: card.fingerprint, expMonth: card.exp_month, expYear: card.exp_year, amount: current.amount, currency: 'jpy', livemode: caller.livemode, at: now, kind: 'reauth' }]),
+  );
+  const days = expiryDays ?? V1_EXPIRY_DAYS.default;
+  const expiresAt = authorization!.approved ? v1HoldExpiresAt({ authorizedAt: now, expiryDays: days, issuer: issuerOf({ issuer: current.card_issuer }) }).expiresAt : null;
+  const result = await recordClaimed(
+    ctx,
+    caller,
+    claim,
+    async (trx, latest): Promise<Declined<ChargeObject>> => {
+      await trx
+        .insertInto('reauthorizations')
+        .values({
+          account_id: latest.account_id,
+          livemode: latest.livemode,
+          reauth_id: reauthId,
+          charge_id: latest.charge_id,
+          scheduled: false,
+          amount: latest.amount,
+          outcome: authorization!.approved ? 'succeeded' : 'failed',
+          failure_code: authorization!.approved ? null : authorization!.code,
+          failure_message: authorization!.approved ? null : authorization!.message,
+          authorization_code: authorization!.approved ? authorization!.authorizationCode : null,
+          previous_expired_at: latest.expired_at,
+          expired_at: expiresAt,
+          attempted_at: now,
+        })
+        .execute();
+      if (!authorization!.approved) return { declined: new KessaiError(authorization!.code, { charge: chargeId, message: authorization!.message }) };
+      const row = await writeChanges(trx, latest, { expired_at: expiresAt, authorized_at: now, authorization_code: authorization!.authorizationCode, expiry_days: days, released_at: null, updated_at: now });
+      return { done: await chargeEvent(trx, ctx, row, 'charge.updated', now) };
+    },
+    async (trx, latest) => ({ done: await storedCharge(trx, latest) }),
+  );
   return settled(result);
 }
 
@@ -445,17 +502,16 @@ function assertWithinWindow(row: ChargeRow, now: Date): void {
 export async function authenticateCharge(ctx: Context, caller: Caller, input: unknown): Promise<ChargeObject> {
   const params = readParams(input, ['id']);
   const chargeId = requireString(params, 'id');
-  return ctx.db.transaction().execute(async (trx) => {
-    const current = await findCharge(trx, caller, chargeId, true);
-    const now = ctx.clock.now();
+  const { claim, card } = await chargeTurn(ctx, caller, chargeId, async (trx, current, now) => {
     if (!tdsPending(current)) notPendingError(current);
     assertWithinWindow(current, now);
     if (current.three_d_secure_status !== 'unverified') reject('invalid_three_d_secure_state', 'id', `Charge ${chargeId} has already been authenticated (${current.three_d_secure_status}).`);
     const [card] = (await renderCharges(trx, [current])).map((c) => c.card);
-    const [outcome] = await ctx.processor.authenticate([{ reference: chargeId, fingerprint: card!.fingerprint, livemode: caller.livemode, at: now }]);
-    const row = await writeChanges(trx, current, { three_d_secure_status: outcome!.status, updated_at: now });
-    return storedCharge(trx, row);
+    return { claim: await takeClaim(trx, current, 'charges.tds_authenticate', now), card: card! };
   });
+  const now = claim.claimedAt;
+  const [outcome] = await callNetwork(ctx, claim, () => ctx.processor.authenticate([{ reference: chargeId, fingerprint: card.fingerprint, livemode: caller.livemode, at: now }]));
+  return recordClaimed(ctx, caller, claim, async (trx, latest) => storedCharge(trx, await writeChanges(trx, latest, { three_d_secure_status: outcome!.status, updated_at: now })), storedCharge);
 }
 
 const TDS_FINISH_REFUSALS: Readonly<Record<string, ErrorCode>> = { unverified: 'three_d_secure_incompleted', failed: 'three_d_secure_failed', error: 'three_d_secure_failed' };
@@ -469,23 +525,25 @@ const TDS_FINISH_REFUSALS: Readonly<Record<string, ErrorCode>> = { unverified: '
 export async function finishThreeDSecure(ctx: Context, caller: Caller, input: unknown): Promise<ChargeObject> {
   const params = readParams(input, ['id']);
   const chargeId = requireString(params, 'id');
-  const result = await ctx.db.transaction().execute(async (trx): Promise<Declined<ChargeObject>> => {
-    const current = await findCharge(trx, caller, chargeId, true);
-    const now = ctx.clock.now();
+  const { claim, current, card, status } = await chargeTurn(ctx, caller, chargeId, async (trx, current, now) => {
     if (!tdsPending(current)) notPendingError(current);
     assertWithinWindow(current, now);
     const status = current.three_d_secure_status ?? 'unverified';
     if (status !== 'verified' && status !== 'attempted') {
       return reject(TDS_FINISH_REFUSALS[status] ?? 'invalid_three_d_secure_state', 'id', `3-D Secure of charge ${chargeId} is ${status}; tds_finish needs verified or attempted.`);
     }
-    const capture = current.capture_requested ?? true;
     const [card] = (await renderCharges(trx, [current])).map((c) => c.card);
-    const [authorization] = await ctx.processor.authorize([
+    return { claim: await takeClaim(trx, current, 'charges.tds_finish', now), current, card: card!, status: status as 'verified' | 'attempted' };
+  });
+  const now = claim.claimedAt;
+  const capture = current.capture_requested ?? true;
+  const [authorization] = await callNetwork(ctx, claim, () =>
+    ctx.processor.authorize([
       {
         reference: chargeId,
-        fingerprint: card!.fingerprint,
-        expMonth: card!.exp_month,
-        expYear: card!.exp_year,
+        fingerprint: card.fingerprint,
+        expMonth: card.exp_month,
+        expYear: card.exp_year,
         amount: current.amount,
         currency: 'jpy',
         livemode: caller.livemode,
@@ -493,27 +551,34 @@ export async function finishThreeDSecure(ctx: Context, caller: Caller, input: un
         kind: capture ? 'charge' : 'hold',
         threeDSecure: status,
       },
-    ]);
-    const approved = authorization!.approved;
-    const issuer: CardIssuer = current.card_issuer === 'overseas' ? 'overseas' : 'domestic';
-    const row = await writeChanges(trx, current, {
-      paid: approved,
-      captured: approved && capture,
-      captured_at: approved && capture ? now : null,
-      amount_captured: approved && capture ? current.amount : null,
-      expired_at: approved && !capture ? v1HoldExpiresAt({ authorizedAt: now, expiryDays: current.expiry_days ?? undefined, issuer }).expiresAt : null,
-      failure_code: authorization!.approved ? null : authorization!.code,
-      failure_message: authorization!.approved ? null : authorization!.message,
-      authorization_code: authorization!.approved ? authorization!.authorizationCode : null,
-      authorized_at: approved ? now : null,
-      tds_expires_at: null,
-      updated_at: now,
-    });
-    if (row.captured) await settleCaptured(trx, ctx, [keyOf(row)]);
-    const charge = await chargeEvent(trx, ctx, row, approved ? 'charge.succeeded' : 'charge.failed', now);
-    if (!authorization!.approved) return { declined: new KessaiError(authorization!.code, { charge: chargeId, message: authorization!.message }) };
-    return { done: charge };
-  });
+    ]),
+  );
+  const approved = authorization!.approved;
+  const result = await recordClaimed(
+    ctx,
+    caller,
+    claim,
+    async (trx, latest): Promise<Declined<ChargeObject>> => {
+      const row = await writeChanges(trx, latest, {
+        paid: approved,
+        captured: approved && capture,
+        captured_at: approved && capture ? now : null,
+        amount_captured: approved && capture ? latest.amount : null,
+        expired_at: approved && !capture ? v1HoldExpiresAt({ authorizedAt: now, expiryDays: latest.expiry_days ?? undefined, issuer: issuerOf({ issuer: latest.card_issuer }) }).expiresAt : null,
+        failure_code: authorization!.approved ? null : authorization!.code,
+        failure_message: authorization!.approved ? null : authorization!.message,
+        authorization_code: authorization!.approved ? authorization!.authorizationCode : null,
+        authorized_at: approved ? now : null,
+        tds_expires_at: null,
+        updated_at: now,
+      });
+      if (row.captured) await settleCaptured(trx, ctx, [keyOf(row)]);
+      const charge = await chargeEvent(trx, ctx, row, approved ? 'charge.succeeded' : 'charge.failed', now);
+      if (!authorization!.approved) return { declined: new KessaiError(authorization!.code, { charge: chargeId, message: authorization!.message }) };
+      return { done: charge };
+    },
+    async (trx, latest) => ({ done: await storedCharge(trx, latest) }),
+  );
   return settled(result);
 }
 

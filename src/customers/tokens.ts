@@ -123,4 +123,19 @@ export async function consumeToken(trx: Kysely<Database>, caller: Caller, tokenI
   return reject('invalid_id', param, `No such token: ${tokenId}`);
 }
 
+/**
+ * Gives back a token consumeToken used at `usedAt`, when the operation that used it failed after
+ * its transaction committed (a charge's network step, charge-operations.ts): as if never used.
+ */
+export async function restoreToken(db: Kysely<Database>, caller: Caller, tokenId: string, usedAt: Date): Promise<void> {
+  await db
+    .updateTable('tokens')
+    .set({ used_at: null })
+    .where('account_id', '=', caller.accountId)
+    .where('livemode', '=', caller.livemode)
+    .where('token_id', '=', tokenId)
+    .where('used_at', '=', usedAt)
+    .execute();
+}
+
 export const TOKEN_OPERATIONS = [defineOperation('tokens.create', createToken, { keys: 'secret_or_public' })] as const;

@@ -5,13 +5,12 @@
  */
 import type { Caller } from '../accounts/accounts';
 import { ACCOUNT_OPERATIONS } from '../accounts/account-operations';
-import { CHARGE_OPERATIONS } from '../charges/charge-operations';
+import { CHARGE_OPERATIONS } from '../api/v1/charges';
 import { CHECKOUT_SESSION_OPERATIONS } from '../checkout/checkout-sessions';
 import { PAYMENT_METHOD_CONFIGURATION_OPERATIONS } from '../checkout/payment-method-configurations';
 import { CARD_OPERATIONS } from '../customers/cards';
 import { CUSTOMER_OPERATIONS } from '../api/v1/customers';
 import { V2_CUSTOMER_OPERATIONS } from '../customers/v2-customers';
-import { TOKEN_OPERATIONS } from '../customers/tokens';
 import { reject } from '../domain/errors';
 import { EVENT_OPERATIONS } from '../events/event-operations';
 import type { Context } from '../engine/context';
@@ -25,7 +24,7 @@ import { PLAN_OPERATIONS } from '../api/v1/plans';
 import { BALANCE_URL_OPERATIONS } from '../api/v1/balances';
 import { TENANT_APPLICATION_URL_OPERATIONS } from '../api/v1/tenant-application-urls';
 import { THREE_D_SECURE_REQUEST_OPERATIONS } from '../api/v1/three-d-secure-requests';
-import { TOKEN_READ_OPERATIONS } from '../api/v1/tokens';
+import { TOKEN_OPERATIONS, TOKEN_READ_OPERATIONS } from '../api/v1/tokens';
 import { TRANSFER_OPERATIONS } from '../api/v1/transfers';
 import { PRICE_OPERATIONS } from '../prices/prices';
 import { SETTLEMENT_OPERATIONS } from '../settlement/operations';

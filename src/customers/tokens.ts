@@ -112,12 +112,8 @@ export async function createToken(ctx: Context, caller: Caller, command: CreateT
  * Unknown token (in this account and mode): `invalid_id`; used before: `token_already_used`.
  */
 export async function consumeToken(trx: Kysely<Database>, caller: Caller, tokenId: string, param: string, at: Date): Promise<TokenRow> {
-  const used = await trx
-    .updateTable('tokens')
+  const used = await updateToken(trx, caller, tokenId)
     .set({ used_at: at })
-    .where('account_id', '=', caller.accountId)
-    .where('livemode', '=', caller.livemode)
-    .where('token_id', '=', tokenId)
     .where('used_at', 'is', null)
     .returningAll()
     .executeTakeFirst();
@@ -141,12 +137,10 @@ export async function consumeToken(trx: Kysely<Database>, caller: Caller, tokenI
  * its transaction committed (a charge's network step, charge-operations.ts): as if never used.
  */
 export async function restoreToken(db: Kysely<Database>, caller: Caller, tokenId: string, usedAt: Date): Promise<void> {
-  await db
-    .updateTable('tokens')
-    .set({ used_at: null })
-    .where('account_id', '=', caller.accountId)
-    .where('livemode', '=', caller.livemode)
-    .where('token_id', '=', tokenId)
-    .where('used_at', '=', usedAt)
-    .execute();
+  await updateToken(db, caller, tokenId).set({ used_at: null }).where('used_at', '=', usedAt).execute();
+}
+
+/** An UPDATE of the caller's token `tokenId` (account and mode named), for consumeToken and restoreToken. */
+function updateToken(executor: Kysely<Database>, caller: Caller, tokenId: string) {
+  return executor.updateTable('tokens').where('account_id', '=', caller.accountId).where('livemode', '=', caller.livemode).where('token_id', '=', tokenId);
 }

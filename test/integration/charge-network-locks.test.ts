@@ -218,3 +218,20 @@ describe.runIf(isPostgres())('no row lock is held while the card network answers
     other.clock.set(REFERENCE_INSTANT);
   });
 });
+
+describe('a fault after charges.create took its token (PGlite and PostgreSQL)', () => {
+  it('the network failing: the call writes no charge and gives the token back, which then pays', async () => {
+    const db = await createTestDatabase();
+    try {
+      const working = testContext(db.store, { seed: 163 });
+      const failing: Ctx = { ...testContext(db.store, { seed: 164 }), processor: { ...simulatedCardNetwork(), authorize: () => Promise.reject(new Error('the card network is down')) } };
+      await createAccount(working, { name: 'Faulty Network Shop', id: caller.accountId });
+      const tok = (await op(working, 'tokens.create', { card: { number: TEST_CARDS.visa.number, exp_month: '12', exp_year: '2035', cvc: '123' } })).id;
+      await expect(op(failing, 'charges.create', { amount: '1000', currency: 'jpy', card: tok })).rejects.toThrow('the card network is down');
+      expect(await working.db.selectFrom('charges').select('charge_id').where('account_id', '=', caller.accountId).execute()).toEqual([]);
+      expect(await op(working, 'charges.create', { amount: '1000', currency: 'jpy', card: tok })).toMatchObject({ paid: true, captured: true });
+    } finally {
+      await db.drop();
+    }
+  });
+});

@@ -4,12 +4,11 @@
  * checks, the same objects and the same errors.
  */
 import type { Caller } from '../accounts/accounts';
-import { CHARGE_OPERATIONS } from '../charges/charge-operations';
+import { CHARGE_OPERATIONS } from '../api/v1/charges';
 import { CHECKOUT_SESSION_OPERATIONS } from '../checkout/checkout-sessions';
 import { PAYMENT_METHOD_CONFIGURATION_OPERATIONS } from '../checkout/payment-method-configurations';
 import { CUSTOMER_OPERATIONS } from '../api/v1/customers';
 import { V2_CUSTOMER_OPERATIONS } from '../customers/v2-customers';
-import { TOKEN_OPERATIONS } from '../customers/tokens';
 import { reject } from '../domain/errors';
 import { V2_EVENT_OPERATIONS } from '../events/v2-events';
 import type { Context } from '../engine/context';
@@ -28,9 +27,9 @@ import { EVENT_OPERATIONS } from '../api/v1/events';
 import { STATEMENT_OPERATIONS } from '../api/v1/statements';
 import { TENANT_APPLICATION_URL_OPERATIONS } from '../api/v1/tenant-application-urls';
 import { THREE_D_SECURE_REQUEST_OPERATIONS } from '../api/v1/three-d-secure-requests';
-import { TOKEN_READ_OPERATIONS } from '../api/v1/tokens';
 import { TENANT_OPERATIONS } from '../api/v1/tenants';
 import { TERM_OPERATIONS } from '../api/v1/terms';
+import { TOKEN_OPERATIONS, TOKEN_READ_OPERATIONS } from '../api/v1/tokens';
 import { TRANSFER_OPERATIONS } from '../api/v1/transfers';
 import { PRICE_OPERATIONS } from '../prices/prices';
 import { V2_SETTLEMENT_LIST_OPERATIONS } from '../settlement/v2-lists';

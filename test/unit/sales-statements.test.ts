@@ -1,11 +1,11 @@
 /**
  * The sales statements of a term (service rules §4 "Statement"): conservation and "every yen lands
- * in exactly one statement", as a property over random charges and refunds.
+ * in exactly one statement", as a property over random charges, refunds and disputes (chargebacks).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { captureBreakdown, refundBreakdown, type PlatformSplit } from '../../src/domain/fees';
-import { termSalesStatements, type ChargeAggregate, type RefundAggregate } from '../../src/domain/sales-statements';
+import { termSalesStatements, type ChargeAggregate, type DisputeAggregate, type RefundAggregate } from '../../src/domain/sales-statements';
 
 const tenants = ['ten_a', 'ten_b', 'ten_c'] as const;
 const included: Readonly<Record<string, boolean>> = { ten_a: false, ten_b: true, ten_c: true };
@@ -16,14 +16,17 @@ const chargeArb = fc.record({
   tenant: fc.constantFrom(null, ...tenants),
   platformPercent: fc.integer({ min: 0, max: 9_500 }),
   refunds: fc.array(fc.integer({ min: 1, max: 100 }), { maxLength: 3 }),
+  // Disputed after its refunds: the chargeback takes what is left (src/disputes).
+  disputed: fc.boolean(),
 });
 
 describe('termSalesStatements', () => {
-  it('property: money in (captured − refunded) = Σ owners\' nets + the service\'s fees, and each owner\'s net is exactly its shares', () => {
+  it('property: money in (captured − refunded − disputed) = Σ owners\' nets + the service\'s fees, and each owner\'s net is exactly its shares', () => {
     fc.assert(
       fc.property(fc.array(chargeArb, { maxLength: 40 }), (charges) => {
         const chargeAgg = new Map<string, ChargeAggregate>();
         const refundAgg = new Map<string, RefundAggregate>();
+        const disputeAgg = new Map<string, DisputeAggregate>();
         const expected = new Map<string, number>();
         const credit = (owner: string, amount: number) => expected.set(owner, (expected.get(owner) ?? 0) + amount);
         for (const c of charges) {
@@ -56,8 +59,22 @@ describe('termSalesStatements', () => {
             if (c.tenant !== null) credit('platform', -r.platformShare);
             if (left === 0) break;
           }
+          if (c.disputed && left > 0) {
+            const d = refundBreakdown({ amount: c.amount, refunded: left, feeRate: c.feeRate, platform });
+            const dagg = disputeAgg.get(key) ?? { tenantId: c.tenant, payjpFeeIncluded: inc, count: 0, disputed: 0, chargebackFeeOffset: 0, chargebackPlatformFeeOffset: 0 };
+            disputeAgg.set(key, {
+              ...dagg,
+              count: dagg.count + 1,
+              disputed: dagg.disputed + left,
+              chargebackFeeOffset: dagg.chargebackFeeOffset + d.refundFeeOffset,
+              chargebackPlatformFeeOffset: dagg.chargebackPlatformFeeOffset + d.refundPlatformFeeOffset,
+            });
+            credit(c.tenant ?? 'merchant', -d.ownerShare);
+            if (c.tenant !== null) credit('platform', -d.platformShare);
+          }
         }
-        const sales = termSalesStatements([...chargeAgg.values()], [...refundAgg.values()]);
+        const sales = termSalesStatements([...chargeAgg.values()], [...refundAgg.values()], [...disputeAgg.values()]);
+        expect(sales.disputeCount).toBe([...disputeAgg.values()].reduce((sum, d) => sum + d.count, 0));
         const nets = sales.statements.reduce((sum, s) => sum + s.net, 0);
         expect(sales.moneyIn).toBe(nets + sales.serviceFees);
         // Every yen lands in exactly one statement: each owner's net is the sum of its own shares.
@@ -79,7 +96,35 @@ describe('termSalesStatements', () => {
     ]);
   });
 
+  it('a chargeback (service rules §4): the owner gives the disputed amount back, the service its fee, the platform its platform fee', () => {
+    // 10,000 captured at 3 % with a 1,000 platform fee, 4,000 refunded, the remaining 6,000 disputed.
+    const refund = refundBreakdown({ amount: 10_000, refunded: 4_000, feeRate: '3.00', platform: { platformFee: 1_000, payjpFeeIncluded: false } });
+    const dispute = refundBreakdown({ amount: 10_000, refunded: 6_000, feeRate: '3.00', platform: { platformFee: 1_000, payjpFeeIncluded: false } });
+    const group = { tenantId: 'ten_x', payjpFeeIncluded: false, count: 1 };
+    const sales = termSalesStatements(
+      [{ ...group, gross: 10_000, fee: 300, platformFee: 1_000 }],
+      [{ ...group, refunded: 4_000, refundFeeOffset: refund.refundFeeOffset, refundPlatformFeeOffset: refund.refundPlatformFeeOffset }],
+      [{ ...group, disputed: 6_000, chargebackFeeOffset: dispute.refundFeeOffset, chargebackPlatformFeeOffset: dispute.refundPlatformFeeOffset }],
+    );
+    const items = Object.fromEntries(sales.statements.map((s) => [s.ownerRef, Object.fromEntries(s.items.map((i) => [i.subject, i.amount]))]));
+    expect(items.ten_x).toEqual({
+      gross_sales: 10_000,
+      fee: -300,
+      platform_fee: -1_000,
+      gross_refund: -4_000,
+      refund_fee_offset: 120,
+      refund_platform_fee_offset: 400,
+      chargeback: -6_000,
+      chargeback_fee_offset: 180,
+      chargeback_platform_fee_offset: 600,
+    });
+    expect(items.platform).toEqual({ platform_fee: 1_000, refund_platform_fee_offset: -400, chargeback_platform_fee_offset: -600 });
+    // Everything was given back: every owner nets 0 and the service keeps no fee.
+    expect(sales.statements.map((s) => s.net)).toEqual([0, 0]);
+    expect(sales).toMatchObject({ chargeCount: 1, refundCount: 1, disputeCount: 1, moneyIn: 0, serviceFees: 0 });
+  });
+
   it('an empty term has no statements and balances trivially', () => {
-    expect(termSalesStatements([], [])).toMatchObject({ statements: [], moneyIn: 0, serviceFees: 0 });
+    expect(termSalesStatements([], [], [])).toMatchObject({ statements: [], moneyIn: 0, serviceFees: 0, disputeCount: 0 });
   });
 });

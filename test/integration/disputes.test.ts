@@ -172,6 +172,19 @@ describe('disputes.open', () => {
     expect(february!.net).toBe(-7_760);
   });
 
+  it('opens one for a subscription charge too (the bulk charge path writes the dispute instant itself)', async () => {
+    const caller = await account('dispute_subscription');
+    const subscribedAt = jst('2027-01-12T09:00:00');
+    ctx.clock.set(subscribedAt);
+    const plan = await op(caller, 'plans.create', { amount: 1_500, currency: 'jpy', interval: 'month' });
+    const customer = await op(caller, 'customers.create', { card: await token(caller, 'disputedFraudulent') });
+    await op(caller, 'subscriptions.create', { customer: customer.id, plan: plan.id });
+    const [first] = (await op<{ data: Json[] }>(caller, 'charges.list', { limit: 10 })).data;
+    expect(first).toMatchObject({ amount: 1_500, captured: true });
+    expect(await runSlot(disputeOpeningJob, new Date(subscribedAt.getTime() + 3 * DAY))).toMatchObject({ opened: 1 });
+    expect(await disputes(caller)).toMatchObject([{ charge_id: first!.id, amount: 1_500, payment_flow_id: null, created_at: '2027-01-15T00:00:00Z' }]);
+  });
+
   it('in platform mode the tenant gives back the amount and gets its platform fee back from the platform', async () => {
     const caller = await account('dispute_platform');
     const ten = (await op(caller, 'tenants.create', { platform_fee_rate: '10.00', payjp_fee_included: false })).id;

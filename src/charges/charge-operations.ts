@@ -27,6 +27,7 @@ import { defineOperation } from '../operations/define';
 import { inPage, listObject, PAGINATION_PARAMS, readPage, type ListObject } from '../operations/pagination';
 import { hasParam, optionalBoolean, optionalInteger, optionalString, readParams, requireString, type Params } from '../operations/params';
 import { settleCaptured, settleRefunds } from '../settlement/capture';
+import { disputedAmounts } from '../disputes/disputes';
 import { resolveChargeTenant } from '../tenants/charge-tenant';
 import { chargeRow, type ChargeCard, type ChargeObject, type ChargeRow } from './charges';
 import { findCharge, renderCharges, renderOneCharge } from './charge-record';
@@ -350,6 +351,10 @@ export async function refundCharge(ctx: Context, caller: Caller, input: unknown)
     assertPaid(current);
     const net = current.amount - current.amount_refunded;
     if (current.refunded || net <= 0) reject('already_refunded', 'id', `Charge ${chargeId} is already refunded.`);
+    // A dispute took back all that was left (src/disputes): the buyer has the money already.
+    if ((await disputedAmounts(trx, current.account_id, current.livemode, [current.charge_id])).has(current.charge_id)) {
+      reject('already_refunded', 'id', `Charge ${chargeId} is disputed: its amount went back to the buyer by chargeback.`);
+    }
     if (now.getTime() > current.created_at.getTime() + REFUND_WINDOW_MS) reject('refund_limit_exceeded', 'id', `Charge ${chargeId} is more than 180 days old.`);
     const refundReason = reason === undefined || reason === '' ? current.refund_reason : reason;
     if (!current.captured) {

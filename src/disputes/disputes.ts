@@ -272,6 +272,23 @@ export async function openDisputeBatch(
   return { selected: due.rows.length, opened: inserted.length, skipped: due.rows.length - inserted.length };
 }
 
+/**
+ * What disputes took back of each of the charges, by charge id (absent: not disputed). Refunds read
+ * it after locking the charges: a disputed amount went back to the buyer through the card network
+ * and cannot be refunded again (the dispute job locks the charge too, so the two never overlap).
+ */
+export async function disputedAmounts(executor: Kysely<Database>, accountId: string, livemode: boolean, chargeIds: readonly string[]): Promise<Map<string, number>> {
+  if (chargeIds.length === 0) return new Map();
+  const rows = await executor
+    .selectFrom('disputes')
+    .select(['charge_id', 'amount'])
+    .where('account_id', '=', accountId)
+    .where('livemode', '=', livemode)
+    .where('charge_id', 'in', chargeIds)
+    .execute();
+  return new Map(rows.map((row) => [row.charge_id, row.amount]));
+}
+
 // ---------------------------------------------------------------------------------------------
 // The v2 read operations
 // ---------------------------------------------------------------------------------------------

@@ -121,6 +121,9 @@ describe('disputes.open', () => {
     expect(await disputes(caller)).toHaveLength(1);
     expect(await listEvents(ctx.db, caller.accountId, { type: 'dispute.created' })).toHaveLength(1);
     expect(await nextDisputeDueAt(ctx.db, capturedAt)).toBeNull();
+    // The buyer has the rest back by chargeback: it cannot be refunded again.
+    ctx.clock.set(new Date(due.getTime() + DAY));
+    await expect(op(caller, 'charges.refund', { id: disputed, amount: 100 })).rejects.toMatchObject({ code: 'already_refunded', param: 'id' });
 
     // The term close books the chargeback; Σ items = net, and money in = nets + the service's fees.
     expect(await runSlot(termCloseJob, jst('2027-02-01T00:00:00'))).toMatchObject({ terms_closed: 1 });
@@ -161,6 +164,10 @@ describe('disputes.open', () => {
     expect(await disputes(caller, { status: ['needs_response', 'lost'] })).toEqual([dispute]);
     expect(await disputes(caller, { status: 'lost' })).toEqual([]);
     await expect(op(caller, 'payment_disputes.list', { status: 'won' })).rejects.toMatchObject({ code: 'invalid_querystring', param: 'status' });
+    // Nothing of the disputed flow is left to refund; the other flow still refunds.
+    ctx.clock.set(new Date(due.getTime() + 2 * DAY));
+    await expect(op(caller, 'payment_refunds.create', { payment_flow_id: flow.id, amount: 100 })).rejects.toMatchObject({ code: 'already_refunded', param: 'payment_flow_id' });
+    expect(await op(caller, 'payment_refunds.create', { payment_flow_id: other.id, amount: 100 })).toMatchObject({ amount: 100, status: 'succeeded' });
     await expect(op(caller, 'payment_disputes.retrieve', { id: 'pydp_missing' })).rejects.toMatchObject({ code: 'invalid_id', param: 'id' });
 
     // January closes without it (captured in January, disputed in February); February books it.
@@ -168,8 +175,8 @@ describe('disputes.open', () => {
     await runSlot(termCloseJob, jst('2027-03-01T00:00:00'));
     const [january, february] = (await salesStatements(caller)).reverse();
     expect(itemsOf(january)).toEqual({ gross_sales: 9_000, fee: -270 });
-    expect(itemsOf(february)).toEqual({ chargeback: -8_000, chargeback_fee_offset: 240 });
-    expect(february!.net).toBe(-7_760);
+    expect(itemsOf(february)).toEqual({ gross_refund: -100, refund_fee_offset: 3, chargeback: -8_000, chargeback_fee_offset: 240 });
+    expect(february!.net).toBe(-7_857);
   });
 
   it('opens one for a subscription charge too (the bulk charge path writes the dispute instant itself)', async () => {

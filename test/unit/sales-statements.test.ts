@@ -20,13 +20,23 @@ const chargeArb = fc.record({
   disputed: fc.boolean(),
 });
 
+/** Refunds or disputes of one (tenant, fee mode) group, summed. */
+interface TakenBack {
+  readonly tenantId: string | null;
+  readonly payjpFeeIncluded: boolean;
+  readonly count: number;
+  readonly amount: number;
+  readonly feeOffset: number;
+  readonly platformFeeOffset: number;
+}
+
 describe('termSalesStatements', () => {
   it('property: money in (captured − refunded − disputed) = Σ owners\' nets + the service\'s fees, and each owner\'s net is exactly its shares', () => {
     fc.assert(
       fc.property(fc.array(chargeArb, { maxLength: 40 }), (charges) => {
         const chargeAgg = new Map<string, ChargeAggregate>();
-        const refundAgg = new Map<string, RefundAggregate>();
-        const disputeAgg = new Map<string, DisputeAggregate>();
+        const refundAgg = new Map<string, TakenBack>();
+        const disputeAgg = new Map<string, TakenBack>();
         const expected = new Map<string, number>();
         const credit = (owner: string, amount: number) => expected.set(owner, (expected.get(owner) ?? 0) + amount);
         for (const c of charges) {
@@ -41,40 +51,28 @@ describe('termSalesStatements', () => {
           chargeAgg.set(key, { ...agg, count: agg.count + 1, gross: agg.gross + c.amount, fee: agg.fee + split.fee, platformFee: agg.platformFee + split.platformFee });
           credit(c.tenant ?? 'merchant', split.ownerShare);
           if (c.tenant !== null) credit('platform', split.platformShare);
+          // A refund or a chargeback of `amount`: both give back what fees.ts refundBreakdown says.
+          const takeBack = (into: Map<string, TakenBack>, amount: number) => {
+            const r = refundBreakdown({ amount: c.amount, refunded: amount, feeRate: c.feeRate, platform });
+            const agg = into.get(key) ?? { tenantId: c.tenant, payjpFeeIncluded: inc, count: 0, amount: 0, feeOffset: 0, platformFeeOffset: 0 };
+            into.set(key, { ...agg, count: agg.count + 1, amount: agg.amount + amount, feeOffset: agg.feeOffset + r.refundFeeOffset, platformFeeOffset: agg.platformFeeOffset + r.refundPlatformFeeOffset });
+            credit(c.tenant ?? 'merchant', -r.ownerShare);
+            if (c.tenant !== null) credit('platform', -r.platformShare);
+          };
           let left = c.amount;
           for (const percentOfLeft of c.refunds) {
             const refunded = Math.max(1, Math.floor((left * percentOfLeft) / 100));
             if (refunded > left) break;
             left -= refunded;
-            const r = refundBreakdown({ amount: c.amount, refunded, feeRate: c.feeRate, platform });
-            const ragg = refundAgg.get(key) ?? { tenantId: c.tenant, payjpFeeIncluded: inc, count: 0, refunded: 0, refundFeeOffset: 0, refundPlatformFeeOffset: 0 };
-            refundAgg.set(key, {
-              ...ragg,
-              count: ragg.count + 1,
-              refunded: ragg.refunded + refunded,
-              refundFeeOffset: ragg.refundFeeOffset + r.refundFeeOffset,
-              refundPlatformFeeOffset: ragg.refundPlatformFeeOffset + r.refundPlatformFeeOffset,
-            });
-            credit(c.tenant ?? 'merchant', -r.ownerShare);
-            if (c.tenant !== null) credit('platform', -r.platformShare);
+            takeBack(refundAgg, refunded);
             if (left === 0) break;
           }
-          if (c.disputed && left > 0) {
-            const d = refundBreakdown({ amount: c.amount, refunded: left, feeRate: c.feeRate, platform });
-            const dagg = disputeAgg.get(key) ?? { tenantId: c.tenant, payjpFeeIncluded: inc, count: 0, disputed: 0, chargebackFeeOffset: 0, chargebackPlatformFeeOffset: 0 };
-            disputeAgg.set(key, {
-              ...dagg,
-              count: dagg.count + 1,
-              disputed: dagg.disputed + left,
-              chargebackFeeOffset: dagg.chargebackFeeOffset + d.refundFeeOffset,
-              chargebackPlatformFeeOffset: dagg.chargebackPlatformFeeOffset + d.refundPlatformFeeOffset,
-            });
-            credit(c.tenant ?? 'merchant', -d.ownerShare);
-            if (c.tenant !== null) credit('platform', -d.platformShare);
-          }
+          if (c.disputed && left > 0) takeBack(disputeAgg, left);
         }
-        const sales = termSalesStatements([...chargeAgg.values()], [...refundAgg.values()], [...disputeAgg.values()]);
-        expect(sales.disputeCount).toBe([...disputeAgg.values()].reduce((sum, d) => sum + d.count, 0));
+        const refunds = [...refundAgg.values()].map((a): RefundAggregate => ({ ...a, refunded: a.amount, refundFeeOffset: a.feeOffset, refundPlatformFeeOffset: a.platformFeeOffset }));
+        const disputes = [...disputeAgg.values()].map((a): DisputeAggregate => ({ ...a, disputed: a.amount, chargebackFeeOffset: a.feeOffset, chargebackPlatformFeeOffset: a.platformFeeOffset }));
+        const sales = termSalesStatements([...chargeAgg.values()], refunds, disputes);
+        expect(sales.disputeCount).toBe(disputes.reduce((sum, d) => sum + d.count, 0));
         const nets = sales.statements.reduce((sum, s) => sum + s.net, 0);
         expect(sales.moneyIn).toBe(nets + sales.serviceFees);
         // Every yen lands in exactly one statement: each owner's net is the sum of its own shares.

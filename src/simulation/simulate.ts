@@ -29,6 +29,7 @@ import { KessaiError, toError } from '../domain/errors';
 import { seededIds } from '../domain/ids';
 import { formatJst } from '../domain/time';
 import { runOperation } from '../operations/registry';
+import { decodeCreateSubscription } from '../api/v1/subscriptions';
 import { simulatedCardNetwork } from '../processor/card-network';
 import { tokenizedCardOf } from '../customers/tokens';
 import { subscribeNewCustomers, type NewSubscriber, type NewSubscriberResult } from '../subscriptions/new-subscribers';
@@ -589,12 +590,14 @@ async function runSubscriberBatch(
     await runStep(ctx, lead, state.results, state.outcomes, state.strict, state.stats);
     return 1;
   }
-  // Parameters resolved as runOne would (the subscription's `customer` is the new customer).
+  // Parameters resolved and decoded as runOne would (the subscription's `customer` is the new
+  // customer, whose id the batch draws; the codec only checks that one is given).
   const people: NewSubscriber[] = triples.map(([token, , subscription], k) => {
     const { customer: _customer, ...params } = subscription.params;
-    let resolved: Record<string, unknown> | KessaiError;
+    let resolved: NewSubscriber['subscription'];
     try {
-      resolved = resolveParams(params, state.results, subscription.entry) as Record<string, unknown>;
+      const { customerId: _new, ...command } = decodeCreateSubscription({ ...(resolveParams(params, state.results, subscription.entry) as Record<string, unknown>), customer: 'new' });
+      resolved = command;
     } catch (error) {
       if (!(error instanceof KessaiError)) throw error;
       resolved = error;

@@ -84,6 +84,8 @@ const COLUMN_OVERRIDES: Record<string, string> = {
   'payment_refunds.status': 'PaymentRefundStatus',
   'payment_refunds.reason': 'PaymentRefundReason | null',
   'payment_refunds.metadata': 'JsonColumn<Record<string, string | number | boolean>>',
+  'disputes.status': 'PaymentDisputeStatus',
+  'disputes.metadata': 'JsonColumn<Record<string, string | number | boolean>>',
   'checkout_sessions.status': 'CheckoutSessionStatus',
   'checkout_sessions.mode': "'payment' | 'setup'",
   'checkout_sessions.payment_method_types': 'JsonColumn<PaymentMethodType[]>',
@@ -102,7 +104,7 @@ const COLUMN_OVERRIDES: Record<string, string> = {
   'webhook_deliveries.status': "Generated<'pending' | 'delivered' | 'failed'>",
 };
 
-const COLUMN_TYPE_NAMES = ['JsonColumn', 'JobRunStatus', 'SubscriptionStatus', 'SettlementOwner', 'PaymentFlowStatus', 'PaymentMethodType', 'CheckoutSessionStatus', 'DisplayPreference', 'WebhookEndpointStatus', 'PaymentRefundStatus', 'PaymentRefundReason'];
+const COLUMN_TYPE_NAMES = ['JsonColumn', 'JobRunStatus', 'SubscriptionStatus', 'SettlementOwner', 'PaymentFlowStatus', 'PaymentMethodType', 'CheckoutSessionStatus', 'DisplayPreference', 'WebhookEndpointStatus', 'PaymentRefundStatus', 'PaymentRefundReason', 'PaymentDisputeStatus'];
 
 /** The connection string of `database` on the server of `url`. */
 function onDatabase(url: string, database: string): string {

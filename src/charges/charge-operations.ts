@@ -30,6 +30,7 @@ import { recordEvent } from '../events/outbox';
 import type { AuthorizationResult } from '../processor/card-network';
 import { inPage, type Page } from '../operations/pagination';
 import { settleCaptured, settleRefunds } from '../settlement/capture';
+import { disputedAmounts } from '../disputes/disputes';
 import { resolveChargeTenant } from '../tenants/charge-tenant';
 import { chargeRow, type ChargeCard, type ChargeRow } from './charges';
 import { callNetwork, chargeTurn, dropClaim, recordClaimed, takeClaim, type ChargeClaim } from './charge-claims';
@@ -374,6 +375,10 @@ export async function refundCharge(ctx: Context, caller: Caller, command: Refund
     assertPaid(current);
     const net = current.amount - current.amount_refunded;
     if (current.refunded || net <= 0) reject('already_refunded', 'id', `Charge ${chargeId} is already refunded.`);
+    // A dispute took back all that was left (src/disputes): the buyer has the money already.
+    if ((await disputedAmounts(trx, current.account_id, current.livemode, [current.charge_id])).has(current.charge_id)) {
+      reject('already_refunded', 'id', `Charge ${chargeId} is disputed: its amount went back to the buyer by chargeback.`);
+    }
     if (now.getTime() > current.created_at.getTime() + REFUND_WINDOW_MS) reject('refund_limit_exceeded', 'id', `Charge ${chargeId} is more than 180 days old.`);
     const refundReason = reason === undefined || reason === '' ? current.refund_reason : reason;
     if (!current.captured) {

@@ -15,6 +15,7 @@ import type { AuthorizationKind, AuthorizationResult } from '../processor/card-n
 import { renderCard, type CardObject, type CardRow } from '../customers/card-object';
 import { DEFAULT_FEE_RATES } from '../accounts/accounts';
 import { settlementOfCaptures, type CaptureSettlement } from '../settlement/capture';
+import { disputeDueAt } from '../disputes/disputes';
 import { bulkColumns, compositeKey, type BulkDocument, type ColumnsOf } from '../db/bulk-rows';
 
 export type ChargeRow = Selectable<ChargesTable>;
@@ -220,6 +221,7 @@ const CHARGE_COLUMNS = bulkColumns<ChargeRow>()({
   t: ['instant', 'created_at'],
   fee: ['bigint', 'fee'],
   tm: ['text', 'term_id'],
+  dd: ['instant', 'dispute_due_at'],
 });
 type ChargeColumn = ColumnsOf<typeof CHARGE_COLUMNS>;
 
@@ -348,7 +350,7 @@ export function buildChargeRows(
     const result = results[i]!;
     const approved = result.approved;
     const settled = settlementOf.get(i);
-    const row: ChargeFields & Pick<ChargeRow, 'tenant_id' | 'platform_fee' | 'platform_fee_rate' | 'payjp_fee_included' | 'fee' | 'total_platform_fee' | 'term_id'> = {
+    const row: ChargeFields & Pick<ChargeRow, 'tenant_id' | 'platform_fee' | 'platform_fee_rate' | 'payjp_fee_included' | 'fee' | 'total_platform_fee' | 'term_id' | 'dispute_due_at'> = {
       account_id: request.accountId,
       livemode: request.livemode,
       charge_id: chargeIds[i]!,
@@ -392,6 +394,8 @@ export function buildChargeRows(
       fee: settled?.fee ?? null,
       total_platform_fee: 0,
       term_id: settled?.term_id ?? null,
+      // Settlement's too (capture.ts settleCaptured does it for the other capture paths).
+      dispute_due_at: approved ? disputeDueAt(request.card.fingerprint, request.at) : null,
     };
     return row as ChargeRow;
   });
@@ -407,9 +411,9 @@ export async function insertPreparedCharges(trx: Kysely<Database>, prepared: Pre
   const inserted = await sql<{ charge_id: string }>`
     INSERT INTO charges (account_id, livemode, charge_id, amount, currency, paid, captured, captured_at, amount_captured, card_id, customer_id,
                          subscription_id, period_start, description, failure_code, failure_message, fee_rate, created_at, updated_at,
-                         fee, total_platform_fee, term_id)
+                         fee, total_platform_fee, term_id, dispute_due_at)
     SELECT ${x.cols('a', 'l', 'c', 'amt')}, 'jpy', ${x.cols('p', 'p', 'cap')}, CASE WHEN ${x.col('p')} THEN ${x.col('amt')} END,
-           ${x.cols('card', 'cus', 'sub', 'ps', 'd', 'fc', 'fm', 'fr', 't', 't', 'fee')}, 0, ${x.col('tm')}
+           ${x.cols('card', 'cus', 'sub', 'ps', 'd', 'fc', 'fm', 'fr', 't', 't', 'fee')}, 0, ${x.cols('tm', 'dd')}
     FROM ${x.from}
     ON CONFLICT (account_id, livemode, subscription_id, period_start) WHERE subscription_id IS NOT NULL AND period_start IS NOT NULL AND paid DO NOTHING
     RETURNING charge_id`.execute(trx);

@@ -16,6 +16,8 @@ export type PaymentFlowStatus = 'requires_payment_method' | 'requires_confirmati
 export type PaymentMethodType = 'card' | 'paypay' | 'apple_pay';
 export type PaymentRefundStatus = 'succeeded' | 'failed' | 'pending' | 'canceled' | 'requires_action';
 export type PaymentRefundReason = 'duplicate' | 'fraudulent' | 'requested_by_customer';
+/** The SDK's `PaymentDisputeStatus`; kessai opens disputes as `needs_response` (a chargeback). */
+export type PaymentDisputeStatus = 'pre_warning_needs_response' | 'warning_needs_response' | 'warning_needs_refund' | 'warning_under_review' | 'needs_response' | 'under_review' | 'lost' | 'cancel';
 export type CheckoutSessionStatus = 'open' | 'complete' | 'expired';
 export type DisplayPreference = 'on' | 'off' | 'none';
 export type WebhookEndpointStatus = 'enabled' | 'disabled' | 'removed';

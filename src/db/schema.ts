@@ -4,7 +4,7 @@
  * `npm run db:types:check`. Narrower column types: src/db/column-types.ts.
  */
 
-import type { CheckoutSessionStatus, DisplayPreference, JobRunStatus, JsonColumn, PaymentFlowStatus, PaymentMethodType, PaymentRefundReason, PaymentRefundStatus, SettlementOwner, SubscriptionStatus, WebhookEndpointStatus } from "./column-types";
+import type { CheckoutSessionStatus, DisplayPreference, JobRunStatus, JsonColumn, PaymentDisputeStatus, PaymentFlowStatus, PaymentMethodType, PaymentRefundReason, PaymentRefundStatus, SettlementOwner, SubscriptionStatus, WebhookEndpointStatus } from "./column-types";
 import type { ColumnType } from "kysely";
 
 export type Generated<T> = T extends ColumnType<infer S, infer I, infer U>
@@ -109,6 +109,7 @@ export interface ChargesTable {
   currency: Generated<string>;
   customer_id: string | null;
   description: string | null;
+  dispute_due_at: Date | null;
   expired_at: Date | null;
   expiry_days: number | null;
   failure_code: string | null;
@@ -185,6 +186,26 @@ export interface CustomersTable {
   email: string | null;
   livemode: boolean;
   metadata: JsonColumn<Record<string, string>>;
+  updated_at: Date;
+}
+
+export interface DisputesTable {
+  account_id: string;
+  amount: number;
+  charge_id: string;
+  chargeback_fee_offset: number;
+  chargeback_platform_fee_offset: number;
+  created_at: Date;
+  dispute_id: string;
+  due_by: Date | null;
+  livemode: boolean;
+  metadata: JsonColumn<Record<string, boolean | number | string>>;
+  payjp_fee_included: boolean;
+  payment_flow_id: string | null;
+  reason: string | null;
+  status: PaymentDisputeStatus;
+  tenant_id: string | null;
+  term_id: string;
   updated_at: Date;
 }
 
@@ -645,6 +666,7 @@ export interface Database {
   checkout_session_line_items: CheckoutSessionLineItemsTable;
   checkout_sessions: CheckoutSessionsTable;
   customers: CustomersTable;
+  disputes: DisputesTable;
   events: EventsTable;
   idempotency_keys: IdempotencyKeysTable;
   job_runs: JobRunsTable;

@@ -27,6 +27,7 @@ export const ID_PREFIX = {
   refund: 're_',
   reauthorization: 'rea_',
   paymentRefund: 'pyre_',
+  paymentDispute: 'pydp_',
   product: 'prod_',
   taxRate: 'txr_',
   paymentMethod: 'pm_',

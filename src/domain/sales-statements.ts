@@ -1,6 +1,6 @@
 /**
  * The sales statements of one closing term (service rules §4 "Statement"), from the term's
- * charges and refunds aggregated per (tenant, payjp_fee_included). Pure: the term-close job
+ * charges, refunds and disputes aggregated per (tenant, payjp_fee_included). Pure: the term-close job
  * aggregates with SQL GROUP BY and hands the few resulting rows here.
  *
  * Owners and their items (positive = paid to the owner, negative = billed), mirroring
@@ -10,10 +10,15 @@
  *   service fee items (fee, refund_fee_offset) only when payjp_fee_included is false;
  * - the platform: platform_fee (+), refund_platform_fee_offset (−), and the service fee items of
  *   the charges whose tenants have payjp_fee_included true (the platform pays them).
+ * A dispute (chargeback) takes the disputed amount back from whoever a refund of it would:
+ * `chargeback` (−) where `gross_refund` would be, `chargeback_fee_offset` (+) where
+ * `refund_fee_offset` would be, `chargeback_platform_fee_offset` (+ tenant, − platform) where
+ * `refund_platform_fee_offset` would be. The money went back to the buyer through the card network
+ * instead of through the merchant, and the service gives its fee on it back as for a refund.
  *
- * Conservation, checked on every call: captured − refunded = Σ owners' nets + the service's fees
- * (fee − refund_fee_offset): every yen that came in lands in exactly one statement or with the
- * service.
+ * Conservation, checked on every call: captured − refunded − disputed = Σ owners' nets + the
+ * service's fees (fee − refund_fee_offset − chargeback_fee_offset): every yen that came in lands in
+ * exactly one statement or with the service.
  */
 
 export const STATEMENT_TYPES = ['sales', 'service_fee', 'forfeit', 'transfer_fee', 'misc'] as const;
@@ -91,6 +96,16 @@ export interface RefundAggregate {
   readonly refundPlatformFeeOffset: number;
 }
 
+/** Disputes opened in a term with the same tenant and payjp_fee_included (of their charges). */
+export interface DisputeAggregate {
+  readonly tenantId: string | null;
+  readonly payjpFeeIncluded: boolean;
+  readonly count: number;
+  readonly disputed: number;
+  readonly chargebackFeeOffset: number;
+  readonly chargebackPlatformFeeOffset: number;
+}
+
 export interface StatementItemDraft {
   readonly subject: StatementSubject;
   readonly amount: number;
@@ -114,9 +129,10 @@ export interface TermSales {
   readonly statements: readonly StatementDraft[];
   readonly chargeCount: number;
   readonly refundCount: number;
-  /** captured − refunded. */
+  readonly disputeCount: number;
+  /** captured − refunded − disputed. */
   readonly moneyIn: number;
-  /** What the service keeps: Σ fee − Σ refund_fee_offset. */
+  /** What the service keeps: Σ fee − Σ refund_fee_offset − Σ chargeback_fee_offset. */
   readonly serviceFees: number;
 }
 
@@ -152,13 +168,49 @@ class ItemsOf {
   }
 }
 
+/** The subjects money taken back from a sale is booked under: by a refund, or by a chargeback. */
+interface TakeBackSubjects {
+  readonly amount: StatementSubject;
+  readonly feeOffset: StatementSubject;
+  readonly platformFeeOffset: StatementSubject;
+}
+const REFUND_SUBJECTS: TakeBackSubjects = { amount: 'gross_refund', feeOffset: 'refund_fee_offset', platformFeeOffset: 'refund_platform_fee_offset' };
+const CHARGEBACK_SUBJECTS: TakeBackSubjects = { amount: 'chargeback', feeOffset: 'chargeback_fee_offset', platformFeeOffset: 'chargeback_platform_fee_offset' };
+
+type OwnerItems = (owner: OwnerKind, ownerRef: string, tenantId: string | null) => ItemsOf;
+
+/**
+ * Books money taken back from sales (a refund or a chargeback aggregate), mirroring the sale: the
+ * owner gives the amount back and gets the fee offsets; a tenant's platform fee offset is the
+ * platform's to give; the service fee offset goes to whoever paid the fee (fees.ts).
+ */
+function takeBack(
+  of: OwnerItems,
+  group: { readonly tenantId: string | null; readonly payjpFeeIncluded: boolean },
+  money: { readonly amount: number; readonly feeOffset: number; readonly platformFeeOffset: number },
+  subjects: TakeBackSubjects,
+): void {
+  if (group.tenantId === null) {
+    const merchant = of('merchant', MERCHANT_OWNER_REF, null);
+    merchant.add(subjects.amount, -money.amount);
+    merchant.add(subjects.feeOffset, money.feeOffset);
+    return;
+  }
+  const tenant = of('tenant', group.tenantId, group.tenantId);
+  const platform = of('platform', PLATFORM_OWNER_REF, null);
+  tenant.add(subjects.amount, -money.amount);
+  tenant.add(subjects.platformFeeOffset, money.platformFeeOffset);
+  platform.add(subjects.platformFeeOffset, -money.platformFeeOffset);
+  (group.payjpFeeIncluded ? platform : tenant).add(subjects.feeOffset, money.feeOffset);
+}
+
 /**
  * The sales statements of a term. Items appear where they apply: an owner's statement lists a
- * subject when at least one charge or refund of the term contributed to it (even if it sums to 0).
+ * subject when at least one charge, refund or dispute of the term contributed to it (even if it sums to 0).
  */
-export function termSalesStatements(charges: readonly ChargeAggregate[], refunds: readonly RefundAggregate[]): TermSales {
+export function termSalesStatements(charges: readonly ChargeAggregate[], refunds: readonly RefundAggregate[], disputes: readonly DisputeAggregate[] = []): TermSales {
   const owners = new Map<string, { owner: OwnerKind; tenantId: string | null; items: ItemsOf }>();
-  const of = (owner: OwnerKind, ownerRef: string, tenantId: string | null): ItemsOf => {
+  const of: OwnerItems = (owner, ownerRef, tenantId) => {
     let entry = owners.get(ownerRef);
     if (entry === undefined) {
       entry = { owner, tenantId, items: new ItemsOf() };
@@ -170,6 +222,7 @@ export function termSalesStatements(charges: readonly ChargeAggregate[], refunds
   let serviceFees = 0;
   let chargeCount = 0;
   let refundCount = 0;
+  let disputeCount = 0;
   for (const c of charges) {
     moneyIn += c.gross;
     serviceFees += c.fee;
@@ -192,18 +245,13 @@ export function termSalesStatements(charges: readonly ChargeAggregate[], refunds
     moneyIn -= r.refunded;
     serviceFees -= r.refundFeeOffset;
     refundCount += r.count;
-    if (r.tenantId === null) {
-      const merchant = of('merchant', MERCHANT_OWNER_REF, null);
-      merchant.add('gross_refund', -r.refunded);
-      merchant.add('refund_fee_offset', r.refundFeeOffset);
-      continue;
-    }
-    const tenant = of('tenant', r.tenantId, r.tenantId);
-    const platform = of('platform', PLATFORM_OWNER_REF, null);
-    tenant.add('gross_refund', -r.refunded);
-    tenant.add('refund_platform_fee_offset', r.refundPlatformFeeOffset);
-    platform.add('refund_platform_fee_offset', -r.refundPlatformFeeOffset);
-    (r.payjpFeeIncluded ? platform : tenant).add('refund_fee_offset', r.refundFeeOffset);
+    takeBack(of, r, { amount: r.refunded, feeOffset: r.refundFeeOffset, platformFeeOffset: r.refundPlatformFeeOffset }, REFUND_SUBJECTS);
+  }
+  for (const d of disputes) {
+    moneyIn -= d.disputed;
+    serviceFees -= d.chargebackFeeOffset;
+    disputeCount += d.count;
+    takeBack(of, d, { amount: d.disputed, feeOffset: d.chargebackFeeOffset, platformFeeOffset: d.chargebackPlatformFeeOffset }, CHARGEBACK_SUBJECTS);
   }
   const rank = (ref: string): string => (ref === MERCHANT_OWNER_REF ? '0' : ref === PLATFORM_OWNER_REF ? '1' : `2${ref}`);
   const statements = [...owners]
@@ -213,5 +261,5 @@ export function termSalesStatements(charges: readonly ChargeAggregate[], refunds
   // Money in = money out: every yen of the term is in one owner's statement or is the service's fee.
   if (moneyIn !== nets + serviceFees) throw new Error(`term does not balance: money in ${moneyIn} ≠ statements ${nets} + service fees ${serviceFees}`);
   for (const statement of statements) assertStatementNet(statement);
-  return { statements, chargeCount, refundCount, moneyIn, serviceFees };
+  return { statements, chargeCount, refundCount, disputeCount, moneyIn, serviceFees };
 }

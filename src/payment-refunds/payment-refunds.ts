@@ -26,6 +26,7 @@ import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List }
 import { findPaymentFlow } from '../payment-flows/payment-flow-object';
 import { MAX_FLOW_AMOUNT } from '../payment-flows/payment-flows';
 import { settleRefunds } from '../settlement/capture';
+import { disputedAmounts } from '../disputes/disputes';
 
 export type PaymentRefundRow = Selectable<PaymentRefundsTable>;
 
@@ -125,8 +126,11 @@ export async function createPaymentRefund(ctx: Context, caller: Caller, input: u
       .where('livemode', '=', flow.livemode)
       .where('payment_flow_id', '=', flow.payment_flow_id)
       .orderBy('payment_flow_capture')
+      .forUpdate()
       .execute();
-    const refundable = captures.map((c) => ({ chargeId: c.charge_id, refundable: (c.amount_captured ?? 0) - c.amount_refunded }));
+    // Read after the lock (the disputes job locks a charge to dispute it): a disputed capture has nothing left to refund.
+    const disputed = await disputedAmounts(trx, flow.account_id, flow.livemode, captures.map((c) => c.charge_id));
+    const refundable = captures.map((c) => ({ chargeId: c.charge_id, refundable: (c.amount_captured ?? 0) - c.amount_refunded - (disputed.get(c.charge_id) ?? 0) }));
     const left = refundable.reduce((sum, c) => sum + c.refundable, 0);
     if (left <= 0) return reject('already_refunded', 'payment_flow_id', `payment flow ${flowId} is already refunded in full`);
     const amount = requested ?? left;

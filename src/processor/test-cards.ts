@@ -50,6 +50,23 @@ export type ThreeDSecureBehaviour = (typeof THREE_D_SECURE_BEHAVIOURS)[number];
 /** The `three_d_secure_status` an authentication ends with (v1 §3.1, less `unverified`, the pending state). */
 export type ThreeDSecureResultStatus = 'verified' | 'attempted' | 'failed' | 'error';
 
+/**
+ * The v2 dispute reasons a simulated issuer gives (a subset of the SDK's `PaymentDisputeReason`:
+ * the ones a buyer's chargeback carries).
+ */
+export const DISPUTE_REASONS = ['fraudulent', 'product_not_received', 'unrecognized', 'duplicate'] as const;
+export type DisputeReason = (typeof DISPUTE_REASONS)[number];
+
+/**
+ * A card whose every captured charge is disputed: the issuer raises a chargeback `afterDays` whole
+ * days (of 24 hours) after the capture, with `reason`. Each capture is its own card transaction,
+ * so a flow captured in two parts is disputed twice, each part at its own instant.
+ */
+export interface DisputeBehaviour {
+  readonly afterDays: number;
+  readonly reason: DisputeReason;
+}
+
 /** An authorization refusal: which kinds of authorization it applies to and, optionally, from which amount. */
 export interface DeclineRule {
   readonly code: AuthorizationDeclineCode;
@@ -73,6 +90,8 @@ export interface TestCardSpec {
   /** What authorization answers once a token exists. */
   readonly authorization: 'approve' | DeclineRule;
   readonly threeDSecure: ThreeDSecureBehaviour;
+  /** Set on cards whose captured charges the issuer disputes (chargebacks); see DisputeBehaviour. */
+  readonly dispute?: DisputeBehaviour;
   /** What the card is for, for people reading a scenario. */
   readonly purpose: string;
 }
@@ -173,6 +192,26 @@ export const TEST_CARDS = {
   threeDSecureAttempted: { ...domesticCredit, number: '4000000000003022', brand: 'Visa', last4: '3022', threeDSecure: 'attempted', purpose: 'authentication ends `attempted`' },
   threeDSecureFailed: { ...domesticCredit, number: '4000000000003030', brand: 'Visa', last4: '3030', threeDSecure: 'failed', purpose: 'authentication ends `failed`' },
   threeDSecureError: { ...domesticCredit, number: '4000000000003048', brand: 'Visa', last4: '3048', threeDSecure: 'error', purpose: 'authentication ends `error`' },
+
+  // Chargebacks: authorization and capture succeed, then the issuer disputes every captured charge
+  // a set number of days later (the `disputes.open` job opens the dispute; the term close books it).
+  // The numbers are the ones payment providers publish for their dispute test cards.
+  disputedFraudulent: {
+    ...domesticCredit,
+    number: '4000000000000259',
+    brand: 'Visa',
+    last4: '0259',
+    dispute: { afterDays: 3, reason: 'fraudulent' },
+    purpose: 'every captured charge is disputed as fraudulent 3 days after its capture',
+  },
+  disputedNotReceived: {
+    ...domesticCredit,
+    number: '4000000000002685',
+    brand: 'Visa',
+    last4: '2685',
+    dispute: { afterDays: 30, reason: 'product_not_received' },
+    purpose: 'every captured charge is disputed (product not received) 30 days after its capture',
+  },
 } as const satisfies Record<string, TestCardSpec>;
 
 export type TestCardName = keyof typeof TEST_CARDS;
@@ -227,6 +266,22 @@ export function findTestCard(number: string): TestCard | undefined {
 
 export function findTestCardByFingerprint(fingerprint: string): TestCard | undefined {
   return BY_FINGERPRINT.get(fingerprint);
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** The test cards whose captures are disputed, with their fingerprints. */
+export const DISPUTED_TEST_CARDS: readonly TestCard[] = TEST_CARD_LIST.filter((card) => card.dispute !== undefined);
+
+/**
+ * When and why the issuer disputes a charge captured at `capturedAt` with the card of this
+ * fingerprint; undefined for a card whose charges are never disputed (every other card).
+ */
+export function disputeOfCapture(fingerprint: string | null, capturedAt: Date): { readonly at: Date; readonly reason: DisputeReason } | undefined {
+  if (fingerprint === null) return undefined;
+  const dispute = BY_FINGERPRINT.get(fingerprint)?.dispute;
+  if (dispute === undefined) return undefined;
+  return { at: new Date(capturedAt.getTime() + dispute.afterDays * DAY_MS), reason: dispute.reason };
 }
 
 /** The status 3-D Secure authentication of this card ends with. */

@@ -3,7 +3,8 @@
  * settlement code). Every path that captures a charge or writes a refund row calls these in the
  * same transaction, once per batch, after its rows are written:
  * - `settleCaptured`: fills the settlement fields of freshly captured charges (fee, platform fee
- *   split, `term_id` of the term containing `captured_at`, opening that term if needed).
+ *   split, `term_id` of the term containing `captured_at`, opening that term if needed), and the
+ *   instant a dispute card's issuer disputes the capture (`dispute_due_at`, src/disputes).
  * - `settleRefunds`: fills the fee offsets and `term_id` of freshly written refund rows.
  * Both are set-based (one or a few statements per batch) and idempotent: only rows whose `term_id`
  * is still null are settled, and they are locked while it happens.
@@ -17,6 +18,7 @@ import type { Context } from '../engine/context';
 import { openTermIds, openTerms } from './terms';
 import { bulkColumns, ROW_KEYS } from '../db/bulk-rows';
 import { accountsOf, inAccounts } from '../db/account-scope';
+import { chargeCardFingerprint, disputeDueAt } from '../disputes/disputes';
 
 export interface ChargeKey {
   readonly accountId: string;
@@ -42,6 +44,8 @@ interface UnsettledCharge {
   platform_fee: number | null;
   platform_fee_rate: string | null;
   payjp_fee_included: boolean | null;
+  /** The card's fingerprint (chargeCardFingerprint), for the dispute cards of the simulated network. */
+  fingerprint: string | null;
 }
 
 /**
@@ -126,7 +130,7 @@ export async function settleCaptured(trx: Kysely<Database>, ctx: Pick<Context, '
   // concurrent settlements of one charge write it once (and would write the same values anyway).
   const due = await sql<UnsettledCharge>`
     SELECT c.account_id, c.livemode, c.charge_id, c.amount, c.amount_captured, c.captured_at, c.fee_rate, c.tenant_id, c.platform_fee,
-           c.platform_fee_rate, c.payjp_fee_included
+           c.platform_fee_rate, c.payjp_fee_included, ${chargeCardFingerprint('c')} AS fingerprint
     FROM ${k.from}
     JOIN charges c ON c.account_id = ${k.col('a')} AND c.livemode = ${k.col('l')} AND c.charge_id = ${k.col('id')}
     WHERE c.term_id IS NULL AND c.amount_captured IS NOT NULL AND c.captured_at IS NOT NULL
@@ -153,7 +157,8 @@ export async function settleCaptured(trx: Kysely<Database>, ctx: Pick<Context, '
     due.rows.map((row, i) => ({ row, settled: settled[i]! })),
   );
   await sql`
-    UPDATE charges c SET fee = ${u.col('fee')}, platform_fee = ${u.col('pf')}, total_platform_fee = coalesce(${u.col('pf')}, 0), term_id = ${u.col('t')}
+    UPDATE charges c SET fee = ${u.col('fee')}, platform_fee = ${u.col('pf')}, total_platform_fee = coalesce(${u.col('pf')}, 0), term_id = ${u.col('t')},
+      dispute_due_at = ${u.col('dd')}
     FROM ${u.from}
     WHERE c.account_id = ${u.col('a')} AND c.livemode = ${u.col('l')} AND c.charge_id = ${u.col('id')} AND c.term_id IS NULL`.execute(trx);
 }
@@ -165,6 +170,8 @@ const SETTLED_CHARGE_COLUMNS = bulkColumns<{ readonly row: UnsettledCharge; read
   fee: ['bigint', (c) => c.settled.fee],
   pf: ['bigint', (c) => c.settled.platform_fee],
   t: ['text', (c) => c.settled.term_id],
+  // A capture with a dispute card is disputed later: the disputes.open job opens it then.
+  dd: ['instant', (c) => disputeDueAt(c.row.fingerprint, c.row.captured_at)],
 });
 
 interface UnsettledRefund {

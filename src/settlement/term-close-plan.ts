@@ -1,5 +1,5 @@
 /**
- * The term close's plan (no I/O): given a batch's due terms, their aggregated charges and refunds,
+ * The term close's plan (no I/O): given a batch's due terms, their aggregated charges, refunds and disputes,
  * the owners' collecting balances and the tenants' minimums, the statements to write, the balances
  * to insert or update, the terms closed and the events, with statement and balance ids drawn in a
  * fixed order (term by term, owner by owner: a new balance's id, then its statements'). The
@@ -16,6 +16,7 @@ import {
   statementDraft,
   termSalesStatements,
   type ChargeAggregate,
+  type DisputeAggregate,
   type RefundAggregate,
   type StatementDraft,
 } from '../domain/sales-statements';
@@ -47,6 +48,18 @@ export interface RefundAggregateRow {
   readonly rpfo: number;
 }
 
+/** A term's disputes of one tenant (or none) and fee mode, aggregated by the database. */
+export interface DisputeAggregateRow {
+  readonly account_id: string;
+  readonly term_id: string;
+  readonly tenant_id: string | null;
+  readonly inc: boolean;
+  readonly n: number;
+  readonly disputed: number;
+  readonly cfo: number;
+  readonly cpfo: number;
+}
+
 export interface TenantMinimumRow {
   readonly account_id: string;
   readonly livemode: boolean;
@@ -59,6 +72,7 @@ export interface TermCloseInput {
   readonly terms: readonly TermRow[];
   readonly charges: readonly ChargeAggregateRow[];
   readonly refunds: readonly RefundAggregateRow[];
+  readonly disputes: readonly DisputeAggregateRow[];
   /** The collecting balances of the terms' accounts and modes. */
   readonly collecting: readonly BalanceRow[];
   readonly tenants: readonly TenantMinimumRow[];
@@ -102,6 +116,14 @@ export function planTermClose(input: TermCloseInput, ids: IdGenerator): TermClos
     refundFeeOffset: row.rfo,
     refundPlatformFeeOffset: row.rpfo,
   }));
+  const disputesOf = groupBy(input.disputes, (row) => compositeKey(row.account_id, row.term_id), (row): DisputeAggregate => ({
+    tenantId: row.tenant_id,
+    payjpFeeIncluded: row.inc,
+    count: row.n,
+    disputed: row.disputed,
+    chargebackFeeOffset: row.cfo,
+    chargebackPlatformFeeOffset: row.cpfo,
+  }));
   const balancesOf = new Map<string, Map<string, BalanceRow>>();
   for (const row of input.collecting) {
     const key = compositeKey(row.account_id, row.livemode);
@@ -119,8 +141,9 @@ export function planTermClose(input: TermCloseInput, ids: IdGenerator): TermClos
   let fixed = 0;
   for (const term of input.terms) {
     const closeAt = term.end_at;
-    const sales = termSalesStatements(chargesOf.get(compositeKey(term.account_id, term.term_id)) ?? [], refundsOf.get(compositeKey(term.account_id, term.term_id)) ?? []);
-    closedTerms.push({ ...term, closed: true, closed_at: closeAt, charge_count: sales.chargeCount, refund_count: sales.refundCount });
+    const termKey = compositeKey(term.account_id, term.term_id);
+    const sales = termSalesStatements(chargesOf.get(termKey) ?? [], refundsOf.get(termKey) ?? [], disputesOf.get(termKey) ?? []);
+    closedTerms.push({ ...term, closed: true, closed_at: closeAt, charge_count: sales.chargeCount, refund_count: sales.refundCount, dispute_count: sales.disputeCount });
     const due = balanceDueDate({ start: term.start_at, end: term.end_at }, term.cycle);
     const existing = balancesOf.get(compositeKey(term.account_id, term.livemode)) ?? new Map<string, BalanceRow>();
     // The owners: those with a sales statement this term, then those with a collecting balance.

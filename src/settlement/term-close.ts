@@ -5,7 +5,7 @@
  *
  *   1. lock the due terms (the earliest open term of each account and mode only, so a late slot
  *      closes an account's terms one after the other, each with the balances the previous left);
- *   2. aggregate the terms' charges and refunds with two GROUP BY queries (per tenant and
+ *   2. aggregate the terms' charges, refunds and disputes with three GROUP BY queries (per tenant and
  *      payjp_fee_included: a handful of rows per term, whatever the number of charges);
  *   3. lock the owners' collecting balances and read the tenants' minimums;
  *   4. plan statements, balances and events in memory (planTermClose, no I/O; the balance rules
@@ -29,7 +29,7 @@ import { dueAccounts } from '../engine/account-batches';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { recordEvents, type EventInput } from '../events/outbox';
 import { balanceObjects, type BalanceRow, type StatementRow } from './statements';
-import { planTermClose, type ChargeAggregateRow, type RefundAggregateRow, type TenantMinimumRow, type TermCloseInput, type TermClosePlan } from './term-close-plan';
+import { planTermClose, type ChargeAggregateRow, type RefundAggregateRow, type DisputeAggregateRow, type TenantMinimumRow, type TermCloseInput, type TermClosePlan } from './term-close-plan';
 import { openTerms, type TermRow } from './terms';
 
 export type TermCloseCounts = {
@@ -89,6 +89,7 @@ const CLOSED_TERM_COLUMNS = bulkColumns<TermRow>()({
   id: ['text', 'term_id'],
   cc: ['int', 'charge_count'],
   rc: ['int', 'refund_count'],
+  dc: ['int', 'dispute_count'],
 });
 
 /** Closes everything due as of `run.slot`, account by account (runBatches in job.ts), until no due term is left. */
@@ -136,7 +137,7 @@ async function readTermBatch(trx: Kysely<Database>, batchAccounts: readonly stri
     LIMIT ${limit}
     FOR UPDATE OF t`.execute(trx);
   const terms = due.rows;
-  if (terms.length === 0) return { terms, charges: [], refunds: [], collecting: [], tenants: [] };
+  if (terms.length === 0) return { terms, charges: [], refunds: [], disputes: [], collecting: [], tenants: [] };
   // The terms by id through the terms table rather than a JSON list: the planner then knows how
   // many terms (and so charges) a batch covers and picks index lookups for a few terms, a hash join
   // over a sequential scan for a month-end batch of thousands.
@@ -147,7 +148,7 @@ async function readTermBatch(trx: Kysely<Database>, batchAccounts: readonly stri
 
   // 2. The terms' money, aggregated in the database; 3. collecting balances of the accounts
   //    (locked) and the tenants' minimums.
-  const [charges, refunds, collecting, tenants] = await Promise.all([
+  const [charges, refunds, disputes, collecting, tenants] = await Promise.all([
     sql<ChargeAggregateRow>`
       SELECT c.account_id, c.term_id, c.tenant_id, coalesce(c.payjp_fee_included, false) AS inc, count(*)::int AS n,
              sum(c.amount_captured)::bigint AS gross, sum(c.fee)::bigint AS fee, coalesce(sum(c.platform_fee), 0)::bigint AS pf
@@ -162,6 +163,13 @@ async function readTermBatch(trx: Kysely<Database>, batchAccounts: readonly stri
       WHERE k.term_id = ANY(${termIds}::text[]) AND k.account_id = ANY(${accountIds}::text[]) AND NOT k.closed
       GROUP BY r.account_id, r.term_id, r.tenant_id, coalesce(r.payjp_fee_included, false)
       ORDER BY r.account_id, r.term_id, r.tenant_id NULLS FIRST, inc`.execute(trx),
+    sql<DisputeAggregateRow>`
+      SELECT d.account_id, d.term_id, d.tenant_id, d.payjp_fee_included AS inc, count(*)::int AS n,
+             sum(d.amount)::bigint AS disputed, sum(d.chargeback_fee_offset)::bigint AS cfo, sum(d.chargeback_platform_fee_offset)::bigint AS cpfo
+      FROM terms k JOIN disputes d ON d.account_id = k.account_id AND d.livemode = k.livemode AND d.term_id = k.term_id
+      WHERE k.term_id = ANY(${termIds}::text[]) AND k.account_id = ANY(${accountIds}::text[]) AND NOT k.closed
+      GROUP BY d.account_id, d.term_id, d.tenant_id, d.payjp_fee_included
+      ORDER BY d.account_id, d.term_id, d.tenant_id NULLS FIRST, inc`.execute(trx),
     sql<BalanceRow>`
       SELECT b.* FROM ${k.from}
       JOIN balances b ON ${inAccounts('b.account_id', accountIds)} AND b.account_id = ${k.col('a')} AND b.livemode = ${k.col('l')} AND b.state = 'collecting'
@@ -171,7 +179,7 @@ async function readTermBatch(trx: Kysely<Database>, batchAccounts: readonly stri
       SELECT t.account_id, t.livemode, t.tenant_id, t.minimum_transfer_amount FROM ${k.from}
       JOIN tenants t ON t.account_id = ${k.col('a')} AND t.livemode = ${k.col('l')}`.execute(trx),
   ]);
-  return { terms, charges: charges.rows, refunds: refunds.rows, collecting: collecting.rows, tenants: tenants.rows };
+  return { terms, charges: charges.rows, refunds: refunds.rows, disputes: disputes.rows, collecting: collecting.rows, tenants: tenants.rows };
 }
 
 /** Step 5: statements and items, balances, terms, events (balance events with the objects read after the writes), the next terms. */
@@ -205,7 +213,7 @@ async function writeTermClose(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, 
   }
   const x = CLOSED_TERM_COLUMNS.table('x', closedTerms);
   await sql`
-    UPDATE terms t SET closed = true, closed_at = t.end_at, charge_count = ${x.col('cc')}, refund_count = ${x.col('rc')}
+    UPDATE terms t SET closed = true, closed_at = t.end_at, charge_count = ${x.col('cc')}, refund_count = ${x.col('rc')}, dispute_count = ${x.col('dc')}
     FROM ${x.from}
     WHERE t.account_id = ${x.col('a')} AND t.livemode = ${x.col('l')} AND t.term_id = ${x.col('id')} AND NOT t.closed`.execute(trx);
 

@@ -36,7 +36,7 @@ export type TermObject = {
 };
 
 /** Live counts of an open term, stored counts once closed. */
-export function renderTerm(row: TermRow, counts?: { readonly charges: number; readonly refunds: number }): TermObject {
+export function renderTerm(row: TermRow, counts?: TermCounts): TermObject {
   return {
     id: row.term_id,
     object: 'term',
@@ -47,8 +47,15 @@ export function renderTerm(row: TermRow, counts?: { readonly charges: number; re
     closed: row.closed,
     charge_count: row.closed || counts === undefined ? row.charge_count : counts.charges,
     refund_count: row.closed || counts === undefined ? row.refund_count : counts.refunds,
-    dispute_count: row.dispute_count,
+    dispute_count: row.closed || counts === undefined ? row.dispute_count : counts.disputes,
   };
+}
+
+/** What an open term has so far: its captures, refunds and disputes. */
+export interface TermCounts {
+  readonly charges: number;
+  readonly refunds: number;
+  readonly disputes: number;
 }
 
 /** A term somebody needs: the one of `cycle` containing `at` for (account, mode). */
@@ -140,7 +147,7 @@ export async function openTerms(trx: Kysely<Database>, ids: IdGenerator, wants: 
     RETURNING *`.execute(trx);
   const events: EventInput[] = inserted.rows
     .sort((x, y) => x.start_at.getTime() - y.start_at.getTime() || (x.account_id < y.account_id ? -1 : x.account_id > y.account_id ? 1 : 0))
-    .map((row) => ({ accountId: row.account_id, livemode: row.livemode, type: 'term.created', data: renderTerm(row, { charges: 0, refunds: 0 }), at: row.created_at }));
+    .map((row) => ({ accountId: row.account_id, livemode: row.livemode, type: 'term.created', data: renderTerm(row, { charges: 0, refunds: 0, disputes: 0 }), at: row.created_at }));
   await recordEvents(trx, ids, events);
 }
 
@@ -192,20 +199,21 @@ export async function openTermIds(trx: Kysely<Database>, wants: readonly TermWan
   });
 }
 
-/** Live charge and refund counts of open terms, by term id. */
-export async function openTermCounts(executor: Kysely<Database>, terms: readonly TermRow[]): Promise<Map<string, { charges: number; refunds: number }>> {
+/** Live charge, refund and dispute counts of open terms, by term id. */
+export async function openTermCounts(executor: Kysely<Database>, terms: readonly TermRow[]): Promise<Map<string, TermCounts>> {
   const open = terms.filter((t) => !t.closed);
-  const counts = new Map<string, { charges: number; refunds: number }>();
+  const counts = new Map<string, TermCounts>();
   if (open.length === 0) return counts;
   // One statement naming the terms' accounts (account-scope.ts): Citus routes the correlated counts to their shard.
   const accountIds = accountsOf(open, (t) => t.account_id);
   const k = ROW_KEYS.table('k', open.map((t) => ({ accountId: t.account_id, livemode: t.livemode, id: t.term_id })));
-  const { rows } = await sql<{ t: string; charges: number; refunds: number }>`
+  const { rows } = await sql<{ t: string } & TermCounts>`
     SELECT ${k.col('id')} AS t,
       (SELECT count(*)::int FROM charges c WHERE ${inAccounts('c.account_id', accountIds)} AND c.account_id = ${k.col('a')} AND c.livemode = ${k.col('l')} AND c.term_id = ${k.col('id')}) AS charges,
-      (SELECT count(*)::int FROM refunds r WHERE ${inAccounts('r.account_id', accountIds)} AND r.account_id = ${k.col('a')} AND r.livemode = ${k.col('l')} AND r.term_id = ${k.col('id')}) AS refunds
+      (SELECT count(*)::int FROM refunds r WHERE ${inAccounts('r.account_id', accountIds)} AND r.account_id = ${k.col('a')} AND r.livemode = ${k.col('l')} AND r.term_id = ${k.col('id')}) AS refunds,
+      (SELECT count(*)::int FROM disputes d WHERE ${inAccounts('d.account_id', accountIds)} AND d.account_id = ${k.col('a')} AND d.livemode = ${k.col('l')} AND d.term_id = ${k.col('id')}) AS disputes
     FROM ${k.from}`.execute(executor);
-  for (const row of rows) counts.set(row.t, { charges: row.charges, refunds: row.refunds });
+  for (const row of rows) counts.set(row.t, { charges: row.charges, refunds: row.refunds, disputes: row.disputes });
   return counts;
 }
 
@@ -224,7 +232,7 @@ export async function findTerm(executor: Kysely<Database>, caller: Pick<Caller, 
 /** A term with the live counts of an open term (openTermCounts): what renderTermRecord shows. */
 export interface TermRecord {
   readonly row: TermRow;
-  readonly counts: { readonly charges: number; readonly refunds: number } | undefined;
+  readonly counts: TermCounts | undefined;
 }
 
 export function renderTermRecord(record: TermRecord): TermObject {

@@ -217,6 +217,7 @@ describe('v2 conventions through @payjp/payjpv2', () => {
       v2.getAllCustomers({ client, query: missing }),
       v2.getAllPaymentFlows({ client, query: missing }),
       v2.getAllPaymentRefunds({ client, query: missing }),
+      v2.getAllPaymentDisputes({ client, query: missing }),
       v2.getAllPaymentMethods({ client, query: missing }),
       v2.getAllCheckoutSessions({ client, query: missing }),
       v2.getAllEvents({ client, query: { ending_before: 'evt_unknown' } }),

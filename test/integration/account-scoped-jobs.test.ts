@@ -3,7 +3,7 @@
  * statement that locks rows of account data names one account (`account_id = $n`), so on Citus it
  * is routed to that account's shard (Citus refuses row locks across shards). Checked here on plain
  * PostgreSQL, without Citus, by recording every statement the engine sends while a simulation runs
- * each of the eight jobs over three accounts.
+ * each of the jobs over three accounts.
  *
  * PostgreSQL only: the recording listens on the pg driver (PGlite runs in-process without it); CI
  * always has PostgreSQL.
@@ -34,7 +34,7 @@ describe.runIf(isPostgres())('every statement that locks account rows names one 
     pg.Client.prototype.query = original;
   });
 
-  it('over a simulation in which all eight jobs work on three accounts', async () => {
+  it('over a simulation in which every job works on three accounts', async () => {
     const idle = await simulateEveryJob(process.env.DATABASE_URL!, async (world) => idleJobs(world));
     expect(idle).toEqual([]);
     const locking = [...new Set(sent.filter((text) => LOCKS.test(text) && !ENGINE_TABLES.test(text)))];

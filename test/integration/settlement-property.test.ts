@@ -1,11 +1,13 @@
 /**
- * Property through the database (service rules §4): over random charges and refunds written
- * through the settlement hooks and closed by the term-close job, money in (captured − refunded) =
- * all owners' statement nets + the service's fees, and every statement's net is its items' sum.
+ * Property through the database (service rules §4): over random charges, refunds and disputes
+ * written through the settlement hooks and the disputes job and closed by the term-close job,
+ * money in (captured − refunded − disputed) = all owners' statement nets + the service's fees, and
+ * every statement's net is its items' sum.
  */
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { disputeOpeningJob } from '../../jobs/dispute-opening';
 import { termCloseJob } from '../../jobs/term-close';
 import { createAccount } from '../../src/accounts/accounts';
 import { Scheduler } from '../../src/engine/scheduler';
@@ -23,8 +25,8 @@ beforeAll(async () => {
 });
 afterAll(async () => database?.drop());
 
-describe('conservation over random charges and refunds', () => {
-  it('property: captured − refunded = Σ statement nets + Σ fee − Σ refund_fee_offset, for every closed term', async () => {
+describe('conservation over random charges, refunds and disputes', () => {
+  it('property: captured − refunded − disputed = Σ statement nets + Σ fee − Σ refund_fee_offset − Σ chargeback_fee_offset, for every closed term', async () => {
     let run = 0;
     await fc.assert(
       fc.asyncProperty(
@@ -35,6 +37,8 @@ describe('conservation over random charges and refunds', () => {
             tenant: fc.integer({ min: 0, max: 3 }),
             day: fc.integer({ min: 1, max: 28 }),
             refund: fc.option(fc.integer({ min: 1, max: 100 }), { nil: null }),
+            // As if paid with a dispute card: disputed after the refunds (a full refund leaves nothing to dispute).
+            disputed: fc.boolean(),
           }),
           { minLength: 1, maxLength: 12 },
         ),
@@ -57,22 +61,36 @@ describe('conservation over random charges and refunds', () => {
               const refunded = Math.max(1, Math.floor((c.amount * c.refund) / 100));
               await refundCharge(ctx.db, ctx, { accountId, chargeId, refundId: `re_p${run}_${i}`, amount: refunded, at: jst('2027-03-29T12:00:00') });
             }
+            if (c.disputed) await sql`UPDATE charges SET dispute_due_at = ${jst('2027-03-30T12:00:00')} WHERE account_id = ${accountId} AND charge_id = ${chargeId}`.execute(ctx.db);
           }
+          const disputeCtx = testContext(database.store, { at: jst('2027-03-31T00:00:00'), seed: 700 + run });
+          const opened = await new Scheduler(disputeCtx, [disputeOpeningJob], { owner: 'test' }).runSlot(disputeOpeningJob.name, jst('2027-03-31T00:00:00'));
+          expect(opened).toMatchObject({ status: 'succeeded', counts: { opened: charges.filter((c) => c.disputed && c.refund !== 100).length } });
           const runCtx = testContext(database.store, { at: jst('2027-04-01T00:00:00'), seed: 900 + run });
           const outcome = await new Scheduler(runCtx, [termCloseJob], { owner: 'test' }).runSlot(termCloseJob.name, jst('2027-04-01T00:00:00'));
           expect(outcome.status).toBe('succeeded');
           const totals = await sql<{ money_in: number; nets: number; service: number; bad_items: number }>`
             SELECT
               (SELECT coalesce(sum(amount_captured), 0) FROM charges WHERE account_id = ${accountId})::bigint
-                - (SELECT coalesce(sum(amount), 0) FROM refunds WHERE account_id = ${accountId})::bigint AS money_in,
+                - (SELECT coalesce(sum(amount), 0) FROM refunds WHERE account_id = ${accountId})::bigint
+                - (SELECT coalesce(sum(amount), 0) FROM disputes WHERE account_id = ${accountId})::bigint AS money_in,
               (SELECT coalesce(sum(net), 0) FROM statements WHERE account_id = ${accountId} AND type = 'sales')::bigint AS nets,
               ((SELECT coalesce(sum(fee), 0) FROM charges WHERE account_id = ${accountId})
-                - (SELECT coalesce(sum(refund_fee_offset), 0) FROM refunds WHERE account_id = ${accountId}))::bigint AS service,
+                - (SELECT coalesce(sum(refund_fee_offset), 0) FROM refunds WHERE account_id = ${accountId})
+                - (SELECT coalesce(sum(chargeback_fee_offset), 0) FROM disputes WHERE account_id = ${accountId}))::bigint AS service,
               (SELECT count(*) FROM statements s WHERE s.account_id = ${accountId}
                  AND s.net <> (SELECT coalesce(sum(amount), 0) FROM statement_items i WHERE i.account_id = s.account_id AND i.statement_id = s.statement_id))::int AS bad_items`.execute(ctx.db);
           const t = totals.rows[0]!;
           expect(t.money_in).toBe(t.nets + t.service);
           expect(t.bad_items).toBe(0);
+          // Every dispute was booked: the closed term counts them, and their chargebacks are on statements.
+          const booked = await sql<{ counted: number; disputed: number; chargeback: number }>`
+            SELECT (SELECT coalesce(sum(dispute_count), 0) FROM terms WHERE account_id = ${accountId} AND closed)::int AS counted,
+                   (SELECT count(*) FROM disputes WHERE account_id = ${accountId})::int AS disputed,
+                   (SELECT coalesce(-sum(amount), 0) FROM statement_items WHERE account_id = ${accountId} AND subject = 'chargeback')::bigint
+                     - (SELECT coalesce(sum(amount), 0) FROM disputes WHERE account_id = ${accountId})::bigint AS chargeback`.execute(ctx.db);
+          const expectedDisputes = charges.filter((c) => c.disputed && c.refund !== 100).length;
+          expect(booked.rows[0]).toEqual({ counted: expectedDisputes, disputed: expectedDisputes, chargeback: 0 });
           // Every charge and refund was settled into the closed term.
           const unsettled = await sql<{ n: number }>`SELECT (SELECT count(*) FROM charges WHERE account_id = ${accountId} AND term_id IS NULL)::int
             + (SELECT count(*) FROM refunds WHERE account_id = ${accountId} AND term_id IS NULL)::int AS n`.execute(ctx.db);

@@ -1,7 +1,7 @@
 /**
  * The scenario every-job-accounts.json (three merchants; every scheduled job has work in each) and
  * a simulation of it over 2027-01 and 2027-02, for the account-scope test on PostgreSQL and the
- * Citus test. Every job's runs are checked to have done something, so the tests cover all eight.
+ * Citus test. Every job's runs are checked to have done something, so the tests cover them all.
  */
 import { fileURLToPath } from 'node:url';
 import { ALL_JOBS } from '../../jobs/index';

@@ -58,6 +58,7 @@ describe('planTermClose', () => {
     terms: [term('acct_a', 'tm_a'), term('acct_b', 'tm_b')],
     charges: [{ account_id: 'acct_a', term_id: 'tm_a', tenant_id: null, inc: false, n: 3, gross: 20_000, fee: 600, pf: 0 }],
     refunds: [{ account_id: 'acct_a', term_id: 'tm_a', tenant_id: null, inc: false, n: 1, refunded: 1000, rfo: 30, rpfo: 0 }],
+    disputes: [],
     collecting: [
       // acct_a's merchant had 2,000 deferred: its sales join it (balance.merged).
       collecting('acct_a', 'merchant', 'merchant', 2000, jst('2027-12-01T00:00:00')),

@@ -10,6 +10,8 @@ import {
   cardExpired,
   cardExpiresAt,
   cardFingerprint,
+  disputeOfCapture,
+  DISPUTED_TEST_CARDS,
   findTestCard,
   findTestCardByFingerprint,
   luhnValid,
@@ -46,6 +48,15 @@ describe('the test-card table (service rules §2.2)', () => {
     expect(TEST_CARDS.americanExpress.number).toBe('378282246310005');
     expect(TEST_CARDS.dinersClub.number).toBe('30569309025904');
     expect(TEST_CARDS.discover.number).toBe('6011111111111117');
+  });
+
+  it('has dispute cards: their captures are disputed a set number of days later, every other card never', () => {
+    const capturedAt = new Date('2027-01-10T01:00:00Z');
+    expect(DISPUTED_TEST_CARDS.map((card) => card.name)).toEqual(['disputedFraudulent', 'disputedNotReceived']);
+    expect(disputeOfCapture(cardFingerprint(TEST_CARDS.disputedFraudulent.number), capturedAt)).toEqual({ at: new Date('2027-01-13T01:00:00Z'), reason: 'fraudulent' });
+    expect(disputeOfCapture(cardFingerprint(TEST_CARDS.disputedNotReceived.number), capturedAt)).toEqual({ at: new Date('2027-02-09T01:00:00Z'), reason: 'product_not_received' });
+    for (const card of TEST_CARD_LIST.filter((c) => c.dispute === undefined)) expect(disputeOfCapture(card.fingerprint, capturedAt), card.name).toBeUndefined();
+    expect(disputeOfCapture(null, capturedAt)).toBeUndefined();
   });
 
   it('covers declined (card_declined), expired (expired_card) and processing error (processing_error)', () => {

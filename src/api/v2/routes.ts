@@ -4,7 +4,7 @@
  * unless a route says otherwise; reference fields the SDK names `*_id` are read as the operation's
  * names and answered under both (./codec.ts, docs/decisions.md "Issue 16 v2 HTTP (i16a)").
  *
- * ADDING A RESOURCE: one line per operation in V2_ROUTES (e.g. setup flows and disputes,
+ * ADDING A RESOURCE: one line per operation in V2_ROUTES (e.g. setup flows,
  * `crud('/setup_flows', 'setup_flow_id', 'setup_flows')`), with `renames` / `encode` where its
  * fields differ from the SDK's.
  */
@@ -103,6 +103,9 @@ export const V2_ROUTES: readonly V2Route[] = [
   route('POST', '/setup_flows/:setup_flow_id/confirm', 'setup_flows.confirm'),
   // Payment refunds.
   ...crud('/payment_refunds', 'payment_refund_id', 'payment_refunds'),
+  // Payment disputes (chargebacks): read-only (src/disputes).
+  route('GET', '/payment_disputes', 'payment_disputes.list'),
+  route('GET', '/payment_disputes/:payment_dispute_id', 'payment_disputes.retrieve'),
   // Payment methods.
   ...crud('/payment_methods', 'payment_method_id', 'payment_methods'),
   route('GET', '/payment_methods/cards/:card_id', 'payment_methods.retrieve_by_card', { pathParams: { card_id: 'card_id' } }),

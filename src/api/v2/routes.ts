@@ -140,6 +140,9 @@ export const V2_ROUTES: readonly V2Route[] = [
   route('POST', '/balances/:balance_id/balance_urls', 'balances.statement_urls', settlement({ issuesDownloadUrl: true, encode: (result) => ({ ...(v2Instants(result) as object), object: 'balance_url' }) })),
   route('GET', '/terms', 'v2.terms.list', settlement()),
   route('GET', '/terms/:term_id', 'terms.retrieve', settlement()),
+  // Payment transactions: the settled captures and refunds (src/settlement/payment-transactions.ts).
+  route('GET', '/payment_transactions', 'payment_transactions.list'),
+  route('GET', '/payment_transactions/:payment_transaction_id', 'payment_transactions.retrieve'),
   // Events (v2 §4.7).
   route('GET', '/events', 'v2.events.list'),
   route('GET', '/events/:event_id', 'v2.events.retrieve'),

@@ -8,6 +8,13 @@
  * requires_action (3-D Secure) → requires_capture (manual) or succeeded (automatic); a declined
  * payment goes back to requires_payment_method with `last_payment_error`; canceled from any status
  * before money moved. A hold that lapses cancels the flow with reason `expired` (hold-expiry.ts).
+ *
+ * Confirmation (create with confirm=true, confirm, complete_action) never calls the card network
+ * while the flow's row is locked: a short transaction claims the flow (`processing`, committed),
+ * the network is asked with no transaction open, and a second short transaction records the answer
+ * only if the claim still holds (src/domain/network-claims.ts). A second confirmation meanwhile is
+ * refused (`invalid_status`); a claim left by a crash is taken over after the lease by the next
+ * confirm or complete_action, which finishes the same payment.
  */
 import type { Kysely, Updateable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
@@ -16,6 +23,7 @@ import type { Database, PaymentFlowsTable } from '../db/schema';
 import { KessaiError, reject, type ErrorCode } from '../domain/errors';
 import { holdLapsed, parseExtendedAuthorizationRequest, v2HoldExpiresAt, type ExtendedAuthorizationRequest } from '../domain/hold-periods';
 import { createMetadata, mergeMetadata, type Metadata } from '../domain/metadata';
+import { claimLapsed } from '../domain/network-claims';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvents, type EventInput } from '../events/outbox';
@@ -217,23 +225,24 @@ export async function createPaymentFlow(ctx: Context, caller: Caller, input: unk
   if (hasParam(params, 'return_url') && !confirm) reject('invalid_param_key', 'return_url', 'return_url is sent only with confirm=true');
   optionalString(params, 'return_url');
   const now = ctx.clock.now();
-  const outcome = await ctx.db.transaction().execute(async (trx): Promise<ConfirmOutcome> => {
+  const claim = await ctx.db.transaction().execute(async (trx): Promise<ConfirmClaim> => {
     if (customerId !== null) await assertCustomer(trx, caller, customerId);
     // With confirm=true and no method named, the customer's default payment method pays (SDK).
     const methodId = sentMethodId ?? (confirm && methodType === undefined && customerId !== null ? await defaultPaymentMethodOf(trx, caller, customerId) : undefined);
     let flow = await insertPaymentFlow(trx, ctx, caller, { amount, captureMethod, paymentMethodTypes: types, extendedAuthorization, metadata, customerId, description, checkoutSessionId: null }, now);
     if (methodId === undefined && methodType === undefined) {
       if (confirm) reject('missing_param', 'payment_method', 'confirm=true needs a payment_method (or a customer with a default payment method)');
-      return { row: flow, failure: null };
+      return finished(flow);
     }
     const snapshot = await resolvePaymentMethod(trx, caller, { type: methodType ?? 'card', id: methodId, customerId, at: now });
     assertMethodAllowed(types, snapshot.type);
     if (captureMethod === 'manual') holdFor(flow, snapshot, now);
-    if (confirm) return confirmLockedFlow(trx, ctx, flow, snapshot, now, { authenticateInline: false });
+    // With confirm=true the new flow is committed with its claim; the network comes after.
+    if (confirm) return claimConfirmation(trx, ctx, flow, snapshot, now, { authenticateInline: false });
     flow = await saveFlow(trx, flow, { ...paymentMethodColumns(snapshot), status: 'requires_confirmation', updated_at: now });
-    return { row: flow, failure: null };
+    return finished(flow);
   });
-  return throwIfFailed(outcome);
+  return throwIfFailed(await finishConfirmation(ctx, claim));
 }
 
 /** The customer's default v2 payment method, if any. */
@@ -321,49 +330,110 @@ export interface ConfirmOutcome {
   readonly failure: { readonly code: ErrorCode; readonly message: string } | null;
 }
 
+/** `next_action` of a flow waiting for the buyer's 3-D Secure challenge. */
+const THREE_D_SECURE_ACTION = { type: 'three_d_secure', three_d_secure: { status: 'unverified' } } as const;
+
 /**
- * Confirms a locked flow with a payment method, inside the caller's transaction: checks
- * (status, allowed method, the hold rule) come before any network call, so a refusal changes
- * nothing. Then 3-D Secure (unless `authenticateInline`, the flow goes to requires_action and the
- * browser completes the action later), authorization, and for automatic capture the capture.
+ * A confirmation after its first, short transaction: finished there (no network needed: 3-D Secure
+ * handed to the browser, or nothing to confirm), or a committed `processing` claim whose network
+ * work is still to do. The claim's `updated_at` is its stamp (src/domain/network-claims.ts).
  */
-export async function confirmLockedFlow(
+type ConfirmClaim = { readonly kind: 'done'; readonly outcome: ConfirmOutcome } | Claimed;
+
+interface Claimed {
+  readonly kind: 'claimed';
+  readonly flow: PaymentFlowRow;
+  readonly snapshot: PaymentMethodSnapshot;
+  /** The buyer's 3-D Secure authentication comes before the authorization. */
+  readonly authenticate: boolean;
+  readonly at: Date;
+}
+
+/** The network's answer to a claim, asked with no transaction open. */
+type NetworkAnswer =
+  | { readonly approved: true; readonly authorizationCode: string; readonly threeDSecure: 'verified' | 'attempted' | null }
+  | { readonly approved: false; readonly code: ErrorCode; readonly message: string; readonly threeDSecure: string | null };
+
+const finished = (row: PaymentFlowRow): ConfirmClaim => ({ kind: 'done', outcome: { row, failure: null } });
+
+/**
+ * Claims the flow: `processing`, stamped `at`. An authentication still to do is kept as
+ * `three_d_secure_status` `unverified`, so a takeover after a crash knows to authenticate.
+ */
+async function claimFlow(trx: Kysely<Database>, flow: PaymentFlowRow, changes: Updateable<PaymentFlowsTable>, snapshot: PaymentMethodSnapshot, authenticate: boolean, at: Date): Promise<Claimed> {
+  const row = await saveFlow(trx, flow, { ...changes, ...(authenticate ? { three_d_secure_status: 'unverified' } : {}), status: 'processing', next_action: null, updated_at: at });
+  return { kind: 'claimed', flow: row, snapshot, authenticate, at };
+}
+
+/**
+ * A claim left behind by a confirmation that died (older than the lease) is taken over by the next
+ * confirm or complete_action, with the payment method and authentication it had claimed: the
+ * interrupted payment is finished, never started a second time with other terms.
+ */
+async function takeOverLapsedClaim(trx: Kysely<Database>, flow: PaymentFlowRow, at: Date): Promise<Claimed | undefined> {
+  const snapshot = storedPaymentMethod(flow);
+  if (flow.status !== 'processing' || snapshot === null || !claimLapsed(flow.updated_at, at)) return undefined;
+  return claimFlow(trx, flow, {}, snapshot, flow.three_d_secure_status === 'unverified', at);
+}
+
+/**
+ * The first half of confirming a locked flow with a payment method, inside the caller's
+ * transaction: checks (status, allowed method, the hold rule) come first, so a refusal changes
+ * nothing. A card that needs 3-D Secure stops at requires_action unless `authenticateInline` (the
+ * browser completes the action later); otherwise the flow is claimed for the network.
+ */
+async function claimConfirmation(
   trx: Kysely<Database>,
-  ctx: Pick<Context, 'ids' | 'clock' | 'processor'>,
+  ctx: Pick<Context, 'ids'>,
   flow: PaymentFlowRow,
   snapshot: PaymentMethodSnapshot,
   at: Date,
   options: { readonly authenticateInline: boolean },
-): Promise<ConfirmOutcome> {
+): Promise<ConfirmClaim> {
   if (!CONFIRMABLE.has(flow.status)) reject('invalid_status', undefined, `a payment flow that is ${flow.status} cannot be confirmed`);
   assertMethodAllowed(flow.payment_method_types, snapshot.type);
   if (flow.capture_method === 'manual') holdFor(flow, snapshot, at);
-  const attached = { ...paymentMethodColumns(snapshot), last_payment_error: null, next_action: null, three_d_secure_status: null, updated_at: at };
-  if (needsThreeDSecure(snapshot)) {
-    if (!options.authenticateInline) {
-      const row = await saveFlow(trx, flow, {
-        ...attached,
-        status: 'requires_action',
-        three_d_secure_status: 'unverified',
-        next_action: JSON.stringify({ type: 'three_d_secure', three_d_secure: { status: 'unverified' } }),
-      });
-      await recordEvents(trx, ctx.ids, [flowEvent(row, 'payment_flow.requires_action', at)]);
-      return { row, failure: null };
-    }
-    const pending = await saveFlow(trx, flow, { ...attached, status: 'requires_action', three_d_secure_status: 'unverified' });
-    return completeAuthentication(trx, ctx, pending, snapshot, at);
+  const attached = { ...paymentMethodColumns(snapshot), last_payment_error: null, three_d_secure_status: null };
+  const authenticate = needsThreeDSecure(snapshot);
+  if (authenticate && !options.authenticateInline) {
+    const row = await saveFlow(trx, flow, { ...attached, status: 'requires_action', three_d_secure_status: 'unverified', next_action: JSON.stringify(THREE_D_SECURE_ACTION), updated_at: at });
+    await recordEvents(trx, ctx.ids, [flowEvent(row, 'payment_flow.requires_action', at)]);
+    return finished(row);
   }
-  return authorizeFlow(trx, ctx, await saveFlow(trx, flow, attached), snapshot, at, undefined);
+  return claimFlow(trx, flow, attached, snapshot, authenticate, at);
 }
 
-/** The buyer's 3-D Secure authentication (v1 §4.3 step 2 rules), then the authorization. */
-async function completeAuthentication(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'clock' | 'processor'>, flow: PaymentFlowRow, snapshot: PaymentMethodSnapshot, at: Date): Promise<ConfirmOutcome> {
-  const [result] = await ctx.processor.authenticate([{ reference: flow.payment_flow_id, fingerprint: snapshot.card!.fingerprint, livemode: flow.livemode, at }]);
-  const status = result!.status;
-  if (status !== 'verified' && status !== 'attempted') {
-    return failFlow(trx, ctx, flow, at, 'three_d_secure_failed', `3-D Secure authentication ended ${status}`, status);
+/** Outside any transaction: the buyer's 3-D Secure authentication when claimed (v1 §4.3 step 2 rules), then the authorization. */
+async function askNetwork(ctx: Pick<Context, 'processor'>, claim: Claimed): Promise<NetworkAnswer> {
+  const { flow, snapshot, at } = claim;
+  let threeDSecure: 'verified' | 'attempted' | null = null;
+  if (claim.authenticate) {
+    const [result] = await ctx.processor.authenticate([{ reference: flow.payment_flow_id, fingerprint: snapshot.card!.fingerprint, livemode: flow.livemode, at }]);
+    const status = result!.status;
+    if (status !== 'verified' && status !== 'attempted') return { approved: false, code: 'three_d_secure_failed', message: `3-D Secure authentication ended ${status}`, threeDSecure: status };
+    threeDSecure = status;
   }
-  return authorizeFlow(trx, ctx, flow, snapshot, at, status);
+  // **Decision:** PayPay is a wallet outside the card network; the simulated wallet approves
+  // every payment (v2 §4.8 step 3: the buyer approves in the wallet app).
+  if (snapshot.card === null) return { approved: true, authorizationCode: 'paypay', threeDSecure };
+  // The flow id is the request's reference: a takeover after a crash sends the same reference,
+  // which a real network adapter passes as its idempotency key.
+  const [result] = await ctx.processor.authorize([
+    {
+      reference: flow.payment_flow_id,
+      fingerprint: snapshot.card.fingerprint,
+      expMonth: snapshot.card.expMonth,
+      expYear: snapshot.card.expYear,
+      amount: flow.amount,
+      currency: 'jpy',
+      livemode: flow.livemode,
+      at,
+      kind: flow.capture_method === 'manual' ? 'hold' : 'charge',
+      ...(threeDSecure === null ? {} : { threeDSecure }),
+    },
+  ]);
+  if (!result!.approved) return { approved: false, code: result!.code, message: result!.message, threeDSecure };
+  return { approved: true, authorizationCode: result!.authorizationCode, threeDSecure };
 }
 
 /** A declined payment: back to requires_payment_method with `last_payment_error` (v2 §6.1). */
@@ -380,38 +450,14 @@ async function failFlow(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, flow: 
   return { row, failure: { code, message } };
 }
 
-async function authorizeFlow(
-  trx: Kysely<Database>,
-  ctx: Pick<Context, 'ids' | 'clock' | 'processor'>,
-  flow: PaymentFlowRow,
-  snapshot: PaymentMethodSnapshot,
-  at: Date,
-  threeDSecure: 'verified' | 'attempted' | undefined,
-): Promise<ConfirmOutcome> {
-  let authorizationCode: string;
-  if (snapshot.card === null) {
-    // **Decision:** PayPay is a wallet outside the card network; the simulated wallet approves
-    // every payment (v2 §4.8 step 3: the buyer approves in the wallet app).
-    authorizationCode = 'paypay';
-  } else {
-    const [result] = await ctx.processor.authorize([
-      {
-        reference: flow.payment_flow_id,
-        fingerprint: snapshot.card.fingerprint,
-        expMonth: snapshot.card.expMonth,
-        expYear: snapshot.card.expYear,
-        amount: flow.amount,
-        currency: 'jpy',
-        livemode: flow.livemode,
-        at,
-        kind: flow.capture_method === 'manual' ? 'hold' : 'charge',
-        ...(threeDSecure === undefined ? {} : { threeDSecure }),
-      },
-    ]);
-    if (!result!.approved) return failFlow(trx, ctx, flow, at, result!.code, result!.message, threeDSecure ?? null);
-    authorizationCode = result!.authorizationCode;
-  }
-  const authorized = { authorization_code: authorizationCode, authorized_at: at, three_d_secure_status: threeDSecure ?? null, next_action: null, last_payment_error: null, updated_at: at };
+/**
+ * Writes a claim's answer on the claimed flow, in the caller's transaction: a decline, a hold
+ * (requires_capture), or an automatic capture (succeeded, with its charge row for settlement).
+ */
+async function recordAnswer(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'clock'>, claim: Claimed, flow: PaymentFlowRow, answer: NetworkAnswer): Promise<ConfirmOutcome> {
+  const { snapshot, at } = claim;
+  if (!answer.approved) return failFlow(trx, ctx, flow, at, answer.code, answer.message, answer.threeDSecure);
+  const authorized = { authorization_code: answer.authorizationCode, authorized_at: at, three_d_secure_status: answer.threeDSecure, next_action: null, last_payment_error: null, updated_at: at };
   if (flow.capture_method === 'manual') {
     const hold = holdFor(flow, snapshot, at);
     const row = await saveFlow(trx, flow, { ...authorized, status: 'requires_capture', capture_before: hold.expiresAt, extended_authorization: hold.extended, amount_capturable: flow.amount });
@@ -425,6 +471,50 @@ async function authorizeFlow(
   await recordFlowCaptures(trx, ctx, [{ flow: row, captureNumber: 1, amount: flow.amount, at }]);
   await recordEvents(trx, ctx.ids, [flowEvent(row, 'payment_flow.succeeded', at)]);
   return { row, failure: null };
+}
+
+/** What a flow's row says of a confirmation another call recorded: its decline, if it declined. */
+function recordedOutcome(row: PaymentFlowRow): ConfirmOutcome {
+  const error = row.last_payment_error as { code?: ErrorCode; message?: string } | null;
+  if (row.status !== 'requires_payment_method' || error?.code === undefined) return { row, failure: null };
+  return { row, failure: { code: error.code, message: error.message ?? 'the payment was declined' } };
+}
+
+/**
+ * The second half of a confirmation: the network with no transaction open and no row locked, then
+ * the answer recorded in a short transaction, only if the claim still holds (its stamp unchanged).
+ * Two confirmations never both reach the network: the second finds the flow `processing` and is
+ * refused in its own first transaction.
+ */
+async function finishConfirmation(ctx: Context, claim: ConfirmClaim): Promise<ConfirmOutcome> {
+  if (claim.kind === 'done') return claim.outcome;
+  const answer = await askNetwork(ctx, claim);
+  return ctx.db.transaction().execute(async (trx) => {
+    const { account_id: accountId, livemode, payment_flow_id: id } = claim.flow;
+    const current = await findPaymentFlow(trx, { accountId, livemode, kind: 'secret' }, id, { lock: true });
+    // Taken over after the lease (or the claimer's answer came too late): the record made stands.
+    if (current.status !== 'processing' || current.updated_at.getTime() !== claim.flow.updated_at.getTime()) return recordedOutcome(current);
+    return recordAnswer(trx, ctx, claim, current, answer);
+  });
+}
+
+/**
+ * Confirms a locked flow entirely inside the caller's transaction, the network call included, so
+ * the flow's row stays locked across it. Kept, with its signature, for checkout's completion,
+ * which confirms inside its session's transaction; every payment flow operation here confirms
+ * with the claim (`processing`) and the network outside the lock instead.
+ */
+export async function confirmLockedFlow(
+  trx: Kysely<Database>,
+  ctx: Pick<Context, 'ids' | 'clock' | 'processor'>,
+  flow: PaymentFlowRow,
+  snapshot: PaymentMethodSnapshot,
+  at: Date,
+  options: { readonly authenticateInline: boolean },
+): Promise<ConfirmOutcome> {
+  const claim = await claimConfirmation(trx, ctx, flow, snapshot, at, options);
+  if (claim.kind === 'done') return claim.outcome;
+  return recordAnswer(trx, ctx, claim, claim.flow, await askNetwork(ctx, claim));
 }
 
 async function settleWithNetwork(ctx: Pick<Context, 'processor'>, kind: 'capture' | 'release', reference: string, authorizationCode: string, amount: number, at: Date): Promise<void> {
@@ -463,8 +553,10 @@ export async function confirmPaymentFlow(ctx: Context, caller: Caller, input: un
   const captureMethod = readCaptureMethod(params);
   const description = readDescription(params);
   const now = ctx.clock.now();
-  const outcome = await ctx.db.transaction().execute(async (trx) => {
+  const claim = await ctx.db.transaction().execute(async (trx): Promise<ConfirmClaim> => {
     let flow = await findPaymentFlow(trx, caller, id, { lock: true, clientSecret });
+    const takenOver = await takeOverLapsedClaim(trx, flow, now);
+    if (takenOver !== undefined) return takenOver;
     if (!CONFIRMABLE.has(flow.status)) reject('invalid_status', undefined, `a payment flow that is ${flow.status} cannot be confirmed`);
     const changes = sentFields({
       payment_method_types: types === undefined ? undefined : JSON.stringify(types),
@@ -486,9 +578,9 @@ export async function confirmPaymentFlow(ctx: Context, caller: Caller, input: un
       snapshot = storedPaymentMethod(flow);
     }
     if (snapshot === null) return reject('missing_param', 'payment_method', 'confirm needs a payment_method (none is attached to this payment flow)');
-    return confirmLockedFlow(trx, ctx, flow, snapshot, now, { authenticateInline: false });
+    return claimConfirmation(trx, ctx, flow, snapshot, now, { authenticateInline: false });
   });
-  return throwIfFailed(outcome);
+  return throwIfFailed(await finishConfirmation(ctx, claim));
 }
 
 /**
@@ -502,16 +594,18 @@ export async function completePaymentFlowAction(ctx: Context, caller: Caller, in
   const id = requireString(params, 'id');
   const clientSecret = optionalString(params, 'client_secret');
   const now = ctx.clock.now();
-  const outcome = await ctx.db.transaction().execute(async (trx) => {
+  const claim = await ctx.db.transaction().execute(async (trx): Promise<ConfirmClaim> => {
     const flow = await findPaymentFlow(trx, caller, id, { lock: true, clientSecret });
+    const takenOver = await takeOverLapsedClaim(trx, flow, now);
+    if (takenOver !== undefined) return takenOver;
     const snapshot = storedPaymentMethod(flow);
     if (flow.status !== 'requires_action' || snapshot === null || snapshot.card === null) {
       return reject('invalid_status', undefined, `a payment flow that is ${flow.status} has no action to complete`);
     }
     if (flow.capture_method === 'manual') holdFor(flow, snapshot, now);
-    return completeAuthentication(trx, ctx, flow, snapshot, now);
+    return claimFlow(trx, flow, {}, snapshot, true, now);
   });
-  return throwIfFailed(outcome);
+  return throwIfFailed(await finishConfirmation(ctx, claim));
 }
 
 /**

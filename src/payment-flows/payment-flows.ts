@@ -281,6 +281,9 @@ export async function updatePaymentFlow(ctx: Context, caller: Caller, input: unk
   const now = ctx.clock.now();
   const row = await ctx.db.transaction().execute(async (trx) => {
     const flow = await findPaymentFlow(trx, caller, id, { lock: true });
+    // A claim's stamp is the flow's updated_at: even a metadata change would void the confirmation
+    // in flight, so the flow is left alone while the claim holds (one request's time).
+    if (flow.status === 'processing' && !claimLapsed(flow.updated_at, now)) reject('invalid_status', undefined, 'this payment flow is being confirmed; update it when the confirmation has ended');
     // The first of the sent fields that may change only before confirmation, for the refusal.
     const changedPayment = ([
       ['amount', amount],

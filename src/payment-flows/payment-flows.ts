@@ -375,7 +375,8 @@ async function claimFlow(trx: Kysely<Database>, flow: PaymentFlowRow, changes: U
  */
 async function takeOverLapsedClaim(trx: Kysely<Database>, flow: PaymentFlowRow, at: Date): Promise<Claimed | undefined> {
   const snapshot = storedPaymentMethod(flow);
-  if (flow.status !== 'processing' || snapshot === null || !claimLapsed(flow.updated_at, at)) return undefined;
+  // A capture's or release's claim (network_claim set) is finished by its own operation.
+  if (flow.status !== 'processing' || flow.network_claim !== null || snapshot === null || !claimLapsed(flow.updated_at, at)) return undefined;
   return claimFlow(trx, flow, {}, snapshot, flow.three_d_secure_status === 'unverified', at);
 }
 
@@ -520,9 +521,50 @@ export async function confirmLockedFlow(
   return recordAnswer(trx, ctx, claim, claim.flow, await askNetwork(ctx, claim));
 }
 
-async function settleWithNetwork(ctx: Pick<Context, 'processor'>, kind: 'capture' | 'release', reference: string, authorizationCode: string, amount: number, at: Date): Promise<void> {
-  const [result] = await ctx.processor[kind]([{ reference, authorizationCode, amount, at }]);
-  if (result && !result.ok) reject(result.code, undefined, result.message);
+/**
+ * A capture or a release claimed on a held flow: `processing`, the work named in `network_claim`
+ * (migration 000095), the claim's instant its stamp (`updated_at`).
+ */
+type SettlementWork = { readonly op: 'capture'; readonly amount: number } | { readonly op: 'release'; readonly amount: number; readonly reason: string | null; readonly lapsed: boolean };
+
+interface SettlementClaim {
+  readonly flow: PaymentFlowRow;
+  readonly work: SettlementWork;
+}
+
+async function claimSettlement(trx: Kysely<Database>, flow: PaymentFlowRow, work: SettlementWork, at: Date): Promise<SettlementClaim> {
+  return { flow: await saveFlow(trx, flow, { status: 'processing', network_claim: JSON.stringify(work), updated_at: at }), work };
+}
+
+/** A claim of `op` left by a call that died (older than the lease), taken over to be finished as it was claimed. */
+async function takeOverLapsedSettlement(trx: Kysely<Database>, flow: PaymentFlowRow, op: SettlementWork['op'], now: Date): Promise<SettlementClaim | undefined> {
+  const work = flow.network_claim as SettlementWork | null;
+  if (flow.status !== 'processing' || work?.op !== op || !claimLapsed(flow.updated_at, now)) return undefined;
+  return claimSettlement(trx, flow, work, now);
+}
+
+/** The instant a release is booked at: a lapsed hold ends at its `capture_before` (service rules §3). */
+function releasedAt(claim: SettlementClaim): Date {
+  return claim.work.op === 'release' && claim.work.lapsed ? claim.flow.capture_before! : claim.flow.updated_at;
+}
+
+/**
+ * The network half of a capture or release, with no transaction open (PayPay holds have no card:
+ * nothing to ask), then its outcome recorded if the claim still holds: `record` on success; a
+ * refusal puts the flow back to requires_capture and answers the network's error after the commit.
+ */
+async function finishSettlement(ctx: Context, claim: SettlementClaim, record: (trx: Kysely<Database>, flow: PaymentFlowRow) => Promise<PaymentFlowRow>): Promise<PaymentFlowRow> {
+  const { flow, work } = claim;
+  const [result] = flow.payment_method_type === 'paypay' ? [] : await ctx.processor[work.op]([{ reference: flow.payment_flow_id, authorizationCode: flow.authorization_code ?? '', amount: work.amount, at: releasedAt(claim) }]);
+  const outcome = await ctx.db.transaction().execute(async (trx) => {
+    const current = await findPaymentFlow(trx, { accountId: flow.account_id, livemode: flow.livemode, kind: 'secret' }, flow.payment_flow_id, { lock: true });
+    // Taken over after the lease: the record made stands.
+    if (current.status !== 'processing' || current.updated_at.getTime() !== flow.updated_at.getTime()) return { row: current, refusal: undefined };
+    if (result !== undefined && !result.ok) return { row: await saveFlow(trx, current, { status: 'requires_capture', network_claim: null, updated_at: current.updated_at }), refusal: result };
+    return { row: await record(trx, current), refusal: undefined };
+  });
+  if (outcome.refusal !== undefined) reject(outcome.refusal.code, undefined, outcome.refusal.message);
+  return outcome.row;
 }
 
 /** Throws the card error of a declined confirmation after its state was committed. */
@@ -622,10 +664,12 @@ export async function capturePaymentFlow(ctx: Context, caller: Caller, input: un
   const params = readParams(input, ['id', 'amount_to_capture']);
   const id = requireString(params, 'id');
   const requested = optionalInteger(params, 'amount_to_capture', { min: 1, max: MAX_FLOW_AMOUNT, code: 'invalid_amount' });
-  const row = await ctx.db.transaction().execute(async (trx) => {
+  const claim = await ctx.db.transaction().execute(async (trx) => {
     const flow = await findPaymentFlow(trx, caller, id, { lock: true });
     // Read after the lock: an expiry committed while this call waited is in its past.
     const now = ctx.clock.now();
+    const takenOver = await takeOverLapsedSettlement(trx, flow, 'capture', now);
+    if (takenOver !== undefined) return takenOver;
     if (flow.status !== 'requires_capture') return reject('invalid_status', undefined, `a payment flow that is ${flow.status} cannot be captured`);
     if (flow.capture_before !== null && holdLapsed(flow.capture_before, now)) {
       return reject('charge_expired', undefined, `the hold lapsed at ${toIsoSeconds(flow.capture_before)}`);
@@ -638,7 +682,12 @@ export async function capturePaymentFlow(ctx: Context, caller: Caller, input: un
     if (flow.capture_count >= 1 && amount !== remaining) {
       return reject('invalid_amount', 'amount_to_capture', `a partial capture was made already; only the full remaining ${remaining} yen may be captured`);
     }
-    if (flow.payment_method_type !== 'paypay') await settleWithNetwork(ctx, 'capture', flow.payment_flow_id, flow.authorization_code ?? '', amount, now);
+    return claimSettlement(trx, flow, { op: 'capture', amount }, now);
+  });
+  const row = await finishSettlement(ctx, claim, async (trx, flow) => {
+    const { amount } = claim.work;
+    const at = flow.updated_at;
+    const remaining = flow.amount_capturable;
     // Service rules §2.1: on a debit or prepaid card "releasing or partially capturing refunds the
     // rest" — the network gave the remainder back with this capture, so nothing is left to capture
     // or to release later.
@@ -646,13 +695,14 @@ export async function capturePaymentFlow(ctx: Context, caller: Caller, input: un
     const full = amount === remaining || debited;
     const captured = await saveFlow(trx, flow, {
       status: full ? 'succeeded' : 'requires_capture',
+      network_claim: null,
       amount_received: flow.amount_received + amount,
       amount_capturable: full ? 0 : remaining - amount,
       capture_count: flow.capture_count + 1,
-      updated_at: now,
+      updated_at: at,
     });
-    await recordFlowCaptures(trx, ctx, [{ flow: captured, captureNumber: captured.capture_count, amount, at: now }]);
-    await recordEvents(trx, ctx.ids, [flowEvent(captured, full ? 'payment_flow.succeeded' : 'payment_flow.amount_capturable_updated', now)]);
+    await recordFlowCaptures(trx, ctx, [{ flow: captured, captureNumber: captured.capture_count, amount, at }]);
+    await recordEvents(trx, ctx.ids, [flowEvent(captured, full ? 'payment_flow.succeeded' : 'payment_flow.amount_capturable_updated', at)]);
     return captured;
   });
   return renderPaymentFlow(row);
@@ -671,24 +721,30 @@ export async function cancelPaymentFlow(ctx: Context, caller: Caller, input: unk
   if (reason !== null && !(CANCELLATION_REASONS as readonly string[]).includes(reason)) {
     reject('invalid_param_key', 'cancellation_reason', `cancellation_reason must be one of ${CANCELLATION_REASONS.join(', ')}`);
   }
-  const row = await ctx.db.transaction().execute(async (trx) => {
+  const claim = await ctx.db.transaction().execute(async (trx): Promise<SettlementClaim | PaymentFlowRow> => {
     const flow = await findPaymentFlow(trx, caller, id, { lock: true });
     const now = ctx.clock.now();
+    const takenOver = await takeOverLapsedSettlement(trx, flow, 'release', now);
+    if (takenOver !== undefined) return takenOver;
     if (flow.status === 'canceled' || flow.status === 'succeeded' || flow.status === 'processing' || flow.capture_count > 0) {
       return reject('invalid_status', undefined, `a payment flow that is ${flow.status}${flow.capture_count > 0 ? ' and partially captured' : ''} cannot be canceled`);
     }
     // A hold that lapsed before the expiry job came round ends as the job would end it (service
     // rules §3: reason expired, at capture_before), whatever reason the merchant sent.
     const lapsed = flow.status === 'requires_capture' && flow.capture_before !== null && holdLapsed(flow.capture_before, now);
-    const at = lapsed ? flow.capture_before! : now;
-    if (flow.status === 'requires_capture' && flow.payment_method_type !== 'paypay') {
-      await settleWithNetwork(ctx, 'release', flow.payment_flow_id, flow.authorization_code ?? '', flow.amount_capturable, at);
-    }
-    const canceled = await saveFlow(trx, flow, { status: 'canceled', cancellation_reason: lapsed ? 'expired' : reason, canceled_at: at, amount_capturable: 0, next_action: null, updated_at: at });
-    await recordEvents(trx, ctx.ids, [flowEvent(canceled, 'payment_flow.canceled', at)]);
-    return canceled;
+    if (flow.status === 'requires_capture') return claimSettlement(trx, flow, { op: 'release', amount: flow.amount_capturable, reason, lapsed }, now);
+    // Nothing held: nothing to ask the network.
+    return cancelFlow(trx, ctx, flow, reason, now);
   });
+  const row = 'work' in claim ? await finishSettlement(ctx, claim, (trx, flow) => cancelFlow(trx, ctx, flow, claim.work.op === 'release' && claim.work.lapsed ? 'expired' : reason, releasedAt(claim))) : claim;
   return renderPaymentFlow(row);
+}
+
+/** Cancels the flow at `at` with `payment_flow.canceled`; its hold, if any, already released. */
+async function cancelFlow(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, flow: PaymentFlowRow, reason: string | null, at: Date): Promise<PaymentFlowRow> {
+  const canceled = await saveFlow(trx, flow, { status: 'canceled', cancellation_reason: reason, canceled_at: at, amount_capturable: 0, next_action: null, network_claim: null, updated_at: at });
+  await recordEvents(trx, ctx.ids, [flowEvent(canceled, 'payment_flow.canceled', at)]);
+  return canceled;
 }
 
 /**

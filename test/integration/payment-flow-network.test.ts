@@ -1,8 +1,8 @@
 /**
  * Payment flow confirmation and the card network (ARCHITECTURE.md: "Network I/O never happens while
- * rows are locked"; exactly once): while the network is asked, another connection can lock the
- * flow's row; two confirmations at once authorize once; a claim left by a crash is taken over after
- * the lease and the payment is recorded once.
+ * rows are locked"; exactly once): while the network is asked (authorize, authenticate, capture,
+ * release), another connection can lock the flow's row; two confirmations or captures at once reach
+ * the network once; a claim left by a crash is taken over after the lease and recorded once.
  *
  * PostgreSQL only: these need two connections at the same time, and PGlite is a single session.
  * Nothing here waits on a timer: a network call is held open on a promise the test releases.
@@ -15,7 +15,7 @@ import type { Store } from '../../src/db/connect';
 import { KessaiError } from '../../src/domain/errors';
 import { NETWORK_CLAIM_LEASE_MS } from '../../src/domain/network-claims';
 import { listEvents } from '../../src/events/outbox';
-import { completePaymentFlowAction, confirmPaymentFlow, createPaymentFlow, retrievePaymentFlow, updatePaymentFlow } from '../../src/payment-flows/payment-flows';
+import { cancelPaymentFlow, capturePaymentFlow, completePaymentFlowAction, confirmPaymentFlow, createPaymentFlow, retrievePaymentFlow, updatePaymentFlow } from '../../src/payment-flows/payment-flows';
 import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card-network';
 import { TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
@@ -30,7 +30,7 @@ let other: Store;
 
 /** What another connection saw of a flow's row while a network call was in flight. */
 interface Probe {
-  readonly call: 'authorize' | 'authenticate';
+  readonly call: 'authorize' | 'authenticate' | 'capture' | 'release';
   readonly flowId: string;
   /** `FOR UPDATE NOWAIT` from another connection got the lock. */
   readonly lockable: boolean;
@@ -83,9 +83,10 @@ function instrumentedNetwork(options: { probe?: Probe[]; hold?: ReturnType<typeo
     if (options.fail) throw new Error('the process died while the network was asked');
   };
   return {
-    ...network,
     authorize: async (requests) => (await during('authorize', requests[0]!.reference), network.authorize(requests)),
     authenticate: async (requests) => (await during('authenticate', requests[0]!.reference), network.authenticate(requests)),
+    capture: async (requests) => (await during('capture', requests[0]!.reference), network.capture(requests)),
+    release: async (requests) => (await during('release', requests[0]!.reference), network.release(requests)),
   };
 }
 
@@ -244,5 +245,59 @@ describe.runIf(isPostgres())('payment flow confirmation and the card network (Po
     expect(await completePaymentFlowAction(later, browser, { id: flow.id, client_secret: flow.client_secret })).toMatchObject({ status: 'succeeded', three_d_secure_status: 'verified' });
     expect(calls).toEqual([`authenticate:${flow.id}`, `authenticate:${flow.id}`, `authorize:${flow.id}`]);
     expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.requires_action', 'payment_flow.succeeded']);
+  });
+
+  /** A manual-capture flow holding `amount` on a Visa card, confirmed with the plain network. */
+  async function held(amount: number): Promise<string> {
+    return (await createPaymentFlow(plain, secret, { amount, capture_method: 'manual', payment_method: await token('visa'), confirm: true })).id;
+  }
+
+  it('no row lock while the network captures or releases: capture (partial, then the rest) and cancel of a hold', async () => {
+    const probes: Probe[] = [];
+    const ctx = withNetwork(database.store, 91, instrumentedNetwork({ probe: probes, calls: [] }));
+    const captured = await held(3000);
+    expect(await capturePaymentFlow(ctx, secret, { id: captured, amount_to_capture: 1000 })).toMatchObject({ status: 'requires_capture', amount_received: 1000, amount_capturable: 2000 });
+    expect(await capturePaymentFlow(ctx, secret, { id: captured })).toMatchObject({ status: 'succeeded', amount_received: 3000, amount_capturable: 0 });
+    const canceled = await held(3100);
+    expect(await cancelPaymentFlow(ctx, secret, { id: canceled, cancellation_reason: 'requested_by_customer' })).toMatchObject({ status: 'canceled', cancellation_reason: 'requested_by_customer', amount_capturable: 0 });
+    expect(probes).toEqual([
+      { call: 'capture', flowId: captured, lockable: true, status: 'processing' },
+      { call: 'capture', flowId: captured, lockable: true, status: 'processing' },
+      { call: 'release', flowId: canceled, lockable: true, status: 'processing' },
+    ]);
+    expect((await chargesOf(captured)).map((c) => c.amount)).toEqual([1000, 2000]);
+    expect(await eventTypes(canceled)).toEqual(['payment_flow.created', 'payment_flow.amount_capturable_updated', 'payment_flow.canceled']);
+  });
+
+  it('a capture and a cancel at once: the second is refused while the first is at the network; one capture, no release', async () => {
+    const calls: string[] = [];
+    const hold = gate();
+    const slow = withNetwork(database.store, 92, instrumentedNetwork({ hold, calls }));
+    const fast = withNetwork(other, 93, instrumentedNetwork({ calls }));
+    const flow = await held(3200);
+    const one = capturePaymentFlow(slow, secret, { id: flow });
+    await hold.reached;
+    const refused = await Promise.allSettled([capturePaymentFlow(fast, secret, { id: flow }), cancelPaymentFlow(fast, secret, { id: flow })]);
+    expect(refused.map(codeOf)).toEqual(['invalid_status', 'invalid_status']);
+    hold.release();
+    expect(await one).toMatchObject({ status: 'succeeded', amount_received: 3200 });
+    expect(calls).toEqual([`capture:${flow}`]);
+    expect(await chargesOf(flow)).toEqual([{ amount: 3200, payment_flow_capture: 1 }]);
+  });
+
+  it('a capture whose claim died: refused while fresh; after the lease the next capture finishes the claimed amount once', async () => {
+    const calls: string[] = [];
+    const flow = await held(3300);
+    const crashing = withNetwork(database.store, 94, instrumentedNetwork({ fail: true, calls }));
+    await expect(capturePaymentFlow(crashing, secret, { id: flow, amount_to_capture: 1300 })).rejects.toThrow('the process died');
+    expect(await retrievePaymentFlow(plain, secret, { id: flow })).toMatchObject({ status: 'processing', amount_received: 0 });
+    // A confirmation never takes over a capture's claim, and a cancel cannot end it.
+    const later = withNetwork(other, 95, instrumentedNetwork({ calls }), new Date(REFERENCE_INSTANT.getTime() + NETWORK_CLAIM_LEASE_MS));
+    await expect(confirmPaymentFlow(later, secret, { id: flow })).rejects.toMatchObject({ code: 'invalid_status' });
+    await expect(cancelPaymentFlow(later, secret, { id: flow })).rejects.toMatchObject({ code: 'invalid_status' });
+    // The takeover captures what was claimed (1300), not what this call asks.
+    expect(await capturePaymentFlow(later, secret, { id: flow })).toMatchObject({ status: 'requires_capture', amount_received: 1300, amount_capturable: 2000 });
+    expect(calls).toEqual([`capture:${flow}`, `capture:${flow}`]);
+    expect(await chargesOf(flow)).toEqual([{ amount: 1300, payment_flow_capture: 1 }]);
   });
 });

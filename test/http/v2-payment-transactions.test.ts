@@ -13,7 +13,7 @@ import { Scheduler } from '../../src/engine/scheduler';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { testContext } from '../support/database';
 import { startTestServer, type TestServer } from '../support/http-server';
-import { ok, problem, v2Client } from '../support/v2-sdk';
+import { ok, problem, v2CardMethod, v2Client } from '../support/v2-sdk';
 
 const jst = (local: string): Date => new Date(`${local}+09:00`);
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/;
@@ -33,7 +33,7 @@ describe.each(['harness', 'pglite'] as const)('v2 payment transactions through @
     client = v2Client(server, server.keys.a.test.secret);
     const at = (local: string) => server.ctx.clock.set(jst(local));
     at('2027-01-10T10:00:00');
-    const pm = await ok(v2.createPaymentMethod({ client, body: { type: 'card', card: { number: TEST_CARDS.visa.number, exp_month: 12, exp_year: 2035, cvc: '123' }, billing_details: { email: 'buyer@example.com' } } }));
+    const pm = await v2CardMethod(client, TEST_CARDS.visa.number);
     const automatic = await ok(v2.createPaymentFlow({ client, body: { amount: 10_000, currency: 'jpy', payment_method_id: pm.id, confirm: true } }));
     made.automatic = automatic.id;
     at('2027-01-10T11:00:00');
@@ -60,7 +60,7 @@ describe.each(['harness', 'pglite'] as const)('v2 payment transactions through @
     at('2027-02-03T09:00:00');
     made.february = (await ok(v2.createPaymentFlow({ client, body: { amount: 1_500, currency: 'jpy', payment_method_id: pm.id, confirm: true } }))).id;
     const other = v2Client(server, server.keys.b.test.secret);
-    const otherPm = await ok(v2.createPaymentMethod({ client: other, body: { type: 'card', card: { number: TEST_CARDS.visa.number, exp_month: 12, exp_year: 2035, cvc: '123' }, billing_details: { email: 'b@example.com' } } }));
+    const otherPm = await v2CardMethod(other, TEST_CARDS.visa.number);
     await ok(v2.createPaymentFlow({ client: other, body: { amount: 7_777, currency: 'jpy', payment_method_id: otherPm.id, confirm: true } }));
   });
   afterAll(async () => server?.close());

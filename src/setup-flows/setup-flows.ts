@@ -230,6 +230,8 @@ export async function updateSetupFlow(ctx: Context, caller: Caller, input: unkno
   const now = ctx.clock.now();
   const row = await ctx.db.transaction().execute(async (trx) => {
     const flow = await findSetupFlow(trx, caller, id, { lock: true });
+    // A confirmation's claim is stamped by updated_at: any change now would void it (as payment flows).
+    if (flow.status === 'processing' && !claimLapsed(flow.updated_at, now)) reject('invalid_status', undefined, 'this setup flow is being confirmed; update it when the confirmation has ended');
     const beforeConfirmation = customerId !== undefined ? 'customer_id' : types !== undefined ? 'payment_method_types' : hasParam(params, 'payment_method_options') ? 'payment_method_options' : undefined;
     if (beforeConfirmation !== undefined && !CONFIRMABLE.has(flow.status)) {
       reject('invalid_status', beforeConfirmation, `customer_id, payment_method_types and payment_method_options can change only before confirmation; this setup flow is ${flow.status}`);

@@ -17,6 +17,7 @@ import { NETWORK_CLAIM_LEASE_MS } from '../../src/domain/network-claims';
 import { listEvents } from '../../src/events/outbox';
 import { cancelPaymentFlow, capturePaymentFlow, completePaymentFlowAction, confirmPaymentFlow, createPaymentFlow, retrievePaymentFlow, updatePaymentFlow } from '../../src/payment-flows/payment-flows';
 import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card-network';
+import { confirmSetupFlow, createSetupFlow, updateSetupFlow } from '../../src/setup-flows/setup-flows';
 import { TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
 
@@ -299,5 +300,20 @@ describe.runIf(isPostgres())('payment flow confirmation and the card network (Po
     expect(await capturePaymentFlow(later, secret, { id: flow })).toMatchObject({ status: 'requires_capture', amount_received: 1300, amount_capturable: 2000 });
     expect(calls).toEqual([`capture:${flow}`, `capture:${flow}`]);
     expect(await chargesOf(flow)).toEqual([{ amount: 1300, payment_flow_capture: 1 }]);
+  });
+
+  it('setup flows keep their claim too: an update while the card is verified is refused, and the verification is recorded', async () => {
+    const calls: string[] = [];
+    const hold = gate();
+    const slow = withNetwork(database.store, 96, instrumentedNetwork({ hold, calls }));
+    const fast = withNetwork(other, 97, instrumentedNetwork({ calls }));
+    const flow = await createSetupFlow(plain, secret, {});
+    const one = confirmSetupFlow(slow, secret, { id: flow.id, payment_method_id: await token('visa') });
+    await hold.reached;
+    await expect(updateSetupFlow(fast, secret, { id: flow.id, metadata: { note: 'late' } })).rejects.toMatchObject({ code: 'invalid_status' });
+    hold.release();
+    expect(await one).toMatchObject({ status: 'succeeded', metadata: {} });
+    // The 1-yen verification: authorized and released once.
+    expect(calls).toEqual([`authorize:${flow.id}`, `release:${flow.id}`]);
   });
 });

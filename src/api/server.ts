@@ -19,6 +19,7 @@ import { runOperation } from '../operations/registry';
 import { balanceStatementsCsv } from '../settlement/balance-statement-urls';
 import { claimedKindOf, statementCsv } from '../settlement/statement-urls';
 import { tenantApplicationPage } from '../tenants/application-urls';
+import { operationContext } from './idempotency';
 import { sendRefusal } from './refusal';
 import { decodeV1Input, parseForm } from './v1/codec';
 import { registerV2Routes, V2_PREFIX } from './v2/codec';
@@ -165,7 +166,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     prefix: V2_PREFIX,
     ctx,
     routes: V2_ROUTES,
-    contextFor: (route, request) => (route.issuesDownloadUrl ? { ...ctx, config: { ...ctx.config, ...urlBases(ctx, request) } } : ctx),
+    contextFor: (route, request) => operationContext(request, route.issuesDownloadUrl ? { ...ctx, config: { ...ctx.config, ...urlBases(ctx, request) } } : ctx),
   });
 
   for (const route of V1_ROUTES) {
@@ -181,7 +182,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
           throw new KessaiError('invalid_param_key', { param: first!, message: `unknown parameter ${first!}: POST parameters go in the form body` });
         }
         const input = decodeV1Input(request.params as Record<string, string>, fields);
-        const opCtx = route.issuesDownloadUrl ? { ...ctx, config: { ...ctx.config, ...urlBases(ctx, request) } } : ctx;
+        // Under an Idempotency-Key the operation runs in the request transaction (./idempotency.ts).
+        const opCtx = operationContext(request, route.issuesDownloadUrl ? { ...ctx, config: { ...ctx.config, ...urlBases(ctx, request) } } : ctx);
         const result = await runOperation(opCtx, caller, route.operation, input);
         return reply.type('application/json; charset=utf-8').send(result);
       },

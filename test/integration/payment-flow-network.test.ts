@@ -10,6 +10,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
+import { decodeCreateToken } from '../../src/api/v1/tokens';
 import { createToken } from '../../src/customers/tokens';
 import type { Store } from '../../src/db/connect';
 import { KessaiError } from '../../src/domain/errors';
@@ -99,7 +100,7 @@ let plain: Ctx;
 
 async function token(card: TestCardName): Promise<string> {
   const spec = TEST_CARDS[card];
-  return (await createToken(plain, browser, { card: { number: spec.number, exp_month: 12, exp_year: 2030, cvc: '123' } })).id;
+  return (await createToken(plain, browser, decodeCreateToken({ card: { number: spec.number, exp_month: 12, exp_year: 2030, cvc: '123' } }))).id;
 }
 
 const eventTypes = async (id: string) => (await listEvents(database.store.db, ACCOUNT, { resourceId: id })).map((event) => event.type);

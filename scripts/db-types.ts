@@ -74,6 +74,7 @@ const COLUMN_OVERRIDES: Record<string, string> = {
   'payment_flows.payment_method_type': 'PaymentMethodType | null',
   'payment_flows.next_action': 'JsonColumn<Record<string, unknown>> | null',
   'payment_flows.last_payment_error': 'JsonColumn<Record<string, unknown>> | null',
+  'payment_flows.network_claim': 'JsonColumn<Record<string, unknown>> | null',
   'payment_flows.metadata': 'JsonColumn<Record<string, string | number | boolean>>',
   'prices.metadata': 'JsonColumn<Record<string, string | number | boolean>>',
   'products.metadata': 'JsonColumn<Record<string, string | number | boolean>>',

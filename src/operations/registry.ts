@@ -33,6 +33,7 @@ import { TERM_OPERATIONS } from '../api/v1/terms';
 import { TOKEN_OPERATIONS, TOKEN_READ_OPERATIONS } from '../api/v1/tokens';
 import { TRANSFER_OPERATIONS } from '../api/v1/transfers';
 import { PRICE_OPERATIONS } from '../prices/prices';
+import { PAYMENT_TRANSACTION_OPERATIONS } from '../settlement/payment-transactions';
 import { V2_SETTLEMENT_LIST_OPERATIONS } from '../settlement/v2-lists';
 import type { Operation } from './define';
 
@@ -51,8 +52,8 @@ function buildRegistry(groups: readonly (readonly Operation[])[]): ReadonlyMap<s
 const REGISTRY = buildRegistry([TOKEN_OPERATIONS, CUSTOMER_OPERATIONS, CARD_OPERATIONS, PLAN_OPERATIONS, SUBSCRIPTION_OPERATIONS, CHARGE_OPERATIONS, PAYMENT_FLOW_OPERATIONS, PAYMENT_REFUND_OPERATIONS, DISPUTE_OPERATIONS, PRICE_OPERATIONS, PRODUCT_OPERATIONS, TAX_RATE_OPERATIONS, PAYMENT_METHOD_OPERATIONS, SETUP_FLOW_OPERATIONS, CHECKOUT_SESSION_OPERATIONS, PAYMENT_METHOD_CONFIGURATION_OPERATIONS, TENANT_OPERATIONS, TERM_OPERATIONS, STATEMENT_OPERATIONS, BALANCE_OPERATIONS, EVENT_OPERATIONS, ACCOUNT_OPERATIONS,
   // Issue 15 point 3: the v1 routes not yet served.
   TOKEN_READ_OPERATIONS, TRANSFER_OPERATIONS, THREE_D_SECURE_REQUEST_OPERATIONS, TENANT_APPLICATION_URL_OPERATIONS,
-  // Issue 16: the v2 customers, events and settlement lists.
-  V2_CUSTOMER_OPERATIONS, V2_EVENT_OPERATIONS, V2_SETTLEMENT_LIST_OPERATIONS]);
+  // Issue 16: the v2 customers, events, settlement lists and payment transactions.
+  V2_CUSTOMER_OPERATIONS, V2_EVENT_OPERATIONS, V2_SETTLEMENT_LIST_OPERATIONS, PAYMENT_TRANSACTION_OPERATIONS]);
 
 /** Every operation name, sorted, for help texts and scenario validation. */
 export function operationNames(): string[] {

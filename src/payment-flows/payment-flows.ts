@@ -8,6 +8,13 @@
  * requires_action (3-D Secure) → requires_capture (manual) or succeeded (automatic); a declined
  * payment goes back to requires_payment_method with `last_payment_error`; canceled from any status
  * before money moved. A hold that lapses cancels the flow with reason `expired` (hold-expiry.ts).
+ *
+ * Confirmation (create with confirm=true, confirm, complete_action) never calls the card network
+ * while the flow's row is locked: a short transaction claims the flow (`processing`, committed),
+ * the network is asked with no transaction open, and a second short transaction records the answer
+ * only if the claim still holds (src/domain/network-claims.ts). A second confirmation meanwhile is
+ * refused (`invalid_status`); a claim left by a crash is taken over after the lease by the next
+ * confirm or complete_action, which finishes the same payment.
  */
 import type { Kysely, Updateable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
@@ -16,6 +23,7 @@ import type { Database, PaymentFlowsTable } from '../db/schema';
 import { KessaiError, reject, type ErrorCode } from '../domain/errors';
 import { holdLapsed, parseExtendedAuthorizationRequest, v2HoldExpiresAt, type ExtendedAuthorizationRequest } from '../domain/hold-periods';
 import { createMetadata, mergeMetadata, type Metadata } from '../domain/metadata';
+import { claimLapsed } from '../domain/network-claims';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvents, type EventInput } from '../events/outbox';
@@ -217,23 +225,24 @@ export async function createPaymentFlow(ctx: Context, caller: Caller, input: unk
   if (hasParam(params, 'return_url') && !confirm) reject('invalid_param_key', 'return_url', 'return_url is sent only with confirm=true');
   optionalString(params, 'return_url');
   const now = ctx.clock.now();
-  const outcome = await ctx.db.transaction().execute(async (trx): Promise<ConfirmOutcome> => {
+  const claim = await ctx.db.transaction().execute(async (trx): Promise<ConfirmClaim> => {
     if (customerId !== null) await assertCustomer(trx, caller, customerId);
     // With confirm=true and no method named, the customer's default payment method pays (SDK).
     const methodId = sentMethodId ?? (confirm && methodType === undefined && customerId !== null ? await defaultPaymentMethodOf(trx, caller, customerId) : undefined);
     let flow = await insertPaymentFlow(trx, ctx, caller, { amount, captureMethod, paymentMethodTypes: types, extendedAuthorization, metadata, customerId, description, checkoutSessionId: null }, now);
     if (methodId === undefined && methodType === undefined) {
       if (confirm) reject('missing_param', 'payment_method', 'confirm=true needs a payment_method (or a customer with a default payment method)');
-      return { row: flow, failure: null };
+      return finished(flow);
     }
     const snapshot = await resolvePaymentMethod(trx, caller, { type: methodType ?? 'card', id: methodId, customerId, at: now });
     assertMethodAllowed(types, snapshot.type);
     if (captureMethod === 'manual') holdFor(flow, snapshot, now);
-    if (confirm) return confirmLockedFlow(trx, ctx, flow, snapshot, now, { authenticateInline: false });
+    // With confirm=true the new flow is committed with its claim; the network comes after.
+    if (confirm) return claimConfirmation(trx, ctx, flow, snapshot, now, { authenticateInline: false });
     flow = await saveFlow(trx, flow, { ...paymentMethodColumns(snapshot), status: 'requires_confirmation', updated_at: now });
-    return { row: flow, failure: null };
+    return finished(flow);
   });
-  return throwIfFailed(outcome);
+  return throwIfFailed(await finishConfirmation(ctx, claim));
 }
 
 /** The customer's default v2 payment method, if any. */
@@ -272,6 +281,9 @@ export async function updatePaymentFlow(ctx: Context, caller: Caller, input: unk
   const now = ctx.clock.now();
   const row = await ctx.db.transaction().execute(async (trx) => {
     const flow = await findPaymentFlow(trx, caller, id, { lock: true });
+    // A claim's stamp is the flow's updated_at: even a metadata change would void the confirmation
+    // in flight, so the flow is left alone while the claim holds (one request's time).
+    if (flow.status === 'processing' && !claimLapsed(flow.updated_at, now)) reject('invalid_status', undefined, 'this payment flow is being confirmed; update it when the confirmation has ended');
     // The first of the sent fields that may change only before confirmation, for the refusal.
     const changedPayment = ([
       ['amount', amount],
@@ -321,49 +333,111 @@ export interface ConfirmOutcome {
   readonly failure: { readonly code: ErrorCode; readonly message: string } | null;
 }
 
+/** `next_action` of a flow waiting for the buyer's 3-D Secure challenge. */
+const THREE_D_SECURE_ACTION = { type: 'three_d_secure', three_d_secure: { status: 'unverified' } } as const;
+
 /**
- * Confirms a locked flow with a payment method, inside the caller's transaction: checks
- * (status, allowed method, the hold rule) come before any network call, so a refusal changes
- * nothing. Then 3-D Secure (unless `authenticateInline`, the flow goes to requires_action and the
- * browser completes the action later), authorization, and for automatic capture the capture.
+ * A confirmation after its first, short transaction: finished there (no network needed: 3-D Secure
+ * handed to the browser, or nothing to confirm), or a committed `processing` claim whose network
+ * work is still to do. The claim's `updated_at` is its stamp (src/domain/network-claims.ts).
  */
-export async function confirmLockedFlow(
+type ConfirmClaim = { readonly kind: 'done'; readonly outcome: ConfirmOutcome } | Claimed;
+
+interface Claimed {
+  readonly kind: 'claimed';
+  readonly flow: PaymentFlowRow;
+  readonly snapshot: PaymentMethodSnapshot;
+  /** The buyer's 3-D Secure authentication comes before the authorization. */
+  readonly authenticate: boolean;
+  readonly at: Date;
+}
+
+/** The network's answer to a claim, asked with no transaction open. */
+type NetworkAnswer =
+  | { readonly approved: true; readonly authorizationCode: string; readonly threeDSecure: 'verified' | 'attempted' | null }
+  | { readonly approved: false; readonly code: ErrorCode; readonly message: string; readonly threeDSecure: string | null };
+
+const finished = (row: PaymentFlowRow): ConfirmClaim => ({ kind: 'done', outcome: { row, failure: null } });
+
+/**
+ * Claims the flow: `processing`, stamped `at`. An authentication still to do is kept as
+ * `three_d_secure_status` `unverified`, so a takeover after a crash knows to authenticate.
+ */
+async function claimFlow(trx: Kysely<Database>, flow: PaymentFlowRow, changes: Updateable<PaymentFlowsTable>, snapshot: PaymentMethodSnapshot, authenticate: boolean, at: Date): Promise<Claimed> {
+  const row = await saveFlow(trx, flow, { ...changes, ...(authenticate ? { three_d_secure_status: 'unverified' } : {}), status: 'processing', next_action: null, updated_at: at });
+  return { kind: 'claimed', flow: row, snapshot, authenticate, at };
+}
+
+/**
+ * A claim left behind by a confirmation that died (older than the lease) is taken over by the next
+ * confirm or complete_action, with the payment method and authentication it had claimed: the
+ * interrupted payment is finished, never started a second time with other terms.
+ */
+async function takeOverLapsedClaim(trx: Kysely<Database>, flow: PaymentFlowRow, at: Date): Promise<Claimed | undefined> {
+  const snapshot = storedPaymentMethod(flow);
+  // A capture's or release's claim (network_claim set) is finished by its own operation.
+  if (flow.status !== 'processing' || flow.network_claim !== null || snapshot === null || !claimLapsed(flow.updated_at, at)) return undefined;
+  return claimFlow(trx, flow, {}, snapshot, flow.three_d_secure_status === 'unverified', at);
+}
+
+/**
+ * The first half of confirming a locked flow with a payment method, inside the caller's
+ * transaction: checks (status, allowed method, the hold rule) come first, so a refusal changes
+ * nothing. A card that needs 3-D Secure stops at requires_action unless `authenticateInline` (the
+ * browser completes the action later); otherwise the flow is claimed for the network.
+ */
+async function claimConfirmation(
   trx: Kysely<Database>,
-  ctx: Pick<Context, 'ids' | 'clock' | 'processor'>,
+  ctx: Pick<Context, 'ids'>,
   flow: PaymentFlowRow,
   snapshot: PaymentMethodSnapshot,
   at: Date,
   options: { readonly authenticateInline: boolean },
-): Promise<ConfirmOutcome> {
+): Promise<ConfirmClaim> {
   if (!CONFIRMABLE.has(flow.status)) reject('invalid_status', undefined, `a payment flow that is ${flow.status} cannot be confirmed`);
   assertMethodAllowed(flow.payment_method_types, snapshot.type);
   if (flow.capture_method === 'manual') holdFor(flow, snapshot, at);
-  const attached = { ...paymentMethodColumns(snapshot), last_payment_error: null, next_action: null, three_d_secure_status: null, updated_at: at };
-  if (needsThreeDSecure(snapshot)) {
-    if (!options.authenticateInline) {
-      const row = await saveFlow(trx, flow, {
-        ...attached,
-        status: 'requires_action',
-        three_d_secure_status: 'unverified',
-        next_action: JSON.stringify({ type: 'three_d_secure', three_d_secure: { status: 'unverified' } }),
-      });
-      await recordEvents(trx, ctx.ids, [flowEvent(row, 'payment_flow.requires_action', at)]);
-      return { row, failure: null };
-    }
-    const pending = await saveFlow(trx, flow, { ...attached, status: 'requires_action', three_d_secure_status: 'unverified' });
-    return completeAuthentication(trx, ctx, pending, snapshot, at);
+  const attached = { ...paymentMethodColumns(snapshot), last_payment_error: null, three_d_secure_status: null };
+  const authenticate = needsThreeDSecure(snapshot);
+  if (authenticate && !options.authenticateInline) {
+    const row = await saveFlow(trx, flow, { ...attached, status: 'requires_action', three_d_secure_status: 'unverified', next_action: JSON.stringify(THREE_D_SECURE_ACTION), updated_at: at });
+    await recordEvents(trx, ctx.ids, [flowEvent(row, 'payment_flow.requires_action', at)]);
+    return finished(row);
   }
-  return authorizeFlow(trx, ctx, await saveFlow(trx, flow, attached), snapshot, at, undefined);
+  return claimFlow(trx, flow, attached, snapshot, authenticate, at);
 }
 
-/** The buyer's 3-D Secure authentication (v1 §4.3 step 2 rules), then the authorization. */
-async function completeAuthentication(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'clock' | 'processor'>, flow: PaymentFlowRow, snapshot: PaymentMethodSnapshot, at: Date): Promise<ConfirmOutcome> {
-  const [result] = await ctx.processor.authenticate([{ reference: flow.payment_flow_id, fingerprint: snapshot.card!.fingerprint, livemode: flow.livemode, at }]);
-  const status = result!.status;
-  if (status !== 'verified' && status !== 'attempted') {
-    return failFlow(trx, ctx, flow, at, 'three_d_secure_failed', `3-D Secure authentication ended ${status}`, status);
+/** Outside any transaction: the buyer's 3-D Secure authentication when claimed (v1 §4.3 step 2 rules), then the authorization. */
+async function askNetwork(ctx: Pick<Context, 'processor'>, claim: Claimed): Promise<NetworkAnswer> {
+  const { flow, snapshot, at } = claim;
+  let threeDSecure: 'verified' | 'attempted' | null = null;
+  if (claim.authenticate) {
+    const [result] = await ctx.processor.authenticate([{ reference: flow.payment_flow_id, fingerprint: snapshot.card!.fingerprint, livemode: flow.livemode, at }]);
+    const status = result!.status;
+    if (status !== 'verified' && status !== 'attempted') return { approved: false, code: 'three_d_secure_failed', message: `3-D Secure authentication ended ${status}`, threeDSecure: status };
+    threeDSecure = status;
   }
-  return authorizeFlow(trx, ctx, flow, snapshot, at, status);
+  // **Decision:** PayPay is a wallet outside the card network; the simulated wallet approves
+  // every payment (v2 §4.8 step 3: the buyer approves in the wallet app).
+  if (snapshot.card === null) return { approved: true, authorizationCode: 'paypay', threeDSecure };
+  // The flow id is the request's reference: a takeover after a crash sends the same reference,
+  // which a real network adapter passes as its idempotency key.
+  const [result] = await ctx.processor.authorize([
+    {
+      reference: flow.payment_flow_id,
+      fingerprint: snapshot.card.fingerprint,
+      expMonth: snapshot.card.expMonth,
+      expYear: snapshot.card.expYear,
+      amount: flow.amount,
+      currency: 'jpy',
+      livemode: flow.livemode,
+      at,
+      kind: flow.capture_method === 'manual' ? 'hold' : 'charge',
+      ...(threeDSecure === null ? {} : { threeDSecure }),
+    },
+  ]);
+  if (!result!.approved) return { approved: false, code: result!.code, message: result!.message, threeDSecure };
+  return { approved: true, authorizationCode: result!.authorizationCode, threeDSecure };
 }
 
 /** A declined payment: back to requires_payment_method with `last_payment_error` (v2 §6.1). */
@@ -380,38 +454,14 @@ async function failFlow(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, flow: 
   return { row, failure: { code, message } };
 }
 
-async function authorizeFlow(
-  trx: Kysely<Database>,
-  ctx: Pick<Context, 'ids' | 'clock' | 'processor'>,
-  flow: PaymentFlowRow,
-  snapshot: PaymentMethodSnapshot,
-  at: Date,
-  threeDSecure: 'verified' | 'attempted' | undefined,
-): Promise<ConfirmOutcome> {
-  let authorizationCode: string;
-  if (snapshot.card === null) {
-    // **Decision:** PayPay is a wallet outside the card network; the simulated wallet approves
-    // every payment (v2 §4.8 step 3: the buyer approves in the wallet app).
-    authorizationCode = 'paypay';
-  } else {
-    const [result] = await ctx.processor.authorize([
-      {
-        reference: flow.payment_flow_id,
-        fingerprint: snapshot.card.fingerprint,
-        expMonth: snapshot.card.expMonth,
-        expYear: snapshot.card.expYear,
-        amount: flow.amount,
-        currency: 'jpy',
-        livemode: flow.livemode,
-        at,
-        kind: flow.capture_method === 'manual' ? 'hold' : 'charge',
-        ...(threeDSecure === undefined ? {} : { threeDSecure }),
-      },
-    ]);
-    if (!result!.approved) return failFlow(trx, ctx, flow, at, result!.code, result!.message, threeDSecure ?? null);
-    authorizationCode = result!.authorizationCode;
-  }
-  const authorized = { authorization_code: authorizationCode, authorized_at: at, three_d_secure_status: threeDSecure ?? null, next_action: null, last_payment_error: null, updated_at: at };
+/**
+ * Writes a claim's answer on the claimed flow, in the caller's transaction: a decline, a hold
+ * (requires_capture), or an automatic capture (succeeded, with its charge row for settlement).
+ */
+async function recordAnswer(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'clock'>, claim: Claimed, flow: PaymentFlowRow, answer: NetworkAnswer): Promise<ConfirmOutcome> {
+  const { snapshot, at } = claim;
+  if (!answer.approved) return failFlow(trx, ctx, flow, at, answer.code, answer.message, answer.threeDSecure);
+  const authorized = { authorization_code: answer.authorizationCode, authorized_at: at, three_d_secure_status: answer.threeDSecure, next_action: null, last_payment_error: null, updated_at: at };
   if (flow.capture_method === 'manual') {
     const hold = holdFor(flow, snapshot, at);
     const row = await saveFlow(trx, flow, { ...authorized, status: 'requires_capture', capture_before: hold.expiresAt, extended_authorization: hold.extended, amount_capturable: flow.amount });
@@ -427,9 +477,94 @@ async function authorizeFlow(
   return { row, failure: null };
 }
 
-async function settleWithNetwork(ctx: Pick<Context, 'processor'>, kind: 'capture' | 'release', reference: string, authorizationCode: string, amount: number, at: Date): Promise<void> {
-  const [result] = await ctx.processor[kind]([{ reference, authorizationCode, amount, at }]);
-  if (result && !result.ok) reject(result.code, undefined, result.message);
+/** What a flow's row says of a confirmation another call recorded: its decline, if it declined. */
+function recordedOutcome(row: PaymentFlowRow): ConfirmOutcome {
+  const error = row.last_payment_error as { code?: ErrorCode; message?: string } | null;
+  if (row.status !== 'requires_payment_method' || error?.code === undefined) return { row, failure: null };
+  return { row, failure: { code: error.code, message: error.message ?? 'the payment was declined' } };
+}
+
+/**
+ * The second half of a confirmation: the network with no transaction open and no row locked, then
+ * the answer recorded in a short transaction, only if the claim still holds (its stamp unchanged).
+ * Two confirmations never both reach the network: the second finds the flow `processing` and is
+ * refused in its own first transaction.
+ */
+async function finishConfirmation(ctx: Context, claim: ConfirmClaim): Promise<ConfirmOutcome> {
+  if (claim.kind === 'done') return claim.outcome;
+  const answer = await askNetwork(ctx, claim);
+  return ctx.db.transaction().execute(async (trx) => {
+    const { account_id: accountId, livemode, payment_flow_id: id } = claim.flow;
+    const current = await findPaymentFlow(trx, { accountId, livemode, kind: 'secret' }, id, { lock: true });
+    // Taken over after the lease (or the claimer's answer came too late): the record made stands.
+    if (current.status !== 'processing' || current.updated_at.getTime() !== claim.flow.updated_at.getTime()) return recordedOutcome(current);
+    return recordAnswer(trx, ctx, claim, current, answer);
+  });
+}
+
+/**
+ * Confirms a locked flow entirely inside the caller's transaction, the network call included, so
+ * the flow's row stays locked across it. Kept, with its signature, for checkout's completion,
+ * which confirms inside its session's transaction; every payment flow operation here confirms
+ * with the claim (`processing`) and the network outside the lock instead.
+ */
+export async function confirmLockedFlow(
+  trx: Kysely<Database>,
+  ctx: Pick<Context, 'ids' | 'clock' | 'processor'>,
+  flow: PaymentFlowRow,
+  snapshot: PaymentMethodSnapshot,
+  at: Date,
+  options: { readonly authenticateInline: boolean },
+): Promise<ConfirmOutcome> {
+  const claim = await claimConfirmation(trx, ctx, flow, snapshot, at, options);
+  if (claim.kind === 'done') return claim.outcome;
+  return recordAnswer(trx, ctx, claim, claim.flow, await askNetwork(ctx, claim));
+}
+
+/**
+ * A capture or a release claimed on a held flow: `processing`, the work named in `network_claim`
+ * (migration 000095), the claim's instant its stamp (`updated_at`).
+ */
+type SettlementWork = { readonly op: 'capture'; readonly amount: number } | { readonly op: 'release'; readonly amount: number; readonly reason: string | null; readonly lapsed: boolean };
+
+interface SettlementClaim {
+  readonly flow: PaymentFlowRow;
+  readonly work: SettlementWork;
+}
+
+async function claimSettlement(trx: Kysely<Database>, flow: PaymentFlowRow, work: SettlementWork, at: Date): Promise<SettlementClaim> {
+  return { flow: await saveFlow(trx, flow, { status: 'processing', network_claim: JSON.stringify(work), updated_at: at }), work };
+}
+
+/** A claim of `op` left by a call that died (older than the lease), taken over to be finished as it was claimed. */
+async function takeOverLapsedSettlement(trx: Kysely<Database>, flow: PaymentFlowRow, op: SettlementWork['op'], now: Date): Promise<SettlementClaim | undefined> {
+  const work = flow.network_claim as SettlementWork | null;
+  if (flow.status !== 'processing' || work?.op !== op || !claimLapsed(flow.updated_at, now)) return undefined;
+  return claimSettlement(trx, flow, work, now);
+}
+
+/** The instant a release is booked at: a lapsed hold ends at its `capture_before` (service rules §3). */
+function releasedAt(claim: SettlementClaim): Date {
+  return claim.work.op === 'release' && claim.work.lapsed ? claim.flow.capture_before! : claim.flow.updated_at;
+}
+
+/**
+ * The network half of a capture or release, with no transaction open (PayPay holds have no card:
+ * nothing to ask), then its outcome recorded if the claim still holds: `record` on success; a
+ * refusal puts the flow back to requires_capture and answers the network's error after the commit.
+ */
+async function finishSettlement(ctx: Context, claim: SettlementClaim, record: (trx: Kysely<Database>, flow: PaymentFlowRow) => Promise<PaymentFlowRow>): Promise<PaymentFlowRow> {
+  const { flow, work } = claim;
+  const [result] = flow.payment_method_type === 'paypay' ? [] : await ctx.processor[work.op]([{ reference: flow.payment_flow_id, authorizationCode: flow.authorization_code ?? '', amount: work.amount, at: releasedAt(claim) }]);
+  const outcome = await ctx.db.transaction().execute(async (trx) => {
+    const current = await findPaymentFlow(trx, { accountId: flow.account_id, livemode: flow.livemode, kind: 'secret' }, flow.payment_flow_id, { lock: true });
+    // Taken over after the lease: the record made stands.
+    if (current.status !== 'processing' || current.updated_at.getTime() !== flow.updated_at.getTime()) return { row: current, refusal: undefined };
+    if (result !== undefined && !result.ok) return { row: await saveFlow(trx, current, { status: 'requires_capture', network_claim: null, updated_at: current.updated_at }), refusal: result };
+    return { row: await record(trx, current), refusal: undefined };
+  });
+  if (outcome.refusal !== undefined) reject(outcome.refusal.code, undefined, outcome.refusal.message);
+  return outcome.row;
 }
 
 /** Throws the card error of a declined confirmation after its state was committed. */
@@ -463,8 +598,10 @@ export async function confirmPaymentFlow(ctx: Context, caller: Caller, input: un
   const captureMethod = readCaptureMethod(params);
   const description = readDescription(params);
   const now = ctx.clock.now();
-  const outcome = await ctx.db.transaction().execute(async (trx) => {
+  const claim = await ctx.db.transaction().execute(async (trx): Promise<ConfirmClaim> => {
     let flow = await findPaymentFlow(trx, caller, id, { lock: true, clientSecret });
+    const takenOver = await takeOverLapsedClaim(trx, flow, now);
+    if (takenOver !== undefined) return takenOver;
     if (!CONFIRMABLE.has(flow.status)) reject('invalid_status', undefined, `a payment flow that is ${flow.status} cannot be confirmed`);
     const changes = sentFields({
       payment_method_types: types === undefined ? undefined : JSON.stringify(types),
@@ -486,9 +623,9 @@ export async function confirmPaymentFlow(ctx: Context, caller: Caller, input: un
       snapshot = storedPaymentMethod(flow);
     }
     if (snapshot === null) return reject('missing_param', 'payment_method', 'confirm needs a payment_method (none is attached to this payment flow)');
-    return confirmLockedFlow(trx, ctx, flow, snapshot, now, { authenticateInline: false });
+    return claimConfirmation(trx, ctx, flow, snapshot, now, { authenticateInline: false });
   });
-  return throwIfFailed(outcome);
+  return throwIfFailed(await finishConfirmation(ctx, claim));
 }
 
 /**
@@ -502,16 +639,18 @@ export async function completePaymentFlowAction(ctx: Context, caller: Caller, in
   const id = requireString(params, 'id');
   const clientSecret = optionalString(params, 'client_secret');
   const now = ctx.clock.now();
-  const outcome = await ctx.db.transaction().execute(async (trx) => {
+  const claim = await ctx.db.transaction().execute(async (trx): Promise<ConfirmClaim> => {
     const flow = await findPaymentFlow(trx, caller, id, { lock: true, clientSecret });
+    const takenOver = await takeOverLapsedClaim(trx, flow, now);
+    if (takenOver !== undefined) return takenOver;
     const snapshot = storedPaymentMethod(flow);
     if (flow.status !== 'requires_action' || snapshot === null || snapshot.card === null) {
       return reject('invalid_status', undefined, `a payment flow that is ${flow.status} has no action to complete`);
     }
     if (flow.capture_method === 'manual') holdFor(flow, snapshot, now);
-    return completeAuthentication(trx, ctx, flow, snapshot, now);
+    return claimFlow(trx, flow, {}, snapshot, true, now);
   });
-  return throwIfFailed(outcome);
+  return throwIfFailed(await finishConfirmation(ctx, claim));
 }
 
 /**
@@ -525,10 +664,12 @@ export async function capturePaymentFlow(ctx: Context, caller: Caller, input: un
   const params = readParams(input, ['id', 'amount_to_capture']);
   const id = requireString(params, 'id');
   const requested = optionalInteger(params, 'amount_to_capture', { min: 1, max: MAX_FLOW_AMOUNT, code: 'invalid_amount' });
-  const row = await ctx.db.transaction().execute(async (trx) => {
+  const claim = await ctx.db.transaction().execute(async (trx) => {
     const flow = await findPaymentFlow(trx, caller, id, { lock: true });
     // Read after the lock: an expiry committed while this call waited is in its past.
     const now = ctx.clock.now();
+    const takenOver = await takeOverLapsedSettlement(trx, flow, 'capture', now);
+    if (takenOver !== undefined) return takenOver;
     if (flow.status !== 'requires_capture') return reject('invalid_status', undefined, `a payment flow that is ${flow.status} cannot be captured`);
     if (flow.capture_before !== null && holdLapsed(flow.capture_before, now)) {
       return reject('charge_expired', undefined, `the hold lapsed at ${toIsoSeconds(flow.capture_before)}`);
@@ -541,7 +682,12 @@ export async function capturePaymentFlow(ctx: Context, caller: Caller, input: un
     if (flow.capture_count >= 1 && amount !== remaining) {
       return reject('invalid_amount', 'amount_to_capture', `a partial capture was made already; only the full remaining ${remaining} yen may be captured`);
     }
-    if (flow.payment_method_type !== 'paypay') await settleWithNetwork(ctx, 'capture', flow.payment_flow_id, flow.authorization_code ?? '', amount, now);
+    return claimSettlement(trx, flow, { op: 'capture', amount }, now);
+  });
+  const row = await finishSettlement(ctx, claim, async (trx, flow) => {
+    const { amount } = claim.work;
+    const at = flow.updated_at;
+    const remaining = flow.amount_capturable;
     // Service rules §2.1: on a debit or prepaid card "releasing or partially capturing refunds the
     // rest" — the network gave the remainder back with this capture, so nothing is left to capture
     // or to release later.
@@ -549,13 +695,14 @@ export async function capturePaymentFlow(ctx: Context, caller: Caller, input: un
     const full = amount === remaining || debited;
     const captured = await saveFlow(trx, flow, {
       status: full ? 'succeeded' : 'requires_capture',
+      network_claim: null,
       amount_received: flow.amount_received + amount,
       amount_capturable: full ? 0 : remaining - amount,
       capture_count: flow.capture_count + 1,
-      updated_at: now,
+      updated_at: at,
     });
-    await recordFlowCaptures(trx, ctx, [{ flow: captured, captureNumber: captured.capture_count, amount, at: now }]);
-    await recordEvents(trx, ctx.ids, [flowEvent(captured, full ? 'payment_flow.succeeded' : 'payment_flow.amount_capturable_updated', now)]);
+    await recordFlowCaptures(trx, ctx, [{ flow: captured, captureNumber: captured.capture_count, amount, at }]);
+    await recordEvents(trx, ctx.ids, [flowEvent(captured, full ? 'payment_flow.succeeded' : 'payment_flow.amount_capturable_updated', at)]);
     return captured;
   });
   return renderPaymentFlow(row);
@@ -574,24 +721,30 @@ export async function cancelPaymentFlow(ctx: Context, caller: Caller, input: unk
   if (reason !== null && !(CANCELLATION_REASONS as readonly string[]).includes(reason)) {
     reject('invalid_param_key', 'cancellation_reason', `cancellation_reason must be one of ${CANCELLATION_REASONS.join(', ')}`);
   }
-  const row = await ctx.db.transaction().execute(async (trx) => {
+  const claim = await ctx.db.transaction().execute(async (trx): Promise<SettlementClaim | PaymentFlowRow> => {
     const flow = await findPaymentFlow(trx, caller, id, { lock: true });
     const now = ctx.clock.now();
+    const takenOver = await takeOverLapsedSettlement(trx, flow, 'release', now);
+    if (takenOver !== undefined) return takenOver;
     if (flow.status === 'canceled' || flow.status === 'succeeded' || flow.status === 'processing' || flow.capture_count > 0) {
       return reject('invalid_status', undefined, `a payment flow that is ${flow.status}${flow.capture_count > 0 ? ' and partially captured' : ''} cannot be canceled`);
     }
     // A hold that lapsed before the expiry job came round ends as the job would end it (service
     // rules §3: reason expired, at capture_before), whatever reason the merchant sent.
     const lapsed = flow.status === 'requires_capture' && flow.capture_before !== null && holdLapsed(flow.capture_before, now);
-    const at = lapsed ? flow.capture_before! : now;
-    if (flow.status === 'requires_capture' && flow.payment_method_type !== 'paypay') {
-      await settleWithNetwork(ctx, 'release', flow.payment_flow_id, flow.authorization_code ?? '', flow.amount_capturable, at);
-    }
-    const canceled = await saveFlow(trx, flow, { status: 'canceled', cancellation_reason: lapsed ? 'expired' : reason, canceled_at: at, amount_capturable: 0, next_action: null, updated_at: at });
-    await recordEvents(trx, ctx.ids, [flowEvent(canceled, 'payment_flow.canceled', at)]);
-    return canceled;
+    if (flow.status === 'requires_capture') return claimSettlement(trx, flow, { op: 'release', amount: flow.amount_capturable, reason, lapsed }, now);
+    // Nothing held: nothing to ask the network.
+    return cancelFlow(trx, ctx, flow, reason, now);
   });
+  const row = 'work' in claim ? await finishSettlement(ctx, claim, (trx, flow) => cancelFlow(trx, ctx, flow, claim.work.op === 'release' && claim.work.lapsed ? 'expired' : reason, releasedAt(claim))) : claim;
   return renderPaymentFlow(row);
+}
+
+/** Cancels the flow at `at` with `payment_flow.canceled`; its hold, if any, already released. */
+async function cancelFlow(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, flow: PaymentFlowRow, reason: string | null, at: Date): Promise<PaymentFlowRow> {
+  const canceled = await saveFlow(trx, flow, { status: 'canceled', cancellation_reason: reason, canceled_at: at, amount_capturable: 0, next_action: null, network_claim: null, updated_at: at });
+  await recordEvents(trx, ctx.ids, [flowEvent(canceled, 'payment_flow.canceled', at)]);
+  return canceled;
 }
 
 /**

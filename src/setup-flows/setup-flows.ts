@@ -13,7 +13,7 @@
  * (docs/decisions.md, "Issue 16 setup flows"). That network call is made outside any transaction:
  * the confirmation first claims the flow (`processing`, committed), then calls the network, then
  * records the outcome only if its claim still holds. A claim left behind by a crash is taken over
- * by the next confirmation once it is older than CLAIM_LEASE_MS; a verification moves no money, so
+ * by the next confirmation once it is older than NETWORK_CLAIM_LEASE_MS (src/domain/network-claims.ts); a verification moves no money, so
  * doing it twice is harmless, and the outcome is recorded once.
  */
 import type { Kysely, Selectable, Updateable } from 'kysely';
@@ -23,6 +23,7 @@ import { consumeToken } from '../customers/tokens';
 import type { Database, SetupFlowsTable } from '../db/schema';
 import { KessaiError, reject, type ErrorCode } from '../domain/errors';
 import { createMetadata, mergeMetadata } from '../domain/metadata';
+import { claimLapsed } from '../domain/network-claims';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvents, type EventInput } from '../events/outbox';
@@ -41,8 +42,6 @@ export const SETUP_FLOW_USAGES = ['off_session', 'on_session'] as const;
 export const SETUP_FLOW_CANCELLATION_REASONS = ['abandoned', 'duplicate', 'requested_by_customer'] as const;
 /** The amount of the verification authorization, released at once (never captured). */
 export const VERIFICATION_AMOUNT = 1;
-/** How long a confirmation's `processing` claim holds before another confirmation may take it over. */
-export const CLAIM_LEASE_MS = 60_000;
 
 const CONFIRMABLE = new Set<SetupFlowRow['status']>(['requires_payment_method', 'requires_confirmation']);
 
@@ -231,6 +230,8 @@ export async function updateSetupFlow(ctx: Context, caller: Caller, input: unkno
   const now = ctx.clock.now();
   const row = await ctx.db.transaction().execute(async (trx) => {
     const flow = await findSetupFlow(trx, caller, id, { lock: true });
+    // A confirmation's claim is stamped by updated_at: any change now would void it (as payment flows).
+    if (flow.status === 'processing' && !claimLapsed(flow.updated_at, now)) reject('invalid_status', undefined, 'this setup flow is being confirmed; update it when the confirmation has ended');
     const beforeConfirmation = customerId !== undefined ? 'customer_id' : types !== undefined ? 'payment_method_types' : hasParam(params, 'payment_method_options') ? 'payment_method_options' : undefined;
     if (beforeConfirmation !== undefined && !CONFIRMABLE.has(flow.status)) {
       reject('invalid_status', beforeConfirmation, `customer_id, payment_method_types and payment_method_options can change only before confirmation; this setup flow is ${flow.status}`);
@@ -276,16 +277,12 @@ export async function cancelSetupFlow(ctx: Context, caller: Caller, input: unkno
   const row = await ctx.db.transaction().execute(async (trx) => {
     const flow = await findSetupFlow(trx, caller, id, { lock: true });
     if (flow.status === 'succeeded' || flow.status === 'canceled') reject('invalid_status', undefined, `a setup flow that is ${flow.status} cannot be canceled`);
-    if (flow.status === 'processing' && !claimLapsed(flow, now)) reject('invalid_status', undefined, 'this setup flow is being confirmed; cancel it when the confirmation has ended');
+    if (flow.status === 'processing' && !claimLapsed(flow.updated_at, now)) reject('invalid_status', undefined, 'this setup flow is being confirmed; cancel it when the confirmation has ended');
     const canceled = await saveFlow(trx, flow, { status: 'canceled', cancellation_reason: reason as SetupFlowRow['cancellation_reason'], canceled_at: now, next_action: null, updated_at: now });
     await recordEvents(trx, ctx.ids, [setupFlowEvent(canceled, 'setup_flow.canceled', now)]);
     return canceled;
   });
   return renderSetupFlow(row);
-}
-
-function claimLapsed(flow: SetupFlowRow, now: Date): boolean {
-  return flow.updated_at.getTime() + CLAIM_LEASE_MS <= now.getTime();
 }
 
 /**
@@ -326,7 +323,7 @@ export async function confirmSetupFlow(ctx: Context, caller: Caller, input: unkn
   const now = ctx.clock.now();
   const claimed = await ctx.db.transaction().execute(async (trx): Promise<Claimed> => {
     const flow = await findSetupFlow(trx, caller, id, { lock: true, clientSecret });
-    if (flow.status === 'processing' && claimLapsed(flow, now) && flow.payment_method_id !== null) {
+    if (flow.status === 'processing' && claimLapsed(flow.updated_at, now) && flow.payment_method_id !== null) {
       // A confirmation that died after its claim: take the claim over with the method it named.
       const method = await findPaymentMethod(trx, caller, flow.payment_method_id, { param: 'payment_method_id' });
       return { kind: 'claimed', flow: await saveFlow(trx, flow, { updated_at: now }), method, authenticate: flow.three_d_secure_status !== null };

@@ -11,7 +11,7 @@ import { authenticate } from '../../src/accounts/accounts';
 import { runOperation } from '../../src/operations/registry';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { startTestServer, type TestServer } from '../support/http-server';
-import { ok, problem, v2Client } from '../support/v2-sdk';
+import { ok, problem, v2CardMethod, v2Client, v2EventTypes } from '../support/v2-sdk';
 
 type Json = Record<string, unknown> & { id: string };
 
@@ -25,14 +25,8 @@ describe.each(['harness', 'pglite'] as const)('v2 setup flows through @payjp/pay
     return { status: response.status, body: (await response.json()) as Json };
   }
 
-  async function cardMethod(number: string): Promise<Json> {
-    return (await ok(v2.createPaymentMethod({ client, body: { type: 'card', card: { number, exp_month: 12, exp_year: 2035, cvc: '123' }, billing_details: { email: 'buyer@example.com' } } }))) as Json;
-  }
-
-  async function eventTypes(resourceId: string): Promise<string[]> {
-    const events = await ok(v2.getAllEvents({ client, query: { resource_id: resourceId, limit: 100 } }));
-    return events.data.map((e) => e.type as string).reverse();
-  }
+  const cardMethod = (number: string) => v2CardMethod(client, number);
+  const eventTypes = (resourceId: string) => v2EventTypes(client, resourceId);
 
   beforeAll(async () => {
     server = await startTestServer(backend);

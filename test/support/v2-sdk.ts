@@ -3,7 +3,7 @@
  * answers: the SDK does not throw on HTTP errors (official-sdks.md §1 "Result shape"), it resolves
  * to `{ data }` or `{ error, response }`.
  */
-import { createClient, type Client } from '@payjp/payjpv2';
+import { createClient, createPaymentMethod, getAllEvents, type Client, type PaymentMethodResponse } from '@payjp/payjpv2';
 import type { TestServer } from './http-server';
 
 export function v2Client(server: TestServer, apiKey: string): Client {
@@ -43,4 +43,15 @@ export async function problem(call: Promise<SdkResult>): Promise<Problem> {
   const body = result.error as Omit<Problem, 'contentType'>;
   if (body.status !== result.response.status) throw new Error(`problem status ${body.status} differs from HTTP ${result.response.status}`);
   return { ...body, contentType: result.response.headers.get('content-type') };
+}
+
+/** A card payment method made through the SDK (test mode only, as the SDK documents). */
+export async function v2CardMethod(client: Client, number: string): Promise<PaymentMethodResponse> {
+  return ok(createPaymentMethod({ client, body: { type: 'card', card: { number, exp_month: 12, exp_year: 2035, cvc: '123' }, billing_details: { email: 'buyer@example.com' } } }));
+}
+
+/** The types of the v2 events about a resource, oldest first, read through the events API. */
+export async function v2EventTypes(client: Client, resourceId: string): Promise<string[]> {
+  const events = await ok(getAllEvents({ client, query: { resource_id: resourceId, limit: 100 } }));
+  return events.data.map((e) => e.type as string).reverse();
 }

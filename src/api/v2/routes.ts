@@ -94,6 +94,8 @@ export const V2_ROUTES: readonly V2Route[] = [
   // Payment flows (v2 §4.2–4.4, §4.8).
   ...crud('/payment_flows', 'payment_flow_id', 'payment_flows', { create: flowRoute(), retrieve: flowRoute(), update: flowRoute(), list: flowRoute() }),
   route('POST', '/payment_flows/:payment_flow_id/confirm', 'payment_flows.confirm', flowRoute()),
+  // The browser's return from a 3-D Secure challenge (not in SDK 1.0.5; docs/decisions.md h6).
+  route('POST', '/payment_flows/:payment_flow_id/complete_action', 'payment_flows.complete_action', flowRoute()),
   route('POST', '/payment_flows/:payment_flow_id/capture', 'payment_flows.capture', flowRoute()),
   route('POST', '/payment_flows/:payment_flow_id/cancel', 'payment_flows.cancel', flowRoute()),
   route('GET', '/payment_flows/:payment_flow_id/refunds', 'payment_flows.list_refunds'),
@@ -101,6 +103,7 @@ export const V2_ROUTES: readonly V2Route[] = [
   ...crud('/setup_flows', 'setup_flow_id', 'setup_flows'),
   route('POST', '/setup_flows/:setup_flow_id/cancel', 'setup_flows.cancel'),
   route('POST', '/setup_flows/:setup_flow_id/confirm', 'setup_flows.confirm'),
+  route('POST', '/setup_flows/:setup_flow_id/complete_action', 'setup_flows.complete_action'),
   // Payment refunds.
   ...crud('/payment_refunds', 'payment_refund_id', 'payment_refunds'),
   // Payment disputes (chargebacks): read-only (src/disputes).
@@ -143,6 +146,9 @@ export const V2_ROUTES: readonly V2Route[] = [
   route('POST', '/balances/:balance_id/balance_urls', 'balances.statement_urls', settlement({ issuesDownloadUrl: true, encode: (result) => ({ ...(v2Instants(result) as object), object: 'balance_url' }) })),
   route('GET', '/terms', 'v2.terms.list', settlement()),
   route('GET', '/terms/:term_id', 'terms.retrieve', settlement()),
+  // Payment transactions: the settled captures and refunds (src/settlement/payment-transactions.ts).
+  route('GET', '/payment_transactions', 'payment_transactions.list'),
+  route('GET', '/payment_transactions/:payment_transaction_id', 'payment_transactions.retrieve'),
   // Events (v2 §4.7).
   route('GET', '/events', 'v2.events.list'),
   route('GET', '/events/:event_id', 'v2.events.retrieve'),

@@ -18,7 +18,7 @@
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { authenticate, publicKeyOf, type Caller } from '../accounts/accounts';
-import { CHECKOUT_PAGE_PATH, checkoutPageBase, completeHostedSessionFromFlow, openHostedSession, type HostedSession } from '../checkout/checkout-sessions';
+import { CHECKOUT_PAGE_PATH, checkoutPageBase, completeHostedSessionFromFlow, findHostedSession, openHostedSession, type HostedSession } from '../checkout/checkout-sessions';
 import {
   BROWSER_SCRIPT_PATH,
   CHECKOUT_SCRIPT_PATH,
@@ -123,6 +123,24 @@ async function handedOver(ctx: Context, fields: Query): Promise<{ caller: Caller
   };
 }
 
+/**
+ * Where a redirect page's form may lead (CSP form-action covers the redirects after the post):
+ * the return address, and when that is a hosted page's own return address, the shop's success
+ * address it goes on to.
+ */
+async function formTargets(ctx: Context, returnUrl: URL): Promise<string[]> {
+  const hosted = new RegExp(`^${CHECKOUT_PAGE_PATH}/([^/]+)/return$`).exec(returnUrl.pathname);
+  if (hosted === null) return [returnUrl.origin];
+  try {
+    const { session } = await findHostedSession(ctx, decodeURIComponent(hosted[1]!));
+    const success = httpUrl(session.success_url);
+    return success === null ? [returnUrl.origin] : [returnUrl.origin, success.origin];
+  } catch (error) {
+    if (error instanceof KessaiError) return [returnUrl.origin];
+    throw error;
+  }
+}
+
 /** A redirect page's refusal, as a page (a wrong client secret reads as an unknown flow). */
 function refusal(reply: FastifyReply, error: unknown): FastifyReply {
   if (!(error instanceof KessaiError)) throw error;
@@ -142,6 +160,9 @@ async function outcome(run: () => Promise<unknown>): Promise<'succeeded' | 'fail
 
 export async function registerHostedCheckout(app: FastifyInstance, ctx: Context, contextOf: (request: FastifyRequest) => Context): Promise<void> {
   const publicRoute = { config: { public: true } } as const;
+
+  // Browsers ask every origin for an icon: none, and no 401 for asking.
+  app.get('/favicon.ico', publicRoute, async (_request, reply) => reply.code(204).header('cache-control', 'max-age=86400').send());
 
   for (const [path, source] of Object.entries(SCRIPTS)) {
     app.get(path, publicRoute, async (_request, reply) =>
@@ -212,7 +233,7 @@ export async function registerHostedCheckout(app: FastifyInstance, ctx: Context,
       const { flow, view, returnUrl } = await handedOver(ctx, request.query as Query);
       // Nothing to authenticate (already done, or never asked): straight back to the merchant.
       if (flow.status !== 'requires_action') return reply.redirect(returnAddress(view.returnUrl, flow.id, view.clientSecret, flow.status === 'succeeded' || flow.status === 'requires_capture' ? 'succeeded' : 'failed'), 303);
-      return sendPage(reply, 200, renderThreeDSecurePage({ ...view, cardLast4: flow.payment_method_details?.card?.last4 ?? null }), [returnUrl.origin]);
+      return sendPage(reply, 200, renderThreeDSecurePage({ ...view, cardLast4: flow.payment_method_details?.card?.last4 ?? null }), await formTargets(ctx, returnUrl));
     } catch (error) {
       return refusal(reply, error);
     }
@@ -237,7 +258,7 @@ export async function registerHostedCheckout(app: FastifyInstance, ctx: Context,
       const query = request.query as Query;
       const { view, returnUrl } = await handedOver(ctx, query);
       const method = walletMethod(query, view);
-      return sendPage(reply, 200, renderWalletPage({ ...view, method }), [returnUrl.origin]);
+      return sendPage(reply, 200, renderWalletPage({ ...view, method }), await formTargets(ctx, returnUrl));
     } catch (error) {
       return refusal(reply, error);
     }

@@ -148,7 +148,7 @@ function refusal(reply: FastifyReply, error: unknown): FastifyReply {
 }
 
 /** Runs an operation of the buyer's; a card refusal (402) is an answer, not an error. */
-async function outcome(run: () => Promise<unknown>): Promise<'succeeded' | 'failed'> {
+async function outcome(run: () => Promise<unknown>): Promise<RedirectStatus> {
   try {
     await run();
     return 'succeeded';
@@ -228,59 +228,62 @@ export async function registerHostedCheckout(app: FastifyInstance, ctx: Context,
     return reply.redirect(status in NOTICES ? `${pageUrl}?notice=${status}` : pageUrl, 303);
   });
 
-  app.get(THREE_D_SECURE_PAGE_PATH, publicRoute, async (request, reply) => {
-    try {
-      const { flow, view, returnUrl } = await handedOver(ctx, request.query as Query);
-      // Nothing to authenticate (already done, or never asked): straight back to the merchant.
-      if (flow.status !== 'requires_action') return reply.redirect(returnAddress(view.returnUrl, flow.id, view.clientSecret, flow.status === 'succeeded' || flow.status === 'requires_capture' ? 'succeeded' : 'failed'), 303);
-      return sendPage(reply, 200, renderThreeDSecurePage({ ...view, cardLast4: flow.payment_method_details?.card?.last4 ?? null }), await formTargets(ctx, returnUrl));
-    } catch (error) {
-      return refusal(reply, error);
-    }
+  redirectPage(app, ctx, THREE_D_SECURE_PAGE_PATH, {
+    // Nothing to authenticate (already done, or never asked): straight back to the merchant.
+    show: async ({ flow, view }) =>
+      flow.status === 'requires_action' ? renderThreeDSecurePage({ ...view, cardLast4: flow.payment_method_details?.card?.last4 ?? null }) : flow.status === 'succeeded' || flow.status === 'requires_capture' ? 'succeeded' : 'failed',
+    answer: async ({ caller, view }, fields) =>
+      text(fields, 'decision') === 'authenticate' ? outcome(() => runOperation(ctx, caller, 'payment_flows.complete_action', { id: view.paymentFlowId, client_secret: view.clientSecret })) : 'canceled',
   });
 
-  app.post(THREE_D_SECURE_PAGE_PATH, publicRoute, async (request, reply) => {
-    try {
-      const fields = request.body as Query;
-      const { caller, view } = await handedOver(ctx, fields);
-      const status =
-        text(fields, 'decision') === 'authenticate'
-          ? await outcome(() => runOperation(ctx, caller, 'payment_flows.complete_action', { id: view.paymentFlowId, client_secret: view.clientSecret }))
-          : 'canceled';
-      return reply.redirect(returnAddress(view.returnUrl, view.paymentFlowId, view.clientSecret, status), 303);
-    } catch (error) {
-      return refusal(reply, error);
-    }
-  });
-
-  app.get(WALLET_PAGE_PATH, publicRoute, async (request, reply) => {
-    try {
-      const query = request.query as Query;
-      const { view, returnUrl } = await handedOver(ctx, query);
-      const method = walletMethod(query, view);
-      return sendPage(reply, 200, renderWalletPage({ ...view, method }), await formTargets(ctx, returnUrl));
-    } catch (error) {
-      return refusal(reply, error);
-    }
-  });
-
-  app.post(WALLET_PAGE_PATH, publicRoute, async (request, reply) => {
-    try {
-      const fields = request.body as Query;
-      const { caller, view } = await handedOver(ctx, fields);
+  redirectPage(app, ctx, WALLET_PAGE_PATH, {
+    show: async ({ view }, fields) => renderWalletPage({ ...view, method: walletMethod(fields, view) }),
+    answer: async ({ caller, view }, fields) => {
       const method = walletMethod(fields, view);
+      if (text(fields, 'decision') !== 'approve') return 'failed';
       const confirm = { id: view.paymentFlowId, client_secret: view.clientSecret, return_url: view.returnUrl, payment_method_type: method };
-      const status =
-        text(fields, 'decision') !== 'approve'
-          ? 'failed'
-          : await outcome(async () => {
-              if (method === 'paypay') return runOperation(ctx, caller, 'payment_flows.confirm', confirm);
-              // The simulated Apple Pay sheet pays with the test Visa card, as a device would with its card.
-              const year = ctx.clock.now().getUTCFullYear() + 3;
-              const token = (await runOperation(ctx, caller, 'tokens.create', { card: { number: TEST_CARDS.visa.number, exp_month: 12, exp_year: year, cvc: '123' } })) as { id: string };
-              return runOperation(ctx, caller, 'payment_flows.confirm', { ...confirm, payment_method: token.id });
-            });
-      return reply.redirect(returnAddress(view.returnUrl, view.paymentFlowId, view.clientSecret, status), 303);
+      return outcome(async () => {
+        if (method === 'paypay') return runOperation(ctx, caller, 'payment_flows.confirm', confirm);
+        // The simulated Apple Pay sheet pays with the test Visa card, as a device would with its card.
+        const year = ctx.clock.now().getUTCFullYear() + 3;
+        const token = (await runOperation(ctx, caller, 'tokens.create', { card: { number: TEST_CARDS.visa.number, exp_month: 12, exp_year: year, cvc: '123' } })) as { id: string };
+        return runOperation(ctx, caller, 'payment_flows.confirm', { ...confirm, payment_method: token.id });
+      });
+    },
+  });
+}
+
+type RedirectStatus = 'succeeded' | 'failed' | 'canceled';
+type HandedOver = Awaited<ReturnType<typeof handedOver>>;
+
+/**
+ * A redirect page of the browser script: GET shows it for the flow handed over (or sends the buyer
+ * straight back with a status), POST runs the buyer's answer and sends them to `return_url`
+ * with the flow (v2 §4.8 step 4). A refusal (wrong secret, bad return address) is a page.
+ */
+function redirectPage(
+  app: FastifyInstance,
+  ctx: Context,
+  path: string,
+  handlers: { readonly show: (handed: HandedOver, fields: Query) => Promise<string | RedirectStatus>; readonly answer: (handed: HandedOver, fields: Query) => Promise<RedirectStatus> },
+): void {
+  const back = (reply: FastifyReply, { view }: HandedOver, status: RedirectStatus) => reply.redirect(returnAddress(view.returnUrl, view.paymentFlowId, view.clientSecret, status), 303);
+  app.get(path, { config: { public: true } }, async (request, reply) => {
+    try {
+      const fields = request.query as Query;
+      const handed = await handedOver(ctx, fields);
+      const shown = await handlers.show(handed, fields);
+      if (shown === 'succeeded' || shown === 'failed' || shown === 'canceled') return back(reply, handed, shown);
+      return sendPage(reply, 200, shown, await formTargets(ctx, handed.returnUrl));
+    } catch (error) {
+      return refusal(reply, error);
+    }
+  });
+  app.post(path, { config: { public: true } }, async (request, reply) => {
+    try {
+      const fields = request.body as Query;
+      const handed = await handedOver(ctx, fields);
+      return back(reply, handed, await handlers.answer(handed, fields));
     } catch (error) {
       return refusal(reply, error);
     }

@@ -242,6 +242,44 @@ describe('hosted checkout page and browser script in Chromium (issue 16 points 3
     expect(problems).toEqual([]);
   });
 
+  it('a canceled 3-D Secure challenge comes back to the page, which offers to continue it', async () => {
+    const created = await session();
+    await page.goto(created.url!);
+    await payByCard('threeDSecureRequired');
+    await page.waitForURL(/\/v2\/js\/three_d_secure\?/);
+    await page.getByRole('button', { name: /Cancel/ }).click();
+    await page.waitForURL(`${created.url}?notice=canceled`);
+    expect(await page.locator('#message').innerText()).toContain('canceled');
+    await shot('13-three-d-secure-canceled');
+    await page.getByRole('link', { name: /Continue 3-D Secure/ }).click();
+    await page.getByRole('button', { name: /Authenticate/ }).click();
+    await page.waitForURL(`${shop.url}/success?session_id=${created.id}`);
+    const flowId = ((await ok(v2.getCheckoutSession({ client, path: { checkout_session_id: created.id } }))) as { payment_flow_id: string }).payment_flow_id;
+    expect(await eventTypes(flowId)).toEqual(['payment_flow.created', 'payment_flow.requires_action', 'payment_flow.succeeded']);
+    expect(problems).toEqual([]);
+  });
+
+  it('Apple Pay is a simulated wallet in test mode: declined, the page says so; approved, the checkout completes', async () => {
+    const created = await session({ types: ['card', 'apple_pay'] });
+    await page.goto(created.url!);
+    await page.getByRole('button', { name: /Pay with Apple Pay/ }).click();
+    await page.waitForURL(/\/v2\/js\/wallet\?/);
+    expect(await page.locator('#wallet').getAttribute('data-method')).toBe('apple_pay');
+    await page.getByRole('button', { name: /Decline/ }).click();
+    await page.waitForURL(`${created.url}?notice=failed`);
+    expect(await page.locator('#message').innerText()).toContain('not approved');
+    await page.getByRole('button', { name: /Pay with Apple Pay/ }).click();
+    await page.waitForURL(/\/v2\/js\/wallet\?/);
+    await shot('14-apple-pay-wallet');
+    await page.getByRole('button', { name: /Approve/ }).click();
+    await page.waitForURL(`${shop.url}/success?session_id=${created.id}`);
+    const flowId = ((await ok(v2.getCheckoutSession({ client, path: { checkout_session_id: created.id } }))) as { payment_flow_id: string }).payment_flow_id;
+    expect(await ok(v2.getPaymentFlow({ client, path: { payment_flow_id: flowId } }))).toMatchObject({ status: 'succeeded', payment_method_details: { type: 'apple_pay', card: { last4: '4242' } } });
+    expect(await eventTypes(flowId)).toEqual(['payment_flow.created', 'payment_flow.succeeded']);
+    expect(await eventTypes(created.id)).toEqual(['checkout.session.completed']);
+    expect(problems).toEqual([]);
+  });
+
   describe('a merchant page using the browser script (v2 §4.8)', () => {
     const flowWith = (types: string[]) => ok(v2.createPaymentFlow({ client, body: { amount: 1500, currency: 'jpy', payment_method_types: types as never } }));
 

@@ -56,3 +56,41 @@ it('refuses a non-loopback address without TLS unless --insecure-http is given',
   expect(refused.status).toBe(1);
   expect(refused.stderr).toContain('without TLS');
 });
+
+it('--public-url sets the checkout session url to the address buyers reach; the page is served here; a bad URL is refused first', async () => {
+  const created = spawnSync(process.execPath, [BIN, 'accounts', 'create', '--name', 'Checkout Serve Shop', '--json'], { env, encoding: 'utf8', timeout: 60_000 });
+  expect(created.status).toBe(0);
+  const { keys } = JSON.parse(created.stdout) as { keys: { test: { secret: string } } };
+  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--no-worker', '--public-url', 'https://pay.example.com/shop/'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const base = await new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      const match = /on (http:\/\/\S+)\/v1 /.exec(stdout);
+      if (match) resolve(match[1]!);
+    });
+    child.on('exit', (code) => reject(new Error(`serve exited with ${code}: ${stderr}`)));
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  try {
+    const post = async (path: string, body: object) =>
+      (await fetch(`${base}/v2${path}`, { method: 'POST', headers: { authorization: `Bearer ${keys.test.secret}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<Record<string, unknown>>;
+    const price = await post('/prices', { unit_amount: 800, currency: 'jpy' });
+    const session = await post('/checkout/sessions', { mode: 'payment', line_items: [{ price_id: price.id, quantity: 1 }], success_url: 'https://shop.example/ok' });
+    expect(session.url).toBe(`https://pay.example.com/shop/checkout/pay/${String(session.id)}`);
+    // The same page, reached here directly (the proxy's job in production).
+    const page = await fetch(`${base}/checkout/pay/${String(session.id)}`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
+    expect(await page.text()).toContain('¥800');
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  } finally {
+    child.kill('SIGKILL');
+  }
+  const refused = spawnSync(process.execPath, [BIN, 'serve', '--port', '0', '--public-url', 'ftp://pay.example.com'], { env, encoding: 'utf8', timeout: 60_000 });
+  expect(refused.status).toBe(1);
+  expect(refused.stderr).toContain('the public URL must be an http(s) address');
+}, 90_000);

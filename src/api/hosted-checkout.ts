@@ -259,7 +259,8 @@ type HandedOver = Awaited<ReturnType<typeof handedOver>>;
 /**
  * A redirect page of the browser script: GET shows it for the flow handed over (or sends the buyer
  * straight back with a status), POST runs the buyer's answer and sends them to `return_url`
- * with the flow (v2 §4.8 step 4). A refusal (wrong secret, bad return address) is a page.
+ * with the flow (v2 §4.8 step 4); a hosted checkout session whose flow succeeded here is
+ * completed here too. A refusal (wrong secret, bad return address) is a page.
  */
 function redirectPage(
   app: FastifyInstance,
@@ -283,7 +284,12 @@ function redirectPage(
     try {
       const fields = request.body as Query;
       const handed = await handedOver(ctx, fields);
-      return back(reply, handed, await handlers.answer(handed, fields));
+      const status = await handlers.answer(handed, fields);
+      // A checkout session's flow that took the money completes its session now, whether or not
+      // the buyer's browser makes it back to the return address.
+      const sessionId = handed.flow.checkout_session;
+      if (status === 'succeeded' && sessionId !== null) await completeHostedSessionFromFlow(ctx, sessionId, handed.view.paymentFlowId, handed.view.clientSecret);
+      return back(reply, handed, status);
     } catch (error) {
       return refusal(reply, error);
     }

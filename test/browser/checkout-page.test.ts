@@ -201,6 +201,26 @@ describe('hosted checkout page and browser script in Chromium (issue 16 points 3
     expect(problems).toEqual([]);
   });
 
+  it('a challenge passed completes the session at once, even if the browser never follows the redirect back', async () => {
+    const created = await session();
+    await page.goto(created.url!);
+    await payByCard('threeDSecureRequired');
+    await page.waitForURL(/\/v2\/js\/three_d_secure\?/);
+    const fields = Object.fromEntries(new URL(page.url()).searchParams);
+    // The form's post, sent without following the redirect (a tab closed on the way back).
+    const answer = await fetch(`${server.baseUrl}/v2/js/three_d_secure`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ ...fields, decision: 'authenticate' }).toString() });
+    expect(answer.status).toBe(303);
+    const back = new URL(answer.headers.get('location')!);
+    expect(back.href.startsWith(`${created.url}/return?`)).toBe(true);
+    expect([back.searchParams.get('payment_flow_id'), back.searchParams.get('redirect_status')]).toEqual([fields.payment_flow_id, 'succeeded']);
+    expect(await ok(v2.getCheckoutSession({ client, path: { checkout_session_id: created.id } }))).toMatchObject({ status: 'complete' });
+    expect(await eventTypes(created.id)).toEqual(['checkout.session.completed']);
+    // Coming back later changes nothing more: still one completion.
+    await page.goto(back.href);
+    await page.waitForURL(`${shop.url}/success?session_id=${created.id}`);
+    expect(await eventTypes(created.id)).toEqual(['checkout.session.completed']);
+  });
+
   it('the cancel link returns to the shop and leaves the session open', async () => {
     const created = await session();
     await page.goto(created.url!);
@@ -298,7 +318,9 @@ describe('hosted checkout page and browser script in Chromium (issue 16 points 3
     it('confirms with a test card and lands on return_url with payment_flow_id and payment_flow_client_secret', async () => {
       const flow = await flowWith(['card']);
       await page.goto(`${shop.url}/merchant`);
-      void confirmOnShop(flow.client_secret, { card: { number: TEST_CARDS.visa.number, exp_month: 12, exp_year: 2032, cvc: '123' }, return_url: `${shop.url}/return` });
+      // The page leaves for return_url while the call is pending: its context is destroyed, which
+      // ends the evaluation either way (caught, not left unhandled).
+      void confirmOnShop(flow.client_secret, { card: { number: TEST_CARDS.visa.number, exp_month: 12, exp_year: 2032, cvc: '123' }, return_url: `${shop.url}/return` }).catch(() => undefined);
       await page.waitForURL(/\/return\?/);
       const query = new URL(page.url()).searchParams;
       expect([query.get('payment_flow_id'), query.get('payment_flow_client_secret')]).toEqual([flow.id, flow.client_secret]);
@@ -316,7 +338,7 @@ describe('hosted checkout page and browser script in Chromium (issue 16 points 3
     it('PayPay redirects to the wallet and back to return_url with both query parameters', async () => {
       const flow = await flowWith(['card', 'paypay']);
       await page.goto(`${shop.url}/merchant`);
-      void confirmOnShop(flow.client_secret, { payment_method_type: 'paypay', return_url: `${shop.url}/return?order=42` });
+      void confirmOnShop(flow.client_secret, { payment_method_type: 'paypay', return_url: `${shop.url}/return?order=42` }).catch(() => undefined);
       await page.waitForURL(/\/v2\/js\/wallet\?/);
       await page.getByRole('button', { name: /Approve/ }).click();
       await page.waitForURL(/\/return\?/);

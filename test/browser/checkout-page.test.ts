@@ -117,6 +117,18 @@ describe('hosted checkout page and browser script in Chromium (issue 16 points 3
     await page.getByRole('button', { name: /Pay$/ }).click();
   }
 
+  /** A new session's page, paid with a 3-D Secure card: the browser is on the challenge page. */
+  async function challengeOfNewSession(card: TestCardName = 'threeDSecureRequired') {
+    const created = await session();
+    await page.goto(created.url!);
+    await payByCard(card);
+    await page.waitForURL(/\/v2\/js\/three_d_secure\?/);
+    return created;
+  }
+
+  /** The payment flow of a session (made when its page was first opened). */
+  const flowOf = async (sessionId: string): Promise<string> => ((await ok(v2.getCheckoutSession({ client, path: { checkout_session_id: sessionId } }))) as { payment_flow_id: string }).payment_flow_id;
+
   it('a Visa card completes the checkout: line items and total in yen, success_url with the session id, the events written', async () => {
     const created = await session();
     // The session's url is the serving kessai's own page.
@@ -187,8 +199,7 @@ describe('hosted checkout page and browser script in Chromium (issue 16 points 3
     await shot('05-three-d-secure-challenge');
     await page.getByRole('button', { name: /Authenticate/ }).click();
     await page.waitForURL(`${shop.url}/success?session_id=${created.id}`);
-    const done = await ok(v2.getCheckoutSession({ client, path: { checkout_session_id: created.id } }));
-    const flowId = (done as { payment_flow_id: string }).payment_flow_id;
+    const flowId = await flowOf(created.id);
     expect(await ok(v2.getPaymentFlow({ client, path: { payment_flow_id: flowId } }))).toMatchObject({ status: 'succeeded', three_d_secure_status: 'verified' });
     expect(await eventTypes(flowId)).toEqual([
       'payment_flow.created',
@@ -202,10 +213,7 @@ describe('hosted checkout page and browser script in Chromium (issue 16 points 3
   });
 
   it('a challenge passed completes the session at once, even if the browser never follows the redirect back', async () => {
-    const created = await session();
-    await page.goto(created.url!);
-    await payByCard('threeDSecureRequired');
-    await page.waitForURL(/\/v2\/js\/three_d_secure\?/);
+    const created = await challengeOfNewSession();
     const fields = Object.fromEntries(new URL(page.url()).searchParams);
     // The form's post, sent without following the redirect (a tab closed on the way back).
     const answer = await fetch(`${server.baseUrl}/v2/js/three_d_secure`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ ...fields, decision: 'authenticate' }).toString() });
@@ -254,8 +262,7 @@ describe('hosted checkout page and browser script in Chromium (issue 16 points 3
     await shot('09-paypay-wallet');
     await page.getByRole('button', { name: /Approve/ }).click();
     await page.waitForURL(`${shop.url}/success?session_id=${created.id}`);
-    const done = await ok(v2.getCheckoutSession({ client, path: { checkout_session_id: created.id } }));
-    const flowId = (done as { payment_flow_id: string }).payment_flow_id;
+    const flowId = await flowOf(created.id);
     expect(await ok(v2.getPaymentFlow({ client, path: { payment_flow_id: flowId } }))).toMatchObject({ status: 'succeeded', payment_method_details: { type: 'paypay' } });
     expect(await eventTypes(flowId)).toEqual(['payment_flow.created', 'payment_flow.succeeded']);
     expect(await eventTypes(created.id)).toEqual(['checkout.session.completed']);
@@ -263,10 +270,7 @@ describe('hosted checkout page and browser script in Chromium (issue 16 points 3
   });
 
   it('a canceled 3-D Secure challenge comes back to the page, which offers to continue it', async () => {
-    const created = await session();
-    await page.goto(created.url!);
-    await payByCard('threeDSecureRequired');
-    await page.waitForURL(/\/v2\/js\/three_d_secure\?/);
+    const created = await challengeOfNewSession();
     await page.getByRole('button', { name: /Cancel/ }).click();
     await page.waitForURL(`${created.url}?notice=canceled`);
     expect(await page.locator('#message').innerText()).toContain('canceled');
@@ -274,7 +278,7 @@ describe('hosted checkout page and browser script in Chromium (issue 16 points 3
     await page.getByRole('link', { name: /Continue 3-D Secure/ }).click();
     await page.getByRole('button', { name: /Authenticate/ }).click();
     await page.waitForURL(`${shop.url}/success?session_id=${created.id}`);
-    const flowId = ((await ok(v2.getCheckoutSession({ client, path: { checkout_session_id: created.id } }))) as { payment_flow_id: string }).payment_flow_id;
+    const flowId = await flowOf(created.id);
     expect(await eventTypes(flowId)).toEqual(['payment_flow.created', 'payment_flow.requires_action', 'payment_flow.succeeded']);
     expect(problems).toEqual([]);
   });
@@ -293,7 +297,7 @@ describe('hosted checkout page and browser script in Chromium (issue 16 points 3
     await shot('14-apple-pay-wallet');
     await page.getByRole('button', { name: /Approve/ }).click();
     await page.waitForURL(`${shop.url}/success?session_id=${created.id}`);
-    const flowId = ((await ok(v2.getCheckoutSession({ client, path: { checkout_session_id: created.id } }))) as { payment_flow_id: string }).payment_flow_id;
+    const flowId = await flowOf(created.id);
     expect(await ok(v2.getPaymentFlow({ client, path: { payment_flow_id: flowId } }))).toMatchObject({ status: 'succeeded', payment_method_details: { type: 'apple_pay', card: { last4: '4242' } } });
     expect(await eventTypes(flowId)).toEqual(['payment_flow.created', 'payment_flow.succeeded']);
     expect(await eventTypes(created.id)).toEqual(['checkout.session.completed']);

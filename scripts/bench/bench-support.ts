@@ -5,7 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Kysely } from 'kysely';
 import pg from 'pg';
-import { citusNodes, distributeAccountTables, joinCitusCluster } from '../../src/db/citus';
+import { citusNodes, distributeAccountTables, dropScratchDatabase, joinCitusCluster } from '../../src/db/citus';
 import { openStore } from '../../src/db/connect';
 import { migrate } from '../../src/db/migrate';
 import type { Database } from '../../src/db/schema';
@@ -143,9 +143,8 @@ export async function runEngineAgainstCeiling<V>(bench: EngineAgainstCeiling<V>)
   } finally {
     if (!bench.keep) {
       await admin(async (c) => {
-        if (citus.length > 0) await c.query('SET citus.enable_create_database_propagation = on');
-        await c.query(`DROP DATABASE IF EXISTS "${engineDb}" WITH (FORCE)`);
-        await c.query(`DROP DATABASE IF EXISTS "${rawDb}" WITH (FORCE)`);
+        await dropScratchDatabase(c, engineDb, citus.length > 0);
+        await dropScratchDatabase(c, rawDb, citus.length > 0);
       });
     }
   }

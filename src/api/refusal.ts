@@ -5,16 +5,26 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { toV1Error } from './v1/codec';
-import { sendProblem, V2_PREFIX } from './v2/codec';
+import { PROBLEM_MEDIA_TYPE } from '../domain/problem-details';
+import { problemOf, V2_PREFIX } from './v2/codec';
 
 export function isV2Request(request: Pick<FastifyRequest, 'url'>): boolean {
   return request.url === V2_PREFIX || request.url.startsWith(`${V2_PREFIX}/`) || request.url.startsWith(`${V2_PREFIX}?`);
 }
 
-export function sendRefusal(request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply {
-  if (isV2Request(request)) return sendProblem(request, reply, error);
+/** A refusal as it leaves: status, content type and body (v1 error body or v2 problem document), logged. */
+export function refusalOf(request: FastifyRequest, error: unknown): { readonly status: number; readonly contentType: string; readonly body: object } {
+  if (isV2Request(request)) {
+    const problem = problemOf(request, error);
+    return { status: problem.status, contentType: PROBLEM_MEDIA_TYPE, body: problem };
+  }
   const refusal = toV1Error(error);
   if (refusal.status >= 500) request.log.error({ err: error }, 'request failed');
   else request.log.info({ code: refusal.code, param: refusal.param }, 'request refused');
-  return reply.status(refusal.status).type('application/json; charset=utf-8').send(refusal.toV1());
+  return { status: refusal.status, contentType: 'application/json; charset=utf-8', body: refusal.toV1() };
+}
+
+export function sendRefusal(request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply {
+  const refusal = refusalOf(request, error);
+  return reply.status(refusal.status).type(refusal.contentType).send(refusal.body);
 }

@@ -16,7 +16,7 @@ export interface ServerPolicyOptions {
   readonly storeKind: 'postgres' | 'pglite';
   /** Limits laid over v1 §8's defaults (`parseRateLimits` of `KESSAI_RATE_LIMITS`). */
   readonly rateLimits?: Pick<RateLimitOptions, 'limits' | 'accounts'>;
-  /** Idempotency tuning (tests shorten the waits); db and clock are the context's. */
+  /** Idempotency tuning (tests shorten the waits; `kessai serve` passes KESSAI_FAULT's fault point); db and clock are the context's. */
   readonly idempotency?: Omit<IdempotencyOptions, 'db' | 'clock' | 'onStoreError'>;
 }
 

@@ -21,6 +21,7 @@ import { balanceStatementsCsv } from '../settlement/balance-statement-urls';
 import { claimedKindOf, statementCsv } from '../settlement/statement-urls';
 import { tenantApplicationPage } from '../tenants/application-urls';
 import { registerHostedCheckout } from './hosted-checkout';
+import { operationContext } from './idempotency';
 import { sendRefusal } from './refusal';
 import { decodeV1Input, parseForm } from './v1/codec';
 import { registerV2Routes, V2_PREFIX } from './v2/codec';
@@ -192,7 +193,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     prefix: V2_PREFIX,
     ctx,
     routes: V2_ROUTES,
-    contextFor: (_route, request) => requestContext(ctx, request),
+    contextFor: (_route, request) => operationContext(request, requestContext(ctx, request)),
   });
 
   for (const route of V1_ROUTES) {
@@ -208,7 +209,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
           throw new KessaiError('invalid_param_key', { param: first!, message: `unknown parameter ${first!}: POST parameters go in the form body` });
         }
         const input = decodeV1Input(request.params as Record<string, string>, fields);
-        const result = await runOperation(requestContext(ctx, request), caller, route.operation, input);
+        // Under an Idempotency-Key the operation runs in the request transaction (./idempotency.ts).
+        const result = await runOperation(operationContext(request, requestContext(ctx, request)), caller, route.operation, input);
         return reply.type('application/json; charset=utf-8').send(result);
       },
     });

@@ -3,33 +3,37 @@
  * at once, held with `capture=false`, or pending 3-D Secure), retrieve, update, list, capture,
  * refund, reauth, tds_finish, and the buyer's 3-D Secure authentication step.
  *
- * Every operation checks its parameters before it opens a transaction, locks the charge row, reads
+ * The v1 codec (src/api/v1/charges.ts) checks the parameters and builds the typed commands these
+ * functions carry out; they return charge records (row and card), which the codec renders.
+ *
+ * Every operation gets its parameters checked before it opens a transaction, locks the charge row, reads
  * the clock after the lock, and checks the charge's state before it writes, so a refused call
  * changes nothing. The one exception is a card the network declines: the failed charge (or the
  * failed reauthorization attempt) is kept, the transaction commits, and the 402 is thrown after it.
+ * No row stays locked while the card network answers: the network is asked between two short
+ * transactions, the charge claimed in the first (charge-claims.ts).
  */
 import type { Kysely } from 'kysely';
 import { DEFAULT_FEE_RATES, type Caller } from '../accounts/accounts';
 import type { CardRow } from '../customers/card-object';
 import { requireCustomerCard } from '../customers/cards';
 import { findCustomer } from '../customers/customer-record';
-import { MAX_DESCRIPTION_LENGTH } from '../customers/customers';
-import { consumeToken } from '../customers/tokens';
+import { consumeToken, restoreToken } from '../customers/tokens';
 import { finishedTokenThreeDSecure } from '../customers/token-three-d-secure';
 import type { Database } from '../db/schema';
 import { KessaiError, reject, type ErrorCode } from '../domain/errors';
 import { holdLapsed, v1HoldExpiresAt, V1_EXPIRY_DAYS, type CardIssuer } from '../domain/hold-periods';
-import { createMetadata, mergeMetadata } from '../domain/metadata';
+import { mergeMetadata, type MetadataFlavour } from '../domain/metadata';
 import { MS_PER_DAY } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
-import { defineOperation } from '../operations/define';
-import { inPage, listObject, PAGINATION_PARAMS, readPage, type ListObject } from '../operations/pagination';
-import { hasParam, optionalBoolean, optionalInteger, optionalString, readParams, requireString, type Params } from '../operations/params';
+import type { AuthorizationResult } from '../processor/card-network';
+import { inPage, type Page } from '../operations/pagination';
 import { settleCaptured, settleRefunds } from '../settlement/capture';
 import { resolveChargeTenant } from '../tenants/charge-tenant';
-import { chargeRow, type ChargeCard, type ChargeObject, type ChargeRow } from './charges';
-import { findCharge, renderCharges, renderOneCharge } from './charge-record';
+import { chargeRow, type ChargeCard, type ChargeRow } from './charges';
+import { callNetwork, chargeTurn, dropClaim, recordClaimed, takeClaim, type ChargeClaim } from './charge-claims';
+import { chargeRecords, findCharge, oneChargeRecord, renderChargeRecord, type ChargeRecord } from './charge-record';
 
 export const CHARGES_URL = '/v1/charges';
 
@@ -52,24 +56,6 @@ type Declined<T> = { readonly done: T } | { readonly declined: KessaiError };
 function settled<T>(result: Declined<T>): T {
   if ('declined' in result) throw result.declined;
   return result.done;
-}
-
-function characterCount(text: string): number {
-  return [...text].length;
-}
-
-/** `description`: at most 255 characters (the customers' rule); empty clears it. */
-function readDescription(params: Params): string | null | undefined {
-  const description = optionalString(params, 'description', { code: 'invalid_string_length' });
-  if (description === undefined) return undefined;
-  if (characterCount(description) > MAX_DESCRIPTION_LENGTH) reject('invalid_string_length', 'description', `description must be at most ${MAX_DESCRIPTION_LENGTH} characters`);
-  return description === '' ? null : description;
-}
-
-function requireAmount(params: Params, min: number): number {
-  const amount = optionalInteger(params, 'amount', { min, max: MAX_CHARGE_AMOUNT, code: 'invalid_amount' });
-  if (amount === undefined) return reject('missing_param', 'amount', 'amount is required');
-  return amount;
 }
 
 function issuerOf(card: { readonly issuer?: string | null }): CardIssuer {
@@ -112,13 +98,13 @@ async function writeChanges(trx: Kysely<Database>, row: ChargeRow, changes: Part
  * The charge object as stored now, read back after the writes (and after settlement filled its
  * columns), so the response and the event show exactly the row.
  */
-async function storedCharge(trx: Kysely<Database>, row: Pick<ChargeRow, 'account_id' | 'livemode' | 'charge_id'>): Promise<ChargeObject> {
-  return renderOneCharge(trx, await findCharge(trx, { accountId: row.account_id, livemode: row.livemode, kind: 'secret' }, row.charge_id));
+async function storedCharge(trx: Kysely<Database>, row: Pick<ChargeRow, 'account_id' | 'livemode' | 'charge_id'>): Promise<ChargeRecord> {
+  return oneChargeRecord(trx, await findCharge(trx, { accountId: row.account_id, livemode: row.livemode, kind: 'secret' }, row.charge_id));
 }
 
-async function chargeEvent(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, row: ChargeRow, type: string, at: Date): Promise<ChargeObject> {
+async function chargeEvent(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, row: ChargeRow, type: string, at: Date): Promise<ChargeRecord> {
   const charge = await storedCharge(trx, row);
-  await recordEvent(trx, ctx.ids, { accountId: row.account_id, livemode: row.livemode, type, data: charge, at });
+  await recordEvent(trx, ctx.ids, { accountId: row.account_id, livemode: row.livemode, type, data: renderChargeRecord(charge), at });
   return charge;
 }
 
@@ -136,42 +122,43 @@ async function resolveCard(trx: Kysely<Database>, caller: Caller, customerId: st
   return { card: { ...token, customer_id: null }, customerId: null };
 }
 
+/** `charges.create`, checked by the codec: the card is a token (`card` alone) or a customer's (`customer`, `card` choosing another of its cards). */
+export interface CreateChargeCommand {
+  readonly amount: number;
+  readonly currency: typeof CHARGE_CURRENCY;
+  readonly card: string | undefined;
+  readonly customer: string | undefined;
+  readonly description: string | null;
+  readonly capture: boolean;
+  readonly expiryDays: number | undefined;
+  readonly threeDSecure: boolean;
+  readonly metadata: Readonly<Record<string, string>>;
+  /** Platform mode (v1 §4.2): checked against the tenant inside the transaction (resolveChargeTenant). */
+  readonly tenant: string | undefined;
+  readonly platformFee: number | undefined;
+}
+
 /**
- * `charges.create` (v1 §4.2): `amount`, `currency`, `card` (token) or `customer` (+ `card`),
- * `description`, `capture`, `expiry_days`, `three_d_secure`, `metadata`.
+ * `charges.create` (v1 §4.2):
  * - default: authorized and captured at once, `charge.succeeded`;
  * - `capture=false`: a hold until `expired_at` from the hold table (service rules §2.1);
  * - `three_d_secure=true`: pending (`paid` false, `unverified`), finished by `tds_finish` within 30 minutes.
  * A declined card keeps the failed charge (`charge.failed`) and answers 402 naming it.
  */
-export async function createCharge(ctx: Context, caller: Caller, input: unknown): Promise<ChargeObject> {
-  const params = readParams(input, ['amount', 'currency', 'card', 'customer', 'description', 'capture', 'expiry_days', 'three_d_secure', 'metadata', 'tenant', 'platform_fee']);
-  const amount = requireAmount(params, MIN_CHARGE_AMOUNT);
-  const currency = requireString(params, 'currency', { code: 'invalid_currency' });
-  if (currency !== CHARGE_CURRENCY) reject('invalid_currency', 'currency', `currency must be ${CHARGE_CURRENCY}, got ${JSON.stringify(currency)}`);
-  // v1 §4.2: "Passing card details directly in place of a token is no longer accepted": a `card[…]`
-  // object is a parameter that cannot be specified (invalid_param_key on `card`).
-  const cardParam = optionalString(params, 'card');
-  const customerParam = optionalString(params, 'customer');
-  if (cardParam === undefined && customerParam === undefined) reject('no_payment_method', 'card', 'one of card or customer is required');
-  const description = readDescription(params) ?? null;
-  const capture = optionalBoolean(params, 'capture') ?? true;
-  const expiryDays = optionalInteger(params, 'expiry_days', { min: V1_EXPIRY_DAYS.min, max: V1_EXPIRY_DAYS.max, code: 'invalid_expiry_days' });
-  if (expiryDays !== undefined && capture) reject('unnecessary_expiry_days', 'expiry_days', 'expiry_days applies only with capture=false');
-  const threeDSecure = optionalBoolean(params, 'three_d_secure') ?? false;
-  const metadata = hasParam(params, 'metadata') ? (createMetadata(params.metadata, 'v1') as Record<string, string>) : {};
-  // Platform mode (v1 §4.2): checked against the tenant inside the transaction (resolveChargeTenant).
-  const tenantParam = optionalString(params, 'tenant');
-  const platformFeeParam = optionalInteger(params, 'platform_fee', { code: 'invalid_amount' });
-
-  const result = await ctx.db.transaction().execute(async (trx): Promise<Declined<ChargeObject>> => {
+export async function createCharge(ctx: Context, caller: Caller, command: CreateChargeCommand): Promise<ChargeRecord> {
+  const { amount, currency, card: cardParam, customer: customerParam, description, capture, expiryDays, threeDSecure, metadata } = command;
+  // Three steps, so that no row stays locked while the network answers (charge-claims.ts): the
+  // card resolved (a token consumed) and the charge prepared in one short transaction; the
+  // authorization with no transaction open; the charge written with its outcome in a second one.
+  // The new charge is nobody else's until it is written, so it needs no claim.
+  const prepared = await ctx.db.transaction().execute(async (trx) => {
     const now = ctx.clock.now();
     const { card, customerId } = await resolveCard(trx, caller, customerParam, cardParam, now);
     // A token that finished 3-D Secure (tokens.tds_finish) authorizes as authenticated (i15c).
     const tokenThreeDSecure = customerId === null ? await finishedTokenThreeDSecure(trx, caller, cardParam!) : undefined;
     const chargeId = ctx.ids.next('charge');
     const feeRate = await feeRateOf(trx, caller.accountId, card.brand);
-    const platform = await resolveChargeTenant(trx, caller, { tenant: tenantParam, platformFee: platformFeeParam, amount });
+    const platform = await resolveChargeTenant(trx, caller, { tenant: command.tenant, platformFee: command.platformFee, amount });
     const base = {
       account_id: caller.accountId,
       livemode: caller.livemode,
@@ -217,12 +204,21 @@ export async function createCharge(ctx: Context, caller: Caller, input: unknown)
         tds_expires_at: new Date(now.getTime() + THREE_D_SECURE_WINDOW_MS),
       });
       await insertCharge(trx, row);
-      return { done: await storedCharge(trx, row) };
+      return { kind: 'pending' as const, charge: await storedCharge(trx, row) };
     }
-    const [authorization] = await ctx.processor.authorize([
+    return { kind: 'authorize' as const, base, card, tokenThreeDSecure, now };
+  });
+  if (prepared.kind === 'pending') return prepared.charge;
+  const { base, card, tokenThreeDSecure, now } = prepared;
+  const chargeId = base.charge_id;
+  let authorization: AuthorizationResult | undefined;
+  let result: Declined<ChargeRecord>;
+  try {
+    [authorization] = await ctx.processor.authorize([
       { reference: chargeId, fingerprint: card.fingerprint, expMonth: card.exp_month, expYear: card.exp_year, amount, currency: 'jpy', livemode: caller.livemode, at: now, kind: capture ? 'charge' : 'hold', ...(tokenThreeDSecure ? { threeDSecure: tokenThreeDSecure } : {}) },
     ]);
-    const approved = authorization!.approved;
+    const approval = authorization!;
+    const approved = approval.approved;
     const row = chargeRow({
       ...base,
       paid: approved,
@@ -230,20 +226,38 @@ export async function createCharge(ctx: Context, caller: Caller, input: unknown)
       captured_at: approved && capture ? now : null,
       expired_at: approved && !capture ? v1HoldExpiresAt({ authorizedAt: now, expiryDays: base.expiry_days ?? undefined, issuer: issuerOf(card) }).expiresAt : null,
       amount_captured: approved && capture ? amount : null,
-      failure_code: authorization!.approved ? null : authorization!.code,
-      failure_message: authorization!.approved ? null : authorization!.message,
+      failure_code: approval.approved ? null : approval.code,
+      failure_message: approval.approved ? null : approval.message,
       three_d_secure_status: tokenThreeDSecure ?? null,
-      authorization_code: authorization!.approved ? authorization!.authorizationCode : null,
+      authorization_code: approval.approved ? approval.authorizationCode : null,
       authorized_at: approved ? now : null,
       tds_expires_at: null,
     });
-    await insertCharge(trx, row);
-    if (row.captured) await settleCaptured(trx, ctx, [keyOf(row)]);
-    const charge = await chargeEvent(trx, ctx, row, approved ? 'charge.succeeded' : 'charge.failed', now);
-    if (!authorization!.approved) return { declined: new KessaiError(authorization!.code, { charge: chargeId, message: authorization!.message }) };
-    return { done: charge };
-  });
+    result = await ctx.db.transaction().execute(async (trx): Promise<Declined<ChargeRecord>> => {
+      await insertCharge(trx, row);
+      if (row.captured) await settleCaptured(trx, ctx, [keyOf(row)]);
+      const charge = await chargeEvent(trx, ctx, row, approved ? 'charge.succeeded' : 'charge.failed', now);
+      if (!approval.approved) return { declined: new KessaiError(approval.code, { charge: chargeId, message: approval.message }) };
+      return { done: charge };
+    });
+  } catch (error) {
+    // A fault after the first transaction (the network's, or the second transaction's): give back
+    // what the first one took, so that the failed call leaves nothing behind.
+    await undoPreparedCharge(ctx, caller, { tokenId: base.customer_id === null ? cardParam! : null, authorization, chargeId, amount, at: now });
+    throw error;
+  }
   return settled(result);
+}
+
+/** The token a prepared charge consumed, given back; an approval it got, released. */
+async function undoPreparedCharge(
+  ctx: Context,
+  caller: Caller,
+  prepared: { readonly tokenId: string | null; readonly authorization: AuthorizationResult | undefined; readonly chargeId: string; readonly amount: number; readonly at: Date },
+): Promise<void> {
+  const { authorization } = prepared;
+  if (authorization?.approved) await ctx.processor.release([{ reference: prepared.chargeId, authorizationCode: authorization.authorizationCode, amount: prepared.amount, at: prepared.at }]);
+  if (prepared.tokenId !== null) await restoreToken(ctx.db, caller, prepared.tokenId, prepared.at);
 }
 
 async function feeRateOf(trx: Kysely<Database>, accountId: string, brand: string): Promise<string> {
@@ -260,34 +274,42 @@ async function insertCharge(trx: Kysely<Database>, row: ChargeRow): Promise<void
     .execute();
 }
 
-export async function retrieveCharge(ctx: Context, caller: Caller, input: unknown): Promise<ChargeObject> {
-  const params = readParams(input, ['id']);
-  return renderOneCharge(ctx.db, await findCharge(ctx.db, caller, requireString(params, 'id')));
+export async function retrieveCharge(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<ChargeRecord> {
+  return oneChargeRecord(ctx.db, await findCharge(ctx.db, caller, command.id));
 }
 
-/** `charges.update`: `description` and `metadata` (v1 §4.2); `charge.updated`. */
-export async function updateCharge(ctx: Context, caller: Caller, input: unknown): Promise<ChargeObject> {
-  const params = readParams(input, ['id', 'description', 'metadata']);
-  const chargeId = requireString(params, 'id');
-  const description = readDescription(params);
+/** `charges.update`: `description` (null clears it) and `metadata` (merged under `flavour`'s rules, after the charge is found). */
+export interface UpdateChargeCommand {
+  readonly id: string;
+  readonly description: string | null | undefined;
+  readonly metadata: { readonly update: unknown; readonly flavour: MetadataFlavour } | undefined;
+}
+
+/** `charges.update` (v1 §4.2); `charge.updated`. */
+export async function updateCharge(ctx: Context, caller: Caller, command: UpdateChargeCommand): Promise<ChargeRecord> {
+  const { description } = command;
   return ctx.db.transaction().execute(async (trx) => {
-    const current = await findCharge(trx, caller, chargeId, true);
+    const current = await findCharge(trx, caller, command.id, true);
     const now = ctx.clock.now();
-    const metadata = hasParam(params, 'metadata') ? (mergeMetadata(current.metadata, params.metadata, 'v1') as Record<string, string>) : current.metadata;
+    const metadata = command.metadata === undefined ? current.metadata : (mergeMetadata(current.metadata, command.metadata.update, command.metadata.flavour) as Record<string, string>);
     const row = await writeChanges(trx, current, { ...(description === undefined ? {} : { description }), metadata, updated_at: now });
     return chargeEvent(trx, ctx, row, 'charge.updated', now);
   });
+}
+
+/** `charges.list`: a page, optionally of one customer's or one subscription's charges. */
+export interface ListChargesCommand {
+  readonly page: Page;
+  readonly customer: string | undefined;
+  readonly subscription: string | undefined;
 }
 
 /**
  * `charges.list`: pagination (v1 §4.1) plus `customer` and `subscription` (the filters of the real
  * service that kessai has; v1 §4.2 leaves them "not shown"), newest first.
  */
-export async function listCharges(ctx: Context, caller: Caller, input: unknown): Promise<ListObject<ChargeObject>> {
-  const params = readParams(input, [...PAGINATION_PARAMS, 'customer', 'subscription']);
-  const page = readPage(params);
-  const customer = optionalString(params, 'customer', { code: 'invalid_querystring' });
-  const subscription = optionalString(params, 'subscription', { code: 'invalid_querystring' });
+export async function listCharges(ctx: Context, caller: Caller, command: ListChargesCommand): Promise<ChargeRecord[]> {
+  const { page, customer, subscription } = command;
   const rows = await ctx.db
     .selectFrom('charges')
     .selectAll()
@@ -299,7 +321,7 @@ export async function listCharges(ctx: Context, caller: Caller, input: unknown):
     .$if(subscription !== undefined, (q) => q.where('subscription_id', '=', subscription!))
     .$call(inPage(page, 'charge_id'))
     .execute();
-  return listObject(await renderCharges(ctx.db, rows), page, CHARGES_URL);
+  return chargeRecords(ctx.db, rows);
 }
 
 /**
@@ -307,13 +329,9 @@ export async function listCharges(ctx: Context, caller: Caller, input: unknown):
  * smaller `amount` captures that much and puts the difference in `amount_refunded`; above the
  * hold is `capture_amount_gt_net`; after `expired_at` it is `charge_expired` (service rules §2).
  */
-export async function captureCharge(ctx: Context, caller: Caller, input: unknown): Promise<ChargeObject> {
-  const params = readParams(input, ['id', 'amount']);
-  const chargeId = requireString(params, 'id');
-  const requested = optionalInteger(params, 'amount', { min: MIN_CHARGE_AMOUNT, max: MAX_CHARGE_AMOUNT, code: 'invalid_amount' });
-  return ctx.db.transaction().execute(async (trx) => {
-    const current = await findCharge(trx, caller, chargeId, true);
-    const now = ctx.clock.now();
+export async function captureCharge(ctx: Context, caller: Caller, command: { readonly id: string; readonly amount: number | undefined }): Promise<ChargeRecord> {
+  const { id: chargeId, amount: requested } = command;
+  const { claim, current, amount } = await chargeTurn(ctx, caller, chargeId, async (trx, current, now) => {
     assertNotPending(current);
     assertPaid(current);
     if (current.captured) reject('already_captured', 'id', `Charge ${chargeId} is already captured.`);
@@ -321,12 +339,19 @@ export async function captureCharge(ctx: Context, caller: Caller, input: unknown
     if (lapsed(current, now)) reject('charge_expired', 'id', `The authorization of charge ${chargeId} lapsed at ${current.expired_at?.toISOString() ?? 'its expiry'}.`);
     const amount = requested ?? current.amount;
     if (amount > current.amount) reject('capture_amount_gt_net', 'amount', `amount ${amount} is above the held ${current.amount} yen`);
-    const [result] = await ctx.processor.capture([{ reference: current.charge_id, authorizationCode: current.authorization_code ?? '', amount, at: now }]);
-    if (!result!.ok) throw new KessaiError(result!.code, { charge: chargeId, message: result!.message });
-    const row = await writeChanges(trx, current, { captured: true, captured_at: now, amount_captured: amount, amount_refunded: current.amount - amount, updated_at: now });
+    return { claim: await takeClaim(trx, current, 'charges.capture', now), current, amount };
+  });
+  const now = claim.claimedAt;
+  const [result] = await callNetwork(ctx, claim, () => ctx.processor.capture([{ reference: current.charge_id, authorizationCode: current.authorization_code ?? '', amount, at: now }]));
+  if (!result!.ok) {
+    await dropClaim(ctx.db, claim);
+    throw new KessaiError(result!.code, { charge: chargeId, message: result!.message });
+  }
+  return recordClaimed(ctx, caller, claim, async (trx, latest) => {
+    const row = await writeChanges(trx, latest, { captured: true, captured_at: now, amount_captured: amount, amount_refunded: latest.amount - amount, updated_at: now });
     await settleCaptured(trx, ctx, [keyOf(row)]);
     return chargeEvent(trx, ctx, row, 'charge.captured', now);
-  });
+  }, storedCharge);
 }
 
 /**
@@ -335,17 +360,16 @@ export async function captureCharge(ctx: Context, caller: Caller, input: unknown
  * the hold is released, `refunded` and `amount_refunded` show it, and no `refunds` row is written
  * (no captured money moves back).
  */
-export async function refundCharge(ctx: Context, caller: Caller, input: unknown): Promise<ChargeObject> {
-  const params = readParams(input, ['id', 'amount', 'refund_reason']);
-  const chargeId = requireString(params, 'id');
-  const requested = optionalInteger(params, 'amount', { min: MIN_REFUND_AMOUNT, max: MAX_CHARGE_AMOUNT, code: 'invalid_refund_amount' });
-  const reason = optionalString(params, 'refund_reason', { code: 'invalid_refund_reason' });
-  if (reason !== undefined && characterCount(reason) > MAX_REFUND_REASON_LENGTH) {
-    reject('invalid_refund_reason', 'refund_reason', `refund_reason must be at most ${MAX_REFUND_REASON_LENGTH} characters`);
-  }
-  return ctx.db.transaction().execute(async (trx) => {
-    const current = await findCharge(trx, caller, chargeId, true);
-    const now = ctx.clock.now();
+export interface RefundChargeCommand {
+  readonly id: string;
+  readonly amount: number | undefined;
+  /** As sent: an empty reason keeps the stored one. */
+  readonly reason: string | undefined;
+}
+
+export async function refundCharge(ctx: Context, caller: Caller, command: RefundChargeCommand): Promise<ChargeRecord> {
+  const { id: chargeId, amount: requested, reason } = command;
+  const turn = await chargeTurn(ctx, caller, chargeId, async (trx, current, now): Promise<{ readonly done: ChargeRecord } | { readonly cancel: ChargeClaim; readonly held: ChargeRow; readonly refundReason: string | null }> => {
     assertNotPending(current);
     assertPaid(current);
     const net = current.amount - current.amount_refunded;
@@ -357,12 +381,10 @@ export async function refundCharge(ctx: Context, caller: Caller, input: unknown)
       if (requested !== undefined && requested !== current.amount) {
         reject('invalid_amount_to_not_captured', 'amount', `Charge ${chargeId} is not captured; it can only be refunded whole (${current.amount} yen).`);
       }
-      if (current.released_at === null) {
-        await ctx.processor.release([{ reference: current.charge_id, authorizationCode: current.authorization_code ?? '', amount: current.amount, at: now }]);
-      }
-      const row = await writeChanges(trx, current, { refunded: true, amount_refunded: current.amount, refund_reason: refundReason, updated_at: now });
-      return chargeEvent(trx, ctx, row, 'charge.refunded', now);
+      // The hold is given back through the network after this transaction (cancelHold).
+      return { cancel: await takeClaim(trx, current, 'charges.refund', now), held: current, refundReason };
     }
+    // A captured charge's refund moves no money through the network here: done in this transaction.
     const amount = requested ?? net;
     if (amount > net) reject('refund_amount_gt_net', 'amount', `amount ${amount} is above the ${net} yen left to refund`);
     const amountRefunded = current.amount_refunded + amount;
@@ -373,8 +395,22 @@ export async function refundCharge(ctx: Context, caller: Caller, input: unknown)
       .values({ account_id: row.account_id, livemode: row.livemode, refund_id: refundId, charge_id: row.charge_id, amount, reason: reason === undefined || reason === '' ? null : reason, created_at: now })
       .execute();
     await settleRefunds(trx, ctx, [{ accountId: row.account_id, livemode: row.livemode, refundId }]);
-    return chargeEvent(trx, ctx, row, 'charge.refunded', now);
+    return { done: await chargeEvent(trx, ctx, row, 'charge.refunded', now) };
   });
+  if ('done' in turn) return turn.done;
+  return cancelHold(ctx, caller, turn.cancel, turn.held, turn.refundReason);
+}
+
+/** An uncaptured charge refunded whole: the hold released through the network (unless the expiry job did), then `charge.refunded`. */
+async function cancelHold(ctx: Context, caller: Caller, claim: ChargeClaim, held: ChargeRow, refundReason: string | null): Promise<ChargeRecord> {
+  const now = claim.claimedAt;
+  if (held.released_at === null) {
+    await callNetwork(ctx, claim, () => ctx.processor.release([{ reference: held.charge_id, authorizationCode: held.authorization_code ?? '', amount: held.amount, at: now }]));
+  }
+  return recordClaimed(ctx, caller, claim, async (trx, current) => {
+    const row = await writeChanges(trx, current, { refunded: true, amount_refunded: current.amount, refund_reason: refundReason, updated_at: now });
+    return chargeEvent(trx, ctx, row, 'charge.refunded', now);
+  }, storedCharge);
 }
 
 /**
@@ -383,46 +419,53 @@ export async function refundCharge(ctx: Context, caller: Caller, input: unknown)
  * Refused for refunded charges. Every attempt is a `reauthorizations` row; a declined attempt is
  * kept and answered with 402, the charge unchanged.
  */
-export async function reauthCharge(ctx: Context, caller: Caller, input: unknown): Promise<ChargeObject> {
-  const params = readParams(input, ['id', 'expiry_days']);
-  const chargeId = requireString(params, 'id');
-  const expiryDays = optionalInteger(params, 'expiry_days', { min: V1_EXPIRY_DAYS.min, max: V1_EXPIRY_DAYS.max, code: 'invalid_expiry_days' });
-  const result = await ctx.db.transaction().execute(async (trx): Promise<Declined<ChargeObject>> => {
-    const current = await findCharge(trx, caller, chargeId, true);
-    const now = ctx.clock.now();
+export async function reauthCharge(ctx: Context, caller: Caller, command: { readonly id: string; readonly expiryDays: number | undefined }): Promise<ChargeRecord> {
+  const { id: chargeId, expiryDays } = command;
+  const { claim, current, card, reauthId } = await chargeTurn(ctx, caller, chargeId, async (trx, current, now) => {
     assertNotPending(current);
     assertPaid(current);
     if (current.refunded) reject('cant_reauth_refunded_charge', 'id', `Charge ${chargeId} was refunded; it cannot be reauthorized.`);
     if (current.captured) reject('already_captured', 'id', `Charge ${chargeId} is captured; only uncaptured charges can be reauthorized.`);
-    const [card] = (await renderCharges(trx, [current])).map((c) => c.card);
+    const { card } = await oneChargeRecord(trx, current);
+    // The attempt's id is drawn before the network is asked: it is the authorization's reference.
     const reauthId = ctx.ids.next('reauthorization');
-    const [authorization] = await ctx.processor.authorize([
-      { reference: reauthId, fingerprint: card!.fingerprint, expMonth: card!.exp_month, expYear: card!.exp_year, amount: current.amount, currency: 'jpy', livemode: caller.livemode, at: now, kind: 'reauth' },
-    ]);
-    const days = expiryDays ?? V1_EXPIRY_DAYS.default;
-    const expiresAt = authorization!.approved ? v1HoldExpiresAt({ authorizedAt: now, expiryDays: days, issuer: current.card_issuer === 'overseas' ? 'overseas' : 'domestic' }).expiresAt : null;
-    await trx
-      .insertInto('reauthorizations')
-      .values({
-        account_id: current.account_id,
-        livemode: current.livemode,
-        reauth_id: reauthId,
-        charge_id: current.charge_id,
-        scheduled: false,
-        amount: current.amount,
-        outcome: authorization!.approved ? 'succeeded' : 'failed',
-        failure_code: authorization!.approved ? null : authorization!.code,
-        failure_message: authorization!.approved ? null : authorization!.message,
-        authorization_code: authorization!.approved ? authorization!.authorizationCode : null,
-        previous_expired_at: current.expired_at,
-        expired_at: expiresAt,
-        attempted_at: now,
-      })
-      .execute();
-    if (!authorization!.approved) return { declined: new KessaiError(authorization!.code, { charge: chargeId, message: authorization!.message }) };
-    const row = await writeChanges(trx, current, { expired_at: expiresAt, authorized_at: now, authorization_code: authorization!.authorizationCode, expiry_days: days, released_at: null, updated_at: now });
-    return { done: await chargeEvent(trx, ctx, row, 'charge.updated', now) };
+    return { claim: await takeClaim(trx, current, 'charges.reauth', now), current, card, reauthId };
   });
+  const now = claim.claimedAt;
+  const [authorization] = await callNetwork(ctx, claim, () =>
+    ctx.processor.authorize([{ reference: reauthId, fingerprint: card.fingerprint, expMonth: card.exp_month, expYear: card.exp_year, amount: current.amount, currency: 'jpy', livemode: caller.livemode, at: now, kind: 'reauth' }]),
+  );
+  const days = expiryDays ?? V1_EXPIRY_DAYS.default;
+  const expiresAt = authorization!.approved ? v1HoldExpiresAt({ authorizedAt: now, expiryDays: days, issuer: issuerOf({ issuer: current.card_issuer }) }).expiresAt : null;
+  const result = await recordClaimed(
+    ctx,
+    caller,
+    claim,
+    async (trx, latest): Promise<Declined<ChargeRecord>> => {
+      await trx
+        .insertInto('reauthorizations')
+        .values({
+          account_id: latest.account_id,
+          livemode: latest.livemode,
+          reauth_id: reauthId,
+          charge_id: latest.charge_id,
+          scheduled: false,
+          amount: latest.amount,
+          outcome: authorization!.approved ? 'succeeded' : 'failed',
+          failure_code: authorization!.approved ? null : authorization!.code,
+          failure_message: authorization!.approved ? null : authorization!.message,
+          authorization_code: authorization!.approved ? authorization!.authorizationCode : null,
+          previous_expired_at: latest.expired_at,
+          expired_at: expiresAt,
+          attempted_at: now,
+        })
+        .execute();
+      if (!authorization!.approved) return { declined: new KessaiError(authorization!.code, { charge: chargeId, message: authorization!.message }) };
+      const row = await writeChanges(trx, latest, { expired_at: expiresAt, authorized_at: now, authorization_code: authorization!.authorizationCode, expiry_days: days, released_at: null, updated_at: now });
+      return { done: await chargeEvent(trx, ctx, row, 'charge.updated', now) };
+    },
+    async (trx, latest) => ({ done: await storedCharge(trx, latest) }),
+  );
   return settled(result);
 }
 
@@ -442,20 +485,18 @@ function assertWithinWindow(row: ChargeRow, now: Date): void {
  * the issuer's answer becomes `three_d_secure_status` (`verified`, `attempted`, `failed`, `error`).
  * Allowed once, within the 30-minute window.
  */
-export async function authenticateCharge(ctx: Context, caller: Caller, input: unknown): Promise<ChargeObject> {
-  const params = readParams(input, ['id']);
-  const chargeId = requireString(params, 'id');
-  return ctx.db.transaction().execute(async (trx) => {
-    const current = await findCharge(trx, caller, chargeId, true);
-    const now = ctx.clock.now();
+export async function authenticateCharge(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<ChargeRecord> {
+  const chargeId = command.id;
+  const { claim, card } = await chargeTurn(ctx, caller, chargeId, async (trx, current, now) => {
     if (!tdsPending(current)) notPendingError(current);
     assertWithinWindow(current, now);
     if (current.three_d_secure_status !== 'unverified') reject('invalid_three_d_secure_state', 'id', `Charge ${chargeId} has already been authenticated (${current.three_d_secure_status}).`);
-    const [card] = (await renderCharges(trx, [current])).map((c) => c.card);
-    const [outcome] = await ctx.processor.authenticate([{ reference: chargeId, fingerprint: card!.fingerprint, livemode: caller.livemode, at: now }]);
-    const row = await writeChanges(trx, current, { three_d_secure_status: outcome!.status, updated_at: now });
-    return storedCharge(trx, row);
+    const { card } = await oneChargeRecord(trx, current);
+    return { claim: await takeClaim(trx, current, 'charges.tds_authenticate', now), card };
   });
+  const now = claim.claimedAt;
+  const [outcome] = await callNetwork(ctx, claim, () => ctx.processor.authenticate([{ reference: chargeId, fingerprint: card.fingerprint, livemode: caller.livemode, at: now }]));
+  return recordClaimed(ctx, caller, claim, async (trx, latest) => storedCharge(trx, await writeChanges(trx, latest, { three_d_secure_status: outcome!.status, updated_at: now })), storedCharge);
 }
 
 const TDS_FINISH_REFUSALS: Readonly<Record<string, ErrorCode>> = { unverified: 'three_d_secure_incompleted', failed: 'three_d_secure_failed', error: 'three_d_secure_failed' };
@@ -466,26 +507,27 @@ const TDS_FINISH_REFUSALS: Readonly<Record<string, ErrorCode>> = { unverified: '
  * creation, every instant counted from this request. A declined card keeps the failed charge and
  * answers 402.
  */
-export async function finishThreeDSecure(ctx: Context, caller: Caller, input: unknown): Promise<ChargeObject> {
-  const params = readParams(input, ['id']);
-  const chargeId = requireString(params, 'id');
-  const result = await ctx.db.transaction().execute(async (trx): Promise<Declined<ChargeObject>> => {
-    const current = await findCharge(trx, caller, chargeId, true);
-    const now = ctx.clock.now();
+export async function finishThreeDSecure(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<ChargeRecord> {
+  const chargeId = command.id;
+  const { claim, current, card, status } = await chargeTurn(ctx, caller, chargeId, async (trx, current, now) => {
     if (!tdsPending(current)) notPendingError(current);
     assertWithinWindow(current, now);
     const status = current.three_d_secure_status ?? 'unverified';
     if (status !== 'verified' && status !== 'attempted') {
       return reject(TDS_FINISH_REFUSALS[status] ?? 'invalid_three_d_secure_state', 'id', `3-D Secure of charge ${chargeId} is ${status}; tds_finish needs verified or attempted.`);
     }
-    const capture = current.capture_requested ?? true;
-    const [card] = (await renderCharges(trx, [current])).map((c) => c.card);
-    const [authorization] = await ctx.processor.authorize([
+    const { card } = await oneChargeRecord(trx, current);
+    return { claim: await takeClaim(trx, current, 'charges.tds_finish', now), current, card, status: status as 'verified' | 'attempted' };
+  });
+  const now = claim.claimedAt;
+  const capture = current.capture_requested ?? true;
+  const [authorization] = await callNetwork(ctx, claim, () =>
+    ctx.processor.authorize([
       {
         reference: chargeId,
-        fingerprint: card!.fingerprint,
-        expMonth: card!.exp_month,
-        expYear: card!.exp_year,
+        fingerprint: card.fingerprint,
+        expMonth: card.exp_month,
+        expYear: card.exp_year,
         amount: current.amount,
         currency: 'jpy',
         livemode: caller.livemode,
@@ -493,39 +535,33 @@ export async function finishThreeDSecure(ctx: Context, caller: Caller, input: un
         kind: capture ? 'charge' : 'hold',
         threeDSecure: status,
       },
-    ]);
-    const approved = authorization!.approved;
-    const issuer: CardIssuer = current.card_issuer === 'overseas' ? 'overseas' : 'domestic';
-    const row = await writeChanges(trx, current, {
-      paid: approved,
-      captured: approved && capture,
-      captured_at: approved && capture ? now : null,
-      amount_captured: approved && capture ? current.amount : null,
-      expired_at: approved && !capture ? v1HoldExpiresAt({ authorizedAt: now, expiryDays: current.expiry_days ?? undefined, issuer }).expiresAt : null,
-      failure_code: authorization!.approved ? null : authorization!.code,
-      failure_message: authorization!.approved ? null : authorization!.message,
-      authorization_code: authorization!.approved ? authorization!.authorizationCode : null,
-      authorized_at: approved ? now : null,
-      tds_expires_at: null,
-      updated_at: now,
-    });
-    if (row.captured) await settleCaptured(trx, ctx, [keyOf(row)]);
-    const charge = await chargeEvent(trx, ctx, row, approved ? 'charge.succeeded' : 'charge.failed', now);
-    if (!authorization!.approved) return { declined: new KessaiError(authorization!.code, { charge: chargeId, message: authorization!.message }) };
-    return { done: charge };
-  });
+    ]),
+  );
+  const approved = authorization!.approved;
+  const result = await recordClaimed(
+    ctx,
+    caller,
+    claim,
+    async (trx, latest): Promise<Declined<ChargeRecord>> => {
+      const row = await writeChanges(trx, latest, {
+        paid: approved,
+        captured: approved && capture,
+        captured_at: approved && capture ? now : null,
+        amount_captured: approved && capture ? latest.amount : null,
+        expired_at: approved && !capture ? v1HoldExpiresAt({ authorizedAt: now, expiryDays: latest.expiry_days ?? undefined, issuer: issuerOf({ issuer: latest.card_issuer }) }).expiresAt : null,
+        failure_code: authorization!.approved ? null : authorization!.code,
+        failure_message: authorization!.approved ? null : authorization!.message,
+        authorization_code: authorization!.approved ? authorization!.authorizationCode : null,
+        authorized_at: approved ? now : null,
+        tds_expires_at: null,
+        updated_at: now,
+      });
+      if (row.captured) await settleCaptured(trx, ctx, [keyOf(row)]);
+      const charge = await chargeEvent(trx, ctx, row, approved ? 'charge.succeeded' : 'charge.failed', now);
+      if (!authorization!.approved) return { declined: new KessaiError(authorization!.code, { charge: chargeId, message: authorization!.message }) };
+      return { done: charge };
+    },
+    async (trx, latest) => ({ done: await storedCharge(trx, latest) }),
+  );
   return settled(result);
 }
-
-export const CHARGE_OPERATIONS = [
-  defineOperation('charges.create', createCharge),
-  defineOperation('charges.retrieve', retrieveCharge),
-  defineOperation('charges.update', updateCharge),
-  defineOperation('charges.list', listCharges),
-  defineOperation('charges.capture', captureCharge),
-  defineOperation('charges.refund', refundCharge),
-  defineOperation('charges.reauth', reauthCharge),
-  defineOperation('charges.tds_finish', finishThreeDSecure),
-  // The buyer's step of v1 §4.3 (in-page, redirect or sub-window flow), run with the public key as the client library would.
-  defineOperation('charges.tds_authenticate', authenticateCharge, { keys: 'secret_or_public' }),
-] as const;

@@ -61,20 +61,31 @@ async function cardsByKey(executor: Kysely<Database>, table: 'cards' | 'tokens',
   return result.rows;
 }
 
-/** The v1 objects of charge rows, in order, with their cards read in two queries. */
-export async function renderCharges(executor: Kysely<Database>, rows: readonly ChargeRow[]): Promise<ChargeObject[]> {
+/** A charge with the card it embeds: what the charge operations return (the v1 codec renders it with renderChargeRecord). */
+export interface ChargeRecord {
+  readonly row: ChargeRow;
+  readonly card: ChargeCard;
+}
+
+/** The records of charge rows, in order, with their cards read in two queries. */
+export async function chargeRecords(executor: Kysely<Database>, rows: readonly ChargeRow[]): Promise<ChargeRecord[]> {
   const cards = await chargeCardsOf(executor, rows);
   return rows.map((row) => {
     const card = cards.get(cardKey(row.account_id, row.livemode, row.card_id));
     // Charges are only ever written with a stored card or a token's card, and neither is hard-deleted.
     if (card === undefined) throw new Error(`charge ${row.charge_id} names card ${row.card_id}, which does not exist`);
-    return renderCharge(row, card);
+    return { row, card };
   });
 }
 
-export async function renderOneCharge(executor: Kysely<Database>, row: ChargeRow): Promise<ChargeObject> {
-  const [charge] = await renderCharges(executor, [row]);
-  return charge!;
+export async function oneChargeRecord(executor: Kysely<Database>, row: ChargeRow): Promise<ChargeRecord> {
+  const [record] = await chargeRecords(executor, [row]);
+  return record!;
+}
+
+/** The v1 charge object of a record (renderCharge). */
+export function renderChargeRecord(record: ChargeRecord): ChargeObject {
+  return renderCharge(record.row, record.card);
 }
 
 /** One charge event to write: which charge, which type, at which business instant. */

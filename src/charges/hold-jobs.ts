@@ -12,7 +12,9 @@
  * Each batch is one transaction: lock the due rows (FOR UPDATE SKIP LOCKED, oldest due first),
  * one bulk network call, one UPDATE from arrays, one INSERT of events rendered server-side. The
  * UPDATE moves every row off its due list in the same transaction, so a repeated slot or a second
- * worker finds nothing left; every instant written is the item's own due instant.
+ * worker finds nothing left; every instant written is the item's own due instant. A charge claimed
+ * by an operation whose network call is in flight (charge-claims.ts) is left to that operation; its
+ * lease is read on the worker's clock (the claimant's kind of instant), not against the slot.
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema';
@@ -22,6 +24,7 @@ import type { Context } from '../engine/context';
 import { inAccounts } from '../db/account-scope';
 import { dueAccounts } from '../engine/account-batches';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
+import { liveClaimSql } from './charge-claims';
 import { recordChargeEvents, type ChargeEventKey } from './charge-record';
 import { bulkColumns, ROW_KEYS } from '../db/bulk-rows';
 
@@ -44,11 +47,11 @@ export async function expireHolds(ctx: Context, run: SlotRun): Promise<JobCounts
   );
 }
 
-export async function expireHoldBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<{ selected: number; released: number }> {
+export async function expireHoldBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'clock'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<{ selected: number; released: number }> {
   const due = await sql<{ t: string; a: string; l: boolean; id: string; amount: number; code: string | null; e: number }>`
     SELECT ctid::text AS t, account_id AS a, livemode AS l, charge_id AS id, amount, authorization_code AS code,
            (extract(epoch from expired_at) * 1000)::bigint AS e
-    FROM charges WHERE ${inAccounts('account_id', accountIds)} AND ${LIVE_HOLD} AND expired_at < ${asOf}
+    FROM charges WHERE ${inAccounts('account_id', accountIds)} AND ${LIVE_HOLD} AND expired_at < ${asOf} AND NOT ${liveClaimSql('charges', ctx.clock.now())}
     ORDER BY expired_at, account_id, livemode, charge_id LIMIT ${limit}
     FOR UPDATE SKIP LOCKED`.execute(trx);
   const rows = due.rows;
@@ -101,12 +104,12 @@ export async function abandonThreeDSecure(ctx: Context, run: SlotRun): Promise<J
   );
 }
 
-export async function abandonThreeDSecureBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<{ selected: number; abandoned: number }> {
+export async function abandonThreeDSecureBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'clock'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<{ selected: number; abandoned: number }> {
   // RETURNING reads plain columns: Citus allows no STABLE function there (extract on a timestamptz is one).
   const updated = await sql<{ a: string; l: boolean; id: string; at: Date }>`
     WITH due AS (
       SELECT account_id, livemode, charge_id FROM charges
-      WHERE ${inAccounts('account_id', accountIds)} AND tds_expires_at IS NOT NULL AND tds_expires_at < ${asOf}
+      WHERE ${inAccounts('account_id', accountIds)} AND tds_expires_at IS NOT NULL AND tds_expires_at < ${asOf} AND NOT ${liveClaimSql('charges', ctx.clock.now())}
       ORDER BY tds_expires_at, account_id, livemode, charge_id LIMIT ${limit}
       FOR UPDATE SKIP LOCKED)
     UPDATE charges c SET failure_code = 'three_d_secure_expired', failure_message = ${THREE_D_SECURE_EXPIRED_MESSAGE},
@@ -248,7 +251,7 @@ interface ReauthRow {
   exp_year: number;
 }
 
-export async function reauthorizeBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<{ selected: number; reauthorized: number; failed: number }> {
+export async function reauthorizeBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'clock'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<{ selected: number; reauthorized: number; failed: number }> {
   const due = await sql<ReauthRow>`
     SELECT c.account_id AS a, c.livemode AS l, c.charge_id AS id, c.amount, c.expiry_days, c.card_issuer AS issuer,
            (extract(epoch from c.expired_at) * 1000)::bigint AS expired, (extract(epoch from ${REAUTH_DUE}) * 1000)::bigint AS due,
@@ -256,7 +259,7 @@ export async function reauthorizeBatch(trx: Kysely<Database>, ctx: Pick<Context,
     FROM ${REAUTH_FROM}
     LEFT JOIN cards cd ON cd.account_id = c.account_id AND cd.livemode = c.livemode AND cd.card_id = c.card_id
     LEFT JOIN tokens tk ON cd.card_id IS NULL AND tk.account_id = c.account_id AND tk.livemode = c.livemode AND tk.card_id = c.card_id
-    WHERE ${inAccounts('c.account_id', accountIds)} AND ${REAUTH_WHERE} AND ${REAUTH_DUE} <= ${asOf}
+    WHERE ${inAccounts('c.account_id', accountIds)} AND ${REAUTH_WHERE} AND ${REAUTH_DUE} <= ${asOf} AND NOT ${liveClaimSql('c', ctx.clock.now())}
       -- Implied by the line above (lead ≤ 720 h); lets the planner use the hold-due index.
       AND c.expired_at <= ${new Date(asOf.getTime() + MAX_LEAD_MS)}
     ORDER BY 8, 1, 2, 3 LIMIT ${limit}

@@ -41,6 +41,19 @@ function bytesArg(value: string): number {
   return n;
 }
 
+/**
+ * KESSAI_FAULT (crash tests only): a fault point of the Idempotency-Key handling
+ * (src/api/idempotency.ts, `before-operation-commit` or `after-operation-commit`) at which the
+ * process kills itself with SIGKILL, as a crash would. Unset or empty: no fault. Another value is
+ * refused at start-up.
+ */
+export function faultFromText<P extends string>(text: string | undefined, points: readonly P[]): { readonly point: P; readonly act: () => void } | undefined {
+  if (text === undefined || text.trim() === '') return undefined;
+  const point = points.find((p) => p === text.trim());
+  if (point === undefined) throw new Error(`KESSAI_FAULT must be one of ${points.join(', ')}; got ${JSON.stringify(text)}`);
+  return { point, act: () => process.kill(process.pid, 'SIGKILL') };
+}
+
 /** Loopback addresses: the only ones served without TLS unless --insecure-http says so (v1 §5). */
 export function isLoopback(host: string): boolean {
   if (host === 'localhost') return true;
@@ -74,14 +87,17 @@ export function registerServe(program: Command): void {
       // Loaded here, not at the top: every other kessai command starts without the HTTP stack.
       const { buildServer } = await import('../api/server');
       const { serverPolicies, rateLimitsFromText } = await import('../api/request-policies');
+      const { FAULT_POINTS } = await import('../api/idempotency');
       // Refused before anything opens: a bad KESSAI_RATE_LIMITS names what is wrong.
       const rateLimits = rateLimitsFromText(process.env.KESSAI_RATE_LIMITS);
+      const fault = faultFromText(process.env.KESSAI_FAULT, FAULT_POINTS);
+      if (fault !== undefined) log.warn({ fault: fault.point }, 'KESSAI_FAULT is set: this process kills itself (SIGKILL) at that point of the next keyed POST; for crash tests only');
       // First, before the database is opened: until the handlers exist, a signal kills the process.
       const stop = listenForStop(log);
       try {
         const rt = await openRuntime({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, clock: systemClock, ids: randomIds(), log, config: { ...environmentConfig(), ...(checkoutPageBaseUrl === undefined ? {} : { checkoutPageBaseUrl }) } });
         if (rt.ctx.config.statementUrlSecret === undefined) log.warn('KESSAI_STATEMENT_URL_SECRET is not set: statement_urls and application_urls answer 500 until it is');
-        const requestPolicies = serverPolicies({ ctx: rt.ctx, storeKind: rt.store.kind, rateLimits });
+        const requestPolicies = serverPolicies({ ctx: rt.ctx, storeKind: rt.store.kind, rateLimits, ...(fault === undefined ? {} : { idempotency: { fault } }) });
         const app = await buildServer({ ctx: rt.ctx, log, requestPolicies, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }), ...(https ? { https } : {}) });
         let loop: WorkerLoop | null = null;
         try {

@@ -1,6 +1,7 @@
 /**
  * A customer's stored cards (v1 §2.3, §4.4): created from a token, updated (billing details and
- * metadata only), deleted softly, listed newest first. Every change writes its
+ * metadata only), deleted softly, listed newest first, as typed commands; the v1 codec
+ * (src/api/v1/cards.ts) reads the parameters and renders the results. Every change writes its
  * `customer.card.*` event in the same transaction (service rules §5).
  */
 import { sql, type Kysely } from 'kysely';
@@ -8,13 +9,10 @@ import type { Caller } from '../accounts/accounts';
 import { isUniqueViolation } from '../db/errors';
 import type { Database } from '../db/schema';
 import { KessaiError, reject } from '../domain/errors';
-import { createMetadata, mergeMetadata } from '../domain/metadata';
+import { mergeMetadata, type MetadataFlavour } from '../domain/metadata';
 import type { Context } from '../engine/context';
 import { recordEvent, type EventInput } from '../events/outbox';
-import { defineOperation } from '../operations/define';
-import { CHILD_LIST_PAGE, listObject, PAGINATION_PARAMS, readPage, type ListObject, type Page } from '../operations/pagination';
-import { hasParam, optionalBoolean, optionalString, readParams, requireString, type Params } from '../operations/params';
-import { CARD_NAME_PATTERN } from '../processor/test-cards';
+import { CHILD_LIST_PAGE, listObject, type ListObject, type Page } from '../operations/pagination';
 import { renderCard, type CardObject, type CardRow } from './card-object';
 import { finishedTokenThreeDSecure } from './token-three-d-secure';
 import { findCustomer } from './customer-record';
@@ -131,11 +129,11 @@ async function cardOrNotFound(executor: Kysely<Database>, caller: Caller, custom
 /**
  * One page of cards of each of several customers, in one query (a customer list renders the cards
  * of up to 100 customers): rows numbered per customer, newest first, keeping `limit + 1` of each so
- * `has_more` is known.
+ * `has_more` is known. Every customer asked for has an entry.
  */
-export async function cardPagesOf(executor: Kysely<Database>, caller: Caller, customerIds: readonly string[], page: Page = CHILD_LIST_PAGE): Promise<Map<string, ListObject<CardObject>>> {
-  const pages = new Map<string, ListObject<CardObject>>();
-  if (customerIds.length === 0) return pages;
+async function cardRowPagesOf(executor: Kysely<Database>, caller: Caller, customerIds: readonly string[], page: Page): Promise<Map<string, CardRow[]>> {
+  const byCustomer = new Map<string, CardRow[]>(customerIds.map((id) => [id, []]));
+  if (customerIds.length === 0) return byCustomer;
   const rows = await executor
     .selectFrom((eb) =>
       eb
@@ -156,33 +154,48 @@ export async function cardPagesOf(executor: Kysely<Database>, caller: Caller, cu
     .orderBy('customer_id')
     .orderBy('position')
     .execute();
-  const byCustomer = new Map<string, CardObject[]>(customerIds.map((id) => [id, []]));
-  for (const row of rows) byCustomer.get(row.customer_id)?.push(renderCard(row));
-  for (const [customerId, cards] of byCustomer) pages.set(customerId, listObject(cards, page, cardsUrl(customerId)));
+  // The window's position column is the query's own; the card rows stop before it.
+  for (const { position: _position, ...row } of rows) byCustomer.get(row.customer_id)?.push(row);
+  return byCustomer;
+}
+
+/** The v1 card list of each of several customers (see cardRowPagesOf). */
+export async function cardPagesOf(executor: Kysely<Database>, caller: Caller, customerIds: readonly string[], page: Page = CHILD_LIST_PAGE): Promise<Map<string, ListObject<CardObject>>> {
+  const pages = new Map<string, ListObject<CardObject>>();
+  for (const [customerId, rows] of await cardRowPagesOf(executor, caller, customerIds, page)) pages.set(customerId, listObject(rows.map(renderCard), page, cardsUrl(customerId)));
   return pages;
 }
 
-const CARD_CREATE_PARAMS = ['customer', 'card', 'default', 'metadata'] as const;
+/** A card of a customer, as retrieve and delete name it. */
+export interface CardCommand {
+  readonly customerId: string;
+  readonly id: string;
+}
 
-/** `cards.create`: `customer`, `card` (token), `default` (make it the default card), `metadata`. */
-export async function createCard(ctx: Context, caller: Caller, input: unknown): Promise<CardObject> {
-  const params = readParams(input, CARD_CREATE_PARAMS);
-  const customerId = requireString(params, 'customer');
-  const tokenId = requireString(params, 'card');
-  const makeDefault = optionalBoolean(params, 'default') ?? false;
-  const metadata = hasParam(params, 'metadata') ? createMetadata(params.metadata, 'v1') : {};
+/** `cards.create` as a command: every value checked by the codec that built it. */
+export interface CreateCardCommand {
+  readonly customerId: string;
+  /** The token the card is made from. */
+  readonly tokenId: string;
+  /** Make it the customer's default card (a first card becomes the default anyway). */
+  readonly makeDefault: boolean;
+  readonly metadata: Readonly<Record<string, string>>;
+}
+
+/** `cards.create`: the token becomes a card of the customer; `customer.card.created`. */
+export async function createCard(ctx: Context, caller: Caller, command: CreateCardCommand): Promise<CardRow> {
+  const { customerId, tokenId, makeDefault, metadata } = command;
   const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
     const customer = await findCustomer(trx, caller, customerId, 'customer', true);
-    const row = await attachCardFromToken(trx, caller, customer.customer_id, tokenId, now, metadata as Record<string, string>);
+    const row = await attachCardFromToken(trx, caller, customer.customer_id, tokenId, now, metadata);
     // A customer's first card becomes the default even without `default`: a customer with cards but
     // no default card could not be charged by customer id.
     if (makeDefault || customer.default_card_id === null) {
       await setDefaultCard(trx, caller, customer.customer_id, row.card_id, now);
     }
-    const card = renderCard(row);
-    await recordEvent(trx, ctx.ids, { accountId: caller.accountId, livemode: caller.livemode, type: 'customer.card.created', data: card, at: now });
-    return card;
+    await recordEvent(trx, ctx.ids, { accountId: caller.accountId, livemode: caller.livemode, type: 'customer.card.created', data: renderCard(row), at: now });
+    return row;
   });
 }
 
@@ -196,17 +209,14 @@ export async function setDefaultCard(trx: Kysely<Database>, caller: Caller, cust
     .execute();
 }
 
-export async function retrieveCard(ctx: Context, caller: Caller, input: unknown): Promise<CardObject> {
-  const params = readParams(input, ['customer', 'id']);
-  const customerId = requireString(params, 'customer');
-  const cardId = requireString(params, 'id');
-  await findCustomer(ctx.db, caller, customerId, 'customer');
-  return renderCard(await cardOrNotFound(ctx.db, caller, customerId, cardId));
+export async function retrieveCard(ctx: Context, caller: Caller, command: CardCommand): Promise<CardRow> {
+  await findCustomer(ctx.db, caller, command.customerId, 'customer');
+  return cardOrNotFound(ctx.db, caller, command.customerId, command.id);
 }
 
-/** v1 §4.4: "`exp_month`, `exp_year` and `cvc` are no longer accepted" — they are unknown keys here. */
-const CARD_UPDATE_FIELDS = ['address_state', 'address_city', 'address_line1', 'address_line2', 'address_zip', 'country', 'name', 'email', 'phone'] as const;
-type CardUpdateField = (typeof CARD_UPDATE_FIELDS)[number];
+/** The billing details a card update may change (v1 §4.4); `exp_month`, `exp_year` and `cvc` are not among them. */
+export const CARD_UPDATE_FIELDS = ['address_state', 'address_city', 'address_line1', 'address_line2', 'address_zip', 'country', 'name', 'email', 'phone'] as const;
+export type CardUpdateField = (typeof CARD_UPDATE_FIELDS)[number];
 
 /**
  * An e-mail address as far as it can be checked without sending mail: at most 255 characters, one
@@ -214,51 +224,20 @@ type CardUpdateField = (typeof CARD_UPDATE_FIELDS)[number];
  */
 export const EMAIL_PATTERN = /^(?=.{3,255}$)[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
-/**
- * Checks of the card's billing details. The spec fixes `name` (2..45 half-width), `country`
- * (2-letter ISO code) and `phone` (E.164); the lengths of the address fields are decisions
- * (docs/decisions.md). The empty string clears a field.
- */
-const CARD_FIELD_RULES: Readonly<Record<CardUpdateField, { readonly pattern: RegExp; readonly code: Parameters<typeof reject>[0]; readonly rule: string }>> = {
-  address_zip: { pattern: /^[A-Za-z0-9 -]{1,20}$/, code: 'invalid_card_address_zip', rule: '1 to 20 letters, digits, spaces or hyphens' },
-  address_state: { pattern: /^[^\p{Cc}]{1,100}$/u, code: 'invalid_card_address_state', rule: '1 to 100 characters' },
-  address_city: { pattern: /^[^\p{Cc}]{1,100}$/u, code: 'invalid_card_address_city', rule: '1 to 100 characters' },
-  address_line1: { pattern: /^[^\p{Cc}]{1,200}$/u, code: 'invalid_card_address_line', rule: '1 to 200 characters' },
-  address_line2: { pattern: /^[^\p{Cc}]{1,200}$/u, code: 'invalid_card_address_line', rule: '1 to 200 characters' },
-  country: { pattern: /^[A-Z]{2}$/, code: 'invalid_card_country', rule: 'a 2-letter ISO 3166-1 code in capitals' },
-  name: { pattern: CARD_NAME_PATTERN, code: 'invalid_card_name', rule: '2 to 45 half-width letters, digits, spaces, periods or hyphens' },
-  email: { pattern: EMAIL_PATTERN, code: 'invalid_email', rule: 'an e-mail address of at most 255 characters' },
-  // E.164: "+", a country code not starting with 0, at most 15 digits in all. The catalogue has no
-  // phone code, so a bad phone is invalid_param_key on `phone` (see params.ts).
-  phone: { pattern: /^\+[1-9]\d{1,14}$/, code: 'invalid_param_key', rule: 'an E.164 number such as +819012345678' },
-};
-
-function readCardChanges(params: Params): Partial<Record<CardUpdateField, string | null>> {
-  const changes: Partial<Record<CardUpdateField, string | null>> = {};
-  for (const field of CARD_UPDATE_FIELDS) {
-    const value = optionalString(params, field, { code: CARD_FIELD_RULES[field].code });
-    if (value === undefined) continue;
-    if (value === '') {
-      changes[field] = null;
-      continue;
-    }
-    const rule = CARD_FIELD_RULES[field];
-    if (!rule.pattern.test(value)) reject(rule.code, field, `${field} must be ${rule.rule}`);
-    changes[field] = value;
-  }
-  return changes;
+/** `cards.update` as a command: the billing details sent (null clears one) and a metadata change under its API's rules. */
+export interface UpdateCardCommand extends CardCommand {
+  readonly changes: Partial<Record<CardUpdateField, string | null>>;
+  /** The metadata parameter as sent, merged into the stored metadata by `flavour`'s rules. */
+  readonly metadata: { readonly update: unknown; readonly flavour: MetadataFlavour } | undefined;
 }
 
-export async function updateCard(ctx: Context, caller: Caller, input: unknown): Promise<CardObject> {
-  const params = readParams(input, ['customer', 'id', ...CARD_UPDATE_FIELDS, 'metadata']);
-  const customerId = requireString(params, 'customer');
-  const cardId = requireString(params, 'id');
-  const changes = readCardChanges(params);
+export async function updateCard(ctx: Context, caller: Caller, command: UpdateCardCommand): Promise<CardRow> {
+  const { customerId, id: cardId, changes } = command;
   const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
     await findCustomer(trx, caller, customerId, 'customer', true);
     const current = await cardOrNotFound(trx, caller, customerId, cardId, true);
-    const metadata = hasParam(params, 'metadata') ? (mergeMetadata(current.metadata, params.metadata, 'v1') as Record<string, string>) : current.metadata;
+    const metadata = command.metadata === undefined ? current.metadata : (mergeMetadata(current.metadata, command.metadata.update, command.metadata.flavour) as Record<string, string>);
     const row: CardRow = { ...current, ...changes, metadata, updated_at: now };
     await trx
       .updateTable('cards')
@@ -267,9 +246,8 @@ export async function updateCard(ctx: Context, caller: Caller, input: unknown): 
       .where('livemode', '=', caller.livemode)
       .where('card_id', '=', cardId)
       .execute();
-    const card = renderCard(row);
-    await recordEvent(trx, ctx.ids, { accountId: caller.accountId, livemode: caller.livemode, type: 'customer.card.updated', data: card, at: now });
-    return card;
+    await recordEvent(trx, ctx.ids, { accountId: caller.accountId, livemode: caller.livemode, type: 'customer.card.updated', data: renderCard(row), at: now });
+    return row;
   });
 }
 
@@ -283,10 +261,8 @@ export interface DeletedObject {
  * Deletes a card (softly). If it was the default card, the customer is left without one rather
  * than silently switching to another card: which card pays must stay the merchant's choice.
  */
-export async function deleteCard(ctx: Context, caller: Caller, input: unknown): Promise<DeletedObject> {
-  const params = readParams(input, ['customer', 'id']);
-  const customerId = requireString(params, 'customer');
-  const cardId = requireString(params, 'id');
+export async function deleteCard(ctx: Context, caller: Caller, command: CardCommand): Promise<DeletedObject> {
+  const { customerId, id: cardId } = command;
   const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
     const customer = await findCustomer(trx, caller, customerId, 'customer', true);
@@ -304,24 +280,15 @@ export async function deleteCard(ctx: Context, caller: Caller, input: unknown): 
   });
 }
 
-export async function listCards(ctx: Context, caller: Caller, input: unknown): Promise<ListObject<CardObject>> {
-  const params = readParams(input, ['customer', ...PAGINATION_PARAMS]);
-  const customerId = requireString(params, 'customer');
-  const page = readPage(params);
+/** `cards.list`: one page of the customer's cards, newest first, one past the limit. */
+export async function listCards(ctx: Context, caller: Caller, command: { readonly customerId: string; readonly page: Page }): Promise<CardRow[]> {
+  const { customerId, page } = command;
   await findCustomer(ctx.db, caller, customerId, 'customer');
-  const pages = await cardPagesOf(ctx.db, caller, [customerId], page);
-  return pages.get(customerId) ?? listObject([], page, cardsUrl(customerId));
+  const pages = await cardRowPagesOf(ctx.db, caller, [customerId], page);
+  return pages.get(customerId) ?? [];
 }
 
 /** Events of cards deleted together with their customer; one statement for all of them. */
 export function cardDeletionEvents(caller: Caller, cards: readonly CardRow[], at: Date): EventInput[] {
   return cards.map((card) => ({ accountId: caller.accountId, livemode: caller.livemode, type: 'customer.card.deleted', data: renderCard(card), at }));
 }
-
-export const CARD_OPERATIONS = [
-  defineOperation('cards.create', createCard),
-  defineOperation('cards.retrieve', retrieveCard),
-  defineOperation('cards.update', updateCard),
-  defineOperation('cards.delete', deleteCard),
-  defineOperation('cards.list', listCards),
-] as const;

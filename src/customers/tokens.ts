@@ -10,9 +10,8 @@ import { reject } from '../domain/errors';
 import { toUnixSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
-import { defineOperation } from '../operations/define';
-import { isPlainObject, optionalBoolean, readParams } from '../operations/params';
-import { tokenizeTestCard, type TokenizedCard } from '../processor/test-cards';
+import { readParams } from '../operations/params';
+import { tokenizeTestCard, type CardDataInput, type TokenizedCard } from '../processor/test-cards';
 import { renderCard, type CardObject } from './card-object';
 import { assertTokenUsable, startTokenThreeDSecure, withTokenThreeDSecure } from './token-three-d-secure';
 
@@ -41,11 +40,15 @@ export function renderToken(row: TokenRow): TokenObject {
 
 const CARD_KEYS = ['number', 'exp_month', 'exp_year', 'cvc', 'name'] as const;
 
+/** The `card` object of a `tokens.create` input, its keys checked; the card itself is checked when tokenized. */
+export function readTokenCard(input: unknown): CardDataInput {
+  const params = readParams(input, ['card']);
+  return readParams(params.card, CARD_KEYS, 'card');
+}
+
 /** The card `tokens.create` would tokenize for `input`, or its refusal (checks only; no id is drawn). */
 export function tokenizedCardOf(caller: Caller, input: unknown, now: Date): TokenizedCard {
-  const params = readParams(input, ['card']);
-  const card = readParams(params.card, CARD_KEYS, 'card');
-  return tokenizeTestCard(card, { livemode: caller.livemode, now });
+  return tokenizeTestCard(readTokenCard(input), { livemode: caller.livemode, now });
 }
 
 /**
@@ -53,7 +56,11 @@ export function tokenizedCardOf(caller: Caller, input: unknown, now: Date): Toke
  * the operation and the simulator's bulk sign-ups build it alike.
  */
 export function tokenRowOf(ctx: Pick<Context, 'ids'>, caller: Caller, input: unknown, now: Date): TokenRow {
-  const tokenized = tokenizedCardOf(caller, input, now);
+  return tokenRowOfCard(ctx, caller, readTokenCard(input), now);
+}
+
+function tokenRowOfCard(ctx: Pick<Context, 'ids'>, caller: Caller, card: CardDataInput, now: Date): TokenRow {
+  const tokenized = tokenizeTestCard(card, { livemode: caller.livemode, now });
   return {
     account_id: caller.accountId,
     livemode: caller.livemode,
@@ -74,15 +81,21 @@ export function tokenRowOf(ctx: Pick<Context, 'ids'>, caller: Caller, input: unk
   };
 }
 
+/** `tokens.create`, its keys checked by the codec: the card data (checked when tokenized, against the clock), and whether 3-D Secure starts. */
+export interface CreateTokenCommand {
+  readonly card: CardDataInput;
+  readonly threeDSecure: boolean;
+}
+
 /**
- * `tokens.create`: `card[number]`, `card[exp_month]`, `card[exp_year]`, `card[cvc]`, `card[name]`,
- * and `three_d_secure` (boolean): true starts token-level 3-D Secure (token-three-d-secure.ts).
+ * `tokens.create`: the card tokenized and stored; `three_d_secure` true starts token-level 3-D
+ * Secure (token-three-d-secure.ts). Returns the token object, shaped as v1's (as the other token
+ * operations do, token-operations.ts).
  */
-export async function createToken(ctx: Context, caller: Caller, input: unknown): Promise<TokenObject> {
+export async function createToken(ctx: Context, caller: Caller, command: CreateTokenCommand): Promise<TokenObject> {
   const now = ctx.clock.now();
-  const { three_d_secure: tdsParam, ...cardInput } = isPlainObject(input) ? input : { three_d_secure: undefined };
-  const threeDSecure = optionalBoolean({ three_d_secure: tdsParam }, 'three_d_secure') ?? false;
-  const row = tokenRowOf(ctx, caller, isPlainObject(input) ? cardInput : input, now);
+  const { threeDSecure } = command;
+  const row = tokenRowOfCard(ctx, caller, command.card, now);
   const token = withTokenThreeDSecure(renderToken(row), threeDSecure ? { status: 'unverified' } : undefined);
   await ctx.db.transaction().execute(async (trx) => {
     await trx.insertInto('tokens').values(row).execute();
@@ -99,12 +112,8 @@ export async function createToken(ctx: Context, caller: Caller, input: unknown):
  * Unknown token (in this account and mode): `invalid_id`; used before: `token_already_used`.
  */
 export async function consumeToken(trx: Kysely<Database>, caller: Caller, tokenId: string, param: string, at: Date): Promise<TokenRow> {
-  const used = await trx
-    .updateTable('tokens')
+  const used = await updateToken(trx, caller, tokenId)
     .set({ used_at: at })
-    .where('account_id', '=', caller.accountId)
-    .where('livemode', '=', caller.livemode)
-    .where('token_id', '=', tokenId)
     .where('used_at', 'is', null)
     .returningAll()
     .executeTakeFirst();
@@ -123,4 +132,15 @@ export async function consumeToken(trx: Kysely<Database>, caller: Caller, tokenI
   return reject('invalid_id', param, `No such token: ${tokenId}`);
 }
 
-export const TOKEN_OPERATIONS = [defineOperation('tokens.create', createToken, { keys: 'secret_or_public' })] as const;
+/**
+ * Gives back a token consumeToken used at `usedAt`, when the operation that used it failed after
+ * its transaction committed (a charge's network step, charge-operations.ts): as if never used.
+ */
+export async function restoreToken(db: Kysely<Database>, caller: Caller, tokenId: string, usedAt: Date): Promise<void> {
+  await updateToken(db, caller, tokenId).set({ used_at: null }).where('used_at', '=', usedAt).execute();
+}
+
+/** An UPDATE of the caller's token `tokenId` (account and mode named), for consumeToken and restoreToken. */
+function updateToken(executor: Kysely<Database>, caller: Caller, tokenId: string) {
+  return executor.updateTable('tokens').where('account_id', '=', caller.accountId).where('livemode', '=', caller.livemode).where('token_id', '=', tokenId);
+}

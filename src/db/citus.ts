@@ -154,3 +154,22 @@ export async function accountShards(db: Kysely<Database>, accountIds: readonly s
     SELECT x AS account_id, get_shard_id_for_distribution_column('accounts', x)::text AS shard FROM unnest(${accountIds}::text[]) AS x`.execute(db);
   return new Map(result.rows.map((row) => [row.account_id, row.shard]));
 }
+
+/**
+ * Drops a scratch database this process created (a simulation's, a benchmark's), on a Citus
+ * coordinator (`citus` true) with the DROP propagated to the workers. There the workers' sessions
+ * of a just-closed pool end a moment after it closes, and the DROP Citus sends them can find one
+ * still there (object_in_use, 55006): tried again, up to ten times half a second apart.
+ */
+export async function dropScratchDatabase(client: pg.Client, name: string, citus: boolean): Promise<void> {
+  if (citus) await client.query('SET citus.enable_create_database_propagation = on');
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      return;
+    } catch (error) {
+      if (!citus || attempt === 10 || (error as { code?: string }).code !== '55006') throw error;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+}

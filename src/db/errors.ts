@@ -6,6 +6,7 @@
  *   the caller turns it into "already done" or its own catalogue error.
  * - serialization failure (40001) and deadlock (40P01): the transaction lost a race and nothing
  *   of it was committed; run the whole transaction again.
+ * - lock not available (55P03): a wait ran past `lock_timeout` (the caller's bounded wait).
  *
  * Errors are wrapped with `{ cause }`, so the driver's original error is never lost.
  */
@@ -17,6 +18,7 @@ export const SQLSTATE = {
   uniqueViolation: '23505',
   serializationFailure: '40001',
   deadlockDetected: '40P01',
+  lockNotAvailable: '55P03',
 } as const;
 
 /** The SQLSTATE of a database error (pg and PGlite both expose it as `code`), else undefined. */
@@ -29,6 +31,11 @@ export function sqlState(error: unknown): string | undefined {
 /** A unique violation: the row was already written (by this request's twin or a racing one). */
 export function isUniqueViolation(error: unknown): boolean {
   return sqlState(error) === SQLSTATE.uniqueViolation;
+}
+
+/** A wait for a lock ran past the session's `lock_timeout` (nothing of the statement happened). */
+export function isLockTimeout(error: unknown): boolean {
+  return sqlState(error) === SQLSTATE.lockNotAvailable;
 }
 
 /** A serialization failure or a deadlock: nothing was committed, the whole transaction may run again. */

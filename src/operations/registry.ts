@@ -4,16 +4,13 @@
  * checks, the same objects and the same errors.
  */
 import type { Caller } from '../accounts/accounts';
-import { ACCOUNT_OPERATIONS } from '../accounts/account-operations';
-import { CHARGE_OPERATIONS } from '../charges/charge-operations';
+import { CHARGE_OPERATIONS } from '../api/v1/charges';
 import { CHECKOUT_SESSION_OPERATIONS } from '../checkout/checkout-sessions';
 import { PAYMENT_METHOD_CONFIGURATION_OPERATIONS } from '../checkout/payment-method-configurations';
-import { CARD_OPERATIONS } from '../customers/cards';
 import { CUSTOMER_OPERATIONS } from '../api/v1/customers';
 import { V2_CUSTOMER_OPERATIONS } from '../customers/v2-customers';
-import { TOKEN_OPERATIONS } from '../customers/tokens';
 import { reject } from '../domain/errors';
-import { EVENT_OPERATIONS } from '../events/event-operations';
+import { V2_EVENT_OPERATIONS } from '../events/v2-events';
 import type { Context } from '../engine/context';
 import { PAYMENT_FLOW_OPERATIONS } from '../payment-flows/payment-flows';
 import { PAYMENT_METHOD_OPERATIONS } from '../payment-methods/payment-methods';
@@ -22,14 +19,20 @@ import { TAX_RATE_OPERATIONS } from '../tax-rates/tax-rates';
 import { PRODUCT_OPERATIONS } from '../products/products';
 import { PAYMENT_REFUND_OPERATIONS } from '../payment-refunds/payment-refunds';
 import { PLAN_OPERATIONS } from '../api/v1/plans';
-import { BALANCE_URL_OPERATIONS } from '../api/v1/balances';
+import { SUBSCRIPTION_OPERATIONS } from '../api/v1/subscriptions';
+import { ACCOUNT_OPERATIONS } from '../api/v1/accounts';
+import { CARD_OPERATIONS } from '../api/v1/cards';
+import { BALANCE_OPERATIONS } from '../api/v1/balances';
+import { EVENT_OPERATIONS } from '../api/v1/events';
+import { STATEMENT_OPERATIONS } from '../api/v1/statements';
 import { TENANT_APPLICATION_URL_OPERATIONS } from '../api/v1/tenant-application-urls';
 import { THREE_D_SECURE_REQUEST_OPERATIONS } from '../api/v1/three-d-secure-requests';
-import { TOKEN_READ_OPERATIONS } from '../api/v1/tokens';
+import { TENANT_OPERATIONS } from '../api/v1/tenants';
+import { TERM_OPERATIONS } from '../api/v1/terms';
+import { TOKEN_OPERATIONS, TOKEN_READ_OPERATIONS } from '../api/v1/tokens';
 import { TRANSFER_OPERATIONS } from '../api/v1/transfers';
 import { PRICE_OPERATIONS } from '../prices/prices';
-import { SETTLEMENT_OPERATIONS } from '../settlement/operations';
-import { SUBSCRIPTION_OPERATIONS } from '../subscriptions/subscriptions';
+import { V2_SETTLEMENT_LIST_OPERATIONS } from '../settlement/v2-lists';
 import type { Operation } from './define';
 
 export { defineOperation, type Operation, type OperationHandler } from './define';
@@ -44,11 +47,11 @@ function buildRegistry(groups: readonly (readonly Operation[])[]): ReadonlyMap<s
   return registry;
 }
 
-const REGISTRY = buildRegistry([TOKEN_OPERATIONS, CUSTOMER_OPERATIONS, CARD_OPERATIONS, PLAN_OPERATIONS, SUBSCRIPTION_OPERATIONS, CHARGE_OPERATIONS, PAYMENT_FLOW_OPERATIONS, PAYMENT_REFUND_OPERATIONS, PRICE_OPERATIONS, PRODUCT_OPERATIONS, TAX_RATE_OPERATIONS, PAYMENT_METHOD_OPERATIONS, SETUP_FLOW_OPERATIONS, CHECKOUT_SESSION_OPERATIONS, PAYMENT_METHOD_CONFIGURATION_OPERATIONS, SETTLEMENT_OPERATIONS, EVENT_OPERATIONS, ACCOUNT_OPERATIONS,
+const REGISTRY = buildRegistry([TOKEN_OPERATIONS, CUSTOMER_OPERATIONS, CARD_OPERATIONS, PLAN_OPERATIONS, SUBSCRIPTION_OPERATIONS, CHARGE_OPERATIONS, PAYMENT_FLOW_OPERATIONS, PAYMENT_REFUND_OPERATIONS, PRICE_OPERATIONS, PRODUCT_OPERATIONS, TAX_RATE_OPERATIONS, PAYMENT_METHOD_OPERATIONS, SETUP_FLOW_OPERATIONS, CHECKOUT_SESSION_OPERATIONS, PAYMENT_METHOD_CONFIGURATION_OPERATIONS, TENANT_OPERATIONS, TERM_OPERATIONS, STATEMENT_OPERATIONS, BALANCE_OPERATIONS, EVENT_OPERATIONS, ACCOUNT_OPERATIONS,
   // Issue 15 point 3: the v1 routes not yet served.
-  TOKEN_READ_OPERATIONS, BALANCE_URL_OPERATIONS, TRANSFER_OPERATIONS, THREE_D_SECURE_REQUEST_OPERATIONS, TENANT_APPLICATION_URL_OPERATIONS,
-  // Issue 16: the v2 customers.
-  V2_CUSTOMER_OPERATIONS]);
+  TOKEN_READ_OPERATIONS, TRANSFER_OPERATIONS, THREE_D_SECURE_REQUEST_OPERATIONS, TENANT_APPLICATION_URL_OPERATIONS,
+  // Issue 16: the v2 customers, events and settlement lists.
+  V2_CUSTOMER_OPERATIONS, V2_EVENT_OPERATIONS, V2_SETTLEMENT_LIST_OPERATIONS]);
 
 /** Every operation name, sorted, for help texts and scenario validation. */
 export function operationNames(): string[] {

@@ -8,16 +8,11 @@
  */
 import type { Caller } from '../accounts/accounts';
 import type { Context } from '../engine/context';
-import { issueUrl, payloadOfToken, renderStatementCsv, statementDownloadBase, STATEMENT_URL_TTL_MS, type IssuedUrl } from './statement-urls';
+import { issueUrl, payloadOfToken, renderStatementCsv, statementDownloadBase, STATEMENT_URL_TTL_MS, type IssuedUrl, type IssueStatementUrlCommand } from './statement-urls';
 import { balanceObjects, findBalance, type BalanceObject } from './statements';
 
-export interface IssueBalanceStatementUrlCommand {
-  readonly id: string;
-  /** True: the platform-fee version of each statement (v1 §4.7 `platformer`). */
-  readonly platformer: boolean;
-}
-
-export async function issueBalanceStatementUrl(ctx: Context, caller: Caller, command: IssueBalanceStatementUrlCommand): Promise<IssuedUrl> {
+/** `platformer` true: the platform-fee version of each statement. */
+export async function issueBalanceStatementUrl(ctx: Context, caller: Caller, command: IssueStatementUrlCommand): Promise<IssuedUrl> {
   return issueUrl(ctx, caller, { kind: 'balance', id: command.id, platformer: command.platformer }, { ttlMs: STATEMENT_URL_TTL_MS, base: statementDownloadBase(ctx), exists: (trx) => findBalance(trx, caller, command.id, 'id') });
 }
 

@@ -15,10 +15,7 @@ import type { Kysely } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { Database } from '../db/schema';
 import { reject } from '../domain/errors';
-import { toUnixSeconds } from '../domain/time';
 import type { Context, EngineConfig } from '../engine/context';
-import { defineOperation } from '../operations/define';
-import { optionalBoolean, readParams, requireString } from '../operations/params';
 import { findStatement, statementObjects, type StatementObject } from './statements';
 
 /** v1 §4.7: "A URL expires 1 hour after issue". */
@@ -112,13 +109,17 @@ export function statementDownloadBase(ctx: Pick<Context, 'config'>): string {
   return ctx.config.statementDownloadBaseUrl ?? DEFAULT_STATEMENT_DOWNLOAD_BASE;
 }
 
-/** `statements.statement_urls`: `id` (path) and `platformer` (boolean, default false). */
-export async function issueStatementUrl(ctx: Context, caller: Caller, input: unknown): Promise<StatementUrlObject> {
-  const params = readParams(input, ['id', 'platformer']);
-  const statementId = requireString(params, 'id');
-  const platformer = optionalBoolean(params, 'platformer') ?? false;
-  const issued = await issueUrl(ctx, caller, { kind: 'statement', id: statementId, platformer }, { ttlMs: STATEMENT_URL_TTL_MS, base: statementDownloadBase(ctx), exists: (trx) => findStatement(trx, caller, statementId, 'id') });
-  return { object: 'statement_url', url: issued.url, expires: toUnixSeconds(issued.expires) } as const;
+/** `statements.statement_urls` (and `balances.statement_urls`) as a command. */
+export interface IssueStatementUrlCommand {
+  /** The statement's (or balance's) id. */
+  readonly id: string;
+  /** True: the platform-fee version (v1 §4.7 `platformer`). */
+  readonly platformer: boolean;
+}
+
+/** Issues the download URL of a statement of the caller (`invalid_id` on `id` when there is none). */
+export async function issueStatementUrl(ctx: Context, caller: Caller, command: IssueStatementUrlCommand): Promise<IssuedUrl> {
+  return issueUrl(ctx, caller, { kind: 'statement', id: command.id, platformer: command.platformer }, { ttlMs: STATEMENT_URL_TTL_MS, base: statementDownloadBase(ctx), exists: (trx) => findStatement(trx, caller, command.id, 'id') });
 }
 
 /**
@@ -210,5 +211,3 @@ export async function statementCsv(ctx: Pick<Context, 'db' | 'clock' | 'config'>
   const { statement, platformer } = await statementOfToken(ctx, token);
   return renderStatementCsv(statement, platformer);
 }
-
-export const STATEMENT_URL_OPERATIONS = [defineOperation('statements.statement_urls', issueStatementUrl)] as const;

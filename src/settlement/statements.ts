@@ -1,17 +1,17 @@
 /**
- * Statements and balances as the API shows them (v1 §2.6, service rules §4 "Balance"), and the
- * operations `statements.retrieve|list` (filters of v1 §4.7) and `balances.retrieve|list`.
+ * Statements and balances as the API shows them (v1 §2.6, service rules §4 "Balance"), and reading
+ * them for `statements.retrieve|list` (filters of v1 §4.7) and `balances.retrieve|list`: each an
+ * execution that v1 and v2 share (v1 codec: src/api/v1/statements.ts, balances.ts; v2 lists:
+ * ./v2-lists.ts).
  */
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { BalancesTable, Database, StatementItemsTable, StatementsTable } from '../db/schema';
 import { reject } from '../domain/errors';
-import { STATEMENT_TYPES, SUBJECT_NAMES, type StatementSubject } from '../domain/sales-statements';
+import { SUBJECT_NAMES, type StatementSubject } from '../domain/sales-statements';
 import { toUnixSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
-import { defineOperation } from '../operations/define';
-import { inPage, listObject, PAGINATION_PARAMS, readPage, type ListObject } from '../operations/pagination';
-import { optionalString, readParams, requireString } from '../operations/params';
+import { cursorOf, inListPage, type ListPage } from '../operations/list-page';
 import { renderTerm, type TermObject, type TermRow } from './terms';
 import { bulkColumns, compositeKey, ROW_KEYS } from '../db/bulk-rows';
 
@@ -101,11 +101,22 @@ export function renderBalance(row: BalanceRow, statements: readonly StatementObj
   };
 }
 
-/** Statements' keys and terms, to read their items and terms (statementObjects). */
+/** Statements' keys and terms, to read their items and terms (statementRecords). */
 const STATEMENT_KEYS = bulkColumns<StatementRow>()({ a: ['text', 'account_id'], l: ['boolean', 'livemode'], s: ['text', 'statement_id'], t: ['text', 'term_id'] });
 
-/** Statement objects of stored rows, with their items and terms in two queries. */
-export async function statementObjects(executor: Kysely<Database>, rows: readonly StatementRow[]): Promise<StatementObject[]> {
+/** A statement with its items (in order) and its term: what renderStatementRecord shows. */
+export interface StatementRecord {
+  readonly row: StatementRow;
+  readonly items: readonly StatementItemRow[];
+  readonly term: TermRow | null;
+}
+
+export function renderStatementRecord(record: StatementRecord): StatementObject {
+  return renderStatement(record.row, record.items, record.term);
+}
+
+/** Statement records of stored rows, with their items and terms in two queries. */
+export async function statementRecords(executor: Kysely<Database>, rows: readonly StatementRow[]): Promise<StatementRecord[]> {
   if (rows.length === 0) return [];
   const k = STATEMENT_KEYS.table('k', rows);
   const [items, terms] = await Promise.all([
@@ -124,13 +135,30 @@ export async function statementObjects(executor: Kysely<Database>, rows: readonl
     itemsOf.set(compositeKey(item.account_id, item.statement_id), list);
   }
   const termOf = new Map(terms.rows.map((t) => [compositeKey(t.account_id, t.term_id), t]));
-  return rows.map((row) =>
-    renderStatement(row, itemsOf.get(compositeKey(row.account_id, row.statement_id)) ?? [], row.term_id === null ? null : (termOf.get(compositeKey(row.account_id, row.term_id)) ?? null)),
-  );
+  return rows.map((row) => ({
+    row,
+    items: itemsOf.get(compositeKey(row.account_id, row.statement_id)) ?? [],
+    term: row.term_id === null ? null : (termOf.get(compositeKey(row.account_id, row.term_id)) ?? null),
+  }));
 }
 
-/** Balance objects of stored rows, each with its statements (oldest first). */
-export async function balanceObjects(executor: Kysely<Database>, rows: readonly BalanceRow[]): Promise<BalanceObject[]> {
+/** Statement objects of stored rows (statementRecords, rendered). */
+export async function statementObjects(executor: Kysely<Database>, rows: readonly StatementRow[]): Promise<StatementObject[]> {
+  return (await statementRecords(executor, rows)).map(renderStatementRecord);
+}
+
+/** A balance with its statements (oldest first): what renderBalanceRecord shows. */
+export interface BalanceRecord {
+  readonly row: BalanceRow;
+  readonly statements: readonly StatementRecord[];
+}
+
+export function renderBalanceRecord(record: BalanceRecord): BalanceObject {
+  return renderBalance(record.row, record.statements.map(renderStatementRecord));
+}
+
+/** Balance records of stored rows, each with its statements (oldest first). */
+export async function balanceRecords(executor: Kysely<Database>, rows: readonly BalanceRow[]): Promise<BalanceRecord[]> {
   if (rows.length === 0) return [];
   const k = ROW_KEYS.table('k', rows.map((r) => ({ accountId: r.account_id, livemode: r.livemode, id: r.balance_id })));
   const statements = await sql<StatementRow>`
@@ -138,14 +166,19 @@ export async function balanceObjects(executor: Kysely<Database>, rows: readonly 
     JOIN statements s ON s.account_id = ${k.col('a')} AND s.livemode = ${k.col('l')} AND s.balance_id = ${k.col('id')}
     -- A close writes the sales statement before the transfer fee or forfeit it leads to.
     ORDER BY s.created_at, CASE s.type WHEN 'sales' THEN 0 WHEN 'service_fee' THEN 1 WHEN 'misc' THEN 2 ELSE 3 END, s.statement_id`.execute(executor);
-  const objects = await statementObjects(executor, statements.rows);
-  const byBalance = new Map<string, StatementObject[]>();
-  for (const object of objects) {
-    const list = byBalance.get(object.balance_id) ?? [];
-    list.push(object);
-    byBalance.set(object.balance_id, list);
+  const records = await statementRecords(executor, statements.rows);
+  const byBalance = new Map<string, StatementRecord[]>();
+  for (const record of records) {
+    const list = byBalance.get(record.row.balance_id) ?? [];
+    list.push(record);
+    byBalance.set(record.row.balance_id, list);
   }
-  return rows.map((row) => renderBalance(row, byBalance.get(row.balance_id) ?? []));
+  return rows.map((row) => ({ row, statements: byBalance.get(row.balance_id) ?? [] }));
+}
+
+/** Balance objects of stored rows (balanceRecords, rendered). */
+export async function balanceObjects(executor: Kysely<Database>, rows: readonly BalanceRow[]): Promise<BalanceObject[]> {
+  return (await balanceRecords(executor, rows)).map(renderBalanceRecord);
 }
 
 export async function findStatement(executor: Kysely<Database>, caller: Pick<Caller, 'accountId' | 'livemode'>, statementId: string, param: string): Promise<StatementRow> {
@@ -161,28 +194,29 @@ export async function findStatement(executor: Kysely<Database>, caller: Pick<Cal
   return row;
 }
 
-export async function retrieveStatement(ctx: Context, caller: Caller, input: unknown): Promise<StatementObject> {
-  const params = readParams(input, ['id']);
-  const row = await findStatement(ctx.db, caller, requireString(params, 'id'), 'id');
-  return (await statementObjects(ctx.db, [row]))[0]!;
+export async function retrieveStatement(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<StatementRecord> {
+  const row = await findStatement(ctx.db, caller, command.id, 'id');
+  return (await statementRecords(ctx.db, [row]))[0]!;
 }
 
-/**
- * `statements.list`: pagination plus `owner` (`merchant`: the account's own statements, including
- * its platform-fee statement; `tenant`: tenants' statements), `tenant`, `term`, `type`, and
- * `source_transfer` (a transfer id: kessai makes no transfers yet, so it matches the balance id
- * whose payout the statements make up).
- */
-export async function listStatements(ctx: Context, caller: Caller, input: unknown): Promise<ListObject<StatementObject>> {
-  const params = readParams(input, [...PAGINATION_PARAMS, 'owner', 'source_transfer', 'tenant', 'term', 'type']);
-  const page = readPage(params);
-  const owner = optionalString(params, 'owner', { code: 'invalid_querystring' });
-  if (owner !== undefined && owner !== 'merchant' && owner !== 'tenant') reject('invalid_querystring', 'owner', 'owner must be merchant or tenant');
-  const type = optionalString(params, 'type', { code: 'invalid_querystring' });
-  if (type !== undefined && !(STATEMENT_TYPES as readonly string[]).includes(type)) reject('invalid_querystring', 'type', `type must be one of ${STATEMENT_TYPES.join(', ')}`);
-  const tenant = optionalString(params, 'tenant', { code: 'invalid_querystring' });
-  const term = optionalString(params, 'term', { code: 'invalid_querystring' });
-  const transfer = optionalString(params, 'source_transfer', { code: 'invalid_querystring' });
+/** Whose statements a list shows: `merchant` (the account's own, its platform-fee statement too) or `tenant`. */
+export const STATEMENT_OWNERS = ['merchant', 'tenant'] as const;
+
+/** `statements.list` as a command: a page and the filters, each undefined when not sent. */
+export interface ListStatementsCommand {
+  readonly page: ListPage;
+  readonly owner?: (typeof STATEMENT_OWNERS)[number] | undefined;
+  readonly type?: StatementRow['type'] | undefined;
+  readonly tenant?: string | undefined;
+  readonly term?: string | undefined;
+  /** A transfer id: kessai makes no transfers, so it matches the balance whose payout the statements make up. */
+  readonly sourceTransfer?: string | undefined;
+}
+
+/** One page of statements (v1 offsets or v2 cursors), newest first, one past the limit. */
+export async function listStatements(ctx: Context, caller: Caller, command: ListStatementsCommand): Promise<StatementRecord[]> {
+  const { page, owner, type, tenant, term, sourceTransfer } = command;
+  const cursor = await cursorOf(page, (id, param) => findStatement(ctx.db, caller, id, param), (row) => ({ created_at: row.created_at, id: row.statement_id }));
   const rows = await ctx.db
     .selectFrom('statements')
     .selectAll()
@@ -190,13 +224,13 @@ export async function listStatements(ctx: Context, caller: Caller, input: unknow
     .where('livemode', '=', caller.livemode)
     .$if(owner === 'merchant', (q) => q.where('tenant_id', 'is', null))
     .$if(owner === 'tenant', (q) => q.where('tenant_id', 'is not', null))
-    .$if(type !== undefined, (q) => q.where('type', '=', type as StatementRow['type']))
+    .$if(type !== undefined, (q) => q.where('type', '=', type!))
     .$if(tenant !== undefined, (q) => q.where('tenant_id', '=', tenant!))
     .$if(term !== undefined, (q) => q.where('term_id', '=', term!))
-    .$if(transfer !== undefined, (q) => q.where('balance_id', '=', transfer!))
-    .$call(inPage(page, 'statement_id'))
+    .$if(sourceTransfer !== undefined, (q) => q.where('balance_id', '=', sourceTransfer!))
+    .$call(inListPage(page, cursor, 'statement_id'))
     .execute();
-  return listObject(await statementObjects(ctx.db, rows), page, STATEMENTS_URL);
+  return statementRecords(ctx.db, rows);
 }
 
 /** A balance of the caller, or `invalid_id` on `param`. */
@@ -212,37 +246,35 @@ export async function findBalance(executor: Kysely<Database>, caller: Pick<Calle
   return row;
 }
 
-export async function retrieveBalance(ctx: Context, caller: Caller, input: unknown): Promise<BalanceObject> {
-  const params = readParams(input, ['id']);
-  const row = await findBalance(ctx.db, caller, requireString(params, 'id'), 'id');
-  return (await balanceObjects(ctx.db, [row]))[0]!;
+export async function retrieveBalance(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<BalanceRecord> {
+  const row = await findBalance(ctx.db, caller, command.id, 'id');
+  return (await balanceRecords(ctx.db, [row]))[0]!;
 }
 
-/** `balances.list`: pagination plus `state`, `owner` and `tenant`. */
-export async function listBalances(ctx: Context, caller: Caller, input: unknown): Promise<ListObject<BalanceObject>> {
-  const params = readParams(input, [...PAGINATION_PARAMS, 'state', 'owner', 'tenant']);
-  const page = readPage(params);
-  const state = optionalString(params, 'state', { code: 'invalid_querystring' });
-  if (state !== undefined && !['collecting', 'transfer', 'claim'].includes(state)) reject('invalid_querystring', 'state', 'state must be collecting, transfer or claim');
-  const owner = optionalString(params, 'owner', { code: 'invalid_querystring' });
-  if (owner !== undefined && !['merchant', 'tenant', 'platform'].includes(owner)) reject('invalid_querystring', 'owner', 'owner must be merchant, tenant or platform');
-  const tenant = optionalString(params, 'tenant', { code: 'invalid_querystring' });
+export const BALANCE_STATES = ['collecting', 'transfer', 'claim'] as const satisfies readonly BalanceRow['state'][];
+export const BALANCE_OWNERS = ['merchant', 'tenant', 'platform'] as const satisfies readonly BalanceRow['owner'][];
+
+/** `balances.list` as a command: a page and the filters, each undefined when not sent. */
+export interface ListBalancesCommand {
+  readonly page: ListPage;
+  readonly state?: BalanceRow['state'] | undefined;
+  readonly owner?: BalanceRow['owner'] | undefined;
+  readonly tenant?: string | undefined;
+}
+
+/** One page of balances (v1 offsets or v2 cursors), newest first, one past the limit. */
+export async function listBalances(ctx: Context, caller: Caller, command: ListBalancesCommand): Promise<BalanceRecord[]> {
+  const { page, state, owner, tenant } = command;
+  const cursor = await cursorOf(page, (id, param) => findBalance(ctx.db, caller, id, param), (row) => ({ created_at: row.created_at, id: row.balance_id }));
   const rows = await ctx.db
     .selectFrom('balances')
     .selectAll()
     .where('account_id', '=', caller.accountId)
     .where('livemode', '=', caller.livemode)
-    .$if(state !== undefined, (q) => q.where('state', '=', state as BalanceRow['state']))
-    .$if(owner !== undefined, (q) => q.where('owner', '=', owner as BalanceRow['owner']))
+    .$if(state !== undefined, (q) => q.where('state', '=', state!))
+    .$if(owner !== undefined, (q) => q.where('owner', '=', owner!))
     .$if(tenant !== undefined, (q) => q.where('tenant_id', '=', tenant!))
-    .$call(inPage(page, 'balance_id'))
+    .$call(inListPage(page, cursor, 'balance_id'))
     .execute();
-  return listObject(await balanceObjects(ctx.db, rows), page, BALANCES_URL);
+  return balanceRecords(ctx.db, rows);
 }
-
-export const STATEMENT_OPERATIONS = [
-  defineOperation('statements.retrieve', retrieveStatement),
-  defineOperation('statements.list', listStatements),
-  defineOperation('balances.retrieve', retrieveBalance),
-  defineOperation('balances.list', listBalances),
-] as const;

@@ -1,7 +1,8 @@
 /**
  * Settlement terms (service rules §4 "Term", `tm_`): opening them where captures and refunds need
- * them, rendering them, and the `terms.retrieve|list` operations. A term is stored with its real
- * end (the close job's due instant); the API shows `end_at` null while the term is open.
+ * them, rendering them, and reading them for `terms.retrieve|list` (v1 codec: src/api/v1/terms.ts;
+ * the v2 list: ./v2-lists.ts). A term is stored with its real end (the close job's due instant);
+ * the API shows `end_at` null while the term is open.
  */
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
@@ -12,9 +13,7 @@ import { termContaining, type TermBounds, type TermCycle } from '../domain/terms
 import { JST_OFFSET_MS, MS_PER_DAY, toUnixSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvents, type EventInput } from '../events/outbox';
-import { defineOperation } from '../operations/define';
-import { inPage, listObject, PAGINATION_PARAMS, readPage, type ListObject } from '../operations/pagination';
-import { readParams, requireString } from '../operations/params';
+import { cursorOf, inListPage, type ListPage } from '../operations/list-page';
 import { bulkColumns, compositeKey, ROW_KEYS } from '../db/bulk-rows';
 import { accountsOf, inAccounts } from '../db/account-scope';
 
@@ -222,29 +221,34 @@ export async function findTerm(executor: Kysely<Database>, caller: Pick<Caller, 
   return row;
 }
 
-export async function retrieveTerm(ctx: Context, caller: Caller, input: unknown): Promise<TermObject> {
-  const params = readParams(input, ['id']);
-  const row = await findTerm(ctx.db, caller, requireString(params, 'id'), 'id');
-  return renderTerm(row, (await openTermCounts(ctx.db, [row])).get(row.term_id));
+/** A term with the live counts of an open term (openTermCounts): what renderTermRecord shows. */
+export interface TermRecord {
+  readonly row: TermRow;
+  readonly counts: { readonly charges: number; readonly refunds: number } | undefined;
 }
 
-/** `terms.list`: pagination (v1 §4.1) on the term's creation instant, newest first. */
-export async function listTerms(ctx: Context, caller: Caller, input: unknown): Promise<ListObject<TermObject>> {
-  const params = readParams(input, PAGINATION_PARAMS);
-  const page = readPage(params);
+export function renderTermRecord(record: TermRecord): TermObject {
+  return renderTerm(record.row, record.counts);
+}
+
+export async function retrieveTerm(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<TermRecord> {
+  const row = await findTerm(ctx.db, caller, command.id, 'id');
+  return { row, counts: (await openTermCounts(ctx.db, [row])).get(row.term_id) };
+}
+
+/**
+ * One page of terms (v1 offsets or v2 cursors) on the term's creation instant, newest first, one
+ * past the limit, each with its live counts while open.
+ */
+export async function listTerms(ctx: Context, caller: Caller, page: ListPage): Promise<TermRecord[]> {
+  const cursor = await cursorOf(page, (id, param) => findTerm(ctx.db, caller, id, param), (row) => ({ created_at: row.created_at, id: row.term_id }));
   const rows = await ctx.db
     .selectFrom('terms')
     .selectAll()
     .where('account_id', '=', caller.accountId)
     .where('livemode', '=', caller.livemode)
-    .$call(inPage(page, 'term_id'))
+    .$call(inListPage(page, cursor, 'term_id'))
     .execute();
   const counts = await openTermCounts(ctx.db, rows);
-  return listObject(
-    rows.map((row) => renderTerm(row, counts.get(row.term_id))),
-    page,
-    TERMS_URL,
-  );
+  return rows.map((row) => ({ row, counts: counts.get(row.term_id) }));
 }
-
-export const TERM_OPERATIONS = [defineOperation('terms.retrieve', retrieveTerm), defineOperation('terms.list', listTerms)] as const;

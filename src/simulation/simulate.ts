@@ -24,11 +24,12 @@ import type { Caller } from '../accounts/accounts';
 import { checkedFeeRates, createAccount } from '../accounts/accounts';
 import { openStore, redactUrl, type Store } from '../db/connect';
 import { migrate, readMigrations } from '../db/migrate';
-import { citusNodes, distributeAccountTables, joinCitusCluster } from '../db/citus';
+import { citusNodes, distributeAccountTables, dropScratchDatabase, joinCitusCluster } from '../db/citus';
 import { KessaiError, toError } from '../domain/errors';
 import { seededIds } from '../domain/ids';
 import { formatJst } from '../domain/time';
 import { runOperation } from '../operations/registry';
+import { decodeCreateSubscription } from '../api/v1/subscriptions';
 import { simulatedCardNetwork } from '../processor/card-network';
 import { tokenizedCardOf } from '../customers/tokens';
 import { subscribeNewCustomers, type NewSubscriber, type NewSubscriberResult } from '../subscriptions/new-subscribers';
@@ -157,18 +158,7 @@ async function scratchPostgres(url: string): Promise<{ url: string; citus: boole
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     try {
-      if (citus.length > 0) await client.query('SET citus.enable_create_database_propagation = on');
-      // On Citus the workers' sessions of the closed pool end a moment after it closes, and the
-      // DROP that Citus sends the workers can find one still there (object_in_use): try again.
-      for (let attempt = 1; ; attempt += 1) {
-        try {
-          await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-          break;
-        } catch (error) {
-          if (citus.length === 0 || attempt === 10 || (error as { code?: string }).code !== '55006') throw error;
-          await new Promise((resolve) => setTimeout(resolve, 500));
-        }
-      }
+      await dropScratchDatabase(client, name, citus.length > 0);
     } finally {
       await client.end();
     }
@@ -589,12 +579,14 @@ async function runSubscriberBatch(
     await runStep(ctx, lead, state.results, state.outcomes, state.strict, state.stats);
     return 1;
   }
-  // Parameters resolved as runOne would (the subscription's `customer` is the new customer).
+  // Parameters resolved and decoded as runOne would (the subscription's `customer` is the new
+  // customer, whose id the batch draws; the codec only checks that one is given).
   const people: NewSubscriber[] = triples.map(([token, , subscription], k) => {
     const { customer: _customer, ...params } = subscription.params;
-    let resolved: Record<string, unknown> | KessaiError;
+    let resolved: NewSubscriber['subscription'];
     try {
-      resolved = resolveParams(params, state.results, subscription.entry) as Record<string, unknown>;
+      const { customerId: _new, ...command } = decodeCreateSubscription({ ...(resolveParams(params, state.results, subscription.entry) as Record<string, unknown>), customer: 'new' });
+      resolved = command;
     } catch (error) {
       if (!(error instanceof KessaiError)) throw error;
       resolved = error;

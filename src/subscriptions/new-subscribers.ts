@@ -6,7 +6,7 @@
  * one charge call instead of three transactions of a dozen round trips each, which is where a
  * year of 10,000 generated subscribers spent most of its time.
  *
- * Built from the operations' own pieces (parameter readers, row builders, §1.3 creation plan,
+ * Built from the operations' own pieces (commands, row builders, §1.3 creation plan,
  * chargeCards, renderers), so the rules are the operations'. What a fresh customer makes moot is
  * skipped: no customer lock, no default-card lookup, no already_subscribed check, no duplicate-card
  * check. Ids are drawn per batch rather than call by call, so they differ from a run of the three
@@ -35,15 +35,18 @@ import { findPlan, renderPlan, type PlanObject, type PlanRow } from '../plans/pl
 import { cardDeclined } from './subscription-charges';
 import { renderSubscription, renewsAt, type SubscriptionObject, type SubscriptionRow } from './subscription-object';
 import { assertSubscribableAs } from './subscription-record';
-import { readSubscriptionCreate, subscriptionDraft } from './subscriptions';
+import { subscriptionDraft, type CreateSubscriptionCommand } from './subscriptions';
 
 export interface NewSubscriber {
   /** The instant of the three calls. */
   readonly at: Date;
   /** `tokens.create` parameters: `{ card: { number, exp_month, exp_year, cvc } }`. */
   readonly token: unknown;
-  /** `subscriptions.create` parameters without `customer` (it is the new customer), or the error resolving them gave. */
-  readonly subscription: Record<string, unknown> | KessaiError;
+  /**
+   * The `subscriptions.create` command without its customer (it is the new customer), decoded by the
+   * caller's codec, or the error resolving or decoding its parameters gave.
+   */
+  readonly subscription: Omit<CreateSubscriptionCommand, 'customerId'> | KessaiError;
 }
 
 export interface NewSubscriberResult {
@@ -127,7 +130,7 @@ export async function subscribeNewCustomers(trx: Kysely<Database>, ctx: Pick<Con
   for (const [i, person] of people.entries()) {
     try {
       if (person.subscription instanceof KessaiError) throw person.subscription;
-      const request = readSubscriptionCreate({ ...person.subscription, customer: customers[i]!.customer_id });
+      const request: CreateSubscriptionCommand = { ...person.subscription, customerId: customers[i]!.customer_id };
       const plan = await planOf(request.planId);
       if (plan instanceof KessaiError) throw plan;
       const creation = planCreation({ plan: assertSubscribableAs(plan, 'plan'), now: person.at, trialEnd: request.trialEnd, prorate: request.prorate });

@@ -56,21 +56,39 @@ async function plansById(executor: Kysely<Database>, caller: Caller, planIds: re
   return new Map(rows.map((row) => [row.plan_id, row]));
 }
 
-/** The v1 objects of subscription rows, in the order given, with their plans loaded in one query. */
-export async function subscriptionObjects(executor: Kysely<Database>, caller: Caller, rows: readonly SubscriptionRow[]): Promise<SubscriptionObject[]> {
+/** A subscription as an operation returns it: its row and the plans it names (v1 §2.5 embeds them). */
+export interface SubscriptionWithPlans {
+  readonly row: SubscriptionRow;
+  readonly plan: PlanRow;
+  readonly nextCyclePlan: PlanRow | null;
+}
+
+/** The one renderer of a subscription, over what an operation returns. */
+export function renderSubscriptionWithPlans(subscription: SubscriptionWithPlans): SubscriptionObject {
+  const { row, plan, nextCyclePlan } = subscription;
+  return renderSubscription(row, renderPlan(plan), nextCyclePlan === null ? null : renderPlan(nextCyclePlan));
+}
+
+/** Subscription rows with the plans they name, in the order given, the plans loaded in one query. */
+export async function withPlans(executor: Kysely<Database>, caller: Caller, rows: readonly SubscriptionRow[]): Promise<SubscriptionWithPlans[]> {
   const plans = await plansById(executor, caller, rows.flatMap((row) => (row.next_cycle_plan_id === null ? [row.plan_id] : [row.plan_id, row.next_cycle_plan_id])));
-  const planObject = (planId: string) => {
+  const planRow = (planId: string): PlanRow => {
     const plan = plans.get(planId);
     // Plans are deleted softly and never while subscribed, so a missing row is corrupt data.
     if (!plan) throw new Error(`subscription names plan ${planId}, which does not exist`);
-    return renderPlan(plan);
+    return plan;
   };
-  return rows.map((row) => renderSubscription(row, planObject(row.plan_id), row.next_cycle_plan_id === null ? null : planObject(row.next_cycle_plan_id)));
+  return rows.map((row) => ({ row, plan: planRow(row.plan_id), nextCyclePlan: row.next_cycle_plan_id === null ? null : planRow(row.next_cycle_plan_id) }));
 }
 
-export async function subscriptionObject(executor: Kysely<Database>, caller: Caller, row: SubscriptionRow): Promise<SubscriptionObject> {
-  const [object] = await subscriptionObjects(executor, caller, [row]);
-  return object!;
+export async function subscriptionWithPlans(executor: Kysely<Database>, caller: Caller, row: SubscriptionRow): Promise<SubscriptionWithPlans> {
+  const [subscription] = await withPlans(executor, caller, [row]);
+  return subscription!;
+}
+
+/** The v1 objects of subscription rows, in the order given, with their plans loaded in one query. */
+export async function subscriptionObjects(executor: Kysely<Database>, caller: Caller, rows: readonly SubscriptionRow[]): Promise<SubscriptionObject[]> {
+  return (await withPlans(executor, caller, rows)).map(renderSubscriptionWithPlans);
 }
 
 /**

@@ -3,9 +3,11 @@
  * plan change, next_cycle_plan, metadata), pause, resume, cancel, delete. Renewals, trial ends and
  * the deletion of canceled subscriptions at period end are the renewal job's (./renewals).
  *
- * Every operation runs in one transaction and checks everything before it writes, so a rejected
- * call changes nothing. The one exception is a declined card: the failed charge row and its
- * `charge.failed` event are kept and the subscription is left as it was ("charge first", §1.3).
+ * The operations are typed commands with their execution; the v1 codec
+ * (src/api/v1/subscriptions.ts) reads the parameters and renders the results. Every operation runs
+ * in one transaction and checks everything before it writes, so a rejected call changes nothing.
+ * The one exception is a declined card: the failed charge row and its `charge.failed` event are
+ * kept and the subscription is left as it was ("charge first", §1.3).
  * Lock order, everywhere: subscription, then customer, then plan.
  */
 import type { Kysely } from 'kysely';
@@ -17,29 +19,30 @@ import type { SubscriptionStatus } from '../db/column-types';
 import type { Database } from '../db/schema';
 import { trialFor, type TrialEndRequest } from '../domain/billing-calendar';
 import { reject } from '../domain/errors';
-import { createMetadata, mergeMetadata } from '../domain/metadata';
+import { mergeMetadata, type MetadataFlavour } from '../domain/metadata';
 import { planCreation, planTrialEnd, proratedPlanChangeCharge, type CreationPlan, type SubscribablePlan } from '../domain/proration';
-import { fromUnixSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvent, type EventInput } from '../events/outbox';
-import { defineOperation } from '../operations/define';
-import { listObject, PAGINATION_PARAMS, readPage, type ListObject, inPage } from '../operations/pagination';
-import { hasParam, optionalBoolean, optionalInteger, optionalString, readParams, requireString, type Params } from '../operations/params';
+import { inPage, type Page } from '../operations/pagination';
 import { findPlan } from '../plans/plan-record';
 import { chargeSubscription, refundRemainder, settle, type RefundRequest, type Settled } from './subscription-charges';
 import { renewsAt, type SubscriptionObject, type SubscriptionRow } from './subscription-object';
-import { assertNotSubscribed, assertSubscribableAs, defaultCardOf, findSubscription, storeSubscription, subscribablePlanOf, subscriptionObject, subscriptionObjects } from './subscription-record';
+import {
+  assertNotSubscribed,
+  assertSubscribableAs,
+  defaultCardOf,
+  findSubscription,
+  renderSubscriptionWithPlans,
+  storeSubscription,
+  subscribablePlanOf,
+  subscriptionWithPlans,
+  withPlans,
+  type SubscriptionWithPlans,
+} from './subscription-record';
 
 export const SUBSCRIPTIONS_URL = '/v1/subscriptions';
 
-const STATUSES: readonly SubscriptionStatus[] = ['trial', 'active', 'canceled', 'paused'];
-
-/** `trial_end`: UNIX seconds or the word `now` (v1 §4.6 rule 2); anything else is `invalid_trial_end`. */
-function readTrialEnd(params: Params): TrialEndRequest {
-  if (params.trial_end === 'now') return 'now';
-  const seconds = optionalInteger(params, 'trial_end', { min: 0, code: 'invalid_trial_end' });
-  return seconds === undefined ? undefined : fromUnixSeconds(seconds);
-}
+export const SUBSCRIPTION_STATUSES: readonly SubscriptionStatus[] = ['trial', 'active', 'canceled', 'paused'];
 
 function eventOf(caller: Caller, type: string, data: SubscriptionObject, at: Date): EventInput {
   return { accountId: caller.accountId, livemode: caller.livemode, type, data, at };
@@ -104,31 +107,21 @@ async function chargeFirst(
   return { done: { ...row, last_charge_id: outcome.row.charge_id } };
 }
 
-/** Stores a changed subscription and writes its event; returns the object the API answers with. */
-async function commitChange(trx: Kysely<Database>, ctx: Context, caller: Caller, row: SubscriptionRow, eventType: string, at: Date): Promise<SubscriptionObject> {
+/** Stores a changed subscription and writes its event; returns the subscription the API answers with. */
+async function commitChange(trx: Kysely<Database>, ctx: Context, caller: Caller, row: SubscriptionRow, eventType: string, at: Date): Promise<SubscriptionWithPlans> {
   const stored = await storeSubscription(trx, row);
-  const subscription = await subscriptionObject(trx, caller, stored);
-  await recordEvent(trx, ctx.ids, eventOf(caller, eventType, subscription, at));
+  const subscription = await subscriptionWithPlans(trx, caller, stored);
+  await recordEvent(trx, ctx.ids, eventOf(caller, eventType, renderSubscriptionWithPlans(subscription), at));
   return subscription;
 }
 
-/** The parameters of `subscriptions.create`, checked (no database needed). */
-export interface SubscriptionCreate {
+/** `subscriptions.create` as a command: every value checked by the codec that built it. */
+export interface CreateSubscriptionCommand {
   readonly customerId: string;
   readonly planId: string;
   readonly trialEnd: TrialEndRequest;
   readonly prorate: boolean | undefined;
   readonly metadata: Record<string, string>;
-}
-
-export function readSubscriptionCreate(input: unknown): SubscriptionCreate {
-  const params = readParams(input, ['customer', 'plan', 'trial_end', 'prorate', 'metadata']);
-  const customerId = requireString(params, 'customer');
-  const planId = requireString(params, 'plan');
-  const trialEnd = readTrialEnd(params);
-  const prorate = optionalBoolean(params, 'prorate');
-  const metadata = hasParam(params, 'metadata') ? (createMetadata(params.metadata, 'v1') as Record<string, string>) : {};
-  return { customerId, planId, trialEnd, prorate, metadata };
 }
 
 /** A new subscription row as §1.3 plans it, before its first charge and `renews_at`. */
@@ -174,10 +167,10 @@ export function subscriptionDraft(
  * the plan (`already_subscribed`). Then the first charge, if §1.3 makes one now; declined, nothing
  * is created and the call fails with the card error.
  */
-export async function createSubscription(ctx: Context, caller: Caller, input: unknown): Promise<SubscriptionObject> {
-  const { customerId, planId, trialEnd, prorate, metadata } = readSubscriptionCreate(input);
+export async function createSubscription(ctx: Context, caller: Caller, command: CreateSubscriptionCommand): Promise<SubscriptionWithPlans> {
+  const { customerId, planId, trialEnd, prorate, metadata } = command;
   const now = ctx.clock.now();
-  const result = await ctx.db.transaction().execute(async (trx): Promise<Settled<SubscriptionObject>> => {
+  const result = await ctx.db.transaction().execute(async (trx): Promise<Settled<SubscriptionWithPlans>> => {
     // The customer lock serialises the already_subscribed check; the plan lock (shared: subscribers
     // do not wait on each other, and no two plan locks can deadlock) keeps plans.delete out.
     await findCustomer(trx, caller, customerId, 'customer', true);
@@ -194,39 +187,39 @@ export async function createSubscription(ctx: Context, caller: Caller, input: un
       .insertInto('subscriptions')
       .values({ ...row, metadata: JSON.stringify(row.metadata) })
       .execute();
-    const subscription = await subscriptionObject(trx, caller, row);
-    await recordEvent(trx, ctx.ids, eventOf(caller, 'subscription.created', subscription, now));
+    const subscription = await subscriptionWithPlans(trx, caller, row);
+    await recordEvent(trx, ctx.ids, eventOf(caller, 'subscription.created', renderSubscriptionWithPlans(subscription), now));
     return { done: subscription };
   });
   return settle(result);
 }
 
-/**
- * `subscriptions.retrieve`: `id`, and optionally `customer` for the customer's path (v1 §4.4), where
- * a subscription of another customer is unknown.
- */
-export async function retrieveSubscription(ctx: Context, caller: Caller, input: unknown): Promise<SubscriptionObject> {
-  const params = readParams(input, ['id', 'customer']);
-  const id = requireString(params, 'id');
-  const customerId = optionalString(params, 'customer');
+/** `subscriptions.retrieve` as a command: with `customerId`, a subscription of another customer is unknown. */
+export interface RetrieveSubscriptionCommand {
+  readonly id: string;
+  readonly customerId: string | undefined;
+}
+
+export async function retrieveSubscription(ctx: Context, caller: Caller, command: RetrieveSubscriptionCommand): Promise<SubscriptionWithPlans> {
+  const { id, customerId } = command;
   const row = await findSubscription(ctx.db, caller, id, 'id', customerId === undefined ? {} : { customerId });
-  return subscriptionObject(ctx.db, caller, row);
+  return subscriptionWithPlans(ctx.db, caller, row);
+}
+
+/** `subscriptions.list` as a command: one page (v1 §4.1) and the filters, each undefined when not sent. */
+export interface ListSubscriptionsCommand {
+  readonly page: Page;
+  readonly planId: string | undefined;
+  readonly customerId: string | undefined;
+  readonly status: SubscriptionStatus | undefined;
 }
 
 /**
- * `subscriptions.list`: pagination (v1 §4.1) and the filters `plan`, `customer`, `status`; newest
- * first, ties broken by id (descending). A status outside the four is `invalid_querystring`, like
- * the other list parameters.
+ * `subscriptions.list`: one page of the subscriptions the filters select, newest first, ties broken
+ * by id (descending), one past the limit.
  */
-export async function listSubscriptions(ctx: Context, caller: Caller, input: unknown): Promise<ListObject<SubscriptionObject>> {
-  const params = readParams(input, [...PAGINATION_PARAMS, 'plan', 'customer', 'status']);
-  const page = readPage(params);
-  const planId = optionalString(params, 'plan', { code: 'invalid_querystring' });
-  const customerId = optionalString(params, 'customer', { code: 'invalid_querystring' });
-  const status = optionalString(params, 'status', { code: 'invalid_querystring' });
-  if (status !== undefined && !(STATUSES as readonly string[]).includes(status)) {
-    reject('invalid_querystring', 'status', `status must be one of ${STATUSES.join(', ')}, got ${JSON.stringify(status)}`);
-  }
+export async function listSubscriptions(ctx: Context, caller: Caller, command: ListSubscriptionsCommand): Promise<SubscriptionWithPlans[]> {
+  const { page, planId, customerId, status } = command;
   const rows = await ctx.db
     .selectFrom('subscriptions')
     .selectAll()
@@ -235,10 +228,23 @@ export async function listSubscriptions(ctx: Context, caller: Caller, input: unk
     .where('deleted_at', 'is', null)
     .$if(planId !== undefined, (q) => q.where('plan_id', '=', planId!))
     .$if(customerId !== undefined, (q) => q.where('customer_id', '=', customerId!))
-    .$if(status !== undefined, (q) => q.where('status', '=', status as SubscriptionStatus))
+    .$if(status !== undefined, (q) => q.where('status', '=', status!))
     .$call(inPage(page, 'subscription_id'))
     .execute();
-  return listObject(await subscriptionObjects(ctx.db, caller, rows), page, SUBSCRIPTIONS_URL);
+  return withPlans(ctx.db, caller, rows);
+}
+
+/** `subscriptions.update` as a command: each change undefined when not sent. */
+export interface UpdateSubscriptionCommand {
+  readonly id: string;
+  readonly trialEnd: TrialEndRequest;
+  /** The new plan's id. */
+  readonly planId: string | undefined;
+  readonly prorate: boolean | undefined;
+  /** A plan id to switch to at the next renewal, or `''` to clear it. */
+  readonly nextCyclePlanId: string | undefined;
+  /** The metadata parameter as sent, merged into the stored metadata by `flavour`'s rules. */
+  readonly metadata: { readonly update: unknown; readonly flavour: MetadataFlavour } | undefined;
 }
 
 /**
@@ -256,21 +262,16 @@ export async function listSubscriptions(ctx: Context, caller: Caller, input: unk
  * - `prorate` changes only together with `plan` (`cannot_change_prorate_status`).
  * - `next_cycle_plan`: a plan id schedules the switch at the next renewal; `''` clears it.
  */
-export async function updateSubscription(ctx: Context, caller: Caller, input: unknown): Promise<SubscriptionObject> {
-  const params = readParams(input, ['id', 'trial_end', 'plan', 'prorate', 'next_cycle_plan', 'metadata']);
-  const id = requireString(params, 'id');
-  const trialEnd = readTrialEnd(params);
-  const newPlanId = optionalString(params, 'plan');
-  const prorate = optionalBoolean(params, 'prorate');
-  const nextCyclePlanId = optionalString(params, 'next_cycle_plan');
-  const result = await ctx.db.transaction().execute(async (trx): Promise<Settled<SubscriptionObject>> => {
+export async function updateSubscription(ctx: Context, caller: Caller, command: UpdateSubscriptionCommand): Promise<SubscriptionWithPlans> {
+  const { id, trialEnd, planId: newPlanId, prorate, nextCyclePlanId } = command;
+  const result = await ctx.db.transaction().execute(async (trx): Promise<Settled<SubscriptionWithPlans>> => {
     const current = await findSubscription(trx, caller, id, 'id', { lock: true });
     // Read after the row lock: a renewal committed while this call waited is then in the past.
     const now = ctx.clock.now();
     if (prorate !== undefined && newPlanId === undefined && prorate !== current.prorate) {
       reject('cannot_change_prorate_status', 'prorate', 'prorate can only be changed together with plan');
     }
-    const metadata = hasParam(params, 'metadata') ? (mergeMetadata(current.metadata, params.metadata, 'v1') as Record<string, string>) : current.metadata;
+    const metadata = command.metadata === undefined ? current.metadata : (mergeMetadata(current.metadata, command.metadata.update, command.metadata.flavour) as Record<string, string>);
     let row: SubscriptionRow = { ...current, metadata, updated_at: now };
     let plan: SubscribablePlan;
     let sameCalendar = true;
@@ -323,9 +324,8 @@ export async function updateSubscription(ctx: Context, caller: Caller, input: un
 }
 
 /** `subscriptions.pause`: no charges until resumed (§1.6); `already_paused` when paused. */
-export async function pauseSubscription(ctx: Context, caller: Caller, input: unknown): Promise<SubscriptionObject> {
-  const params = readParams(input, ['id']);
-  const id = requireString(params, 'id');
+export async function pauseSubscription(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<SubscriptionWithPlans> {
+  const { id } = command;
   return ctx.db.transaction().execute(async (trx) => {
     const current = await findSubscription(trx, caller, id, 'id', { lock: true });
     // Read after the row lock: a renewal committed while this call waited is then in the past.
@@ -333,6 +333,13 @@ export async function pauseSubscription(ctx: Context, caller: Caller, input: unk
     if (current.status === 'paused') reject('already_paused', undefined, `Subscription ${id} is already paused.`);
     return commitChange(trx, ctx, caller, { ...current, status: 'paused', paused_at: now, updated_at: now }, 'subscription.paused', now);
   });
+}
+
+/** `subscriptions.resume` as a command: `trial_end` and `prorate` undefined when not sent. */
+export interface ResumeSubscriptionCommand {
+  readonly id: string;
+  readonly trialEnd: TrialEndRequest;
+  readonly prorate: boolean | undefined;
 }
 
 /**
@@ -345,12 +352,9 @@ export async function pauseSubscription(ctx: Context, caller: Caller, input: unk
  * - otherwise: `active` with the same period.
  * `paused_at` and `canceled_at` are cleared and `resumed_at` set.
  */
-export async function resumeSubscription(ctx: Context, caller: Caller, input: unknown): Promise<SubscriptionObject> {
-  const params = readParams(input, ['id', 'trial_end', 'prorate']);
-  const id = requireString(params, 'id');
-  const trialEnd = readTrialEnd(params);
-  const prorate = optionalBoolean(params, 'prorate');
-  const result = await ctx.db.transaction().execute(async (trx): Promise<Settled<SubscriptionObject>> => {
+export async function resumeSubscription(ctx: Context, caller: Caller, command: ResumeSubscriptionCommand): Promise<SubscriptionWithPlans> {
+  const { id, trialEnd, prorate } = command;
+  const result = await ctx.db.transaction().execute(async (trx): Promise<Settled<SubscriptionWithPlans>> => {
     const current = await findSubscription(trx, caller, id, 'id', { lock: true });
     // Read after the row lock: a renewal committed while this call waited is then in the past.
     const now = ctx.clock.now();
@@ -380,9 +384,8 @@ export async function resumeSubscription(ctx: Context, caller: Caller, input: un
 }
 
 /** `subscriptions.cancel`: ends (is deleted) at the current period end (§1.6); `already_canceled` when canceled. */
-export async function cancelSubscription(ctx: Context, caller: Caller, input: unknown): Promise<SubscriptionObject> {
-  const params = readParams(input, ['id']);
-  const id = requireString(params, 'id');
+export async function cancelSubscription(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<SubscriptionWithPlans> {
+  const { id } = command;
   return ctx.db.transaction().execute(async (trx) => {
     const current = await findSubscription(trx, caller, id, 'id', { lock: true });
     // Read after the row lock: a renewal committed while this call waited is then in the past.
@@ -397,10 +400,8 @@ export async function cancelSubscription(ctx: Context, caller: Caller, input: un
  * the unused part of the last charge (§1.6); when `prorate` is not sent, the subscription's own
  * prorate flag asks for it (v1 §4.6 rule 3). Answers with the deleted-object response.
  */
-export async function deleteSubscription(ctx: Context, caller: Caller, input: unknown): Promise<DeletedObject> {
-  const params = readParams(input, ['id', 'prorate']);
-  const id = requireString(params, 'id');
-  const prorate = optionalBoolean(params, 'prorate');
+export async function deleteSubscription(ctx: Context, caller: Caller, command: { readonly id: string; readonly prorate: boolean | undefined }): Promise<DeletedObject> {
+  const { id, prorate } = command;
   return ctx.db.transaction().execute(async (trx) => {
     const current = await findSubscription(trx, caller, id, 'id', { lock: true });
     // Read after the row lock: a renewal committed while this call waited is then in the past.
@@ -408,39 +409,21 @@ export async function deleteSubscription(ctx: Context, caller: Caller, input: un
     const refund: RefundRequest | null = prorate === true ? 'explicit' : prorate === undefined && current.prorate ? 'by_subscription' : null;
     // The refund comes first: its 180-day check may still reject the call before anything is written.
     if (refund !== null) await refundRemainder(trx, ctx, current, now, refund);
-    const subscription = await subscriptionObject(trx, caller, current);
+    const subscription = renderSubscriptionWithPlans(await subscriptionWithPlans(trx, caller, current));
     await storeSubscription(trx, { ...current, deleted_at: now, updated_at: now });
     await recordEvent(trx, ctx.ids, eventOf(caller, 'subscription.deleted', subscription, now));
     return { deleted: true, id, livemode: caller.livemode } as const;
   });
 }
 
-/** `GET /v1/customers/{id}/subscriptions/{subscription_id}` (v1 §4.4): a subscription of that customer. */
-export async function retrieveCustomerSubscription(ctx: Context, caller: Caller, input: unknown): Promise<SubscriptionObject> {
-  const params = readParams(input, ['customer', 'id']);
-  const customerId = requireString(params, 'customer');
-  await findCustomer(ctx.db, caller, customerId, 'customer');
-  return retrieveSubscription(ctx, caller, params);
+/** `GET /v1/customers/{id}/subscriptions/{subscription_id}` (v1 §4.4): a subscription of that live customer. */
+export async function retrieveCustomerSubscription(ctx: Context, caller: Caller, command: RetrieveSubscriptionCommand & { readonly customerId: string }): Promise<SubscriptionWithPlans> {
+  await findCustomer(ctx.db, caller, command.customerId, 'customer');
+  return retrieveSubscription(ctx, caller, command);
 }
 
-/** `GET /v1/customers/{id}/subscriptions` (v1 §4.4): that customer's subscriptions, with `plan` and `status` filters. */
-export async function listCustomerSubscriptions(ctx: Context, caller: Caller, input: unknown): Promise<ListObject<SubscriptionObject>> {
-  const params = readParams(input, [...PAGINATION_PARAMS, 'customer', 'plan', 'status']);
-  const customerId = requireString(params, 'customer');
-  await findCustomer(ctx.db, caller, customerId, 'customer');
-  const list = await listSubscriptions(ctx, caller, params);
-  return { ...list, url: `/v1/customers/${customerId}/subscriptions` };
+/** `GET /v1/customers/{id}/subscriptions` (v1 §4.4): that live customer's subscriptions, with `plan` and `status` filters. */
+export async function listCustomerSubscriptions(ctx: Context, caller: Caller, command: ListSubscriptionsCommand & { readonly customerId: string }): Promise<SubscriptionWithPlans[]> {
+  await findCustomer(ctx.db, caller, command.customerId, 'customer');
+  return listSubscriptions(ctx, caller, command);
 }
-
-export const SUBSCRIPTION_OPERATIONS = [
-  defineOperation('customers.subscriptions.retrieve', retrieveCustomerSubscription),
-  defineOperation('customers.subscriptions.list', listCustomerSubscriptions),
-  defineOperation('subscriptions.create', createSubscription),
-  defineOperation('subscriptions.retrieve', retrieveSubscription),
-  defineOperation('subscriptions.list', listSubscriptions),
-  defineOperation('subscriptions.update', updateSubscription),
-  defineOperation('subscriptions.pause', pauseSubscription),
-  defineOperation('subscriptions.resume', resumeSubscription),
-  defineOperation('subscriptions.cancel', cancelSubscription),
-  defineOperation('subscriptions.delete', deleteSubscription),
-] as const;

@@ -4,23 +4,18 @@
  * `payjp_fee_included` (fixed at creation: it decides who bears the service fee of every charge
  * already made) and `minimum_transfer_amount` (default 10,000, at least 1,000). Create, retrieve,
  * update, delete (softly: statements and charges keep naming it), list; each change writes its
- * `tenant.*` event in the same transaction (service rules §5).
+ * `tenant.*` event in the same transaction (service rules §5). Commands and their executions
+ * here; the v1 codec (parameters, checks, objects) is src/api/v1/tenants.ts.
  */
 import type { Kysely, Selectable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
-import { FLEXIBLE_ID_PATTERN, MAX_DESCRIPTION_LENGTH } from '../customers/customers';
 import type { Database, TenantsTable } from '../db/schema';
-import { TENANT_MINIMUM_TRANSFER_AMOUNT_DEFAULT, TENANT_MINIMUM_TRANSFER_AMOUNT_FLOOR } from '../domain/balance-rules';
 import { reject } from '../domain/errors';
-import { parsePlatformFeeRate } from '../domain/fees';
-import { createMetadata, mergeMetadata } from '../domain/metadata';
-import { formatRate } from '../domain/money';
+import { mergeMetadata, type MetadataFlavour } from '../domain/metadata';
 import { toUnixSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
-import { defineOperation } from '../operations/define';
-import { inPage, listObject, PAGINATION_PARAMS, readPage, type ListObject } from '../operations/pagination';
-import { hasParam, optionalBoolean, optionalInteger, optionalString, readParams, requireString, type Params } from '../operations/params';
+import { inPage, type Page } from '../operations/pagination';
 
 export const TENANTS_URL = '/v1/tenants';
 /** Largest minimum_transfer_amount accepted: the largest charge amount (v1 §4.2). */
@@ -70,45 +65,22 @@ export async function findTenant(executor: Kysely<Database>, caller: Pick<Caller
   return row;
 }
 
-/** `platform_fee_rate`: a percentage with at most two decimals, 0 to 95 (service rules §4). */
-function readRate(params: Params): string | undefined {
-  const raw = params.platform_fee_rate;
-  if (raw === undefined || raw === null) return undefined;
-  if (typeof raw !== 'string' && typeof raw !== 'number') return reject('invalid_param_key', 'platform_fee_rate', 'platform_fee_rate must be a percentage such as 10.00');
-  try {
-    return formatRate(parsePlatformFeeRate(raw));
-  } catch (error) {
-    return reject('invalid_param_key', 'platform_fee_rate', (error as Error).message);
-  }
+/** `tenants.create` as a command: every value checked by the codec that built it. */
+export interface CreateTenantCommand {
+  /** A chosen id, or undefined for a generated one. */
+  readonly id: string | undefined;
+  readonly name: string | null;
+  /** The platform fee rate as stored (formatRate: two decimals). */
+  readonly platformFeeRate: string;
+  readonly payjpFeeIncluded: boolean;
+  readonly minimumTransferAmount: number;
+  readonly metadata: Readonly<Record<string, string>>;
 }
 
-function readName(params: Params): string | null | undefined {
-  const name = optionalString(params, 'name', { code: 'invalid_string_length' });
-  if (name === undefined) return undefined;
-  if ([...name].length > MAX_DESCRIPTION_LENGTH) reject('invalid_string_length', 'name', `name must be at most ${MAX_DESCRIPTION_LENGTH} characters`);
-  return name === '' ? null : name;
-}
-
-function readMinimum(params: Params): number | undefined {
-  return optionalInteger(params, 'minimum_transfer_amount', { min: TENANT_MINIMUM_TRANSFER_AMOUNT_FLOOR, max: MAX_MINIMUM_TRANSFER_AMOUNT, code: 'invalid_amount' });
-}
-
-/**
- * `tenants.create`: `platform_fee_rate` (required), `payjp_fee_included` (default false),
- * `minimum_transfer_amount` (default 10,000), `id` (chosen id), `name`, `metadata`.
- */
-export async function createTenant(ctx: Context, caller: Caller, input: unknown): Promise<TenantObject> {
-  const params = readParams(input, ['id', 'name', 'platform_fee_rate', 'payjp_fee_included', 'minimum_transfer_amount', 'metadata']);
-  const chosenId = optionalString(params, 'id', { code: 'invalid_flexible_id' });
-  if (chosenId !== undefined && !FLEXIBLE_ID_PATTERN.test(chosenId)) reject('invalid_flexible_id', 'id', 'id must be 1 to 100 half-width letters, digits, underscores or hyphens');
-  const name = readName(params) ?? null;
-  const rate = readRate(params);
-  if (rate === undefined) return reject('missing_param', 'platform_fee_rate', 'platform_fee_rate is required');
-  const included = optionalBoolean(params, 'payjp_fee_included') ?? false;
-  const minimum = readMinimum(params) ?? TENANT_MINIMUM_TRANSFER_AMOUNT_DEFAULT;
-  const metadata = hasParam(params, 'metadata') ? (createMetadata(params.metadata, 'v1') as Record<string, string>) : {};
+/** Creates a tenant and writes `tenant.created`. A chosen id already taken is `already_exist_id`. */
+export async function createTenant(ctx: Context, caller: Caller, command: CreateTenantCommand): Promise<TenantRow> {
   const now = ctx.clock.now();
-  const tenantId = chosenId ?? ctx.ids.next('tenant');
+  const tenantId = command.id ?? ctx.ids.next('tenant');
   return ctx.db.transaction().execute(async (trx) => {
     const row = await trx
       .insertInto('tenants')
@@ -116,11 +88,11 @@ export async function createTenant(ctx: Context, caller: Caller, input: unknown)
         account_id: caller.accountId,
         livemode: caller.livemode,
         tenant_id: tenantId,
-        name,
-        platform_fee_rate: rate,
-        payjp_fee_included: included,
-        minimum_transfer_amount: minimum,
-        metadata: JSON.stringify(metadata),
+        name: command.name,
+        platform_fee_rate: command.platformFeeRate,
+        payjp_fee_included: command.payjpFeeIncluded,
+        minimum_transfer_amount: command.minimumTransferAmount,
+        metadata: JSON.stringify(command.metadata),
         created_at: now,
         updated_at: now,
       })
@@ -129,32 +101,37 @@ export async function createTenant(ctx: Context, caller: Caller, input: unknown)
       .returningAll()
       .executeTakeFirst();
     if (!row) return reject('already_exist_id', 'id', `Tenant ${tenantId} already exists.`);
-    const tenant = renderTenant(row);
-    await recordEvent(trx, ctx.ids, { accountId: caller.accountId, livemode: caller.livemode, type: 'tenant.created', data: tenant, at: now });
-    return tenant;
+    await recordEvent(trx, ctx.ids, { accountId: caller.accountId, livemode: caller.livemode, type: 'tenant.created', data: renderTenant(row), at: now });
+    return row;
   });
 }
 
-export async function retrieveTenant(ctx: Context, caller: Caller, input: unknown): Promise<TenantObject> {
-  const params = readParams(input, ['id']);
-  return renderTenant(await findTenant(ctx.db, caller, requireString(params, 'id'), 'id'));
+export async function retrieveTenant(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<TenantRow> {
+  return findTenant(ctx.db, caller, command.id, 'id');
+}
+
+/** `tenants.update` as a command: each field undefined when not sent; a metadata change under its API's rules. */
+export interface UpdateTenantCommand {
+  readonly id: string;
+  /** null clears it. */
+  readonly name: string | null | undefined;
+  readonly platformFeeRate: string | undefined;
+  readonly minimumTransferAmount: number | undefined;
+  /** The metadata parameter as sent, merged into the stored metadata by `flavour`'s rules. */
+  readonly metadata: { readonly update: unknown; readonly flavour: MetadataFlavour } | undefined;
 }
 
 /**
- * `tenants.update`: `name`, `platform_fee_rate` (applies to charges created afterwards),
- * `minimum_transfer_amount` (applies from the next term close), `metadata`. `payjp_fee_included`
- * is fixed at creation (service rules §4): sending it is `invalid_param_key`.
+ * Changes `name`, `platform_fee_rate` (applies to charges created afterwards),
+ * `minimum_transfer_amount` (applies from the next term close) and `metadata`.
+ * `payjp_fee_included` is fixed at creation (service rules §4).
  */
-export async function updateTenant(ctx: Context, caller: Caller, input: unknown): Promise<TenantObject> {
-  const params = readParams(input, ['id', 'name', 'platform_fee_rate', 'minimum_transfer_amount', 'metadata']);
-  const tenantId = requireString(params, 'id');
-  const name = readName(params);
-  const rate = readRate(params);
-  const minimum = readMinimum(params);
+export async function updateTenant(ctx: Context, caller: Caller, command: UpdateTenantCommand): Promise<TenantRow> {
+  const { id: tenantId, name, platformFeeRate: rate, minimumTransferAmount: minimum } = command;
   const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
     const current = await findTenant(trx, caller, tenantId, 'id', 'update');
-    const metadata = hasParam(params, 'metadata') ? (mergeMetadata(current.metadata, params.metadata, 'v1') as Record<string, string>) : current.metadata;
+    const metadata = command.metadata === undefined ? current.metadata : (mergeMetadata(current.metadata, command.metadata.update, command.metadata.flavour) as Record<string, string>);
     const changes = {
       ...(name === undefined ? {} : { name }),
       ...(rate === undefined ? {} : { platform_fee_rate: rate }),
@@ -168,16 +145,18 @@ export async function updateTenant(ctx: Context, caller: Caller, input: unknown)
       .where('livemode', '=', caller.livemode)
       .where('tenant_id', '=', tenantId)
       .execute();
-    const tenant = renderTenant({ ...current, ...changes, metadata });
-    await recordEvent(trx, ctx.ids, { accountId: caller.accountId, livemode: caller.livemode, type: 'tenant.updated', data: tenant, at: now });
-    return tenant;
+    const row = { ...current, ...changes, metadata } satisfies TenantRow;
+    await recordEvent(trx, ctx.ids, { accountId: caller.accountId, livemode: caller.livemode, type: 'tenant.updated', data: renderTenant(row), at: now });
+    return row;
   });
 }
 
+/** The deleted-object response (v1 §2.9). */
+export type DeletedTenant = { readonly deleted: true; readonly id: string; readonly livemode: boolean };
+
 /** `tenants.delete`: soft delete; later charges cannot name it, settlement of earlier ones goes on. */
-export async function deleteTenant(ctx: Context, caller: Caller, input: unknown): Promise<{ deleted: true; id: string; livemode: boolean }> {
-  const params = readParams(input, ['id']);
-  const tenantId = requireString(params, 'id');
+export async function deleteTenant(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<DeletedTenant> {
+  const tenantId = command.id;
   const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
     const current = await findTenant(trx, caller, tenantId, 'id', 'update');
@@ -193,10 +172,9 @@ export async function deleteTenant(ctx: Context, caller: Caller, input: unknown)
   });
 }
 
-export async function listTenants(ctx: Context, caller: Caller, input: unknown): Promise<ListObject<TenantObject>> {
-  const params = readParams(input, PAGINATION_PARAMS);
-  const page = readPage(params);
-  const rows = await ctx.db
+/** One page of live tenants (v1 §4.1), newest first, one past the limit. */
+export async function listTenants(ctx: Context, caller: Caller, page: Page): Promise<TenantRow[]> {
+  return ctx.db
     .selectFrom('tenants')
     .selectAll()
     .where('account_id', '=', caller.accountId)
@@ -204,13 +182,4 @@ export async function listTenants(ctx: Context, caller: Caller, input: unknown):
     .where('deleted_at', 'is', null)
     .$call(inPage(page, 'tenant_id'))
     .execute();
-  return listObject(rows.map(renderTenant), page, TENANTS_URL);
 }
-
-export const TENANT_OPERATIONS = [
-  defineOperation('tenants.create', createTenant),
-  defineOperation('tenants.retrieve', retrieveTenant),
-  defineOperation('tenants.update', updateTenant),
-  defineOperation('tenants.delete', deleteTenant),
-  defineOperation('tenants.list', listTenants),
-] as const;

@@ -1,7 +1,9 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authenticate, createAccount, DEFAULT_FEE_RATES, getAccount, publicKeyOf } from '../../src/accounts/accounts';
+import { toUnixSeconds } from '../../src/domain/time';
 import { EVENT_TEXT_SQL, listEvents, recordEvent, recordEvents, renderEvent } from '../../src/events/outbox';
+import { runOperation } from '../../src/operations/registry';
 import { createTestDatabase, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
 import { rejection } from '../support/rejections';
 
@@ -81,6 +83,24 @@ describe('accounts', () => {
     }
     const after = await ctx.db.selectFrom('accounts').select(({ fn }) => fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
     expect(after.n).toBe(before.n);
+  });
+});
+
+describe('accounts.retrieve (GET /v1/accounts)', () => {
+  it("answers the caller's own account in the key's mode, and takes no parameters", async () => {
+    const ctx = testContext(database.store, { seed: 5 });
+    await createAccount(ctx, { name: 'Retrieve Me', id: 'acct_retrieve', feeRates: { Visa: '2.59' }, liveEnabled: true });
+    const caller = { accountId: 'acct_retrieve', livemode: false, kind: 'secret' } as const;
+    expect(await runOperation(ctx, caller, 'accounts.retrieve', {})).toEqual({
+      id: 'acct_retrieve',
+      object: 'account',
+      livemode: false,
+      created: toUnixSeconds(REFERENCE_INSTANT),
+      merchant: { object: 'merchant', name: 'Retrieve Me', livemode_enabled: true, term_cycle: 'monthly', fee_rates: { ...DEFAULT_FEE_RATES, Visa: '2.59' } },
+    });
+    expect(await runOperation(ctx, { ...caller, livemode: true }, 'accounts.retrieve')).toMatchObject({ id: 'acct_retrieve', livemode: true });
+    const error = await rejection(runOperation(ctx, caller, 'accounts.retrieve', { expand: 'merchant' }));
+    expect([error.code, error.param]).toEqual(['invalid_param_key', 'expand']);
   });
 });
 

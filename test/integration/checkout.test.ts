@@ -8,6 +8,7 @@ import {
   setPaymentMethodCapabilities,
   updatePaymentMethodConfiguration,
 } from '../../src/checkout/payment-method-configurations';
+import { decodeCreateToken } from '../../src/api/v1/tokens';
 import { createToken } from '../../src/customers/tokens';
 import type { Database } from '../../src/db/schema';
 import { listEvents } from '../../src/events/outbox';
@@ -39,7 +40,7 @@ beforeEach(async () => {
 });
 
 async function token(card: TestCardName): Promise<string> {
-  return (await createToken(ctx, browser, { card: { number: TEST_CARDS[card].number, exp_month: 12, exp_year: 2030 } })).id;
+  return (await createToken(ctx, browser, decodeCreateToken({ card: { number: TEST_CARDS[card].number, exp_month: 12, exp_year: 2030 } }))).id;
 }
 
 const snapshot = async () => ({

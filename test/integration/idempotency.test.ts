@@ -91,6 +91,18 @@ describe('Idempotency-Key on POST', () => {
     expect(await chargesOf(cus)).toHaveLength(1);
   });
 
+  it('a refusal from inside the operation\'s own transaction (rolled back to its savepoint) is kept and replayed', async () => {
+    const header = key('inside');
+    const before = server.handled.get('charges.create') ?? 0;
+    const body = { amount: '500', currency: 'jpy', customer: 'cus_does_not_exist' };
+    const first = await call(server.apibase, keys.test.secret, 'POST', '/charges', body, header);
+    expect(first).toMatchObject({ status: 404, body: { error: { status: 404, param: 'customer' } } });
+    const second = await call(server.apibase, keys.test.secret, 'POST', '/charges', body, header);
+    expect(second).toMatchObject({ status: 404, body: first.body });
+    expect(second.headers.get('idempotent-replayed')).toBe('true');
+    expect(server.handled.get('charges.create')).toBe(before + 1);
+  });
+
   it('the same key with another request is refused (400 already_exist_id on Idempotency-Key) and changes nothing', async () => {
     const cus = await customer();
     const header = key('conflict');
@@ -156,13 +168,32 @@ describe('Idempotency-Key on POST', () => {
     expect((slow.handled.get('charges.create') ?? 0) + (other === slow ? 0 : (other.handled.get('charges.create') ?? 0))).toBe(1);
   });
 
-  it('a key still pending past the wait is 429 over_capacity (retry later); one left pending by a dead process is taken over after staleMs', async () => {
-    const impatient = await startPluginApp(ctx, { idempotency: { purgeIntervalMs: 0, waitMs: 100, pollMs: 20, staleMs: 60_000 } });
+  it('a request waits for one in flight with its key only up to waitMs (then 429 over_capacity), and the key stays usable', async () => {
+    // On PostgreSQL the second request waits on the first's uncommitted row (lock_timeout). On the
+    // embedded database the first holds the one connection and the second runs after it: no wait to bound.
+    if (!isPostgres()) return;
+    const slow = await startPluginApp({ ...testContext(database.store, { seed: 74 }), processor: slowNetwork() }, { idempotency: { purgeIntervalMs: 0, waitMs: 50 } });
+    opened.push(slow);
+    const cus = await customer();
+    const header = key('impatient');
+    const body = { amount: '1300', currency: 'jpy', customer: cus };
+    const first = call(slow.apibase, keys.test.secret, 'POST', '/charges', body, header);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const waited = await call(slow.apibase, keys.test.secret, 'POST', '/charges', body, header);
+    expect(waited).toMatchObject({ status: 429, body: { error: { code: 'over_capacity', status: 429 } } });
+    const done = await first;
+    expect(done.status).toBe(200);
+    expect(await call(slow.apibase, keys.test.secret, 'POST', '/charges', body, header)).toMatchObject({ status: 200, body: done.body });
+    expect(await chargesOf(cus)).toHaveLength(1);
+  });
+
+  it('a `pending` row committed by the earlier protocol is 429 until staleMs, then taken over', async () => {
+    const impatient = await startPluginApp(ctx, { idempotency: { purgeIntervalMs: 0, staleMs: 60_000 } });
     opened.push(impatient);
     ctx.clock.set(REFERENCE_INSTANT);
     const body = { email: 'pending@example.com' };
     const header = key('pending');
-    // A reservation as a process that died mid-request leaves it, stamped now.
+    // A reservation as a process of the earlier protocol that died mid-request leaves it, stamped now.
     await ctx.db
       .insertInto('idempotency_keys')
       .values({ account_id: ACCOUNT, livemode: false, idempotency_key: header['idempotency-key'], request_hash: requestHash('POST', '/v1/customers', body), state: 'pending', created_at: REFERENCE_INSTANT, expires_at: new Date(REFERENCE_INSTANT.getTime() + IDEMPOTENCY_TTL_MS) })
@@ -178,6 +209,37 @@ describe('Idempotency-Key on POST', () => {
     expect(await call(impatient.apibase, keys.test.secret, 'POST', '/customers', body, header)).toMatchObject({ status: 200, body: taken.body });
     expect(impatient.handled.get('customers.create')).toBe(before + 1);
     ctx.clock.set(REFERENCE_INSTANT);
+  });
+
+  it('the operation\'s writes and the stored response commit together: a failure between them keeps neither, and the retry charges once', async () => {
+    let failNext = true;
+    const failing = await startPluginApp(ctx, {
+      idempotency: {
+        purgeIntervalMs: 0,
+        fault: {
+          point: 'before-operation-commit',
+          act: () => {
+            if (!failNext) return;
+            failNext = false;
+            throw new Error('the commit never happens');
+          },
+        },
+      },
+    });
+    opened.push(failing);
+    const cus = await customer();
+    const header = key('atomic');
+    const body = { amount: '700', currency: 'jpy', customer: cus };
+    const first = await call(failing.apibase, keys.test.secret, 'POST', '/charges', body, header);
+    expect(first).toMatchObject({ status: 500, body: { error: { code: 'payjp_wrong' } } });
+    expect(failing.handled.get('charges.create')).toBe(1);
+    expect(await chargesOf(cus)).toEqual([]);
+    expect(await ctx.db.selectFrom('idempotency_keys').select('state').where('idempotency_key', '=', header['idempotency-key']).execute()).toEqual([]);
+    const retried = await call(failing.apibase, keys.test.secret, 'POST', '/charges', body, header);
+    expect(retried).toMatchObject({ status: 200, body: { object: 'charge', amount: 700 } });
+    expect(await chargesOf(cus)).toEqual([{ charge_id: retried.body.id, amount: 700, paid: true }]);
+    expect(await call(failing.apibase, keys.test.secret, 'POST', '/charges', body, header)).toMatchObject({ status: 200, body: retried.body });
+    expect(failing.handled.get('charges.create')).toBe(2);
   });
 
   it('keys last 24 hours: an expired key is a new key, and the purge deletes expired keys only', async () => {

@@ -5,6 +5,7 @@ import { ALL_JOBS } from '../../jobs/index';
 import { paymentFlowExpiryJob } from '../../jobs/payment-flow-expiry';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
 import { completeCheckoutSession, createCheckoutSession, retrieveCheckoutSession } from '../../src/checkout/checkout-sessions';
+import { decodeCreateToken } from '../../src/api/v1/tokens';
 import { createToken } from '../../src/customers/tokens';
 import type { Database } from '../../src/db/schema';
 import type { Context } from '../../src/engine/context';
@@ -66,7 +67,7 @@ async function runSlot(job: JobDefinition, slot: Date, options: { now?: Date; ba
 }
 
 async function token(card: TestCardName): Promise<string> {
-  return (await createToken(ctx, browser, { card: { number: TEST_CARDS[card].number, exp_month: 12, exp_year: 2030 } })).id;
+  return (await createToken(ctx, browser, decodeCreateToken({ card: { number: TEST_CARDS[card].number, exp_month: 12, exp_year: 2030 } }))).id;
 }
 
 /** A manual flow authorized at `at` with the card or PayPay. */

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
+import { decodeCreateToken } from '../../src/api/v1/tokens';
 import { createToken } from '../../src/customers/tokens';
 import type { Database } from '../../src/db/schema';
 import { toProblemDocument } from '../../src/domain/problem-details';
@@ -41,7 +42,7 @@ beforeEach(async () => {
 
 async function token(card: TestCardName): Promise<string> {
   const spec = TEST_CARDS[card];
-  return (await createToken(ctx, browser, { card: { number: spec.number, exp_month: 12, exp_year: 2030, cvc: '123' } })).id;
+  return (await createToken(ctx, browser, decodeCreateToken({ card: { number: spec.number, exp_month: 12, exp_year: 2030, cvc: '123' } }))).id;
 }
 
 const flowChargesOf = (id: string) => db.selectFrom('charges').selectAll().where('payment_flow_id', '=', id).orderBy('payment_flow_capture').execute();

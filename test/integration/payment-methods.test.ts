@@ -2,6 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
 import type { CustomerObject } from '../../src/customers/customers';
+import { decodeCreateToken } from '../../src/api/v1/tokens';
 import { createToken } from '../../src/customers/tokens';
 import type { Database } from '../../src/db/schema';
 import { listEvents } from '../../src/events/outbox';
@@ -110,7 +111,7 @@ describe('payment methods (v2)', () => {
   });
 
   it('looks up the payment method of a v1 card: made once, attached to the card’s customer, the same on every lookup', async () => {
-    const tok = await createToken(ctx, { ...secret, kind: 'public' }, { card: visa });
+    const tok = await createToken(ctx, { ...secret, kind: 'public' }, decodeCreateToken({ card: visa }));
     const customer = await createCustomer(ctx, secret, { card: tok.id });
     const first = await retrievePaymentMethodByCard(ctx, secret, { card_id: customer.default_card! });
     expect(first).toMatchObject({ type: 'card', customer_id: customer.id, card: { brand: 'Visa', last4: '4242' } });

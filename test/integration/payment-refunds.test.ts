@@ -2,6 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { termCloseJob } from '../../jobs/term-close';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
+import { decodeCreateToken } from '../../src/api/v1/tokens';
 import { createToken } from '../../src/customers/tokens';
 import type { Database } from '../../src/db/schema';
 import { listEvents } from '../../src/events/outbox';
@@ -35,7 +36,7 @@ beforeEach(async () => {
 });
 
 async function token(card: TestCardName = 'visa', caller: Caller = browser): Promise<string> {
-  return (await createToken(ctx, { ...caller, kind: 'public' }, { card: { number: TEST_CARDS[card].number, exp_month: 12, exp_year: 2030 } })).id;
+  return (await createToken(ctx, { ...caller, kind: 'public' }, decodeCreateToken({ card: { number: TEST_CARDS[card].number, exp_month: 12, exp_year: 2030 } }))).id;
 }
 
 /** An automatic-capture flow paid by card: succeeded, one capture row. */

@@ -111,6 +111,16 @@ describe('balances and terms', () => {
     expect((await op<{ data: Json[] }>('balances.list', { state: 'collecting' })).data.length).toBe(1);
   });
 
+  it('balances.list filters by owner and tenant; a bad filter is invalid_querystring and an unknown balance invalid_id', async () => {
+    const owners = async (params: Record<string, string>) => (await op<{ data: { owner: string }[] }>('balances.list', params)).data.map((b) => b.owner).sort();
+    expect(await owners({ owner: 'platform' })).toEqual(['platform']);
+    expect(await owners({ tenant: tenantId })).toEqual(['tenant']);
+    const snapshot = async () => ctx.db.selectFrom('balances').selectAll().orderBy('balance_id').execute();
+    await expectRefused('state', () => op('balances.list', { state: 'closed' }), 'invalid_querystring', 'state', snapshot);
+    await expectRefused('owner', () => op('balances.list', { owner: 'platformer' }), 'invalid_querystring', 'owner', snapshot);
+    await expectRefused('unknown', () => op('balances.retrieve', { id: 'ba_nope' }), 'invalid_id', 'id', snapshot);
+  });
+
   it('terms.list shows the closed term with its counts and the open term with end_at null', async () => {
     const list = await op<{ data: Json[] }>('terms.list');
     expect(list.data.map((t) => [t.closed, t.end_at === null, t.charge_count, t.refund_count])).toEqual([

@@ -65,6 +65,15 @@ describe('tenants.create|retrieve|update|delete|list', () => {
     expect(updated).toMatchObject({ platform_fee_rate: '12.50', minimum_transfer_amount: 5_000, payjp_fee_included: true, metadata: {} });
   });
 
+  it('checks id, name, then platform_fee_rate, the same order on every request; an empty name clears it', async () => {
+    await refused('tenants.create', { id: 'ten shop', name: 'x'.repeat(256) }, 'invalid_flexible_id', 'id');
+    await refused('tenants.create', { name: 'x'.repeat(256) }, 'invalid_string_length', 'name');
+    await refused('tenants.update', { id: 'ten_shop', name: 'x'.repeat(256), platform_fee_rate: '96' }, 'invalid_string_length', 'name');
+    await refused('tenants.update', { id: 'ten_nope', name: 'Nope' }, 'invalid_id', 'id');
+    expect((await op('tenants.update', { id: 'ten_shop', name: '' })).name).toBeNull();
+    expect((await op('tenants.retrieve', { id: 'ten_shop' })).name).toBeNull();
+  });
+
   it('lists newest first; delete is soft and the tenant becomes unknown', async () => {
     const list = await op<{ data: Json[]; count: number }>('tenants.list');
     expect(list.count).toBe(2);

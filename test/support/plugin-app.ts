@@ -7,7 +7,7 @@
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { AddressInfo } from 'node:net';
 import { authenticate, type Caller } from '../../src/accounts/accounts';
-import { idempotency, type IdempotencyOptions } from '../../src/api/idempotency';
+import { idempotency, operationContext, type IdempotencyOptions } from '../../src/api/idempotency';
 import { rateLimits, type RateLimitOptions } from '../../src/api/rate-limits';
 import { KessaiError } from '../../src/domain/errors';
 import type { Context } from '../../src/engine/context';
@@ -65,7 +65,7 @@ export async function startPluginApp(ctx: Context, options: PluginAppOptions = {
 
   const route = (name: string, params: (request: FastifyRequest) => unknown) => async (request: FastifyRequest) => {
     handled.set(name, (handled.get(name) ?? 0) + 1);
-    return runOperation(ctx, (request as FastifyRequest & { caller: Caller }).caller, name, params(request));
+    return runOperation(operationContext(request, ctx), (request as FastifyRequest & { caller: Caller }).caller, name, params(request));
   };
   const withId = (request: FastifyRequest) => ({ ...(request.body as object | undefined), id: (request.params as { id: string }).id });
   app.post('/v1/tokens', route('tokens.create', (r) => r.body));

@@ -20,16 +20,38 @@ export function spawnWorker(script: string, databaseUrl: string, env: Record<str
 const KESSAI_BIN = fileURLToPath(new URL('../../bin/kessai.mjs', import.meta.url));
 
 /** The real `kessai` command (bin/kessai.mjs, which loads tsx itself) in its own process. */
-export function spawnKessai(args: readonly string[], env: Record<string, string>): SpawnedWorker {
-  return spawnNode([KESSAI_BIN, ...args], env);
+export function spawnKessai(args: readonly string[], env: Record<string, string>, options: SpawnOptions = {}): SpawnedWorker {
+  return spawnNode([KESSAI_BIN, ...args], env, options);
 }
 
-function spawnNode(args: readonly string[], env: Record<string, string>): SpawnedWorker {
-  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export interface SpawnOptions {
+  /** Discard the process's stderr (its logs) instead of keeping it for `errors()`: a benchmark's server. */
+  readonly discardLogs?: boolean;
+}
+
+function spawnNode(args: readonly string[], env: Record<string, string>, options: SpawnOptions = {}): SpawnedWorker {
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', options.discardLogs ? 'ignore' : 'pipe'] });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   return { child, exited, output: () => stdout, errors: () => stderr };
+}
+
+/**
+ * `kessai serve --port 0` (and `args`) in its own process, resolved with its `/v1` base URL once
+ * it prints it; rejected if it exits first.
+ */
+export async function startServe(args: readonly string[], env: Record<string, string>, options: SpawnOptions = {}): Promise<{ readonly server: SpawnedWorker; readonly apibase: string }> {
+  const server = spawnKessai(['serve', '--port', '0', ...args], env, options);
+  const apibase = await new Promise<string>((resolve, reject) => {
+    const look = () => {
+      const match = /kessai v1 API on (https?:\/\/\S+\/v1) /.exec(server.output());
+      if (match) resolve(match[1]!);
+    };
+    server.child.stdout!.on('data', look);
+    void server.exited.then(({ code, signal }) => reject(new Error(`kessai serve exited (${code ?? signal}) before listening: ${server.errors()}`)));
+  });
+  return { server, apibase };
 }

@@ -1,24 +1,36 @@
 /**
- * The v1 codec of `balances.statement_urls` (POST /v1/balances/{id}/statement_urls, the SDK's
- * `balances.statementUrls`): `id` (path) and `platformer` (boolean, default false, as for
- * statements, v1 §4.7) → command; the issued URL → the `statement_url` object (v1 §2.7).
+ * The v1 codec of balances (service rules §4 "Balance"): `balances.retrieve` by id,
+ * `balances.list` with v1 pagination and `state`, `owner`, `tenant`, and `balances.statement_urls`
+ * (POST /v1/balances/{id}/statement_urls, the SDK's `balances.statementUrls`: `id` and
+ * `platformer` as for statements, v1 §4.7); balance records → v1 balance objects, the issued URL →
+ * the `statement_url` object (v1 §2.7).
  */
-import { toUnixSeconds } from '../../domain/time';
 import { defineCommandOperation } from '../../operations/define';
-import { optionalBoolean, readParams, requireString } from '../../operations/params';
-import { issueBalanceStatementUrl, type IssueBalanceStatementUrlCommand } from '../../settlement/balance-statement-urls';
-import type { IssuedUrl, StatementUrlObject } from '../../settlement/statement-urls';
+import { listObject, PAGINATION_PARAMS, readPage, type Page } from '../../operations/pagination';
+import { optionalString, readParams } from '../../operations/params';
+import { issueBalanceStatementUrl } from '../../settlement/balance-statement-urls';
+import { BALANCE_OWNERS, BALANCE_STATES, BALANCES_URL, listBalances, renderBalanceRecord, retrieveBalance, type ListBalancesCommand } from '../../settlement/statements';
+import { decodeId, optionalFilter } from './codec';
+import { decodeStatementUrl, renderStatementUrl } from './statements';
 
-export function decodeBalanceStatementUrl(input: unknown): IssueBalanceStatementUrlCommand {
-  const params = readParams(input, ['id', 'platformer']);
-  return { id: requireString(params, 'id'), platformer: optionalBoolean(params, 'platformer') ?? false };
+/** `balances.list`: pagination plus `state`, `owner` and `tenant`, checked in that order. */
+export function decodeListBalances(input: unknown): ListBalancesCommand & { readonly page: Page } {
+  const params = readParams(input, [...PAGINATION_PARAMS, 'state', 'owner', 'tenant']);
+  const page = readPage(params);
+  return {
+    page,
+    state: optionalFilter(params, 'state', BALANCE_STATES, 'state must be collecting, transfer or claim'),
+    owner: optionalFilter(params, 'owner', BALANCE_OWNERS, 'owner must be merchant, tenant or platform'),
+    tenant: optionalString(params, 'tenant', { code: 'invalid_querystring' }),
+  };
 }
 
-/** The `statement_url` object (v1 §2.7) of an issued URL. */
-export function renderStatementUrl(issued: IssuedUrl): StatementUrlObject {
-  return { object: 'statement_url', url: issued.url, expires: toUnixSeconds(issued.expires) };
-}
-
-export const BALANCE_URL_OPERATIONS = [
-  defineCommandOperation('balances.statement_urls', { decode: decodeBalanceStatementUrl, execute: issueBalanceStatementUrl, encode: renderStatementUrl }),
+export const BALANCE_OPERATIONS = [
+  defineCommandOperation('balances.retrieve', { decode: decodeId, execute: retrieveBalance, encode: renderBalanceRecord }),
+  defineCommandOperation('balances.list', {
+    decode: decodeListBalances,
+    execute: listBalances,
+    encode: (records, command) => listObject(records.map(renderBalanceRecord), command.page, BALANCES_URL),
+  }),
+  defineCommandOperation('balances.statement_urls', { decode: decodeStatementUrl, execute: issueBalanceStatementUrl, encode: renderStatementUrl }),
 ];

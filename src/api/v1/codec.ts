@@ -11,7 +11,7 @@
 import qs from 'qs';
 import { KessaiError, reject } from '../../domain/errors';
 import { PAGINATION_PARAMS, readPage, type Page } from '../../operations/pagination';
-import { isPlainObject, readParams, requireString } from '../../operations/params';
+import { isPlainObject, optionalString, readParams, requireString, type Params } from '../../operations/params';
 
 /** Form and query decoding: nested keys, no arrays (`a[0]` stays a key), no prototype keys. */
 export function parseForm(text: string): Record<string, unknown> {
@@ -64,4 +64,14 @@ export function decodeId(input: unknown): { readonly id: string } {
 /** The input of a list operation that takes the pagination parameters only (v1 §4.1). */
 export function decodePage(input: unknown): Page {
   return readPage(readParams(input, PAGINATION_PARAMS));
+}
+
+/**
+ * A list filter that takes one of `choices`: undefined when not sent; anything else (not text, or
+ * text not among them) is `invalid_querystring` naming it, with `message`.
+ */
+export function optionalFilter<T extends string>(params: Params, key: string, choices: readonly T[], message: string): T | undefined {
+  const value = optionalString(params, key, { code: 'invalid_querystring' });
+  if (value !== undefined && !(choices as readonly string[]).includes(value)) reject('invalid_querystring', key, message);
+  return value as T | undefined;
 }

@@ -126,12 +126,18 @@ export function toV2Error(error: unknown): KessaiError {
   return toV1Error(error);
 }
 
-/** Sends the problem document of any thrown value. */
-export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply {
+/** The problem document of any thrown value, logged as a refusal or a fault. */
+export function problemOf(request: FastifyRequest, error: unknown): ReturnType<typeof toProblemDocument> {
   const refusal = toV2Error(error);
   const problem = toProblemDocument(refusal, errorFieldOf(request.routeOptions.config?.v2Route));
   if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
   else request.log.info({ code: refusal.code, param: refusal.param }, 'request refused');
+  return problem;
+}
+
+/** Sends the problem document of any thrown value. */
+export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply {
+  const problem = problemOf(request, error);
   return reply.status(problem.status).type(PROBLEM_MEDIA_TYPE).send(problem);
 }
 

@@ -1,0 +1,255 @@
+/**
+ * Benchmark of the v1 HTTP API (`npm run bench:api -- [--duration 20] [--connections 32] [--keep]`;
+ * issue 15, point 10).
+ *
+ * On the PostgreSQL server named by DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres)
+ * it creates a scratch database, migrates it, creates an account and a customer with a Visa 4242
+ * card, starts a real `kessai serve` child process on it (port 0; on PostgreSQL serve runs no
+ * scheduler; the account's rate limits raised through KESSAI_RATE_LIMITS, not switched off), and
+ * runs, each for --duration seconds at --connections concurrent connections (autocannon):
+ *
+ *   1. HTTP `charges.create` by customer: the form body and headers exactly as the `payjp` SDK
+ *      sends them (Basic auth with the secret key);
+ *   2. HTTP `charges.retrieve` of one of those charges;
+ *   3. HTTP `charges.list` (the SDK's default page);
+ *
+ * then, in this process and in the same run, the same `charges.create` called as an operation
+ * without HTTP (as many concurrent callers, a pool as large as the server's), and the plain-SQL
+ * ceiling of its writes: one transaction per charge with the INSERTs the operation makes (the
+ * charge row, settled, and its `charge.succeeded` event, copied from a charge the engine wrote),
+ * as many concurrent callers on the same pool size.
+ *
+ * Prints requests/s, p50/p99 latency and errors per phase, and the ratios against the targets,
+ * measured in the same run because absolute figures move from machine to machine: HTTP creates
+ * ≥ 0.5 of the ceiling and ≥ 0.6 of the in-process figure, p99 ≤ 50 ms, retrieves ≥ 5× creates.
+ * The database is dropped at the end (also on failure) unless --keep. Not a timed test: targets
+ * are read by a person.
+ */
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { createAccount, type Caller } from '../../src/accounts/accounts';
+import { openStore } from '../../src/db/connect';
+import { migrate } from '../../src/db/migrate';
+import { createContext } from '../../src/engine/context';
+import { silentLogger } from '../../src/engine/logger';
+import { randomIds } from '../../src/engine/random-ids';
+import { systemClock } from '../../src/engine/system-clock';
+import { runOperation } from '../../src/operations/registry';
+import { TEST_CARDS } from '../../src/processor/test-cards';
+import { startServe } from '../../test/support/spawn-worker';
+import { admin, log, SERVER, withDatabase } from './bench-support';
+
+const { values: args } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '20' },
+    connections: { type: 'string', default: '32' },
+    keep: { type: 'boolean', default: false },
+  },
+});
+const DURATION_S = Number(args.duration);
+const CONNECTIONS = Number(args.connections);
+if (!(DURATION_S > 0) || !Number.isInteger(CONNECTIONS) || CONNECTIONS < 1) throw new Error('--duration must be a positive number of seconds and --connections a positive integer');
+/** The server's pool (openRuntime's default); the in-process runs and the ceiling use the same. */
+const POOL_SIZE = 10;
+const ACCOUNT = 'acct_bench_api';
+const AMOUNT = 1000;
+
+interface Phase {
+  readonly name: string;
+  readonly perSecond: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly errors: number;
+  readonly requests: number;
+  /** CPU time of the process doing the work (the server, or this one in process) per request, ms. */
+  readonly cpuMs: number;
+}
+
+/**
+ * User + system CPU time of a process so far, in ms (Linux /proc; NaN elsewhere). A figure that
+ * stays readable when the machine is shared: wall-clock rates drop with the load, CPU per request
+ * much less.
+ */
+function cpuMsOf(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ 100)
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** One autocannon run against the server (process `pid`); errors are transport errors, timeouts and non-2xx answers. */
+async function http(name: string, pid: number, options: autocannon.Options): Promise<Phase> {
+  const cpu = cpuMsOf(pid);
+  const result = await autocannon({ connections: CONNECTIONS, duration: DURATION_S, ...options });
+  return {
+    cpuMs: (cpuMsOf(pid) - cpu) / result.requests.total,
+    name,
+    perSecond: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.timeouts + result.non2xx,
+    requests: result.requests.total,
+  };
+}
+
+/** `work` run by CONNECTIONS concurrent callers for DURATION_S seconds, timed call by call. */
+async function concurrent(name: string, work: () => Promise<void>): Promise<Phase> {
+  const latencies: number[] = [];
+  let errors = 0;
+  let firstError: unknown;
+  const cpu = process.cpuUsage();
+  const started = performance.now();
+  const until = started + DURATION_S * 1000;
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, async () => {
+      while (performance.now() < until) {
+        const t = performance.now();
+        try {
+          await work();
+          latencies.push(performance.now() - t);
+        } catch (error) {
+          errors += 1;
+          firstError ??= error;
+        }
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  if (firstError !== undefined) log(`${name}: ${errors} errors, the first: ${(firstError as Error).message}`);
+  latencies.sort((a, b) => a - b);
+  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN;
+  const used = process.cpuUsage(cpu);
+  return { name, perSecond: latencies.length / elapsed, p50: at(0.5), p99: at(0.99), errors, requests: latencies.length, cpuMs: (used.user + used.system) / 1000 / latencies.length };
+}
+
+function printTable(phases: readonly Phase[]): void {
+  const pad = (text: string, width: number) => text.padStart(width);
+  log(`${'phase'.padEnd(28)}${pad('req/s', 10)}${pad('p50 ms', 9)}${pad('p99 ms', 9)}${pad('requests', 10)}${pad('errors', 8)}${pad('CPU ms/req', 12)}`);
+  for (const p of phases) {
+    log(`${p.name.padEnd(28)}${pad(p.perSecond.toFixed(0), 10)}${pad(p.p50.toFixed(1), 9)}${pad(p.p99.toFixed(1), 9)}${pad(String(p.requests), 10)}${pad(String(p.errors), 8)}${pad(p.cpuMs.toFixed(2), 12)}`);
+  }
+}
+
+async function main(): Promise<void> {
+  const name = `kessai_bench_api_${process.pid}_${Math.floor(performance.timeOrigin)}`;
+  const url = withDatabase(SERVER, name);
+  log(`API benchmark: ${CONNECTIONS} connections, ${DURATION_S} s a phase, pool ${POOL_SIZE}, server=${new URL(SERVER).host}, load average ${loadavg()[0]!.toFixed(1)}`);
+  await admin((c) => c.query(`CREATE DATABASE "${name}"`));
+  let server: Awaited<ReturnType<typeof startServe>>['server'] | undefined;
+  const store = await openStore({ databaseUrl: url, poolSize: POOL_SIZE });
+  try {
+    await migrate(store);
+    const ctx = createContext({ db: store.db, store, clock: systemClock, ids: randomIds(), log: silentLogger() });
+    const { keys } = await createAccount(ctx, { name: 'API bench', id: ACCOUNT });
+    const caller: Caller = { accountId: ACCOUNT, livemode: false, kind: 'secret' };
+    const card = { number: TEST_CARDS.visa.number, exp_month: '12', exp_year: '2035', cvc: '123' };
+    const token = (await runOperation(ctx, { ...caller, kind: 'public' }, 'tokens.create', { card })) as { id: string };
+    const customer = ((await runOperation(ctx, caller, 'customers.create', { card: token.id })) as { id: string }).id;
+
+    // The account's limits raised by configuration (v1 §8's defaults are 2 a second in test mode).
+    const limit = 1_000_000;
+    const rateLimits = JSON.stringify({ accounts: { [ACCOUNT]: { test: { pk: limit, payment: limit, sk: limit } } } });
+    const started = await startServe(['--no-worker'], { DATABASE_URL: url, KESSAI_RATE_LIMITS: rateLimits, KESSAI_LOG_LEVEL: 'info' }, { discardLogs: true });
+    server = started.server;
+    const apibase = started.apibase;
+    // As the payjp SDK sends them (node_modules/payjp/built/resource.js): Basic "<key>:", Accept, a form body.
+    const headers = { accept: 'application/json', authorization: `Basic ${Buffer.from(`${keys.test.secret}:`).toString('base64')}` };
+    const createBody = new URLSearchParams({ amount: String(AMOUNT), currency: 'jpy', customer }).toString();
+    const create: autocannon.Options = { url: `${apibase}/charges`, method: 'POST', headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' }, body: createBody };
+    const probe = await fetch(create.url, { method: 'POST', headers: create.headers as Record<string, string>, body: createBody });
+    const charge = (await probe.json()) as { id?: string; paid?: boolean };
+    if (probe.status !== 200 || charge.paid !== true) throw new Error(`the first charge over HTTP failed: ${probe.status} ${JSON.stringify(charge)}`);
+    // A short warm-up (JIT, connections) that is not counted.
+    await autocannon({ ...create, connections: CONNECTIONS, duration: Math.min(2, DURATION_S) });
+
+    const phases: Phase[] = [];
+    const pid = server.child.pid!;
+    phases.push(await http('HTTP charges.create', pid, create));
+    phases.push(await http('HTTP charges.retrieve', pid, { url: `${apibase}/charges/${charge.id!}`, headers }));
+    phases.push(await http('HTTP charges.list', pid, { url: `${apibase}/charges`, headers }));
+    server.child.kill('SIGTERM');
+    await server.exited;
+    server = undefined;
+
+    // The same operation in this process: no HTTP, no authentication, no rate limit.
+    const input = { amount: String(AMOUNT), currency: 'jpy', customer };
+    phases.push(await concurrent('in-process charges.create', async () => void (await runOperation(ctx, caller, 'charges.create', input))));
+
+    // The ceiling: the operation's INSERTs, one transaction per charge, rows copied from the engine's.
+    const pool = new pg.Pool({ connectionString: url, max: POOL_SIZE, options: '-c TimeZone=UTC' });
+    try {
+      const template = await ceilingTemplate(pool, charge.id!);
+      let n = 0;
+      phases.push(
+        await concurrent('plain-SQL ceiling', async () => {
+          n += 1;
+          const chargeId = `ch_ceiling_${process.pid}_${n}`;
+          const eventId = `evnt_ceiling_${process.pid}_${n}`;
+          const client = await pool.connect();
+          try {
+            await client.query('BEGIN');
+            await client.query(template.charge.text, [chargeId, ...template.charge.values]);
+            await client.query(template.event.text, [eventId, chargeId, ...template.event.values]);
+            await client.query('COMMIT');
+          } catch (error) {
+            await client.query('ROLLBACK').catch(() => undefined);
+            throw error;
+          } finally {
+            client.release();
+          }
+        }),
+      );
+    } finally {
+      await pool.end();
+    }
+
+    printTable(phases);
+    log(`CPU ms/req: the server process's (HTTP) or this process's (in-process, ceiling: the client side only); load average now ${loadavg()[0]!.toFixed(1)}`);
+    const [create_, retrieve, , inProcess, ceiling] = phases as [Phase, Phase, Phase, Phase, Phase];
+    const targets: [string, string, boolean][] = [
+      ['HTTP create / plain-SQL ceiling ≥ 0.5', (create_.perSecond / ceiling.perSecond).toFixed(2), create_.perSecond / ceiling.perSecond >= 0.5],
+      ['HTTP create / in-process ≥ 0.6', (create_.perSecond / inProcess.perSecond).toFixed(2), create_.perSecond / inProcess.perSecond >= 0.6],
+      [`HTTP create p99 ≤ 50 ms at ${CONNECTIONS} connections`, `${create_.p99.toFixed(1)} ms`, create_.p99 <= 50],
+      ['HTTP retrieve / HTTP create ≥ 5', (retrieve.perSecond / create_.perSecond).toFixed(2), retrieve.perSecond / create_.perSecond >= 5],
+      ['no errors', String(phases.reduce((sum, p) => sum + p.errors, 0)), phases.every((p) => p.errors === 0)],
+    ];
+    for (const [target, value, met] of targets) log(`${met ? 'pass' : 'FAIL'}  ${target.padEnd(44)} ${value}`);
+  } finally {
+    if (server !== undefined) {
+      server.child.kill('SIGKILL');
+      await server.exited;
+    }
+    await store.close();
+    if (!args.keep) await admin((c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+    else log(`kept database ${name}`);
+  }
+}
+
+/**
+ * INSERT statements of the rows one `charges.create` writes, with a new id as $1 (and the event's
+ * charge id as $2): the charge as the engine left it (settled: fee, term) and its event.
+ */
+async function ceilingTemplate(pool: pg.Pool, chargeId: string): Promise<{ charge: { text: string; values: unknown[] }; event: { text: string; values: unknown[] } }> {
+  const statement = async (table: string, where: string, id: string, ids: readonly string[]) => {
+    const row = (await pool.query(`SELECT * FROM ${table} WHERE ${where} = $1`, [id])).rows[0] as Record<string, unknown> | undefined;
+    if (row === undefined) throw new Error(`no ${table} row for ${id}`);
+    // Columns the database fills itself (identity, generated) are left to it, as the engine does.
+    const own = await pool.query(`SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 AND (is_identity = 'YES' OR is_generated = 'ALWAYS')`, [table]);
+    const filled = new Set(own.rows.map((r: { column_name: string }) => r.column_name));
+    const columns = Object.keys(row).filter((c) => !ids.includes(c) && !filled.has(c));
+    const all = [...ids, ...columns];
+    const text = `INSERT INTO ${table} (${all.map((c) => `"${c}"`).join(', ')}) VALUES (${all.map((_, i) => `$${i + 1}`).join(', ')})`;
+    return { text, values: columns.map((c) => (row[c] !== null && typeof row[c] === 'object' && !(row[c] instanceof Date) ? JSON.stringify(row[c]) : row[c])) };
+  };
+  const eventId = (await pool.query(`SELECT event_id FROM events WHERE resource_id = $1 AND type = 'charge.succeeded'`, [chargeId])).rows[0]?.event_id as string | undefined;
+  if (eventId === undefined) throw new Error(`no charge.succeeded event for ${chargeId}`);
+  return { charge: await statement('charges', 'charge_id', chargeId, ['charge_id']), event: await statement('events', 'event_id', eventId, ['event_id', 'resource_id']) };
+}
+
+await main();

@@ -22,6 +22,14 @@ const clockAndRandomness = [
 export default tseslint.config(
   { ignores: ['node_modules/**', '.kessai/**', 'sim-out/**', 'coverage/**', 'scratch/**'] },
   { files: ['bin/**/*.mjs'], languageOptions: { globals: { process: 'readonly', console: 'readonly' } } },
+  {
+    // The browser scripts kessai serves (src/checkout/browser/): plain scripts for the buyer's browser.
+    files: ['src/**/browser/*.js'],
+    languageOptions: {
+      sourceType: 'script',
+      globals: { window: 'readonly', document: 'readonly', fetch: 'readonly', URL: 'readonly', URLSearchParams: 'readonly', btoa: 'readonly', Promise: 'readonly' },
+    },
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,8 +1,11 @@
 /**
  * Merchant accounts: provisioning with test and live API keys, fee rates per card brand, and key
- * authentication (v1 §5). Keys are random secrets shown once; only their SHA-256 digests are kept.
+ * authentication (v1 §5). Keys are random secrets shown once; only their SHA-256 digests are kept
+ * (public keys, published in browser pages by design, are also kept in clear: `publicKeyOf`).
  */
 import { createHash, randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema';
 import type { Context } from '../engine/context';
 import { KessaiError } from '../domain/errors';
 import { ID_PREFIX } from '../domain/ids';
@@ -109,7 +112,7 @@ export async function createAccount(ctx: Pick<Context, 'db' | 'clock' | 'ids'>, 
     await trx.insertInto('account_fee_rates').values(Object.entries(feeRates).map(([brand, fee_rate]) => ({ account_id: id, brand, fee_rate }))).execute();
     await trx
       .insertInto('api_keys')
-      .values(keyRows.map((row) => ({ account_id: id, key_digest: digestKey(row.key), kind: row.kind, livemode: row.livemode, key_hint: row.key.slice(0, 12), created_at: now })))
+      .values(keyRows.map((row) => ({ account_id: id, key_digest: digestKey(row.key), kind: row.kind, livemode: row.livemode, key_hint: row.key.slice(0, 12), public_key: row.kind === 'public' ? row.key : null, created_at: now })))
       .execute();
     // The digest → account directory that authenticate reads first (sql/000042).
     await trx
@@ -118,6 +121,25 @@ export async function createAccount(ctx: Pick<Context, 'db' | 'clock' | 'ids'>, 
       .execute();
   });
   return { account: { id, name, liveEnabled: input.liveEnabled ?? false, termCycle, feeRates, createdAt: now }, keys };
+}
+
+/**
+ * The account's public key of a mode, kept in clear (sql/000100: public keys are published in
+ * browser pages by design), for the pages kessai serves itself (the hosted checkout page); null
+ * for keys made before it was kept, or when every public key of the mode is revoked.
+ */
+export async function publicKeyOf(executor: Kysely<Database>, accountId: string, livemode: boolean): Promise<string | null> {
+  const row = await executor
+    .selectFrom('api_keys')
+    .select('public_key')
+    .where('account_id', '=', accountId)
+    .where('livemode', '=', livemode)
+    .where('kind', '=', 'public')
+    .where('revoked_at', 'is', null)
+    .where('public_key', 'is not', null)
+    .orderBy('created_at', 'desc')
+    .executeTakeFirst();
+  return row?.public_key ?? null;
 }
 
 export async function getAccount(ctx: Pick<Context, 'db'>, id: string): Promise<Account> {

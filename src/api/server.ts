@@ -12,6 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { authenticate, type Caller } from '../accounts/accounts';
+import { CHECKOUT_PAGE_PATH } from '../checkout/checkout-sessions';
 import { KessaiError } from '../domain/errors';
 import type { Context } from '../engine/context';
 import { silentLogger, type Logger } from '../engine/logger';
@@ -19,6 +20,7 @@ import { runOperation } from '../operations/registry';
 import { balanceStatementsCsv } from '../settlement/balance-statement-urls';
 import { claimedKindOf, statementCsv } from '../settlement/statement-urls';
 import { tenantApplicationPage } from '../tenants/application-urls';
+import { registerHostedCheckout } from './hosted-checkout';
 import { operationContext } from './idempotency';
 import { sendRefusal } from './refusal';
 import { decodeV1Input, parseForm } from './v1/codec';
@@ -70,19 +72,26 @@ export function apiKeyOf(header: string | undefined): string | undefined {
   return colon === -1 ? decoded : decoded.slice(0, colon);
 }
 
-/** A request URL for logs: the statement download token is a credential and never logged. */
+/** A request URL for logs: the statement download token and a payment flow's client secret are credentials, never logged. */
 function loggedUrl(url: string): string {
-  return url.replace(/([?&]token=)[^&]*/g, '$1[redacted]');
+  return url.replace(/([?&](?:token|client_secret|payment_flow_client_secret)=)[^&]*/g, '$1[redacted]');
 }
 
-/** The bases of the URLs kessai serves: configured, or this server's own address as the caller reached it. */
-function urlBases(ctx: Context, request: FastifyRequest): Pick<Context['config'], 'statementDownloadBaseUrl' | 'tenantApplicationBaseUrl'> {
+/**
+ * The bases of the URLs kessai serves: configured (the checkout page: `--public-url` /
+ * KESSAI_PUBLIC_URL), or this server's own address as the caller reached it.
+ */
+function urlBases(ctx: Context, request: FastifyRequest): Pick<Context['config'], 'statementDownloadBaseUrl' | 'tenantApplicationBaseUrl' | 'checkoutPageBaseUrl'> {
   const origin = `${request.protocol}://${request.host}`;
   return {
     statementDownloadBaseUrl: ctx.config.statementDownloadBaseUrl ?? `${origin}${STATEMENT_DOWNLOAD_PATH}`,
     tenantApplicationBaseUrl: ctx.config.tenantApplicationBaseUrl ?? `${origin}${TENANT_APPLICATION_PATH}`,
+    checkoutPageBaseUrl: ctx.config.checkoutPageBaseUrl ?? `${origin}${CHECKOUT_PAGE_PATH}/`,
   };
 }
+
+/** The context of one request: the engine's, with the URL bases of this server. */
+const requestContext = (ctx: Context, request: FastifyRequest): Context => ({ ...ctx, config: { ...ctx.config, ...urlBases(ctx, request) } });
 
 /** Creating a token with the secret key needs the SDK's direct-generation header (official-sdks.md §4). */
 function checkTokenKey(route: V1Route, caller: Caller, request: FastifyRequest): void {
@@ -119,6 +128,21 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   });
 
   app.decorateRequest('caller', null);
+  // Browser calls from a merchant's page (the browser script with the public key, v2 §4.8) are
+  // cross-origin: any origin may call, credentials are the key in the Authorization header (no
+  // cookies). A preflight is answered here, before authentication.
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.headers.origin === undefined) return;
+    reply.header('access-control-allow-origin', '*');
+    if (request.method === 'OPTIONS' && request.headers['access-control-request-method'] !== undefined) {
+      return reply
+        .code(204)
+        .header('access-control-allow-methods', 'GET, POST, DELETE')
+        .header('access-control-allow-headers', 'Authorization, Content-Type, Idempotency-Key, X-Payjp-Direct-Token-Generate')
+        .header('access-control-max-age', '600')
+        .send();
+    }
+  });
   app.addHook('onRequest', async (request) => {
     request.log.info({ method: request.method, url: loggedUrl(request.url) }, 'request');
     if (request.routeOptions.config.public === true) return;
@@ -159,6 +183,9 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(page);
   });
 
+  // The buyer's pages and the browser script (no API key; src/api/hosted-checkout.ts).
+  await registerHostedCheckout(app, ctx, (request) => requestContext(ctx, request));
+
   if (options.requestPolicies) await options.requestPolicies(app);
 
   // The v2 API in its own context: JSON bodies, problem documents (src/api/v2/codec.ts).
@@ -166,7 +193,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     prefix: V2_PREFIX,
     ctx,
     routes: V2_ROUTES,
-    contextFor: (route, request) => operationContext(request, route.issuesDownloadUrl ? { ...ctx, config: { ...ctx.config, ...urlBases(ctx, request) } } : ctx),
+    contextFor: (_route, request) => operationContext(request, requestContext(ctx, request)),
   });
 
   for (const route of V1_ROUTES) {
@@ -183,8 +210,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
         }
         const input = decodeV1Input(request.params as Record<string, string>, fields);
         // Under an Idempotency-Key the operation runs in the request transaction (./idempotency.ts).
-        const opCtx = operationContext(request, route.issuesDownloadUrl ? { ...ctx, config: { ...ctx.config, ...urlBases(ctx, request) } } : ctx);
-        const result = await runOperation(opCtx, caller, route.operation, input);
+        const result = await runOperation(operationContext(request, requestContext(ctx, request)), caller, route.operation, input);
         return reply.type('application/json; charset=utf-8').send(result);
       },
     });

@@ -30,8 +30,32 @@ export type LineItemRow = Selectable<CheckoutSessionLineItemsTable>;
 
 /** Service rules §3: "a session expires 24 hours after creation". */
 export const CHECKOUT_SESSION_LIFETIME_MS = 24 * 60 * 60 * 1000;
-/** Where the hosted payment page lives; the session id completes the address. */
+/**
+ * Where the hosted payment page lives when no server says otherwise (simulation, the engine
+ * alone); the session id completes the address. `kessai serve` serves the page itself and sets
+ * `config.checkoutPageBaseUrl` (src/api/server.ts, docs/decisions.md H7).
+ */
 export const CHECKOUT_PAGE_BASE_URL = 'https://checkout.kessai.dev/pay/';
+
+/** Where `kessai serve` serves the hosted page: a session's URL is `<public URL>/checkout/pay/<id>`. */
+export const CHECKOUT_PAGE_PATH = '/checkout/pay';
+
+/** The page base of a server reached at `publicUrl` (`--public-url`, KESSAI_PUBLIC_URL). */
+export function checkoutPageBaseOf(publicUrl: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(publicUrl);
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.search !== '' || url.hash !== '') {
+    throw new Error(`the public URL must be an http(s) address without query or fragment, got ${JSON.stringify(publicUrl)}`);
+  }
+  return `${url.toString().replace(/\/+$/, '')}${CHECKOUT_PAGE_PATH}/`;
+}
+
+/** The base of the session URLs a context issues. */
+export const checkoutPageBase = (ctx: Pick<Context, 'config'>): string => ctx.config.checkoutPageBaseUrl ?? CHECKOUT_PAGE_BASE_URL;
 /** v2 §4.1: "may contain the literal placeholder {CHECKOUT_SESSION_ID}, which is replaced by the session id". */
 export const CHECKOUT_SESSION_ID_PLACEHOLDER = '{CHECKOUT_SESSION_ID}';
 /** **Decision:** at most 100 line items of at most 9,999 each: a checkout page, not a catalogue. */
@@ -71,14 +95,14 @@ export function successRedirectUrl(successUrl: string, sessionId: string): strin
   return successUrl.split(CHECKOUT_SESSION_ID_PLACEHOLDER).join(sessionId);
 }
 
-export function renderCheckoutSession(row: CheckoutSessionRow, items: readonly LineItemRow[]): CheckoutSessionObject {
+export function renderCheckoutSession(row: CheckoutSessionRow, items: readonly LineItemRow[], pageBase = CHECKOUT_PAGE_BASE_URL): CheckoutSessionObject {
   return {
     id: row.checkout_session_id,
     object: 'checkout.session',
     livemode: row.livemode,
     status: row.status,
     mode: row.mode,
-    url: row.status === 'open' ? CHECKOUT_PAGE_BASE_URL + row.checkout_session_id : null,
+    url: row.status === 'open' ? pageBase + row.checkout_session_id : null,
     success_url: row.success_url,
     cancel_url: row.cancel_url,
     redirect_url: row.status === 'complete' ? successRedirectUrl(row.success_url, row.checkout_session_id) : null,
@@ -162,8 +186,8 @@ async function findSession(executor: Kysely<Database>, caller: Caller, id: strin
   return row;
 }
 
-async function renderOne(executor: Kysely<Database>, row: CheckoutSessionRow): Promise<CheckoutSessionObject> {
-  return renderCheckoutSession(row, (await lineItemsOf(executor, [row])).get(sessionKey(row)) ?? []);
+async function renderOne(executor: Kysely<Database>, row: CheckoutSessionRow, ctx: Pick<Context, 'config'>): Promise<CheckoutSessionObject> {
+  return renderCheckoutSession(row, (await lineItemsOf(executor, [row])).get(sessionKey(row)) ?? [], checkoutPageBase(ctx));
 }
 
 /**
@@ -238,6 +262,13 @@ export async function createCheckoutSession(ctx: Context, caller: Caller, input:
       })
       .returningAll()
       .executeTakeFirstOrThrow();
+    // The id → account directory the hosted page reads first (sql/000100).
+    // An entry left by a removed session of the same id (seeded ids, tests) already says the same.
+    await trx
+      .insertInto('checkout_session_directory')
+      .values({ checkout_session_id: id, account: caller.accountId, livemode: caller.livemode })
+      .onConflict((oc) => oc.columns(['checkout_session_id', 'account', 'livemode']).doNothing())
+      .execute();
     if (lines.length === 0) return session;
     await trx
       .insertInto('checkout_session_line_items')
@@ -245,7 +276,7 @@ export async function createCheckoutSession(ctx: Context, caller: Caller, input:
       .execute();
     return session;
   });
-  return renderOne(ctx.db, row);
+  return renderOne(ctx.db, row, ctx);
 }
 
 /** Metadata errors inside `payment_flow_data` name the nested parameter (`payment_flow_data[metadata][k]`). */
@@ -262,7 +293,7 @@ function prefixed<T>(read: () => T, parent: string): T {
 
 export async function retrieveCheckoutSession(ctx: Context, caller: Caller, input: unknown): Promise<CheckoutSessionObject> {
   const params = readParams(input, ['id']);
-  return renderOne(ctx.db, await findSession(ctx.db, caller, requireString(params, 'id'), false));
+  return renderOne(ctx.db, await findSession(ctx.db, caller, requireString(params, 'id'), false), ctx);
 }
 
 /**
@@ -287,33 +318,12 @@ export async function completeCheckoutSession(ctx: Context, caller: Caller, inpu
     const now = ctx.clock.now();
     assertOpen(session, now);
     if (!session.payment_method_types.includes(methodTypeText)) reject('no_allowed_param', 'payment_method_type', `this session accepts ${session.payment_method_types.join(', ')}`);
-    let flow: PaymentFlowRow;
-    if (session.payment_flow_id === null) {
-      flow = await insertPaymentFlow(
-        trx,
-        ctx,
-        caller,
-        {
-          amount: session.amount_total,
-          captureMethod: session.capture_method,
-          paymentMethodTypes: session.payment_method_types,
-          extendedAuthorization: undefined,
-          metadata: session.payment_flow_metadata,
-          customerId: session.customer_id,
-          description: null,
-          checkoutSessionId: session.checkout_session_id,
-        },
-        now,
-      );
-    } else {
-      // The session's own flow: the hosted page needs no client secret for it.
-      flow = await findPaymentFlow(trx, { ...caller, kind: 'secret' }, session.payment_flow_id, { lock: true });
-    }
+    const flow = await sessionPaymentFlow(trx, ctx, caller, session, now);
     const snapshot = await resolvePaymentMethod(trx, caller, { type: methodTypeText, id: methodId, customerId: flow.customer_id, at: now });
     const outcome = await confirmLockedFlow(trx, ctx, flow, snapshot, now, { authenticateInline: true });
     const completed = outcome.failure === null;
     const updated = await saveSession(trx, session, { payment_flow_id: outcome.row.payment_flow_id, updated_at: now, ...(completed ? { status: 'complete' as const, completed_at: now } : {}) });
-    const rendered = await renderOne(trx, updated);
+    const rendered = await renderOne(trx, updated, ctx);
     if (completed) {
       await recordEvents(trx, ctx.ids, [completedEvent(updated, rendered, now)]);
     }
@@ -321,6 +331,97 @@ export async function completeCheckoutSession(ctx: Context, caller: Caller, inpu
   });
   if (result.failure !== null) throw new KessaiError(result.failure.code, { message: result.failure.message, param: 'payment_method' });
   return result.rendered;
+}
+
+/**
+ * The payment flow of a locked open payment session, made on first need (amount = the total,
+ * metadata = `payment_flow_data.metadata`, v2 §2.6 rule 6; `payment_flow.created`), else its
+ * own, locked. The session's own flow: the hosted page needs no client secret for it.
+ */
+async function sessionPaymentFlow(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, caller: Caller, session: CheckoutSessionRow, now: Date): Promise<PaymentFlowRow> {
+  if (session.payment_flow_id !== null) return findPaymentFlow(trx, { ...caller, kind: 'secret' }, session.payment_flow_id, { lock: true });
+  return insertPaymentFlow(
+    trx,
+    ctx,
+    caller,
+    {
+      amount: session.amount_total,
+      captureMethod: session.capture_method,
+      paymentMethodTypes: session.payment_method_types,
+      extendedAuthorization: undefined,
+      metadata: session.payment_flow_metadata,
+      customerId: session.customer_id,
+      description: null,
+      checkoutSessionId: session.checkout_session_id,
+    },
+    now,
+  );
+}
+
+/** A session as the hosted page finds it by its URL alone: the session, its account and mode. */
+export interface HostedSession {
+  readonly caller: Caller;
+  readonly session: CheckoutSessionObject;
+  readonly row: CheckoutSessionRow;
+  /** The session's payment flow (payment mode, once made). */
+  readonly flow: PaymentFlowRow | null;
+}
+
+/**
+ * The session of a hosted page URL (`invalid_id` on `id` for an unknown one): the directory
+ * (sql/000100) names its account and mode, then the session is read from its account. The
+ * caller is the account's public key, as the buyer's browser holds it.
+ */
+export async function findHostedSession(ctx: Pick<Context, 'db' | 'config'>, id: string): Promise<HostedSession> {
+  // Two entries only where seeded ids repeat across accounts (sql/000100): neither is the page's.
+  const entries = await ctx.db.selectFrom('checkout_session_directory').selectAll().where('checkout_session_id', '=', id).limit(2).execute();
+  const entry = entries.length === 1 ? entries[0]! : undefined;
+  if (!entry) return reject('invalid_id', 'id', `No such checkout session: ${id}`);
+  const caller: Caller = { accountId: entry.account, livemode: entry.livemode, kind: 'public' };
+  const row = await findSession(ctx.db, caller, id, false);
+  const flow = row.payment_flow_id === null ? null : await findPaymentFlow(ctx.db, { ...caller, kind: 'secret' }, row.payment_flow_id);
+  return { caller, row, flow, session: await renderOne(ctx.db, row, ctx) };
+}
+
+/**
+ * The hosted page is opened on an open payment session: its payment flow is made now if no
+ * earlier visit or attempt made it, so the page can confirm it in the browser with its
+ * `client_secret` (v2 §4.8). Other sessions are answered as they are.
+ */
+export async function openHostedSession(ctx: Context, id: string): Promise<HostedSession> {
+  const found = await findHostedSession(ctx, id);
+  const now = ctx.clock.now();
+  if (found.row.mode !== 'payment' || found.row.status !== 'open' || found.row.payment_flow_id !== null || found.row.expires_at.getTime() <= now.getTime()) return found;
+  await ctx.db.transaction().execute(async (trx) => {
+    const session = await findSession(trx, found.caller, id, true);
+    if (session.status !== 'open' || session.payment_flow_id !== null) return;
+    const flow = await sessionPaymentFlow(trx, ctx, found.caller, session, now);
+    await saveSession(trx, session, { payment_flow_id: flow.payment_flow_id, updated_at: now });
+  });
+  return findHostedSession(ctx, id);
+}
+
+/**
+ * The buyer is back on the hosted page from the session's flow (`payment_flow_id` and its
+ * `client_secret`, as the browser script hands them over): once the flow has the money
+ * (succeeded, or requires_capture for manual capture) the session is `complete` with
+ * `checkout.session.completed`, once; otherwise it stays as it is (a declined card: the buyer
+ * tries another). A flow that is not the session's, or a wrong secret, is `invalid_id`.
+ */
+export async function completeHostedSessionFromFlow(ctx: Context, id: string, flowId: string, clientSecret: string): Promise<HostedSession> {
+  const found = await findHostedSession(ctx, id);
+  if (found.row.payment_flow_id !== flowId) return reject('invalid_id', 'payment_flow_id', `No such payment flow: ${flowId}`);
+  await findPaymentFlow(ctx.db, found.caller, flowId, { param: 'payment_flow_id', clientSecret });
+  await ctx.db.transaction().execute(async (trx) => {
+    const session = await findSession(trx, found.caller, id, true);
+    if (session.status !== 'open') return;
+    const flow = await findPaymentFlow(trx, { ...found.caller, kind: 'secret' }, flowId);
+    if (flow.status !== 'succeeded' && flow.status !== 'requires_capture') return;
+    const now = ctx.clock.now();
+    const completed = await saveSession(trx, session, { status: 'complete', completed_at: now, updated_at: now });
+    await recordEvents(trx, ctx.ids, [completedEvent(completed, await renderOne(trx, completed, ctx), now)]);
+  });
+  return findHostedSession(ctx, id);
 }
 
 /**
@@ -357,10 +458,10 @@ async function completeSetupSession(ctx: Context, caller: Caller, id: string, me
     if (session.status !== 'open') return session;
     const now = ctx.clock.now();
     const completed = await saveSession(trx, session, { status: 'complete', completed_at: now, updated_at: now });
-    await recordEvents(trx, ctx.ids, [completedEvent(completed, await renderOne(trx, completed), now)]);
+    await recordEvents(trx, ctx.ids, [completedEvent(completed, await renderOne(trx, completed, ctx), now)]);
     return completed;
   });
-  return renderOne(ctx.db, row);
+  return renderOne(ctx.db, row, ctx);
 }
 
 /** `checkout.session.completed` of a session just completed, at `at`. */
@@ -460,7 +561,7 @@ export async function expireCheckoutSession(ctx: Context, caller: Caller, input:
     await expireSessions(trx, ctx, [session], () => at);
     return findSession(trx, caller, id, false);
   });
-  return renderOne(ctx.db, row);
+  return renderOne(ctx.db, row, ctx);
 }
 
 /**
@@ -477,7 +578,7 @@ export async function updateCheckoutSession(ctx: Context, caller: Caller, input:
     const metadata = mergeMetadata(session.metadata, params.metadata, 'v2');
     return saveSession(trx, session, { metadata: JSON.stringify(metadata), updated_at: now });
   });
-  return renderOne(ctx.db, row);
+  return renderOne(ctx.db, row, ctx);
 }
 
 const SESSION_STATUSES = ['open', 'complete', 'expired'] as const;
@@ -501,7 +602,7 @@ export async function listCheckoutSessions(ctx: Context, caller: Caller, input: 
     .execute();
   // One query for the line items of every session on the page.
   const items = await lineItemsOf(ctx.db, rows.slice(0, page.limit));
-  return v2ListObject(rows, page, CHECKOUT_SESSIONS_URL, (row) => renderCheckoutSession(row, items.get(sessionKey(row)) ?? []));
+  return v2ListObject(rows, page, CHECKOUT_SESSIONS_URL, (row) => renderCheckoutSession(row, items.get(sessionKey(row)) ?? [], checkoutPageBase(ctx)));
 }
 
 export const CHECKOUT_SESSIONS_URL = '/v2/checkout/sessions';

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { InvalidArgumentError, type Command } from 'commander';
 import { ALL_JOBS } from '../../jobs/index';
+import { checkoutPageBaseOf } from '../checkout/checkout-sessions';
 import { createLogger } from '../engine/logger';
 import { randomIds } from '../engine/random-ids';
 import { openRuntime, workerName } from '../engine/runtime';
@@ -25,6 +26,7 @@ interface ServeOptions {
   readonly key?: string;
   readonly insecureHttp?: boolean;
   readonly bodyLimit?: number;
+  readonly publicUrl?: string;
 }
 
 function portArg(value: string): number {
@@ -69,6 +71,7 @@ export function registerServe(program: Command): void {
     .option('--cert <file>', 'TLS certificate (PEM): serve HTTPS')
     .option('--key <file>', 'TLS private key (PEM)')
     .option('--insecure-http', 'allow plain HTTP on a non-loopback address')
+    .option('--public-url <url>', 'the address buyers reach this server at (hosted checkout page URLs; default KESSAI_PUBLIC_URL, else the address each request came to)')
     .option('--body-limit <bytes>', 'largest request body accepted (default 65536)', bytesArg)
     .action(async (options: ServeOptions, command: Command) => {
       const g = command.optsWithGlobals() as { databaseUrl?: string; dataDir?: string; verbose?: boolean; logLevel: string };
@@ -77,6 +80,8 @@ export function registerServe(program: Command): void {
       if (!tls && !isLoopback(options.host) && !options.insecureHttp) {
         throw new Error(`binding ${options.host} without TLS: give --cert and --key (all traffic must use HTTPS, v1 §5), or --insecure-http behind a TLS proxy`);
       }
+      // Refused before anything opens, like the other arguments.
+      const checkoutPageBaseUrl = options.publicUrl === undefined ? undefined : checkoutPageBaseOf(options.publicUrl);
       const https = tls ? { cert: readFileSync(options.cert!), key: readFileSync(options.key!) } : undefined;
       const log = createLogger({ level: g.verbose ? 'debug' : g.logLevel === 'warn' ? 'info' : g.logLevel });
       // Loaded here, not at the top: every other kessai command starts without the HTTP stack.
@@ -90,7 +95,7 @@ export function registerServe(program: Command): void {
       // First, before the database is opened: until the handlers exist, a signal kills the process.
       const stop = listenForStop(log);
       try {
-        const rt = await openRuntime({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, clock: systemClock, ids: randomIds(), log, config: environmentConfig() });
+        const rt = await openRuntime({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, clock: systemClock, ids: randomIds(), log, config: { ...environmentConfig(), ...(checkoutPageBaseUrl === undefined ? {} : { checkoutPageBaseUrl }) } });
         if (rt.ctx.config.statementUrlSecret === undefined) log.warn('KESSAI_STATEMENT_URL_SECRET is not set: statement_urls and application_urls answer 500 until it is');
         const requestPolicies = serverPolicies({ ctx: rt.ctx, storeKind: rt.store.kind, rateLimits, ...(fault === undefined ? {} : { idempotency: { fault } }) });
         const app = await buildServer({ ctx: rt.ctx, log, requestPolicies, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }), ...(https ? { https } : {}) });

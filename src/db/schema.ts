@@ -40,6 +40,7 @@ export interface ApiKeysTable {
   key_hint: string;
   kind: "secret" | "public";
   livemode: boolean;
+  public_key: string | null;
   revoked_at: Date | null;
 }
 
@@ -137,6 +138,12 @@ export interface ChargesTable {
   three_d_secure_status: string | null;
   total_platform_fee: Generated<number>;
   updated_at: Date;
+}
+
+export interface CheckoutSessionDirectoryTable {
+  account: string;
+  checkout_session_id: string;
+  livemode: boolean;
 }
 
 export interface CheckoutSessionLineItemsTable {
@@ -664,6 +671,7 @@ export interface Database {
   balances: BalancesTable;
   cards: CardsTable;
   charges: ChargesTable;
+  checkout_session_directory: CheckoutSessionDirectoryTable;
   checkout_session_line_items: CheckoutSessionLineItemsTable;
   checkout_sessions: CheckoutSessionsTable;
   customers: CustomersTable;

@@ -33,6 +33,8 @@ export interface EngineConfig {
   readonly statementDownloadBaseUrl?: string | undefined;
   /** Base of tenant application page URLs (default https://kessai.invalid/v1/tenant_application). */
   readonly tenantApplicationBaseUrl?: string | undefined;
+  /** Base of hosted checkout page URLs, completed by the session id (default https://checkout.kessai.dev/pay/). */
+  readonly checkoutPageBaseUrl?: string | undefined;
 }
 
 export const DEFAULT_CONFIG: EngineConfig = {

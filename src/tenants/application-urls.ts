@@ -6,6 +6,7 @@
  * of statement-urls.ts (kind `tenant_application`).
  */
 import type { Caller } from '../accounts/accounts';
+import { escapeHtml } from '../domain/html';
 import type { Context } from '../engine/context';
 import { issueUrl, payloadOfToken, STATEMENT_URL_TTL_MS, type IssuedUrl } from '../settlement/statement-urls';
 import { findTenant, type TenantRow } from './tenants';
@@ -21,10 +22,6 @@ export interface TenantApplicationUrlCommand {
 export async function issueTenantApplicationUrl(ctx: Context, caller: Caller, command: TenantApplicationUrlCommand): Promise<IssuedUrl> {
   const base = ctx.config.tenantApplicationBaseUrl ?? DEFAULT_TENANT_APPLICATION_BASE;
   return issueUrl(ctx, caller, { kind: 'tenant_application', id: command.id, platformer: false }, { ttlMs: TENANT_APPLICATION_URL_TTL_MS, base, exists: (trx) => findTenant(trx, caller, command.id, 'id') });
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 /**

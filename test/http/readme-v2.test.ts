@@ -44,4 +44,15 @@ describe('README v2 snippet', () => {
     expect(stdout.trim().split('\n')).toEqual(promised);
     expect(promised).toEqual(['requires_capture 3000 2000', '404 Not Found']);
   });
+
+  it('the checkout snippet prints a session url on the serving kessai (the hosted page)', async () => {
+    const code = snippet(readFileSync(join(ROOT, 'README.md'), 'utf8'), 'demo-checkout.mjs');
+    expect(code.match(/http:\/\/127\.0\.0\.1:4010/g)).toHaveLength(2);
+    writeFileSync(join(dir, 'demo-checkout.mjs'), code.replaceAll('http://127.0.0.1:4010', server.baseUrl));
+    writeFileSync(join(dir, 'demo-keys.json'), JSON.stringify({ keys: server.keys.a }));
+    const { stdout } = await promisify(execFile)(process.execPath, ['demo-checkout.mjs'], { cwd: dir, timeout: 60_000 });
+    const promised = [...code.matchAll(/console\.log\(.*\); \/\/ (.*)$/gm)].map((match) => match[1]);
+    expect(promised).toEqual(['2400 true']);
+    expect(stdout.trim().split('\n')).toEqual(promised);
+  });
 });

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authenticate, createAccount, DEFAULT_FEE_RATES, getAccount } from '../../src/accounts/accounts';
+import { authenticate, createAccount, DEFAULT_FEE_RATES, getAccount, publicKeyOf } from '../../src/accounts/accounts';
 import { toUnixSeconds } from '../../src/domain/time';
 import { EVENT_TEXT_SQL, listEvents, recordEvent, recordEvents, renderEvent } from '../../src/events/outbox';
 import { runOperation } from '../../src/operations/registry';
@@ -38,12 +38,19 @@ describe('accounts', () => {
     expect((await rejection(authenticate(ctx, keys.test.secret))).code).toBe('invalid_api_key');
   });
 
-  it('keeps only digests of the keys', async () => {
+  it('keeps only digests of the secret keys; public keys, published in browser pages, also in clear for the hosted page (sql/000100)', async () => {
     const ctx = testContext(database.store, { seed: 2 });
-    const { keys } = await createAccount(ctx, { name: 'Digest Check' });
+    const { account, keys } = await createAccount(ctx, { name: 'Digest Check' });
     const rows = await ctx.db.selectFrom('api_keys').selectAll().execute();
     const stored = JSON.stringify(rows);
-    for (const key of [keys.test.secret, keys.test.public, keys.live.secret, keys.live.public]) expect(stored).not.toContain(key);
+    for (const key of [keys.test.secret, keys.live.secret]) expect(stored).not.toContain(key);
+    const inClear = rows.filter((row) => row.public_key !== null && row.account_id === account.id);
+    expect(inClear.map((row) => [row.kind, row.livemode, row.public_key]).sort()).toEqual([
+      ['public', false, keys.test.public],
+      ['public', true, keys.live.public],
+    ]);
+    expect(await publicKeyOf(ctx.db, account.id, false)).toBe(keys.test.public);
+    expect(await publicKeyOf(ctx.db, account.id, true)).toBe(keys.live.public);
   });
 
   it('"Missing key: no_api_key; wrong key: invalid_api_key; both give status 401 with type auth_error"', async () => {

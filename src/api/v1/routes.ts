@@ -10,11 +10,6 @@ export interface V1Route {
   /** Fastify pattern, e.g. `/v1/customers/:customer/cards/:id`. */
   readonly path: string;
   readonly operation: string;
-  /**
-   * The operation issues URLs served by this server (statement and balance downloads, tenant
-   * application pages; see server.ts): their base is this server's address unless configured.
-   */
-  readonly issuesDownloadUrl?: boolean;
 }
 
 const route = (method: HttpMethod, path: string, operation: string, extra: Partial<V1Route> = {}): V1Route => ({ method, path: `/v1${path}`, operation, ...extra });
@@ -45,14 +40,14 @@ export const V1_ROUTES: readonly V1Route[] = [
   ...['pause', 'resume', 'cancel'].map((action) => route('POST', `/subscriptions/:id/${action}`, `subscriptions.${action}`)),
   route('GET', '/statements', 'statements.list'),
   route('GET', '/statements/:id', 'statements.retrieve'),
-  route('POST', '/statements/:id/statement_urls', 'statements.statement_urls', { issuesDownloadUrl: true }),
+  route('POST', '/statements/:id/statement_urls', 'statements.statement_urls'),
   route('GET', '/balances', 'balances.list'),
   route('GET', '/balances/:id', 'balances.retrieve'),
-  route('POST', '/balances/:id/statement_urls', 'balances.statement_urls', { issuesDownloadUrl: true }),
+  route('POST', '/balances/:id/statement_urls', 'balances.statement_urls'),
   route('GET', '/terms', 'terms.list'),
   route('GET', '/terms/:id', 'terms.retrieve'),
   ...crud('/tenants', 'tenants', true),
-  route('POST', '/tenants/:id/application_urls', 'tenants.application_urls', { issuesDownloadUrl: true }),
+  route('POST', '/tenants/:id/application_urls', 'tenants.application_urls'),
   // Transfers after the settlement overhaul (src/settlement/transfers.ts).
   ...['transfers', 'tenant_transfers'].flatMap((resource) => [
     route('GET', `/${resource}`, `${resource}.list`),

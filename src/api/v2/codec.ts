@@ -46,8 +46,6 @@ export interface V2Route {
   readonly encode?: (result: object) => object;
   /** Error fields named by `decode`'s nested renames, back in the SDK's names (`line_items.0.price` → `line_items.0.price_id`). */
   readonly errorField?: (field: string) => string;
-  /** The statement and balance URL operations issue URLs served by this server. */
-  readonly issuesDownloadUrl?: boolean;
 }
 
 declare module 'fastify' {
@@ -146,7 +144,7 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, error:
 export interface V2RouteOptions {
   readonly ctx: Context;
   readonly routes: readonly V2Route[];
-  /** The context an operation runs with, per request (statement URLs name this server). */
+  /** The context an operation runs with, per request (the URLs kessai serves name this server). */
   readonly contextFor?: (route: V2Route, request: FastifyRequest) => Context;
 }
 

@@ -139,11 +139,11 @@ export const V2_ROUTES: readonly V2Route[] = [
   // Statements, balances, terms: read-only views of the settlement (statement URLs served here).
   route('GET', '/statements', 'v2.statements.list', settlement()),
   route('GET', '/statements/:statement_id', 'statements.retrieve', settlement()),
-  route('POST', '/statements/:statement_id/statement_urls', 'statements.statement_urls', settlement({ issuesDownloadUrl: true })),
+  route('POST', '/statements/:statement_id/statement_urls', 'statements.statement_urls', settlement()),
   route('GET', '/balances', 'v2.balances.list', settlement()),
   route('GET', '/balances/:balance_id', 'balances.retrieve', settlement()),
   // The SDK's createBalanceUrl: the balance's statements by the one URL mechanism, as `balance_url`.
-  route('POST', '/balances/:balance_id/balance_urls', 'balances.statement_urls', settlement({ issuesDownloadUrl: true, encode: (result) => ({ ...(v2Instants(result) as object), object: 'balance_url' }) })),
+  route('POST', '/balances/:balance_id/balance_urls', 'balances.statement_urls', settlement({ encode: (result) => ({ ...(v2Instants(result) as object), object: 'balance_url' }) })),
   route('GET', '/terms', 'v2.terms.list', settlement()),
   route('GET', '/terms/:term_id', 'terms.retrieve', settlement()),
   // Payment transactions: the settled captures and refunds (src/settlement/payment-transactions.ts).

@@ -18,7 +18,7 @@
  * the SDK's other type: kessai never cancels a dispute (it stays `needs_response`), so the filter
  * accepts it and it lists nothing.
  */
-import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type SelectQueryBuilder } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { Database } from '../db/schema';
 import { reject } from '../domain/errors';
@@ -106,20 +106,47 @@ const ROW_ID_PREFIX: readonly (readonly [string, TransactionKind])[] = [
 const FLOW_OF_CHARGE = sql<boolean>`f.account_id = c.account_id AND f.livemode = c.livemode AND f.payment_flow_id = c.payment_flow_id`;
 const METHOD_TYPE = sql<string>`coalesce(f.payment_method_type, 'card')`;
 
+/** How one kind of settled row (table alias `alias`, the charge as `c`) reads as a transaction. */
+interface Branch {
+  readonly kind: TransactionKind;
+  readonly alias: string;
+  readonly idColumn: string;
+  readonly resourceId: RawBuilder<string>;
+  /** The money columns of the row and their sign from the merchant's side. */
+  readonly amount: string;
+  readonly fee: string;
+  readonly sign: 1 | -1;
+  /** When the money moved. */
+  readonly at: string;
+}
+
 /**
- * One branch of the view narrowed to the caller and the filter, on the columns of its settled row
- * (`alias`, with its id column) so the term and id filters reach its `…_by_term` index and primary
- * key. A branch the type or id filter rules out selects nothing.
+ * One branch of the view: the row's columns as a transaction, narrowed to the caller and the filter
+ * on the columns of the row itself so the term and id filters reach its `…_by_term` index and
+ * primary key. A branch the type or id filter rules out selects nothing.
  */
-function narrowed<DB, TB extends keyof DB, O>(q: SelectQueryBuilder<DB, TB, O>, caller: Caller, filter: TransactionFilter, kind: TransactionKind, alias: string, idColumn: string): SelectQueryBuilder<DB, TB, O> {
-  const col = (name: string) => sql.ref(`${alias}.${name}`);
-  const wanted = (filter.type === undefined || filter.type === kind) && (filter.rowId === undefined || filter.rowId.kind === kind);
+function branch<DB, TB extends keyof DB>(q: SelectQueryBuilder<DB, TB, object>, caller: Caller, filter: TransactionFilter, b: Branch) {
+  const col = (name: string) => sql.ref(`${b.alias}.${name}`);
+  const signed = (name: string) => (b.sign === 1 ? sql<number>`${col(name)}` : sql<number>`-${col(name)}`);
+  const wanted = (filter.type === undefined || filter.type === b.kind) && (filter.rowId === undefined || filter.rowId.kind === b.kind);
   return q
+    .select([
+      sql<string>`${PAYMENT_TRANSACTION_ID_PREFIX} || ${col(b.idColumn)}`.as('id'),
+      sql<boolean>`${col('livemode')}`.as('livemode'),
+      b.resourceId.as('resource_id'),
+      signed(b.amount).as('amount'),
+      signed(b.fee).as('fee'),
+      sql<string>`c.fee_rate::text`.as('fee_rate'),
+      sql<PaymentTransactionType>`${b.kind}::text`.as('type'),
+      METHOD_TYPE.as('payment_method_type'),
+      sql<string>`${col('term_id')}`.as('term_id'),
+      sql<Date>`${col(b.at)}`.as('created_at'),
+    ])
     .where(sql<boolean>`${col('account_id')} = ${caller.accountId} AND ${col('livemode')} = ${caller.livemode} AND ${col('term_id')} IS NOT NULL`)
-    .$if(!wanted, (b) => b.where(sql<boolean>`false`))
-    .$if(filter.rowId !== undefined, (b) => b.where(sql<boolean>`${col(idColumn)} = ${filter.rowId!.id}`))
-    .$if(filter.termId !== undefined, (b) => b.where(sql<boolean>`${col('term_id')} = ${filter.termId!}`))
-    .$if(filter.paymentMethodType !== undefined, (b) => b.where(sql<boolean>`${METHOD_TYPE} = ${filter.paymentMethodType!}`));
+    .$if(!wanted, (w) => w.where(sql<boolean>`false`))
+    .$if(filter.rowId !== undefined, (w) => w.where(sql<boolean>`${col(b.idColumn)} = ${filter.rowId!.id}`))
+    .$if(filter.termId !== undefined, (w) => w.where(sql<boolean>`${col('term_id')} = ${filter.termId!}`))
+    .$if(filter.paymentMethodType !== undefined, (w) => w.where(sql<boolean>`${METHOD_TYPE} = ${filter.paymentMethodType!}`));
 }
 
 /**
@@ -130,58 +157,28 @@ function transactions(db: Kysely<Database>, caller: Caller, filter: TransactionF
   const payments = db
     .selectFrom('charges as c')
     .leftJoin('payment_flows as f', (join) => join.on(FLOW_OF_CHARGE))
-    .select([
-      sql<string>`${PAYMENT_TRANSACTION_ID_PREFIX} || c.charge_id`.as('id'),
-      'c.livemode',
-      sql<string>`coalesce(c.payment_flow_id, c.charge_id)`.as('resource_id'),
-      sql<number>`c.amount_captured`.as('amount'),
-      sql<number>`c.fee`.as('fee'),
-      sql<string>`c.fee_rate::text`.as('fee_rate'),
-      sql<PaymentTransactionType>`'payment'`.as('type'),
-      METHOD_TYPE.as('payment_method_type'),
-      sql<string>`c.term_id`.as('term_id'),
-      sql<Date>`c.captured_at`.as('created_at'),
-    ])
     .where('c.captured', '=', true)
-    .$call((q) => narrowed(q, caller, filter, 'payment', 'c', 'charge_id'));
+    .$call((q) =>
+      branch(q, caller, filter, { kind: 'payment', alias: 'c', idColumn: 'charge_id', resourceId: sql`coalesce(c.payment_flow_id, c.charge_id)`, amount: 'amount_captured', fee: 'fee', sign: 1, at: 'captured_at' }),
+    );
   const refunds = db
     .selectFrom('refunds as r')
     .innerJoin('charges as c', (join) => join.onRef('c.account_id', '=', 'r.account_id').onRef('c.livemode', '=', 'r.livemode').onRef('c.charge_id', '=', 'r.charge_id'))
     .leftJoin('payment_flows as f', (join) => join.on(FLOW_OF_CHARGE))
-    .select([
-      sql<string>`${PAYMENT_TRANSACTION_ID_PREFIX} || r.refund_id`.as('id'),
-      'r.livemode',
+    .$call((q) =>
       // A v1 refund has no id of its own in the API: its resource is the charge.
-      sql<string>`coalesce(r.payment_refund_id, r.charge_id)`.as('resource_id'),
-      sql<number>`-r.amount`.as('amount'),
-      sql<number>`-r.refund_fee_offset`.as('fee'),
-      sql<string>`c.fee_rate::text`.as('fee_rate'),
-      sql<PaymentTransactionType>`'refund'`.as('type'),
-      METHOD_TYPE.as('payment_method_type'),
-      sql<string>`r.term_id`.as('term_id'),
-      sql<Date>`r.created_at`.as('created_at'),
-    ])
-    .$call((q) => narrowed(q, caller, filter, 'refund', 'r', 'refund_id'));
+      branch(q, caller, filter, { kind: 'refund', alias: 'r', idColumn: 'refund_id', resourceId: sql`coalesce(r.payment_refund_id, r.charge_id)`, amount: 'amount', fee: 'refund_fee_offset', sign: -1, at: 'created_at' }),
+    );
   // A dispute is booked like a refund of its amount (sales-statements.ts DisputeAggregate): the
-  // amount taken back and the fee given back (`chargeback_fee_offset`), both negative here.
+  // amount taken back and the fee given back (`chargeback_fee_offset`). Its resource is the payment
+  // dispute, a v2 resource for a v1 charge's dispute too.
   const chargebacks = db
     .selectFrom('disputes as d')
     .innerJoin('charges as c', (join) => join.onRef('c.account_id', '=', 'd.account_id').onRef('c.livemode', '=', 'd.livemode').onRef('c.charge_id', '=', 'd.charge_id'))
     .leftJoin('payment_flows as f', (join) => join.on(FLOW_OF_CHARGE))
-    .select([
-      sql<string>`${PAYMENT_TRANSACTION_ID_PREFIX} || d.dispute_id`.as('id'),
-      'd.livemode',
-      // The payment dispute, a v2 resource for a v1 charge's dispute too.
-      sql<string>`d.dispute_id`.as('resource_id'),
-      sql<number>`-d.amount`.as('amount'),
-      sql<number>`-d.chargeback_fee_offset`.as('fee'),
-      sql<string>`c.fee_rate::text`.as('fee_rate'),
-      sql<PaymentTransactionType>`'chargeback'`.as('type'),
-      METHOD_TYPE.as('payment_method_type'),
-      sql<string>`d.term_id`.as('term_id'),
-      sql<Date>`d.created_at`.as('created_at'),
-    ])
-    .$call((q) => narrowed(q, caller, filter, 'chargeback', 'd', 'dispute_id'));
+    .$call((q) =>
+      branch(q, caller, filter, { kind: 'chargeback', alias: 'd', idColumn: 'dispute_id', resourceId: sql`d.dispute_id`, amount: 'amount', fee: 'chargeback_fee_offset', sign: -1, at: 'created_at' }),
+    );
   return db.selectFrom(payments.unionAll(refunds).unionAll(chargebacks).as('t')).selectAll();
 }
 

@@ -2,24 +2,27 @@
  * v2 payment transactions (official-sdks.md §2 "Others (read)": getPaymentTransaction,
  * getAllPaymentTransactions): a read-only view of the money the settlement already books, one
  * transaction per settled row. A capture (v1 charge or v2 flow capture, a row of `charges` with its
- * `term_id`) is a `payment`; a refund row (v1 or v2, a row of `refunds`) is a `refund`. Nothing is
- * stored for them: the rows settlement wrote are the record, so the view can never disagree with
- * the statements (docs/decisions.md "Issue 16 payment transactions (h6)").
+ * `term_id`) is a `payment`; a refund row (v1 or v2, a row of `refunds`) is a `refund`; an opened
+ * dispute (a row of `disputes`, src/disputes) is a `chargeback`. Nothing is stored for them: the
+ * rows settlement wrote are the record, so the view can never disagree with the statements
+ * (docs/decisions.md "Issue 16 payment transactions (h6)", "… chargebacks (h9)").
  *
  * Signs follow the money from the merchant's side: a payment's `amount` and `fee` are positive, a
- * refund's are negative (the refunded amount, and the fee given back, `refund_fee_offset`); so a
- * term's transactions sum to its statement's gross sales plus gross refund, and its fees to the fee
- * minus the refund fee offset.
+ * refund's and a chargeback's are negative (the refunded or disputed amount, and the fee given
+ * back, `refund_fee_offset` / `chargeback_fee_offset`); so a term's transactions sum to its
+ * statement's gross sales plus gross refund plus chargeback, and its fees to the fee minus both
+ * fee offsets.
  *
- * Ids are the settled row's id behind `ptxn_` (`ptxn_ch_…`, `ptxn_re_…`): stable, unique across both
- * kinds, and found again without a table of their own. `chargeback` / `chargeback_cancel` are the
- * SDK's other types; disputes book them (a branch of this view once they exist), so the filter
- * accepts them today and they list nothing.
+ * Ids are the settled row's id behind `ptxn_` (`ptxn_ch_…`, `ptxn_re_…`, `ptxn_pydp_…`): stable,
+ * unique across the kinds, and found again without a table of their own. `chargeback_cancel` is
+ * the SDK's other type: kessai never cancels a dispute (it stays `needs_response`), so the filter
+ * accepts it and it lists nothing.
  */
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type SelectQueryBuilder } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { Database } from '../db/schema';
 import { reject } from '../domain/errors';
+import { ID_PREFIX } from '../domain/ids';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { defineOperation } from '../operations/define';
@@ -82,79 +85,109 @@ function renderPaymentTransaction(row: TransactionRow): PaymentTransactionObject
   };
 }
 
+type TransactionKind = 'payment' | 'refund' | 'chargeback';
+
 interface TransactionFilter {
   readonly termId?: string | undefined;
   readonly type?: PaymentTransactionType | undefined;
   readonly paymentMethodType?: string | undefined;
   /** One transaction by its id (a `ptxn_` id already split into its kind and row id). */
-  readonly rowId?: { readonly kind: 'payment' | 'refund'; readonly id: string } | undefined;
+  readonly rowId?: { readonly kind: TransactionKind; readonly id: string } | undefined;
+}
+
+/** The settled row id prefixes behind `ptxn_`, by the kind of transaction the row is. */
+const ROW_ID_PREFIX: readonly (readonly [string, TransactionKind])[] = [
+  [ID_PREFIX.charge, 'payment'],
+  [ID_PREFIX.refund, 'refund'],
+  [ID_PREFIX.paymentDispute, 'chargeback'],
+];
+
+/** The v2 flow of the charge `c` (none for a v1 charge): the payment method type is the flow's. */
+const FLOW_OF_CHARGE = sql<boolean>`f.account_id = c.account_id AND f.livemode = c.livemode AND f.payment_flow_id = c.payment_flow_id`;
+const METHOD_TYPE = sql<string>`coalesce(f.payment_method_type, 'card')`;
+
+/** How one kind of settled row (table alias `alias`, the charge as `c`) reads as a transaction. */
+interface Branch {
+  readonly kind: TransactionKind;
+  readonly alias: string;
+  readonly idColumn: string;
+  readonly resourceId: RawBuilder<string>;
+  /** The money columns of the row and their sign from the merchant's side. */
+  readonly amount: string;
+  readonly fee: string;
+  readonly sign: 1 | -1;
+  /** When the money moved. */
+  readonly at: string;
 }
 
 /**
- * The caller's transactions as one derived table (`t`): captured charges and refund rows that
- * settlement has booked into a term, each branch filtered on its own columns so the term and id
- * filters reach `charges_by_term` / `refunds_by_term` and the primary keys.
+ * One branch of the view: the row's columns as a transaction, narrowed to the caller and the filter
+ * on the columns of the row itself so the term and id filters reach its `…_by_term` index and
+ * primary key. A branch the type or id filter rules out selects nothing.
+ */
+function branch<DB, TB extends keyof DB>(q: SelectQueryBuilder<DB, TB, object>, caller: Caller, filter: TransactionFilter, b: Branch) {
+  const col = (name: string) => sql.ref(`${b.alias}.${name}`);
+  const signed = (name: string) => (b.sign === 1 ? sql<number>`${col(name)}` : sql<number>`-${col(name)}`);
+  const wanted = (filter.type === undefined || filter.type === b.kind) && (filter.rowId === undefined || filter.rowId.kind === b.kind);
+  return q
+    .select([
+      sql<string>`${PAYMENT_TRANSACTION_ID_PREFIX} || ${col(b.idColumn)}`.as('id'),
+      sql<boolean>`${col('livemode')}`.as('livemode'),
+      b.resourceId.as('resource_id'),
+      signed(b.amount).as('amount'),
+      signed(b.fee).as('fee'),
+      sql<string>`c.fee_rate::text`.as('fee_rate'),
+      sql<PaymentTransactionType>`${b.kind}::text`.as('type'),
+      METHOD_TYPE.as('payment_method_type'),
+      sql<string>`${col('term_id')}`.as('term_id'),
+      sql<Date>`${col(b.at)}`.as('created_at'),
+    ])
+    .where(sql<boolean>`${col('account_id')} = ${caller.accountId} AND ${col('livemode')} = ${caller.livemode} AND ${col('term_id')} IS NOT NULL`)
+    .$if(!wanted, (w) => w.where(sql<boolean>`false`))
+    .$if(filter.rowId !== undefined, (w) => w.where(sql<boolean>`${col(b.idColumn)} = ${filter.rowId!.id}`))
+    .$if(filter.termId !== undefined, (w) => w.where(sql<boolean>`${col('term_id')} = ${filter.termId!}`))
+    .$if(filter.paymentMethodType !== undefined, (w) => w.where(sql<boolean>`${METHOD_TYPE} = ${filter.paymentMethodType!}`));
+}
+
+/**
+ * The caller's transactions as one derived table (`t`): captured charges, refund rows and disputes
+ * that settlement has booked into a term.
  */
 function transactions(db: Kysely<Database>, caller: Caller, filter: TransactionFilter) {
-  const wants = (kind: 'payment' | 'refund') => (filter.type === undefined || filter.type === kind) && (filter.rowId === undefined || filter.rowId.kind === kind);
-  const methodType = sql<string>`coalesce(f.payment_method_type, 'card')`;
   const payments = db
     .selectFrom('charges as c')
-    .leftJoin('payment_flows as f', (join) => join.onRef('f.account_id', '=', 'c.account_id').onRef('f.livemode', '=', 'c.livemode').onRef('f.payment_flow_id', '=', 'c.payment_flow_id'))
-    .select([
-      sql<string>`${PAYMENT_TRANSACTION_ID_PREFIX} || c.charge_id`.as('id'),
-      'c.livemode',
-      sql<string>`coalesce(c.payment_flow_id, c.charge_id)`.as('resource_id'),
-      sql<number>`c.amount_captured`.as('amount'),
-      sql<number>`c.fee`.as('fee'),
-      sql<string>`c.fee_rate::text`.as('fee_rate'),
-      sql<PaymentTransactionType>`'payment'`.as('type'),
-      methodType.as('payment_method_type'),
-      sql<string>`c.term_id`.as('term_id'),
-      sql<Date>`c.captured_at`.as('created_at'),
-    ])
-    .where('c.account_id', '=', caller.accountId)
-    .where('c.livemode', '=', caller.livemode)
+    .leftJoin('payment_flows as f', (join) => join.on(FLOW_OF_CHARGE))
     .where('c.captured', '=', true)
-    .where('c.term_id', 'is not', null)
-    .$if(!wants('payment'), (q) => q.where(sql<boolean>`false`))
-    .$if(filter.rowId !== undefined, (q) => q.where('c.charge_id', '=', filter.rowId!.id))
-    .$if(filter.termId !== undefined, (q) => q.where('c.term_id', '=', filter.termId!))
-    .$if(filter.paymentMethodType !== undefined, (q) => q.where(methodType, '=', filter.paymentMethodType!));
+    .$call((q) =>
+      branch(q, caller, filter, { kind: 'payment', alias: 'c', idColumn: 'charge_id', resourceId: sql`coalesce(c.payment_flow_id, c.charge_id)`, amount: 'amount_captured', fee: 'fee', sign: 1, at: 'captured_at' }),
+    );
   const refunds = db
     .selectFrom('refunds as r')
     .innerJoin('charges as c', (join) => join.onRef('c.account_id', '=', 'r.account_id').onRef('c.livemode', '=', 'r.livemode').onRef('c.charge_id', '=', 'r.charge_id'))
-    .leftJoin('payment_flows as f', (join) => join.onRef('f.account_id', '=', 'c.account_id').onRef('f.livemode', '=', 'c.livemode').onRef('f.payment_flow_id', '=', 'c.payment_flow_id'))
-    .select([
-      sql<string>`${PAYMENT_TRANSACTION_ID_PREFIX} || r.refund_id`.as('id'),
-      'r.livemode',
+    .leftJoin('payment_flows as f', (join) => join.on(FLOW_OF_CHARGE))
+    .$call((q) =>
       // A v1 refund has no id of its own in the API: its resource is the charge.
-      sql<string>`coalesce(r.payment_refund_id, r.charge_id)`.as('resource_id'),
-      sql<number>`-r.amount`.as('amount'),
-      sql<number>`-r.refund_fee_offset`.as('fee'),
-      sql<string>`c.fee_rate::text`.as('fee_rate'),
-      sql<PaymentTransactionType>`'refund'`.as('type'),
-      methodType.as('payment_method_type'),
-      sql<string>`r.term_id`.as('term_id'),
-      sql<Date>`r.created_at`.as('created_at'),
-    ])
-    .where('r.account_id', '=', caller.accountId)
-    .where('r.livemode', '=', caller.livemode)
-    .where('r.term_id', 'is not', null)
-    .$if(!wants('refund'), (q) => q.where(sql<boolean>`false`))
-    .$if(filter.rowId !== undefined, (q) => q.where('r.refund_id', '=', filter.rowId!.id))
-    .$if(filter.termId !== undefined, (q) => q.where('r.term_id', '=', filter.termId!))
-    .$if(filter.paymentMethodType !== undefined, (q) => q.where(methodType, '=', filter.paymentMethodType!));
-  return db.selectFrom(payments.unionAll(refunds).as('t')).selectAll();
+      branch(q, caller, filter, { kind: 'refund', alias: 'r', idColumn: 'refund_id', resourceId: sql`coalesce(r.payment_refund_id, r.charge_id)`, amount: 'amount', fee: 'refund_fee_offset', sign: -1, at: 'created_at' }),
+    );
+  // A dispute is booked like a refund of its amount (sales-statements.ts DisputeAggregate): the
+  // amount taken back and the fee given back (`chargeback_fee_offset`). Its resource is the payment
+  // dispute, a v2 resource for a v1 charge's dispute too.
+  const chargebacks = db
+    .selectFrom('disputes as d')
+    .innerJoin('charges as c', (join) => join.onRef('c.account_id', '=', 'd.account_id').onRef('c.livemode', '=', 'd.livemode').onRef('c.charge_id', '=', 'd.charge_id'))
+    .leftJoin('payment_flows as f', (join) => join.on(FLOW_OF_CHARGE))
+    .$call((q) =>
+      branch(q, caller, filter, { kind: 'chargeback', alias: 'd', idColumn: 'dispute_id', resourceId: sql`d.dispute_id`, amount: 'amount', fee: 'chargeback_fee_offset', sign: -1, at: 'created_at' }),
+    );
+  return db.selectFrom(payments.unionAll(refunds).unionAll(chargebacks).as('t')).selectAll();
 }
 
 /** The row id behind a transaction id, or undefined when it cannot be one of ours. */
 function rowIdOf(id: string): TransactionFilter['rowId'] {
   if (!id.startsWith(PAYMENT_TRANSACTION_ID_PREFIX)) return undefined;
   const rowId = id.slice(PAYMENT_TRANSACTION_ID_PREFIX.length);
-  if (rowId.startsWith('ch_')) return { kind: 'payment', id: rowId };
-  if (rowId.startsWith('re_')) return { kind: 'refund', id: rowId };
-  return undefined;
+  const kind = ROW_ID_PREFIX.find(([prefix]) => rowId.startsWith(prefix))?.[1];
+  return kind === undefined ? undefined : { kind, id: rowId };
 }
 
 async function findPaymentTransaction(db: Kysely<Database>, caller: Caller, id: string, param: string): Promise<TransactionRow> {

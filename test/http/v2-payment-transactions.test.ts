@@ -1,14 +1,16 @@
 /**
  * v2 payment transactions through the official `@payjp/payjpv2` SDK against the real server: the
- * settled captures (v2 flows, a partial capture and its remainder, PayPay, a v1 charge) and refunds
- * (v2 and v1) as read-only transactions; cursor paging both ways; the `term_id`, `type` and
- * `payment_method_type` filters; 404 and the unknown cursor; and a closed term's transactions
- * adding up to its statement.
+ * settled captures (v2 flows, a partial capture and its remainder, PayPay, a v1 charge), refunds
+ * (v2 and v1) and a dispute's chargeback as read-only transactions; cursor paging both ways; the
+ * `term_id`, `type` and `payment_method_type` filters; 404 and the unknown cursor; and a closed
+ * term's transactions adding up to its statement.
  */
 import * as v2 from '@payjp/payjpv2';
 import type { Client, PaymentTransactionResponse } from '@payjp/payjpv2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { disputeOpeningJob } from '../../jobs/dispute-opening';
 import { termCloseJob } from '../../jobs/term-close';
+import type { JobDefinition } from '../../src/engine/job';
 import { Scheduler } from '../../src/engine/scheduler';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { testContext } from '../support/database';
@@ -23,6 +25,13 @@ describe.each(['harness', 'pglite'] as const)('v2 payment transactions through @
   let client: Client;
   /** What the setup made, by name. */
   const made: Record<string, string> = {};
+
+  /** Runs one slot of a job the way the worker does, with the clock at the slot. */
+  async function runSlot(job: JobDefinition, slot: Date, seed: number): Promise<void> {
+    const runCtx = testContext(server.ctx.store, { at: slot, seed });
+    const outcome = await new Scheduler(runCtx, [job], { owner: 'test' }).runSlot(job.name, slot);
+    expect(outcome.status, outcome.status === 'failed' ? outcome.error : '').toBe('succeeded');
+  }
 
   async function all(query: Record<string, string> = {}): Promise<PaymentTransactionResponse[]> {
     return (await ok(v2.getAllPaymentTransactions({ client, query: { limit: 100, ...query } }))).data;
@@ -56,6 +65,13 @@ describe.each(['harness', 'pglite'] as const)('v2 payment transactions through @
     made.charge = (await payjp.charges.create({ amount: 5_000, currency: 'jpy', card: token.id })).id;
     at('2027-01-15T09:00:00');
     await payjp.charges.refund(made.charge, { amount: 1_000 });
+    // A capture with the fraud dispute card, disputed in full 3 days later (the disputes.open job).
+    at('2027-01-16T09:00:00');
+    const disputedPm = await v2CardMethod(client, TEST_CARDS.disputedFraudulent.number);
+    made.disputed = (await ok(v2.createPaymentFlow({ client, body: { amount: 6_000, currency: 'jpy', payment_method_id: disputedPm.id, confirm: true } }))).id;
+    at('2027-01-19T09:00:00');
+    await runSlot(disputeOpeningJob, jst('2027-01-19T09:00:00'), 80);
+    made.dispute = (await ok(v2.getAllPaymentDisputes({ client, query: { payment_flow_id: made.disputed } }))).data[0]!.id;
     // Something in the next term, and something in another account that must never show.
     at('2027-02-03T09:00:00');
     made.february = (await ok(v2.createPaymentFlow({ client, body: { amount: 1_500, currency: 'jpy', payment_method_id: pm.id, confirm: true } }))).id;
@@ -70,6 +86,8 @@ describe.each(['harness', 'pglite'] as const)('v2 payment transactions through @
     expect(list).toMatchObject({ object: 'list', url: '/v2/payment_transactions', has_more: false });
     expect(list.data.map((t) => [t.type, t.resource_id, t.amount, t.payment_method_type])).toEqual([
       ['payment', made.february, 1_500, 'card'],
+      ['chargeback', made.dispute, -6_000, 'card'],
+      ['payment', made.disputed, 6_000, 'card'],
       ['refund', made.charge, -1_000, 'card'],
       ['payment', made.charge, 5_000, 'card'],
       ['refund', made.refund, -2_500, 'card'],
@@ -86,6 +104,10 @@ describe.each(['harness', 'pglite'] as const)('v2 payment transactions through @
     expect(new Set(list.data.map((t) => t.id)).size).toBe(list.data.length);
     expect(await ok(v2.getPaymentTransaction({ client, path: { payment_transaction_id: refund.id } }))).toEqual(refund);
     expect(await ok(v2.getPaymentTransaction({ client, path: { payment_transaction_id: first.id } }))).toEqual(first);
+    // The chargeback: the disputed amount and the fee given back (3.00 % of 6,000), at the dispute instant.
+    const chargeback = list.data.find((t) => t.type === 'chargeback')!;
+    expect(chargeback).toMatchObject({ id: `ptxn_${made.dispute}`, fee: -180, fee_rate: '3.00', term_id: first.term_id, created_at: '2027-01-19T00:00:00Z', updated_at: '2027-01-19T00:00:00Z' });
+    expect(await ok(v2.getPaymentTransaction({ client, path: { payment_transaction_id: chargeback.id } }))).toEqual(chargeback);
   });
 
   it('pages by cursor both ways: starting_after walks the list, ending_before walks it back', async () => {
@@ -109,7 +131,9 @@ describe.each(['harness', 'pglite'] as const)('v2 payment transactions through @
   it('filters by type, payment_method_type and term_id, alone and together', async () => {
     expect((await all({ type: 'refund' })).map((t) => t.amount)).toEqual([-1_000, -2_500]);
     expect((await all({ type: 'payment' })).every((t) => t.type === 'payment' && t.amount > 0)).toBe(true);
-    expect(await all({ type: 'chargeback' })).toEqual([]);
+    expect((await all({ type: 'chargeback' })).map((t) => [t.resource_id, t.amount])).toEqual([[made.dispute, -6_000]]);
+    // kessai never cancels a dispute: nothing is a chargeback_cancel.
+    expect(await all({ type: 'chargeback_cancel' })).toEqual([]);
     expect((await all({ payment_method_type: 'paypay' })).map((t) => t.resource_id)).toEqual([made.paypay]);
     expect(await all({ payment_method_type: 'apple_pay' })).toEqual([]);
     const february = (await all()).find((t) => t.resource_id === made.february)!;
@@ -117,13 +141,17 @@ describe.each(['harness', 'pglite'] as const)('v2 payment transactions through @
     expect(february.term_id).not.toBe(january.term_id);
     expect((await all({ term_id: february.term_id })).map((t) => t.resource_id)).toEqual([made.february]);
     expect((await all({ term_id: january.term_id, type: 'refund', payment_method_type: 'card' })).map((t) => t.resource_id)).toEqual([made.charge, made.refund]);
+    expect((await all({ term_id: january.term_id, type: 'chargeback', payment_method_type: 'card' })).map((t) => t.resource_id)).toEqual([made.dispute]);
+    expect(await all({ term_id: february.term_id, type: 'chargeback' })).toEqual([]);
     expect(await all({ term_id: 'tm_unknown' })).toEqual([]);
   });
 
   it('refuses what names nothing: an unknown or foreign id is 404, an unknown cursor 400 Resource Missing, a bad filter 422', async () => {
     const someone = (await all())[0]!;
     expect(await problem(v2.getPaymentTransaction({ client, path: { payment_transaction_id: 'ptxn_ch_nothing' } }))).toMatchObject({ status: 404, title: 'Not Found' });
+    expect(await problem(v2.getPaymentTransaction({ client, path: { payment_transaction_id: 'ptxn_pydp_nothing' } }))).toMatchObject({ status: 404, title: 'Not Found' });
     expect(await problem(v2.getPaymentTransaction({ client, path: { payment_transaction_id: made.charge! } }))).toMatchObject({ status: 404, title: 'Not Found' });
+    expect(await problem(v2.getPaymentTransaction({ client, path: { payment_transaction_id: made.dispute! } }))).toMatchObject({ status: 404, title: 'Not Found' });
     // Account B's key does not reach account A's transaction, nor does live mode reach test mode.
     expect(await problem(v2.getPaymentTransaction({ client: v2Client(server, server.keys.b.test.secret), path: { payment_transaction_id: someone.id } }))).toMatchObject({ status: 404 });
     expect(await problem(v2.getPaymentTransaction({ client: v2Client(server, server.keys.a.live.secret), path: { payment_transaction_id: someone.id } }))).toMatchObject({ status: 404 });
@@ -135,16 +163,17 @@ describe.each(['harness', 'pglite'] as const)('v2 payment transactions through @
     expect(await problem(v2.getAllPaymentTransactions({ client, query: { limit: 101 } }))).toMatchObject({ status: 422, errors: [{ field: 'limit' }] });
   });
 
-  it('a closed term: its transactions add up to the statement (amounts to gross sales + gross refund, fees to fee + refund fee offset)', async () => {
-    const runCtx = testContext(server.ctx.store, { at: jst('2027-02-01T00:00:00'), seed: 81 });
-    expect((await new Scheduler(runCtx, [termCloseJob], { owner: 'test' }).runSlot(termCloseJob.name, jst('2027-02-01T00:00:00'))).status).toBe('succeeded');
+  it('a closed term: its transactions add up to the statement (amounts to gross sales + gross refund + chargeback, fees to fee + both fee offsets)', async () => {
+    await runSlot(termCloseJob, jst('2027-02-01T00:00:00'), 81);
     const january = (await all()).find((t) => t.resource_id === made.automatic)!.term_id;
     const sales = (await ok(v2.getAllStatements({ client, query: { limit: 100 } }))).data.find((s) => s.type === 'sales' && s.term?.id === january)!;
     const item = (subject: string) => sales.items.filter((i) => i.subject === subject).reduce((sum, i) => sum + i.amount, 0);
     const inTerm = await all({ term_id: january });
-    expect(inTerm).toHaveLength(7);
-    expect(inTerm.reduce((sum, t) => sum + t.amount, 0)).toBe(item('gross_sales') + item('gross_refund'));
-    expect(inTerm.reduce((sum, t) => sum + t.amount, 0)).toBe(10_000 + 8_000 + 2_000 + 5_000 - 2_500 - 1_000);
-    expect(-inTerm.reduce((sum, t) => sum + t.fee, 0)).toBe(item('fee') + item('refund_fee_offset'));
+    expect(inTerm).toHaveLength(9);
+    expect(item('chargeback')).toBe(-6_000);
+    expect(item('chargeback_fee_offset')).toBe(180);
+    expect(inTerm.reduce((sum, t) => sum + t.amount, 0)).toBe(item('gross_sales') + item('gross_refund') + item('chargeback'));
+    expect(inTerm.reduce((sum, t) => sum + t.amount, 0)).toBe(10_000 + 8_000 + 2_000 + 5_000 + 6_000 - 2_500 - 1_000 - 6_000);
+    expect(-inTerm.reduce((sum, t) => sum + t.fee, 0)).toBe(item('fee') + item('refund_fee_offset') + item('chargeback_fee_offset'));
   });
 });

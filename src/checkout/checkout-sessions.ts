@@ -528,25 +528,9 @@ export async function expireSessions(trx: Kysely<Database>, ctx: Pick<Context, '
   const statusOf = (s: CheckoutSessionRow) => (s.payment_flow_id === null ? undefined : flowStatus.get(compositeKey(s.account_id, s.livemode, s.payment_flow_id)));
   const paid = sessions.filter((s) => { const status = statusOf(s); return status !== undefined && flowHasMoney({ status }); });
   const unpaid = sessions.filter((s) => { const status = statusOf(s); return status === undefined || (status !== 'processing' && !flowHasMoney({ status })); });
-  const c = ROW_KEYS_AT.table('u', paid.map((s) => ({ accountId: s.account_id, livemode: s.livemode, id: s.checkout_session_id, at: at(s) })));
-  const completed =
-    paid.length === 0
-      ? { rows: [] as CheckoutSessionRow[] }
-      : await sql<CheckoutSessionRow>`
-    UPDATE checkout_sessions s SET status = 'complete', completed_at = ${c.col('t')}, updated_at = ${c.col('t')}
-    FROM ${c.from}
-    WHERE ${inAccounts('s.account_id', accountIds)} AND s.account_id = ${c.col('a')} AND s.livemode = ${c.col('l')} AND s.checkout_session_id = ${c.col('id')} AND s.status = 'open'
-    RETURNING s.*`.execute(trx);
-  const u = ROW_KEYS_AT.table('u', unpaid.map((s) => ({ accountId: s.account_id, livemode: s.livemode, id: s.checkout_session_id, at: at(s) })));
-  const expired =
-    unpaid.length === 0
-      ? { rows: [] as CheckoutSessionRow[] }
-      : await sql<CheckoutSessionRow>`
-    UPDATE checkout_sessions s SET status = 'expired', expired_at = ${u.col('t')}, updated_at = ${u.col('t')}
-    FROM ${u.from}
-    WHERE ${inAccounts('s.account_id', accountIds)} AND s.account_id = ${u.col('a')} AND s.livemode = ${u.col('l')} AND s.checkout_session_id = ${u.col('id')} AND s.status = 'open'
-    RETURNING s.*`.execute(trx);
-  const withFlow = expired.rows.filter((s) => s.payment_flow_id !== null);
+  const completed = await endSessions(trx, accountIds, paid, at, 'complete');
+  const expired = await endSessions(trx, accountIds, unpaid, at, 'expired');
+  const withFlow = expired.filter((s) => s.payment_flow_id !== null);
   const f = ROW_KEYS_AT.table('u', withFlow.map((s) => ({ accountId: s.account_id, livemode: s.livemode, id: s.payment_flow_id!, at: at(s) })));
   const canceled =
     withFlow.length === 0
@@ -558,7 +542,7 @@ export async function expireSessions(trx: Kysely<Database>, ctx: Pick<Context, '
       AND f.status IN ('requires_payment_method', 'requires_confirmation', 'requires_action')
     RETURNING f.*`.execute(trx);
   // A setup session's flow left unfinished by a failed attempt is abandoned with it.
-  const withSetup = expired.rows.filter((s) => s.setup_flow_id !== null);
+  const withSetup = expired.filter((s) => s.setup_flow_id !== null);
   const g = ROW_KEYS_AT.table('u', withSetup.map((s) => ({ accountId: s.account_id, livemode: s.livemode, id: s.setup_flow_id!, at: at(s) })));
   const canceledSetups =
     withSetup.length === 0
@@ -570,9 +554,9 @@ export async function expireSessions(trx: Kysely<Database>, ctx: Pick<Context, '
       AND f.status IN ('requires_payment_method', 'requires_confirmation', 'requires_action')
     RETURNING f.*`.execute(trx);
   const setupBySession = new Map(canceledSetups.rows.map((f) => [compositeKey(f.account_id, f.livemode, f.checkout_session_id), f]));
-  const items = await lineItemsOf(trx, [...expired.rows, ...completed.rows]);
+  const items = await lineItemsOf(trx, [...expired, ...completed]);
   const events: EventInput[] = [];
-  const sorted = [...expired.rows, ...completed.rows].sort((x, y) => at(x).getTime() - at(y).getTime() || sessionKey(x).localeCompare(sessionKey(y)));
+  const sorted = [...expired, ...completed].sort((x, y) => at(x).getTime() - at(y).getTime() || sessionKey(x).localeCompare(sessionKey(y)));
   const flowBySession = new Map(canceled.rows.map((f) => [compositeKey(f.account_id, f.livemode, f.checkout_session_id), f]));
   for (const session of sorted) {
     const data = renderCheckoutSession(session, items.get(sessionKey(session)) ?? []);
@@ -587,7 +571,19 @@ export async function expireSessions(trx: Kysely<Database>, ctx: Pick<Context, '
     events.push({ accountId: session.account_id, livemode: session.livemode, type: 'checkout.session.expired', data, at: at(session), apiVersion: 'v2' });
   }
   await recordEvents(trx, ctx.ids, events);
-  return expired.rows.length;
+  return expired.length;
+}
+
+/** Ends the open sessions among `sessions`, each at `at(row)`: `complete` (completed_at) or `expired` (expired_at). One UPDATE. */
+async function endSessions(trx: Kysely<Database>, accountIds: readonly string[], sessions: readonly CheckoutSessionRow[], at: (row: CheckoutSessionRow) => Date, status: 'complete' | 'expired'): Promise<CheckoutSessionRow[]> {
+  if (sessions.length === 0) return [];
+  const u = ROW_KEYS_AT.table('u', sessions.map((s) => ({ accountId: s.account_id, livemode: s.livemode, id: s.checkout_session_id, at: at(s) })));
+  const { rows } = await sql<CheckoutSessionRow>`
+    UPDATE checkout_sessions s SET status = ${status}, ${sql.ref(status === 'complete' ? 'completed_at' : 'expired_at')} = ${u.col('t')}, updated_at = ${u.col('t')}
+    FROM ${u.from}
+    WHERE ${inAccounts('s.account_id', accountIds)} AND s.account_id = ${u.col('a')} AND s.livemode = ${u.col('l')} AND s.checkout_session_id = ${u.col('id')} AND s.status = 'open'
+    RETURNING s.*`.execute(trx);
+  return rows;
 }
 
 /** The statuses of the sessions' payment flows, the flows locked (FOR UPDATE), by flow key. */

@@ -18,11 +18,11 @@ import { defineOperation } from '../operations/define';
 import { hasParam, optionalInteger, optionalString, readParams, requireString, type Params } from '../operations/params';
 import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
 import { findPaymentFlow, type PaymentFlowRow } from '../payment-flows/payment-flow-object';
-import { confirmLockedFlow, flowEvent, insertPaymentFlow, MAX_FLOW_AMOUNT, MIN_FLOW_AMOUNT, readNestedObject, readPaymentMethodTypes } from '../payment-flows/payment-flows';
+import { claimInlineConfirmation, finishConfirmation, flowEvent, insertPaymentFlow, MAX_FLOW_AMOUNT, MIN_FLOW_AMOUNT, readNestedObject, readPaymentMethodTypes } from '../payment-flows/payment-flows';
 import { isPaymentMethodType, resolvePaymentMethod } from '../payment-flows/payment-method';
 import { findPrices } from '../prices/prices';
 import { completeSetupFlowAction, confirmSetupFlow, insertSetupFlow, retrieveSetupFlow, setupFlowEvent, type SetupFlowRow } from '../setup-flows/setup-flows';
-import { compositeKey, ROW_KEYS_AT } from '../db/bulk-rows';
+import { compositeKey, ROW_KEYS, ROW_KEYS_AT } from '../db/bulk-rows';
 import { accountsOf, inAccounts } from '../db/account-scope';
 
 export type CheckoutSessionRow = Selectable<CheckoutSessionsTable>;
@@ -305,6 +305,14 @@ export async function retrieveCheckoutSession(ctx: Context, caller: Caller, inpu
  * `checkout.session.completed`; a decline leaves it open (the buyer may try another card) and
  * fails with the card error. A session past `expires_at` cannot be completed, even before the
  * expiry job has marked it.
+ *
+ * The network is never asked under a lock: a short transaction (session, then flow, locked)
+ * claims the flow (`processing`, committed), the network is asked with no transaction open, and
+ * a second short transaction (session, then flow, locked again) records the answer and completes
+ * the session in the same commit, so a flow never has the money while its session stays open
+ * unnoticed. A second attempt meanwhile finds the flow `processing` and is refused
+ * (`invalid_status`); a flow that already has the money (paid in the browser) only completes the
+ * session.
  */
 export async function completeCheckoutSession(ctx: Context, caller: Caller, input: unknown): Promise<CheckoutSessionObject> {
   const params = readParams(input, ['id', 'payment_method', 'payment_method_type']);
@@ -313,24 +321,43 @@ export async function completeCheckoutSession(ctx: Context, caller: Caller, inpu
   const methodTypeText = optionalString(params, 'payment_method_type') ?? 'card';
   if (!isPaymentMethodType(methodTypeText)) return reject('invalid_param_key', 'payment_method_type', 'payment_method_type must be card, paypay or apple_pay');
   if ((await findSession(ctx.db, caller, id, false)).mode === 'setup') return completeSetupSession(ctx, caller, id, methodId, methodTypeText);
-  const result = await ctx.db.transaction().execute(async (trx) => {
+  const now = ctx.clock.now();
+  const first = await ctx.db.transaction().execute(async (trx) => {
     const session = await findSession(trx, caller, id, true);
-    const now = ctx.clock.now();
     assertOpen(session, now);
     if (!session.payment_method_types.includes(methodTypeText)) reject('no_allowed_param', 'payment_method_type', `this session accepts ${session.payment_method_types.join(', ')}`);
     const flow = await sessionPaymentFlow(trx, ctx, caller, session, now);
+    const withFlow = session.payment_flow_id === null ? await saveSession(trx, session, { payment_flow_id: flow.payment_flow_id, updated_at: now }) : session;
+    if (flowHasMoney(flow)) return { session: await completeSession(trx, ctx, withFlow, now), claim: undefined };
     const snapshot = await resolvePaymentMethod(trx, caller, { type: methodTypeText, id: methodId, customerId: flow.customer_id, at: now });
-    const outcome = await confirmLockedFlow(trx, ctx, flow, snapshot, now, { authenticateInline: true });
-    const completed = outcome.failure === null;
-    const updated = await saveSession(trx, session, { payment_flow_id: outcome.row.payment_flow_id, updated_at: now, ...(completed ? { status: 'complete' as const, completed_at: now } : {}) });
-    const rendered = await renderOne(trx, updated, ctx);
-    if (completed) {
-      await recordEvents(trx, ctx.ids, [completedEvent(updated, rendered, now)]);
-    }
-    return { rendered, failure: outcome.failure };
+    return { session: withFlow, claim: await claimInlineConfirmation(trx, ctx, flow, snapshot, now) };
   });
-  if (result.failure !== null) throw new KessaiError(result.failure.code, { message: result.failure.message, param: 'payment_method' });
-  return result.rendered;
+  if (first.claim === undefined) return renderOne(ctx.db, first.session, ctx);
+  let session = first.session;
+  const outcome = await finishConfirmation(ctx, first.claim, {
+    before: async (trx) => {
+      session = await findSession(trx, caller, id, true);
+    },
+    after: async (trx, recorded) => {
+      // The merchant may have expired it meanwhile only while the flow had no money (expireSessions).
+      if (session.status === 'open' && flowHasMoney(recorded.row)) session = await completeSession(trx, ctx, session, now);
+    },
+  });
+  if (outcome.failure !== null) throw new KessaiError(outcome.failure.code, { message: outcome.failure.message, param: 'payment_method' });
+  return renderOne(ctx.db, session, ctx);
+}
+
+/** A payment flow that has the buyer's money: captured, or held for a manual capture. */
+export function flowHasMoney(flow: Pick<PaymentFlowRow, 'status'>): boolean {
+  return PAID_FLOW_STATUSES.includes(flow.status);
+}
+const PAID_FLOW_STATUSES: readonly PaymentFlowRow['status'][] = ['succeeded', 'requires_capture'];
+
+/** Completes a locked open session at `at`, with `checkout.session.completed`. */
+async function completeSession(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'config'>, session: CheckoutSessionRow, at: Date): Promise<CheckoutSessionRow> {
+  const completed = await saveSession(trx, session, { status: 'complete', completed_at: at, updated_at: at });
+  await recordEvents(trx, ctx.ids, [completedEvent(completed, await renderOne(trx, completed, ctx), at)]);
+  return completed;
 }
 
 /**
@@ -416,10 +443,8 @@ export async function completeHostedSessionFromFlow(ctx: Context, id: string, fl
     const session = await findSession(trx, found.caller, id, true);
     if (session.status !== 'open') return;
     const flow = await findPaymentFlow(trx, { ...found.caller, kind: 'secret' }, flowId);
-    if (flow.status !== 'succeeded' && flow.status !== 'requires_capture') return;
-    const now = ctx.clock.now();
-    const completed = await saveSession(trx, session, { status: 'complete', completed_at: now, updated_at: now });
-    await recordEvents(trx, ctx.ids, [completedEvent(completed, await renderOne(trx, completed, ctx), now)]);
+    if (!flowHasMoney(flow)) return;
+    await completeSession(trx, ctx, session, ctx.clock.now());
   });
   return findHostedSession(ctx, id);
 }
@@ -456,10 +481,7 @@ async function completeSetupSession(ctx: Context, caller: Caller, id: string, me
     const session = await findSession(trx, caller, id, true);
     // A racing attempt completed it already (or the merchant expired it meanwhile): that stands.
     if (session.status !== 'open') return session;
-    const now = ctx.clock.now();
-    const completed = await saveSession(trx, session, { status: 'complete', completed_at: now, updated_at: now });
-    await recordEvents(trx, ctx.ids, [completedEvent(completed, await renderOne(trx, completed, ctx), now)]);
-    return completed;
+    return completeSession(trx, ctx, session, ctx.clock.now());
   });
   return renderOne(ctx.db, row, ctx);
 }
@@ -489,20 +511,26 @@ async function saveSession(trx: Kysely<Database>, session: CheckoutSessionRow, c
 /**
  * Expires open sessions, each at its own instant (`at(row)`): status `expired`,
  * `checkout.session.expired`, and the session's payment flow, if a failed attempt left one
- * unpaid, canceled with reason `abandoned` (`payment_flow.canceled`). Rows must be locked by the
- * caller. Shared by `checkout.sessions.expire` and the expiry job (one UPDATE per table).
+ * unpaid, canceled with reason `abandoned` (`payment_flow.canceled`). A paid session never
+ * expires: one whose flow has the money (succeeded or requires_capture: confirmed in the browser,
+ * the buyer never came back) is completed instead, at the same instant, with
+ * `checkout.session.completed`; one whose flow is `processing` (a confirmation at the network) is
+ * left open for that confirmation to decide. Rows must be locked by the caller; their flows are
+ * locked here (session → flow, the order of every checkout transaction), so no confirmation
+ * starts or ends while they are decided. Shared by `checkout.sessions.expire` and the expiry job
+ * (one statement per table and outcome). Returns how many expired.
  */
 export async function expireSessions(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, sessions: readonly CheckoutSessionRow[], at: (row: CheckoutSessionRow) => Date): Promise<number> {
   if (sessions.length === 0) return 0;
   // A request's sessions, or a job batch's: every statement names their accounts (account-scope.ts).
   const accountIds = accountsOf(sessions, (s) => s.account_id);
-  const u = ROW_KEYS_AT.table('u', sessions.map((s) => ({ accountId: s.account_id, livemode: s.livemode, id: s.checkout_session_id, at: at(s) })));
-  const expired = await sql<CheckoutSessionRow>`
-    UPDATE checkout_sessions s SET status = 'expired', expired_at = ${u.col('t')}, updated_at = ${u.col('t')}
-    FROM ${u.from}
-    WHERE ${inAccounts('s.account_id', accountIds)} AND s.account_id = ${u.col('a')} AND s.livemode = ${u.col('l')} AND s.checkout_session_id = ${u.col('id')} AND s.status = 'open'
-    RETURNING s.*`.execute(trx);
-  const withFlow = expired.rows.filter((s) => s.payment_flow_id !== null);
+  const flowStatus = await lockSessionFlows(trx, accountIds, sessions);
+  const statusOf = (s: CheckoutSessionRow) => (s.payment_flow_id === null ? undefined : flowStatus.get(compositeKey(s.account_id, s.livemode, s.payment_flow_id)));
+  const paid = sessions.filter((s) => { const status = statusOf(s); return status !== undefined && flowHasMoney({ status }); });
+  const unpaid = sessions.filter((s) => { const status = statusOf(s); return status === undefined || (status !== 'processing' && !flowHasMoney({ status })); });
+  const completed = await endSessions(trx, accountIds, paid, at, 'complete');
+  const expired = await endSessions(trx, accountIds, unpaid, at, 'expired');
+  const withFlow = expired.filter((s) => s.payment_flow_id !== null);
   const f = ROW_KEYS_AT.table('u', withFlow.map((s) => ({ accountId: s.account_id, livemode: s.livemode, id: s.payment_flow_id!, at: at(s) })));
   const canceled =
     withFlow.length === 0
@@ -514,7 +542,7 @@ export async function expireSessions(trx: Kysely<Database>, ctx: Pick<Context, '
       AND f.status IN ('requires_payment_method', 'requires_confirmation', 'requires_action')
     RETURNING f.*`.execute(trx);
   // A setup session's flow left unfinished by a failed attempt is abandoned with it.
-  const withSetup = expired.rows.filter((s) => s.setup_flow_id !== null);
+  const withSetup = expired.filter((s) => s.setup_flow_id !== null);
   const g = ROW_KEYS_AT.table('u', withSetup.map((s) => ({ accountId: s.account_id, livemode: s.livemode, id: s.setup_flow_id!, at: at(s) })));
   const canceledSetups =
     withSetup.length === 0
@@ -526,29 +554,56 @@ export async function expireSessions(trx: Kysely<Database>, ctx: Pick<Context, '
       AND f.status IN ('requires_payment_method', 'requires_confirmation', 'requires_action')
     RETURNING f.*`.execute(trx);
   const setupBySession = new Map(canceledSetups.rows.map((f) => [compositeKey(f.account_id, f.livemode, f.checkout_session_id), f]));
-  const items = await lineItemsOf(trx, expired.rows);
+  const items = await lineItemsOf(trx, [...expired, ...completed]);
   const events: EventInput[] = [];
-  const sorted = [...expired.rows].sort((x, y) => at(x).getTime() - at(y).getTime() || sessionKey(x).localeCompare(sessionKey(y)));
+  const sorted = [...expired, ...completed].sort((x, y) => at(x).getTime() - at(y).getTime() || sessionKey(x).localeCompare(sessionKey(y)));
   const flowBySession = new Map(canceled.rows.map((f) => [compositeKey(f.account_id, f.livemode, f.checkout_session_id), f]));
   for (const session of sorted) {
+    const data = renderCheckoutSession(session, items.get(sessionKey(session)) ?? []);
+    if (session.status === 'complete') {
+      events.push(completedEvent(session, data, at(session)));
+      continue;
+    }
     const flow = flowBySession.get(sessionKey(session));
     if (flow) events.push(flowEvent(flow, 'payment_flow.canceled', at(session)));
     const setup = setupBySession.get(sessionKey(session));
     if (setup) events.push(setupFlowEvent(setup, 'setup_flow.canceled', at(session)));
-    events.push({
-      accountId: session.account_id,
-      livemode: session.livemode,
-      type: 'checkout.session.expired',
-      data: renderCheckoutSession(session, items.get(sessionKey(session)) ?? []),
-      at: at(session),
-      apiVersion: 'v2',
-    });
+    events.push({ accountId: session.account_id, livemode: session.livemode, type: 'checkout.session.expired', data, at: at(session), apiVersion: 'v2' });
   }
   await recordEvents(trx, ctx.ids, events);
-  return expired.rows.length;
+  return expired.length;
 }
 
-/** `checkout.sessions.expire`: the merchant ends an open session now (`invalid_status` otherwise). */
+/** Ends the open sessions among `sessions`, each at `at(row)`: `complete` (completed_at) or `expired` (expired_at). One UPDATE. */
+async function endSessions(trx: Kysely<Database>, accountIds: readonly string[], sessions: readonly CheckoutSessionRow[], at: (row: CheckoutSessionRow) => Date, status: 'complete' | 'expired'): Promise<CheckoutSessionRow[]> {
+  if (sessions.length === 0) return [];
+  const u = ROW_KEYS_AT.table('u', sessions.map((s) => ({ accountId: s.account_id, livemode: s.livemode, id: s.checkout_session_id, at: at(s) })));
+  const { rows } = await sql<CheckoutSessionRow>`
+    UPDATE checkout_sessions s SET status = ${status}, ${sql.ref(status === 'complete' ? 'completed_at' : 'expired_at')} = ${u.col('t')}, updated_at = ${u.col('t')}
+    FROM ${u.from}
+    WHERE ${inAccounts('s.account_id', accountIds)} AND s.account_id = ${u.col('a')} AND s.livemode = ${u.col('l')} AND s.checkout_session_id = ${u.col('id')} AND s.status = 'open'
+    RETURNING s.*`.execute(trx);
+  return rows;
+}
+
+/** The statuses of the sessions' payment flows, the flows locked (FOR UPDATE), by flow key. */
+async function lockSessionFlows(trx: Kysely<Database>, accountIds: readonly string[], sessions: readonly CheckoutSessionRow[]): Promise<Map<string, PaymentFlowRow['status']>> {
+  const withFlow = sessions.filter((s) => s.payment_flow_id !== null);
+  if (withFlow.length === 0) return new Map();
+  const k = ROW_KEYS.table('k', withFlow.map((s) => ({ accountId: s.account_id, livemode: s.livemode, id: s.payment_flow_id! })));
+  const { rows } = await sql<Pick<PaymentFlowRow, 'account_id' | 'livemode' | 'payment_flow_id' | 'status'>>`
+    SELECT f.account_id, f.livemode, f.payment_flow_id, f.status FROM payment_flows f, ${k.from}
+    WHERE ${inAccounts('f.account_id', accountIds)} AND f.account_id = ${k.col('a')} AND f.livemode = ${k.col('l')} AND f.payment_flow_id = ${k.col('id')}
+    ORDER BY f.account_id, f.livemode, f.payment_flow_id
+    FOR UPDATE OF f`.execute(trx);
+  return new Map(rows.map((f) => [compositeKey(f.account_id, f.livemode, f.payment_flow_id), f.status]));
+}
+
+/**
+ * `checkout.sessions.expire`: the merchant ends an open session now (`invalid_status` otherwise).
+ * A session whose flow has the money is completed instead (a paid session never expires), and one
+ * whose flow is at the network is refused (`invalid_status`) until that confirmation ends.
+ */
 export async function expireCheckoutSession(ctx: Context, caller: Caller, input: unknown): Promise<CheckoutSessionObject> {
   const params = readParams(input, ['id']);
   const id = requireString(params, 'id');
@@ -559,7 +614,9 @@ export async function expireCheckoutSession(ctx: Context, caller: Caller, input:
     // An open session already past its lifetime expired at expires_at, not now.
     const at = session.expires_at.getTime() <= now.getTime() ? session.expires_at : now;
     await expireSessions(trx, ctx, [session], () => at);
-    return findSession(trx, caller, id, false);
+    const ended = await findSession(trx, caller, id, false);
+    if (ended.status === 'open') reject('invalid_status', undefined, `checkout session ${id} is being paid; its payment flow's confirmation decides how it ends`);
+    return ended;
   });
   return renderOne(ctx.db, row, ctx);
 }

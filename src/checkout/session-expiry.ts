@@ -3,7 +3,9 @@
  * after creation (event `checkout.session.expired`)"): every open session whose `expires_at` has
  * come by the slot is expired at its own `expires_at`, account by account in batches
  * (account-batches.ts), each one transaction (lock with FOR UPDATE SKIP LOCKED, one UPDATE per table, one recordEvents; see expireSessions). The status
- * condition of the UPDATE makes a replayed slot or a second worker change nothing twice.
+ * condition of the UPDATE makes a replayed slot or a second worker change nothing twice. A paid
+ * session never expires: one whose flow has the money is completed instead; one whose flow is at
+ * the network is not taken (its confirmation completes it or leaves it to a later slot).
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema';
@@ -44,6 +46,20 @@ export async function expireSessionBatch(trx: Kysely<Database>, ctx: Pick<Contex
     .where(inAccounts('account_id', accountIds))
     .where('status', '=', 'open')
     .where('expires_at', '<=', asOf)
+    // A session whose flow is at the network is left to that confirmation (expireSessions): not
+    // taken, so a batch never selects only sessions it leaves open again.
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('payment_flows as f')
+            .select('f.payment_flow_id')
+            .whereRef('f.account_id', '=', 'checkout_sessions.account_id')
+            .whereRef('f.livemode', '=', 'checkout_sessions.livemode')
+            .whereRef('f.payment_flow_id', '=', 'checkout_sessions.payment_flow_id')
+            .where('f.status', '=', 'processing'),
+        ),
+      ),
+    )
     .orderBy('expires_at')
     .orderBy('account_id')
     .orderBy('livemode')

@@ -341,7 +341,18 @@ const THREE_D_SECURE_ACTION = { type: 'three_d_secure', three_d_secure: { status
  * handed to the browser, or nothing to confirm), or a committed `processing` claim whose network
  * work is still to do. The claim's `updated_at` is its stamp (src/domain/network-claims.ts).
  */
-type ConfirmClaim = { readonly kind: 'done'; readonly outcome: ConfirmOutcome } | Claimed;
+export type ConfirmClaim = { readonly kind: 'done'; readonly outcome: ConfirmOutcome } | Claimed;
+
+/**
+ * What a caller adds to the transaction that records a confirmation's answer (the checkout
+ * session's completion): `before` runs first, so rows it locks are locked before the flow's (the
+ * session → flow order of every checkout transaction); `after` sees the outcome, recorded now or
+ * by a call that took the claim over.
+ */
+export interface ConfirmationHooks {
+  readonly before?: (trx: Kysely<Database>) => Promise<void>;
+  readonly after?: (trx: Kysely<Database>, outcome: ConfirmOutcome) => Promise<void>;
+}
 
 interface Claimed {
   readonly kind: 'claimed';
@@ -490,35 +501,28 @@ function recordedOutcome(row: PaymentFlowRow): ConfirmOutcome {
  * Two confirmations never both reach the network: the second finds the flow `processing` and is
  * refused in its own first transaction.
  */
-async function finishConfirmation(ctx: Context, claim: ConfirmClaim): Promise<ConfirmOutcome> {
+export async function finishConfirmation(ctx: Context, claim: ConfirmClaim, hooks: ConfirmationHooks = {}): Promise<ConfirmOutcome> {
   if (claim.kind === 'done') return claim.outcome;
   const answer = await askNetwork(ctx, claim);
   return ctx.db.transaction().execute(async (trx) => {
+    await hooks.before?.(trx);
     const { account_id: accountId, livemode, payment_flow_id: id } = claim.flow;
     const current = await findPaymentFlow(trx, { accountId, livemode, kind: 'secret' }, id, { lock: true });
     // Taken over after the lease (or the claimer's answer came too late): the record made stands.
-    if (current.status !== 'processing' || current.updated_at.getTime() !== claim.flow.updated_at.getTime()) return recordedOutcome(current);
-    return recordAnswer(trx, ctx, claim, current, answer);
+    const stale = current.status !== 'processing' || current.updated_at.getTime() !== claim.flow.updated_at.getTime();
+    const outcome = stale ? recordedOutcome(current) : await recordAnswer(trx, ctx, claim, current, answer);
+    await hooks.after?.(trx, outcome);
+    return outcome;
   });
 }
 
 /**
- * Confirms a locked flow entirely inside the caller's transaction, the network call included, so
- * the flow's row stays locked across it. Kept, with its signature, for checkout's completion,
- * which confirms inside its session's transaction; every payment flow operation here confirms
- * with the claim (`processing`) and the network outside the lock instead.
+ * Claims a locked flow for a confirmation whose 3-D Secure challenge the caller runs inline (the
+ * hosted checkout page), in the caller's transaction: a claim left by a crash is taken over as it
+ * was claimed; otherwise as claimConfirmation. The caller finishes it with finishConfirmation.
  */
-export async function confirmLockedFlow(
-  trx: Kysely<Database>,
-  ctx: Pick<Context, 'ids' | 'clock' | 'processor'>,
-  flow: PaymentFlowRow,
-  snapshot: PaymentMethodSnapshot,
-  at: Date,
-  options: { readonly authenticateInline: boolean },
-): Promise<ConfirmOutcome> {
-  const claim = await claimConfirmation(trx, ctx, flow, snapshot, at, options);
-  if (claim.kind === 'done') return claim.outcome;
-  return recordAnswer(trx, ctx, claim, claim.flow, await askNetwork(ctx, claim));
+export async function claimInlineConfirmation(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, flow: PaymentFlowRow, snapshot: PaymentMethodSnapshot, at: Date): Promise<ConfirmClaim> {
+  return (await takeOverLapsedClaim(trx, flow, at)) ?? claimConfirmation(trx, ctx, flow, snapshot, at, { authenticateInline: true });
 }
 
 /**

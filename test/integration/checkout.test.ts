@@ -1,7 +1,8 @@
 import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
-import { completeCheckoutSession, createCheckoutSession, expireCheckoutSession, retrieveCheckoutSession } from '../../src/checkout/checkout-sessions';
+import { checkoutSessionExpiryJob } from '../../jobs/checkout-session-expiry';
+import { completeCheckoutSession, createCheckoutSession, expireCheckoutSession, openHostedSession, retrieveCheckoutSession } from '../../src/checkout/checkout-sessions';
 import {
   listPaymentMethodConfigurations,
   retrievePaymentMethodConfiguration,
@@ -13,7 +14,8 @@ import { createToken } from '../../src/customers/tokens';
 import type { Database } from '../../src/db/schema';
 import { listEvents } from '../../src/events/outbox';
 import { runOperation } from '../../src/operations/registry';
-import { retrievePaymentFlow, updatePaymentFlow } from '../../src/payment-flows/payment-flows';
+import { confirmPaymentFlow, retrievePaymentFlow, updatePaymentFlow } from '../../src/payment-flows/payment-flows';
+import { Scheduler } from '../../src/engine/scheduler';
 import { createPrice, retrievePrice } from '../../src/prices/prices';
 import { TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';
 import { createTestDatabase, testContext, type TestDatabase } from '../support/database';
@@ -35,7 +37,7 @@ beforeAll(async () => {
 });
 afterAll(async () => database?.drop());
 beforeEach(async () => {
-  await sql`TRUNCATE payment_flows, checkout_sessions, checkout_session_line_items, prices, payment_method_configurations, charges, tokens, events`.execute(db);
+  await sql`TRUNCATE payment_flows, checkout_sessions, checkout_session_line_items, prices, payment_method_configurations, charges, tokens, events, job_runs, job_schedule`.execute(db);
   ctx = testContext(database.store, { seed: 11 });
 });
 
@@ -175,6 +177,42 @@ describe('checkout sessions (v2 §4.1, §2.6 rule 6, service rules §3)', () => 
     await expectRefused('mode', () => createCheckoutSession(ctx, secret, { ...base, mode: 'subscription' }), 'invalid_param_key', 'mode', snapshot);
     await expectRefused('nested metadata', () => createCheckoutSession(ctx, secret, { ...base, payment_flow_data: { metadata: { k: { x: 1 } } } }), 'invalid_metadata_value', 'payment_flow_data[metadata][k]', snapshot);
     expect((await createCheckoutSession(ctx, secret, base)).amount_total).toBe(50);
+  });
+
+  it('a paid session never expires: flows confirmed in the browser whose buyer never returned complete their sessions when the expiry slot passes; a money-less session still expires', async () => {
+    // Created at 2027-01-01T00:00:00Z: all expire at 2027-01-02T00:00:00Z.
+    const paid = await session();
+    const held = await session({ payment_flow_data: { capture_method: 'manual', metadata: {} } });
+    const unpaid = await session();
+    const byMerchant = await session();
+    // The hosted page makes each flow; the browser confirms it with the client secret (v2 §4.8); the buyer never comes back.
+    const confirmInBrowser = async (id: string, card: TestCardName) => {
+      const flow = (await openHostedSession(ctx, id)).flow!;
+      return confirmPaymentFlow(ctx, browser, { id: flow.payment_flow_id, client_secret: flow.client_secret, payment_method: await token(card), return_url: 'https://shop.test/back' });
+    };
+    expect((await confirmInBrowser(paid.id, 'visa')).status).toBe('succeeded');
+    expect((await confirmInBrowser(held.id, 'mastercard')).status).toBe('requires_capture');
+    expect((await confirmInBrowser(byMerchant.id, 'visa')).status).toBe('succeeded');
+    const unpaidFlow = (await openHostedSession(ctx, unpaid.id)).flow!;
+    expect((await retrieveCheckoutSession(ctx, secret, { id: paid.id })).status).toBe('open');
+    // The merchant's expire of a paid session completes it (a paid session never expires).
+    expect(await expireCheckoutSession(ctx, secret, { id: byMerchant.id })).toMatchObject({ status: 'complete', completed_at: '2027-01-01T00:00:00Z', redirect_url: `https://shop.test/thanks?session_id=${byMerchant.id}` });
+    const slot = new Date('2027-01-02T01:00:00Z');
+    const run = testContext(database.store, { seed: 501, at: slot });
+    const outcome = await new Scheduler(run, [checkoutSessionExpiryJob], { owner: 'test-expiry' }).runSlot(checkoutSessionExpiryJob.name, slot);
+    expect(outcome).toMatchObject({ status: 'succeeded', counts: { expired: 1, batches: 1 } });
+    for (const id of [paid.id, held.id]) {
+      expect(await retrieveCheckoutSession(ctx, secret, { id })).toMatchObject({ status: 'complete', completed_at: '2027-01-02T00:00:00Z', url: null });
+      expect((await listEvents(db, ACCOUNT, { resourceId: id })).map((e) => [e.type, e.data.status])).toEqual([['checkout.session.completed', 'complete']]);
+    }
+    expect(await retrievePaymentFlow(ctx, secret, { id: (await retrieveCheckoutSession(ctx, secret, { id: held.id })).payment_flow! })).toMatchObject({ status: 'requires_capture', amount_capturable: 3200 });
+    expect(await retrieveCheckoutSession(ctx, secret, { id: unpaid.id })).toMatchObject({ status: 'expired' });
+    expect(await retrievePaymentFlow(ctx, secret, { id: unpaidFlow.payment_flow_id })).toMatchObject({ status: 'canceled', cancellation_reason: 'abandoned' });
+    expect((await listEvents(db, ACCOUNT, { type: 'checkout.session.completed' })).map((e) => e.data.id).sort()).toEqual([paid.id, held.id, byMerchant.id].sort());
+    expect((await listEvents(db, ACCOUNT, { type: 'checkout.session.expired' })).map((e) => e.data.id)).toEqual([unpaid.id]);
+    // The buyer comes back late: the session is complete already; nothing is paid or completed twice.
+    expect((await rejection(completeCheckoutSession(ctx, browser, { id: paid.id, payment_method: await token('visa') }))).code).toBe('invalid_status');
+    expect((await listEvents(db, ACCOUNT, { type: 'checkout.session.completed' })).length).toBe(3);
   });
 
   it('is reachable through the operation registry', async () => {

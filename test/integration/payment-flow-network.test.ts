@@ -1,7 +1,8 @@
 /**
  * Payment flow confirmation and the card network (ARCHITECTURE.md: "Network I/O never happens while
  * rows are locked"; exactly once): while the network is asked (authorize, authenticate, capture,
- * release), another connection can lock the flow's row; two confirmations or captures at once reach
+ * release), another connection can lock the flow's row (and, for a checkout session's completion,
+ * the session's row); two confirmations or captures at once reach
  * the network once; a claim left by a crash is taken over after the lease and recorded once.
  *
  * PostgreSQL only: these need two connections at the same time, and PGlite is a single session.
@@ -10,6 +11,9 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
+import { completeCheckoutSession, createCheckoutSession, expireCheckoutSession, retrieveCheckoutSession } from '../../src/checkout/checkout-sessions';
+import { expireSessionBatch } from '../../src/checkout/session-expiry';
+import { createPrice } from '../../src/prices/prices';
 import { decodeCreateToken } from '../../src/api/v1/tokens';
 import { createToken } from '../../src/customers/tokens';
 import type { Store } from '../../src/db/connect';
@@ -40,11 +44,12 @@ interface Probe {
   readonly status: string | undefined;
 }
 
-/** From the other connection: can the flow's row be locked right now, and what status is committed? */
-async function probeRow(flowId: string): Promise<{ lockable: boolean; status: string | undefined }> {
+/** From the other connection: can the flow's (or the checkout session's) row be locked right now, and what status is committed? */
+async function probeRow(id: string, table: 'payment_flows' | 'checkout_sessions' = 'payment_flows'): Promise<{ lockable: boolean; status: string | undefined }> {
+  const key = table === 'payment_flows' ? 'payment_flow_id' : 'checkout_session_id';
   try {
     return await other.db.transaction().execute(async (trx) => {
-      const { rows } = await sql<{ status: string }>`SELECT status FROM payment_flows WHERE account_id = ${ACCOUNT} AND livemode = false AND payment_flow_id = ${flowId} FOR UPDATE NOWAIT`.execute(trx);
+      const { rows } = await sql<{ status: string }>`SELECT status FROM ${sql.table(table)} WHERE account_id = ${ACCOUNT} AND livemode = false AND ${sql.ref(key)} = ${id} FOR UPDATE NOWAIT`.execute(trx);
       return { lockable: true, status: rows[0]?.status };
     });
   } catch (error) {
@@ -73,11 +78,12 @@ function gate(): Gate & { arrive(): void; wait: Promise<void> } {
  * reference); `probe` checks the row from another connection during the call; `hold` keeps the
  * call open until released; `fail` throws as a process dying mid-call would leave things.
  */
-function instrumentedNetwork(options: { probe?: Probe[]; hold?: ReturnType<typeof gate>; fail?: boolean; calls: string[] }): CardNetwork {
+function instrumentedNetwork(options: { probe?: Probe[]; sessionProbe?: { readonly id: string; readonly seen: Probe[] }; hold?: ReturnType<typeof gate>; fail?: boolean; calls: string[] }): CardNetwork {
   const network = simulatedCardNetwork();
   const during = async (call: Probe['call'], reference: string) => {
     options.calls.push(`${call}:${reference}`);
     if (options.probe) options.probe.push({ call, flowId: reference, ...(await probeRow(reference)) });
+    if (options.sessionProbe) options.sessionProbe.seen.push({ call, flowId: reference, ...(await probeRow(options.sessionProbe.id, 'checkout_sessions')) });
     if (options.hold) {
       options.hold.arrive();
       await options.hold.wait;
@@ -316,5 +322,75 @@ describe.runIf(isPostgres())('payment flow confirmation and the card network (Po
     expect(await one).toMatchObject({ status: 'succeeded', metadata: {} });
     // The 1-yen verification: authorized and released once.
     expect(calls).toEqual([`authorize:${flow.id}`, `release:${flow.id}`]);
+  });
+
+  /** An open payment session of `amount` yen (one line item), as the hosted page completes it. */
+  async function checkoutSession(amount: number, captureMethod: 'automatic' | 'manual' = 'automatic'): Promise<string> {
+    const price = await createPrice(plain, secret, { unit_amount: amount });
+    return (await createCheckoutSession(plain, secret, { line_items: [{ price: price.id, quantity: 1 }], success_url: 'https://shop.test/ok', payment_flow_data: { capture_method: captureMethod } })).id;
+  }
+  const completedEvents = async (sessionId: string) => (await listEvents(database.store.db, ACCOUNT, { type: 'checkout.session.completed' })).filter((e) => e.data.id === sessionId).length;
+
+  it('checkout session completion: neither the session nor its flow is locked while the buyer authenticates and the card is authorized; the session completes once', async () => {
+    const probes: Probe[] = [];
+    const sessionId = await checkoutSession(3400, 'manual');
+    const sessionSeen: Probe[] = [];
+    const ctx = withNetwork(database.store, 101, instrumentedNetwork({ probe: probes, sessionProbe: { id: sessionId, seen: sessionSeen }, calls: [] }));
+    const completed = await completeCheckoutSession(ctx, browser, { id: sessionId, payment_method: await token('threeDSecureRequired') });
+    expect(completed).toMatchObject({ status: 'complete', amount_total: 3400 });
+    const flowId = completed.payment_flow!;
+    expect(probes).toEqual([
+      { call: 'authenticate', flowId, lockable: true, status: 'processing' },
+      { call: 'authorize', flowId, lockable: true, status: 'processing' },
+    ]);
+    // The session is completed with the answer, after the network: open (and lockable) while it was asked.
+    expect(sessionSeen).toEqual([
+      { call: 'authenticate', flowId, lockable: true, status: 'open' },
+      { call: 'authorize', flowId, lockable: true, status: 'open' },
+    ]);
+    expect(await retrievePaymentFlow(plain, secret, { id: flowId })).toMatchObject({ status: 'requires_capture', amount_capturable: 3400, three_d_secure_status: 'verified' });
+    expect(await completedEvents(sessionId)).toBe(1);
+  });
+
+  it('two checkout completions at once: the second, the merchant\'s expire and the expiry job leave the session to the first while it is at the network; one authorization, one completed event', async () => {
+    const calls: string[] = [];
+    const hold = gate();
+    const sessionId = await checkoutSession(3500);
+    const slow = withNetwork(database.store, 111, instrumentedNetwork({ hold, calls }));
+    const fast = withNetwork(other, 112, instrumentedNetwork({ calls }));
+    const [first, second] = [await token('visa'), await token('mastercard')];
+    const one = completeCheckoutSession(slow, browser, { id: sessionId, payment_method: first });
+    await hold.reached;
+    // Not blocked behind the first (no lock is held), and refused without reaching the network.
+    await expect(completeCheckoutSession(fast, browser, { id: sessionId, payment_method: second })).rejects.toMatchObject({ code: 'invalid_status' });
+    // A session being paid is not expired: the merchant is refused, and the job does not take it
+    // even at a slot past its expires_at (it would select nothing else here).
+    await expect(expireCheckoutSession(fast, secret, { id: sessionId })).rejects.toMatchObject({ code: 'invalid_status' });
+    const afterExpiry = new Date(REFERENCE_INSTANT.getTime() + 30 * 60 * 60 * 1000);
+    expect(await other.db.transaction().execute((trx) => expireSessionBatch(trx, fast, [ACCOUNT], afterExpiry, 100))).toMatchObject({ expired: 0 });
+    expect(await probeRow(sessionId, 'checkout_sessions')).toEqual({ lockable: true, status: 'open' });
+    hold.release();
+    const done = await one;
+    expect(done).toMatchObject({ status: 'complete' });
+    expect(calls).toEqual([`authorize:${done.payment_flow}`]);
+    expect(await chargesOf(done.payment_flow!)).toEqual([{ amount: 3500, payment_flow_capture: 1 }]);
+    expect(await completedEvents(sessionId)).toBe(1);
+  });
+
+  it('two checkout completions started together on two connections, many rounds: one completes and authorizes, the other is refused', async () => {
+    for (let round = 0; round < 5; round += 1) {
+      const calls: string[] = [];
+      const sessionId = await checkoutSession(3600);
+      const a = withNetwork(database.store, 120 + round, instrumentedNetwork({ calls }));
+      const b = withNetwork(other, 130 + round, instrumentedNetwork({ calls }));
+      const [ta, tb] = [await token('visa'), await token('visa')];
+      const results = await Promise.allSettled([completeCheckoutSession(a, browser, { id: sessionId, payment_method: ta }), completeCheckoutSession(b, browser, { id: sessionId, payment_method: tb })]);
+      expect(results.map(codeOf).sort()).toEqual(['invalid_status', 'ok']);
+      const session = await retrieveCheckoutSession(plain, secret, { id: sessionId });
+      expect(session.status).toBe('complete');
+      expect(calls).toEqual([`authorize:${session.payment_flow}`]);
+      expect(await chargesOf(session.payment_flow!)).toHaveLength(1);
+      expect(await completedEvents(sessionId)).toBe(1);
+    }
   });
 });

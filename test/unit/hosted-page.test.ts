@@ -48,7 +48,7 @@ describe('hosted checkout page renderer', () => {
   });
 
   it('the CSP allows nothing but kessai itself and the page\'s one stylesheet, by its hash', () => {
-    const html = renderWalletPage({ publicKey: 'pk_test_x', paymentFlowId: 'pfw_1', clientSecret: 's', returnUrl: 'https://shop.example/r', amount: 500, livemode: false, method: 'paypay' });
+    const html = renderWalletPage({ publicKey: 'pk_test_x', flow: 'payment_flow', flowId: 'pfw_1', clientSecret: 's', returnUrl: 'https://shop.example/r', amount: 500, livemode: false, method: 'paypay' });
     const style = /<style>([\s\S]*?)<\/style>/.exec(html)![1]!;
     const policy = pageSecurityPolicy(['https://shop.example']);
     expect(policy).toBe(

@@ -14,9 +14,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as v2 from '@payjp/payjpv2';
 import type { Client } from '@payjp/payjpv2';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';
+import { launchChromium, watchedPage } from '../support/chromium';
 import { startTestServer, type TestServer } from '../support/http-server';
 import { ok, v2Client } from '../support/v2-sdk';
 
@@ -45,11 +46,7 @@ describe('hosted page of a setup session in Chromium (issue 16 point 4)', () => 
     server = await startTestServer('harness');
     client = v2Client(server, server.keys.a.test.secret);
     shop = await startShop();
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    });
+    browser = await launchChromium();
     mkdirSync(OUTPUT, { recursive: true });
   }, 120_000);
   afterAll(async () => {
@@ -59,15 +56,8 @@ describe('hosted page of a setup session in Chromium (issue 16 point 4)', () => 
   });
 
   beforeEach(async () => {
-    const context = await browser.newContext({ viewport: { width: 900, height: 900 } });
-    page = await context.newPage();
-    problems = [];
-    requests = [];
-    page.on('console', (message) => {
-      if (message.type() === 'error' || message.type() === 'warning') problems.push(`${message.type()}: ${message.text()}`);
-    });
-    page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-    page.on('request', (request) => requests.push(request.url()));
+    let context: BrowserContext;
+    ({ context, page, problems, requests } = await watchedPage(browser, { width: 900, height: 900 }));
     return async () => {
       expect(requests.filter((url) => !url.startsWith(server.baseUrl) && !url.startsWith(shop.url))).toEqual([]);
       await context.close();

@@ -20,7 +20,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';
 import { launchChromium, watchedPage } from '../support/chromium';
 import { startTestServer, type TestServer } from '../support/http-server';
-import { ok, v2Client } from '../support/v2-sdk';
+import { ok, v2Client, v2EventTypes } from '../support/v2-sdk';
 
 const OUTPUT = fileURLToPath(new URL('../../test-output/checkout-page/', import.meta.url));
 
@@ -74,11 +74,7 @@ describe('hosted checkout page and browser script in Chromium (issue 16 points 3
 
   const shot = (name: string) => page.screenshot({ path: join(OUTPUT, `${name}.png`), fullPage: true });
 
-  /** The types of the events written about a resource, oldest first (v2 events API). */
-  async function eventTypes(resourceId: string): Promise<string[]> {
-    const events = await ok(v2.getAllEvents({ client, query: { resource_id: resourceId, limit: 100 } }));
-    return events.data.map((event) => event.type).reverse();
-  }
+  const eventTypes = (resourceId: string) => v2EventTypes(client, resourceId);
 
   let product = 0;
   async function session(options: { amount?: number; quantity?: number; types?: string[] } = {}) {

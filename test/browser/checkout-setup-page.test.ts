@@ -19,7 +19,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';
 import { launchChromium, watchedPage } from '../support/chromium';
 import { startTestServer, type TestServer } from '../support/http-server';
-import { ok, v2Client } from '../support/v2-sdk';
+import { ok, v2Client, v2EventTypes } from '../support/v2-sdk';
 
 const OUTPUT = fileURLToPath(new URL('../../test-output/checkout-setup-page/', import.meta.url));
 
@@ -66,10 +66,7 @@ describe('hosted page of a setup session in Chromium (issue 16 point 4)', () => 
 
   const shot = (name: string) => page.screenshot({ path: join(OUTPUT, `${name}.png`), fullPage: true });
 
-  async function eventTypes(resourceId: string): Promise<string[]> {
-    const events = await ok(v2.getAllEvents({ client, query: { resource_id: resourceId, limit: 100 } }));
-    return events.data.map((event) => event.type).reverse();
-  }
+  const eventTypes = (resourceId: string) => v2EventTypes(client, resourceId);
 
   let customers = 0;
   /** A customer and a setup session for them, as a merchant makes it. */

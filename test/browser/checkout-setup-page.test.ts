@@ -7,64 +7,29 @@
  * says, by the customer's payment methods and the events, read through the v2 API. No request may
  * leave for a third party; screenshots under test-output/checkout-setup-page/.
  */
-import { mkdirSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as v2 from '@payjp/payjpv2';
 import type { Client } from '@payjp/payjpv2';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';
-import { launchChromium, watchedPage } from '../support/chromium';
-import { startTestServer, type TestServer } from '../support/http-server';
-import { ok, v2Client, v2EventTypes } from '../support/v2-sdk';
+import { checkoutBrowserSuite, type Shop } from '../support/checkout-browser';
+import type { TestServer } from '../support/http-server';
+import { ok, v2EventTypes } from '../support/v2-sdk';
 
 const OUTPUT = fileURLToPath(new URL('../../test-output/checkout-setup-page/', import.meta.url));
 
-/** The shop: every address answers a page naming its path. */
-function startShop(): Promise<{ server: Server; url: string }> {
-  const server = createServer((request, response) => {
-    const url = new URL(request.url ?? '/', 'http://shop.invalid');
-    response.setHeader('content-type', 'text/html; charset=utf-8');
-    response.end(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Shop ${url.pathname}</title></head><body><h1 id="path">${url.pathname}</h1></body></html>`);
-  });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` })));
-}
-
 describe('hosted page of a setup session in Chromium (issue 16 point 4)', () => {
+  const suite = checkoutBrowserSuite({ output: OUTPUT, viewport: { width: 900, height: 900 } });
+  const shot = suite.shot;
   let server: TestServer;
   let client: Client;
-  let shop: { server: Server; url: string };
-  let browser: Browser;
+  let shop: Shop;
   let page: Page;
   let problems: string[];
-  let requests: string[];
-
-  beforeAll(async () => {
-    server = await startTestServer('harness');
-    client = v2Client(server, server.keys.a.test.secret);
-    shop = await startShop();
-    browser = await launchChromium();
-    mkdirSync(OUTPUT, { recursive: true });
-  }, 120_000);
-  afterAll(async () => {
-    await browser?.close();
-    await new Promise((resolve) => shop?.server.close(resolve));
-    await server?.close();
+  beforeEach(() => {
+    ({ server, client, shop, page, problems } = suite.current());
   });
-
-  beforeEach(async () => {
-    let context: BrowserContext;
-    ({ context, page, problems, requests } = await watchedPage(browser, { width: 900, height: 900 }));
-    return async () => {
-      expect(requests.filter((url) => !url.startsWith(server.baseUrl) && !url.startsWith(shop.url))).toEqual([]);
-      await context.close();
-    };
-  });
-
-  const shot = (name: string) => page.screenshot({ path: join(OUTPUT, `${name}.png`), fullPage: true });
 
   const eventTypes = (resourceId: string) => v2EventTypes(client, resourceId);
 

@@ -14,7 +14,7 @@ import type { Client } from '@payjp/payjpv2';
 import type { Page } from 'playwright-core';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';
-import { checkoutBrowserSuite, type Shop } from '../support/checkout-browser';
+import { checkoutBrowserSuite, fillCard, type Shop } from '../support/checkout-browser';
 import type { TestServer } from '../support/http-server';
 import { ok, v2EventTypes } from '../support/v2-sdk';
 
@@ -54,10 +54,7 @@ describe('hosted checkout page and browser script in Chromium (issue 16 points 3
   }
 
   async function payByCard(card: TestCardName): Promise<void> {
-    await page.getByLabel('カード番号 / Card number').fill(TEST_CARDS[card].number);
-    await page.getByLabel('有効期限 月 / Expiry month').fill('12');
-    await page.getByLabel('有効期限 年 / Expiry year').fill('2032');
-    await page.getByLabel('セキュリティコード / Security code').fill('123');
+    await fillCard(page, card);
     await page.getByRole('button', { name: /Pay$/ }).click();
   }
 

@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Client } from '@payjp/payjpv2';
 import type { Browser, Page } from 'playwright-core';
+import { TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';
 import { afterAll, beforeAll, beforeEach, expect } from 'vitest';
 import { launchChromium, watchedPage } from './chromium';
 import { startTestServer, type TestServer } from './http-server';
@@ -72,4 +73,12 @@ export function checkoutBrowserSuite(options: { readonly output: string; readonl
     };
   });
   return { current: () => current, shot: (name) => current.page.screenshot({ path: join(options.output, `${name}.png`), fullPage: true }) };
+}
+
+/** Fills the hosted page's card form by its labels with a test card (12/2032, CVC 123). */
+export async function fillCard(page: Page, card: TestCardName): Promise<void> {
+  await page.getByLabel('カード番号 / Card number').fill(TEST_CARDS[card].number);
+  await page.getByLabel('有効期限 月 / Expiry month').fill('12');
+  await page.getByLabel('有効期限 年 / Expiry year').fill('2032');
+  await page.getByLabel('セキュリティコード / Security code').fill('123');
 }

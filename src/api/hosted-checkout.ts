@@ -3,14 +3,16 @@
  *
  * - the hosted checkout page of a session (`GET /checkout/pay/{id}`, the session's `url`) and its
  *   return address (`…/return`), where the browser script brings the buyer back after confirming
- *   the session's payment flow: a flow with the money completes the session, then the buyer goes
- *   to `success_url` with the session id filled in;
+ *   the session's payment flow (payment mode) or setup flow (setup mode, the card saved to the
+ *   customer): a flow with the money, or the card saved, completes the session, then the buyer
+ *   goes to `success_url` with the session id filled in;
  * - the browser script (`/v2/js/kessai.js`) and the page glue (`/v2/js/checkout.js`);
  * - the simulated redirect pages of the browser script: the 3-D Secure challenge and the test-mode
  *   PayPay / Apple Pay wallets. They act with the public key and the flow's `client_secret` the
  *   script hands over, through the same operations as the v2 API (payment_flows.complete_action,
- *   payment_flows.confirm, tokens.create), and send the buyer to `return_url` with
- *   `payment_flow_id` and `payment_flow_client_secret` (v2 §4.8 step 4).
+ *   setup_flows.complete_action, payment_flows.confirm, tokens.create), and send the buyer to
+ *   `return_url` with `payment_flow_id` and `payment_flow_client_secret` (v2 §4.8 step 4), or
+ *   `setup_flow_id` and `setup_flow_client_secret` for a setup flow.
  *
  * Every page is rendered by src/checkout/hosted-page.ts under its Content-Security-Policy; a
  * refusal is a page too, never a JSON body.
@@ -26,10 +28,12 @@ import {
   renderCheckoutPage,
   renderRefusalPage,
   renderSessionEndPage,
+  renderSetupPage,
   renderThreeDSecurePage,
   renderWalletPage,
   THREE_D_SECURE_PAGE_PATH,
   WALLET_PAGE_PATH,
+  type FlowKind,
   type PageLineItem,
   type RedirectPageView,
 } from '../checkout/hosted-page';
@@ -41,6 +45,7 @@ import { runOperation } from '../operations/registry';
 import type { PaymentFlowObject } from '../payment-flows/payment-flow-object';
 import { findPrices } from '../prices/prices';
 import { TEST_CARDS } from '../processor/test-cards';
+import type { SetupFlowObject } from '../setup-flows/setup-flows';
 
 const script = (name: string): string => readFileSync(new URL(`../checkout/browser/${name}`, import.meta.url), 'utf8');
 const SCRIPTS: Readonly<Record<string, string>> = { [BROWSER_SCRIPT_PATH]: script('kessai.js'), [CHECKOUT_SCRIPT_PATH]: script('checkout.js') };
@@ -49,6 +54,10 @@ const SCRIPTS: Readonly<Record<string, string>> = { [BROWSER_SCRIPT_PATH]: scrip
 const NOTICES: Readonly<Record<string, string>> = {
   canceled: '本人認証がキャンセルされました。 / 3-D Secure authentication was canceled: authenticate, or pay another way.',
   failed: 'お支払いが承認されませんでした。別の方法でお支払いください。 / The payment was not approved: try another card or way to pay.',
+};
+const SETUP_NOTICES: Readonly<Record<string, string>> = {
+  canceled: '本人認証がキャンセルされました。 / 3-D Secure authentication was canceled: authenticate, or save another card.',
+  failed: 'カードを保存できませんでした。別のカードをお試しください。 / The card could not be saved: try another card.',
 };
 
 type Query = Readonly<Record<string, unknown>>;
@@ -76,10 +85,10 @@ function httpUrl(value: string): URL | null {
 }
 
 /** `return_url` with the flow handed back (v2 §4.8 step 4) and how the redirect ended. */
-export function returnAddress(returnUrl: string, flowId: string, clientSecret: string, redirectStatus: string): string {
+export function returnAddress(returnUrl: string, flowId: string, clientSecret: string, redirectStatus: string, flow: FlowKind = 'payment_flow'): string {
   const url = new URL(returnUrl);
-  url.searchParams.set('payment_flow_id', flowId);
-  url.searchParams.set('payment_flow_client_secret', clientSecret);
+  url.searchParams.set(`${flow}_id`, flowId);
+  url.searchParams.set(`${flow}_client_secret`, clientSecret);
   url.searchParams.set('redirect_status', redirectStatus);
   return url.toString();
 }
@@ -107,19 +116,36 @@ async function shownMethods(ctx: Context, found: HostedSession): Promise<Display
   return DISPLAY_METHODS.filter((method) => found.session.payment_method_types.includes(method) && configuration[method].available);
 }
 
-/** The redirect page's hand-over: the public key's account and the flow it names, by its client secret. */
-async function handedOver(ctx: Context, fields: Query): Promise<{ caller: Caller; flow: PaymentFlowObject; view: RedirectPageView; returnUrl: URL }> {
+/** A handed-over flow as the redirect pages read it, payment flow or setup flow. */
+interface HandedFlow {
+  readonly status: string;
+  readonly checkoutSession: string | null;
+  readonly cardLast4: string | null;
+}
+
+/**
+ * The redirect page's hand-over: the public key's account and the flow it names (`payment_flow_id`,
+ * or `setup_flow_id` for a setup flow), by its client secret.
+ */
+async function handedOver(ctx: Context, fields: Query): Promise<{ caller: Caller; flow: HandedFlow; view: RedirectPageView; returnUrl: URL }> {
   const returnUrl = httpUrl(text(fields, 'return_url'));
   if (returnUrl === null) throw new KessaiError('invalid_param_key', { param: 'return_url', message: 'return_url must be an http or https URL' });
   const caller = await authenticate(ctx, text(fields, 'key'));
   if (caller.kind !== 'public') throw new KessaiError('invalid_api_key', { message: 'A browser page takes the public key, never the secret key.' });
   const clientSecret = text(fields, 'client_secret');
-  const flow = (await runOperation(ctx, caller, 'payment_flows.retrieve', { id: text(fields, 'payment_flow_id'), client_secret: clientSecret })) as PaymentFlowObject;
+  const kind: FlowKind = text(fields, 'setup_flow_id') !== '' ? 'setup_flow' : 'payment_flow';
+  const asked = { id: text(fields, `${kind}_id`), client_secret: clientSecret };
+  const view = { publicKey: text(fields, 'key'), flow: kind, clientSecret, returnUrl: returnUrl.toString() };
+  if (kind === 'setup_flow') {
+    const flow = (await runOperation(ctx, caller, 'setup_flows.retrieve', asked)) as SetupFlowObject;
+    return { caller, returnUrl, flow: { status: flow.status, checkoutSession: flow.checkout_session_id, cardLast4: null }, view: { ...view, flowId: flow.id, amount: null, livemode: flow.livemode } };
+  }
+  const flow = (await runOperation(ctx, caller, 'payment_flows.retrieve', asked)) as PaymentFlowObject;
   return {
     caller,
-    flow,
     returnUrl,
-    view: { publicKey: text(fields, 'key'), paymentFlowId: flow.id, clientSecret, returnUrl: returnUrl.toString(), amount: flow.amount, livemode: flow.livemode },
+    flow: { status: flow.status, checkoutSession: flow.checkout_session, cardLast4: flow.payment_method_details?.card?.last4 ?? null },
+    view: { ...view, flowId: flow.id, amount: flow.amount, livemode: flow.livemode },
   };
 }
 
@@ -180,17 +206,25 @@ export async function registerHostedCheckout(app: FastifyInstance, ctx: Context,
       if (error instanceof KessaiError && error.code === 'invalid_id') return sendPage(reply, 404, renderSessionEndPage('unknown'));
       throw error;
     }
-    const { session, row, flow } = found;
+    const { session, row, flow, setupFlow } = found;
     if (session.status === 'complete') return sendPage(reply, 200, renderSessionEndPage('complete', { redirectUrl: session.redirect_url }));
     if (session.status === 'expired' || row.expires_at.getTime() <= pageCtx.clock.now().getTime()) return sendPage(reply, 410, renderSessionEndPage('expired', { cancelUrl: session.cancel_url }));
-    if (row.mode !== 'payment' || flow === null) return sendPage(reply, 404, renderRefusalPage('このページでは扱えません / Not served here', 'A setup session saves a card through the setup flow API; this page takes payments.'));
     const publicKey = await publicKeyOf(ctx.db, found.caller.accountId, found.caller.livemode);
     if (publicKey === null) return sendPage(reply, 503, renderRefusalPage('準備ができていません / Not available', 'This account has no public key kessai can publish (its keys predate the hosted page).'));
     const pageUrl = checkoutPageBase(pageCtx) + id;
     const returnUrl = `${pageUrl}/return`;
-    const notice = NOTICES[text(request.query as Query, 'notice')] ?? null;
-    const declined = flow.status === 'requires_payment_method' && flow.last_payment_error !== null ? String((flow.last_payment_error as { message?: unknown }).message ?? '') : null;
-    const resume = flow.status === 'requires_action' ? `${THREE_D_SECURE_PAGE_PATH}?${new URLSearchParams({ key: publicKey, payment_flow_id: flow.payment_flow_id, client_secret: flow.client_secret, return_url: returnUrl })}` : null;
+    const notice = text(request.query as Query, 'notice');
+    /** The flow's state on the page: why its last card was refused, and a 3-D Secure challenge left open. */
+    const flowState = (kind: FlowKind, flowId: string, current: { status: string; client_secret: string }, lastError: unknown) => ({
+      message: (kind === 'setup_flow' ? SETUP_NOTICES : NOTICES)[notice] ?? (current.status === 'requires_payment_method' && lastError !== null ? String((lastError as { message?: unknown }).message ?? '') : null),
+      resumeActionUrl: current.status === 'requires_action' ? `${THREE_D_SECURE_PAGE_PATH}?${new URLSearchParams({ key: publicKey, [`${kind}_id`]: flowId, client_secret: current.client_secret, return_url: returnUrl })}` : null,
+    });
+    if (setupFlow !== null) {
+      const state = flowState('setup_flow', setupFlow.setup_flow_id, setupFlow, setupFlow.last_setup_error);
+      return sendPage(reply, 200, renderSetupPage({ livemode: row.livemode, publicKey, clientSecret: setupFlow.client_secret, returnUrl, cancelUrl: row.cancel_url, ...state }));
+    }
+    if (flow === null) return sendPage(reply, 404, renderSessionEndPage('unknown'));
+    const { message, resumeActionUrl: resume } = flowState('payment_flow', flow.payment_flow_id, flow, flow.last_payment_error);
     return sendPage(
       reply,
       200,
@@ -205,7 +239,7 @@ export async function registerHostedCheckout(app: FastifyInstance, ctx: Context,
         clientSecret: flow.client_secret,
         returnUrl,
         cancelUrl: row.cancel_url,
-        message: notice ?? declined,
+        message,
         resumeActionUrl: resume,
       }),
     );
@@ -216,9 +250,11 @@ export async function registerHostedCheckout(app: FastifyInstance, ctx: Context,
     const { id } = request.params as { id: string };
     const query = request.query as Query;
     const pageUrl = checkoutPageBase(pageCtx) + id;
+    // The flow handed back: the setup flow of a setup session, else the payment flow.
+    const kind: FlowKind = text(query, 'setup_flow_id') !== '' ? 'setup_flow' : 'payment_flow';
     let found: HostedSession;
     try {
-      found = await completeHostedSessionFromFlow(pageCtx, id, text(query, 'payment_flow_id'), text(query, 'payment_flow_client_secret'));
+      found = await completeHostedSessionFromFlow(pageCtx, id, text(query, `${kind}_id`), text(query, `${kind}_client_secret`));
     } catch (error) {
       if (error instanceof KessaiError && error.code === 'invalid_id') return sendPage(reply, 404, renderSessionEndPage('unknown'));
       throw error;
@@ -231,17 +267,19 @@ export async function registerHostedCheckout(app: FastifyInstance, ctx: Context,
   redirectPage(app, ctx, THREE_D_SECURE_PAGE_PATH, {
     // Nothing to authenticate (already done, or never asked): straight back to the merchant.
     show: async ({ flow, view }) =>
-      flow.status === 'requires_action' ? renderThreeDSecurePage({ ...view, cardLast4: flow.payment_method_details?.card?.last4 ?? null }) : flow.status === 'succeeded' || flow.status === 'requires_capture' ? 'succeeded' : 'failed',
+      flow.status === 'requires_action' ? renderThreeDSecurePage({ ...view, cardLast4: flow.cardLast4 }) : flow.status === 'succeeded' || flow.status === 'requires_capture' ? 'succeeded' : 'failed',
     answer: async ({ caller, view }, fields) =>
-      text(fields, 'decision') === 'authenticate' ? outcome(() => runOperation(ctx, caller, 'payment_flows.complete_action', { id: view.paymentFlowId, client_secret: view.clientSecret })) : 'canceled',
+      text(fields, 'decision') === 'authenticate'
+        ? outcome(() => runOperation(ctx, caller, view.flow === 'setup_flow' ? 'setup_flows.complete_action' : 'payment_flows.complete_action', { id: view.flowId, client_secret: view.clientSecret }))
+        : 'canceled',
   });
 
   redirectPage(app, ctx, WALLET_PAGE_PATH, {
-    show: async ({ view }, fields) => renderWalletPage({ ...view, method: walletMethod(fields, view) }),
+    show: async ({ view }, fields) => renderWalletPage({ ...view, amount: view.amount ?? 0, method: walletMethod(fields, view) }),
     answer: async ({ caller, view }, fields) => {
       const method = walletMethod(fields, view);
       if (text(fields, 'decision') !== 'approve') return 'failed';
-      const confirm = { id: view.paymentFlowId, client_secret: view.clientSecret, return_url: view.returnUrl, payment_method_type: method };
+      const confirm = { id: view.flowId, client_secret: view.clientSecret, return_url: view.returnUrl, payment_method_type: method };
       return outcome(async () => {
         if (method === 'paypay') return runOperation(ctx, caller, 'payment_flows.confirm', confirm);
         // The simulated Apple Pay sheet pays with the test Visa card, as a device would with its card.
@@ -268,7 +306,7 @@ function redirectPage(
   path: string,
   handlers: { readonly show: (handed: HandedOver, fields: Query) => Promise<string | RedirectStatus>; readonly answer: (handed: HandedOver, fields: Query) => Promise<RedirectStatus> },
 ): void {
-  const back = (reply: FastifyReply, { view }: HandedOver, status: RedirectStatus) => reply.redirect(returnAddress(view.returnUrl, view.paymentFlowId, view.clientSecret, status), 303);
+  const back = (reply: FastifyReply, { view }: HandedOver, status: RedirectStatus) => reply.redirect(returnAddress(view.returnUrl, view.flowId, view.clientSecret, status, view.flow), 303);
   app.get(path, { config: { public: true } }, async (request, reply) => {
     try {
       const fields = request.query as Query;
@@ -287,8 +325,8 @@ function redirectPage(
       const status = await handlers.answer(handed, fields);
       // A checkout session's flow that took the money completes its session now, whether or not
       // the buyer's browser makes it back to the return address.
-      const sessionId = handed.flow.checkout_session;
-      if (status === 'succeeded' && sessionId !== null) await completeHostedSessionFromFlow(ctx, sessionId, handed.view.paymentFlowId, handed.view.clientSecret);
+      const sessionId = handed.flow.checkoutSession;
+      if (status === 'succeeded' && sessionId !== null) await completeHostedSessionFromFlow(ctx, sessionId, handed.view.flowId, handed.view.clientSecret);
       return back(reply, handed, status);
     } catch (error) {
       return refusal(reply, error);
@@ -299,6 +337,7 @@ function redirectPage(
 /** The wallet a page is asked for: PayPay or Apple Pay, simulated in test mode only. */
 function walletMethod(fields: Query, view: RedirectPageView): 'paypay' | 'apple_pay' {
   const method = text(fields, 'method');
+  if (view.flow !== 'payment_flow') throw new KessaiError('invalid_param_key', { param: 'setup_flow_id', message: 'a wallet pays a payment flow; a setup flow saves cards only' });
   if (method !== 'paypay' && method !== 'apple_pay') throw new KessaiError('invalid_param_key', { param: 'method', message: 'method must be paypay or apple_pay' });
   if (view.livemode) throw new KessaiError('invalid_param_key', { param: 'method', message: `${method} is simulated in test mode only: kessai has no live wallet` });
   return method;

@@ -74,7 +74,7 @@ export function apiKeyOf(header: string | undefined): string | undefined {
 
 /** A request URL for logs: the statement download token and a payment flow's client secret are credentials, never logged. */
 function loggedUrl(url: string): string {
-  return url.replace(/([?&](?:token|client_secret|payment_flow_client_secret)=)[^&]*/g, '$1[redacted]');
+  return url.replace(/([?&](?:token|client_secret|payment_flow_client_secret|setup_flow_client_secret)=)[^&]*/g, '$1[redacted]');
 }
 
 /**

@@ -21,7 +21,7 @@ import { findPaymentFlow, type PaymentFlowRow } from '../payment-flows/payment-f
 import { claimInlineConfirmation, finishConfirmation, flowEvent, insertPaymentFlow, MAX_FLOW_AMOUNT, MIN_FLOW_AMOUNT, readNestedObject, readPaymentMethodTypes } from '../payment-flows/payment-flows';
 import { isPaymentMethodType, resolvePaymentMethod } from '../payment-flows/payment-method';
 import { findPrices } from '../prices/prices';
-import { completeSetupFlowAction, confirmSetupFlow, insertSetupFlow, retrieveSetupFlow, setupFlowEvent, type SetupFlowRow } from '../setup-flows/setup-flows';
+import { completeSetupFlowAction, confirmSetupFlow, findSetupFlow, insertSetupFlow, retrieveSetupFlow, setupFlowEvent, type SetupFlowRow } from '../setup-flows/setup-flows';
 import { compositeKey, ROW_KEYS, ROW_KEYS_AT } from '../db/bulk-rows';
 import { accountsOf, inAccounts } from '../db/account-scope';
 
@@ -392,6 +392,8 @@ export interface HostedSession {
   readonly row: CheckoutSessionRow;
   /** The session's payment flow (payment mode, once made). */
   readonly flow: PaymentFlowRow | null;
+  /** The session's setup flow (setup mode, once made). */
+  readonly setupFlow: SetupFlowRow | null;
 }
 
 /**
@@ -406,22 +408,30 @@ export async function findHostedSession(ctx: Pick<Context, 'db' | 'config'>, id:
   if (!entry) return reject('invalid_id', 'id', `No such checkout session: ${id}`);
   const caller: Caller = { accountId: entry.account, livemode: entry.livemode, kind: 'public' };
   const row = await findSession(ctx.db, caller, id, false);
-  const flow = row.payment_flow_id === null ? null : await findPaymentFlow(ctx.db, { ...caller, kind: 'secret' }, row.payment_flow_id);
-  return { caller, row, flow, session: await renderOne(ctx.db, row, ctx) };
+  const server: Caller = { ...caller, kind: 'secret' };
+  const flow = row.payment_flow_id === null ? null : await findPaymentFlow(ctx.db, server, row.payment_flow_id);
+  const setupFlow = row.setup_flow_id === null ? null : await findSetupFlow(ctx.db, server, row.setup_flow_id);
+  return { caller, row, flow, setupFlow, session: await renderOne(ctx.db, row, ctx) };
 }
 
 /**
- * The hosted page is opened on an open payment session: its payment flow is made now if no
- * earlier visit or attempt made it, so the page can confirm it in the browser with its
- * `client_secret` (v2 §4.8). Other sessions are answered as they are.
+ * The hosted page is opened on an open session: its payment flow (payment mode) or setup flow
+ * (setup mode) is made now if no earlier visit or attempt made it, so the page can confirm it in
+ * the browser with its `client_secret` (v2 §4.8). Other sessions are answered as they are.
  */
 export async function openHostedSession(ctx: Context, id: string): Promise<HostedSession> {
   const found = await findHostedSession(ctx, id);
   const now = ctx.clock.now();
-  if (found.row.mode !== 'payment' || found.row.status !== 'open' || found.row.payment_flow_id !== null || found.row.expires_at.getTime() <= now.getTime()) return found;
+  const flowId = found.row.mode === 'setup' ? found.row.setup_flow_id : found.row.payment_flow_id;
+  if (found.row.status !== 'open' || flowId !== null || found.row.expires_at.getTime() <= now.getTime()) return found;
   await ctx.db.transaction().execute(async (trx) => {
     const session = await findSession(trx, found.caller, id, true);
-    if (session.status !== 'open' || session.payment_flow_id !== null) return;
+    if (session.status !== 'open') return;
+    if (session.mode === 'setup') {
+      if (session.setup_flow_id === null) await sessionSetupFlow(trx, ctx, found.caller, session, now);
+      return;
+    }
+    if (session.payment_flow_id !== null) return;
     const flow = await sessionPaymentFlow(trx, ctx, found.caller, session, now);
     await saveSession(trx, session, { payment_flow_id: flow.payment_flow_id, updated_at: now });
   });
@@ -429,24 +439,38 @@ export async function openHostedSession(ctx: Context, id: string): Promise<Hoste
 }
 
 /**
- * The buyer is back on the hosted page from the session's flow (`payment_flow_id` and its
- * `client_secret`, as the browser script hands them over): once the flow has the money
- * (succeeded, or requires_capture for manual capture) the session is `complete` with
+ * The buyer is back on the hosted page from the session's flow (its id and `client_secret`, as
+ * the browser script hands them over: a payment flow for a payment session, a setup flow for a
+ * setup session): once the flow has the money (succeeded, or requires_capture for manual capture)
+ * or the card is saved (setup flow succeeded) the session is `complete` with
  * `checkout.session.completed`, once; otherwise it stays as it is (a declined card: the buyer
  * tries another). A flow that is not the session's, or a wrong secret, is `invalid_id`.
  */
 export async function completeHostedSessionFromFlow(ctx: Context, id: string, flowId: string, clientSecret: string): Promise<HostedSession> {
   const found = await findHostedSession(ctx, id);
-  if (found.row.payment_flow_id !== flowId) return reject('invalid_id', 'payment_flow_id', `No such payment flow: ${flowId}`);
-  await findPaymentFlow(ctx.db, found.caller, flowId, { param: 'payment_flow_id', clientSecret });
+  const setup = found.row.mode === 'setup';
+  const param = setup ? 'setup_flow_id' : 'payment_flow_id';
+  if ((setup ? found.row.setup_flow_id : found.row.payment_flow_id) !== flowId) return reject('invalid_id', param, `No such ${setup ? 'setup' : 'payment'} flow: ${flowId}`);
+  if (setup) await findSetupFlow(ctx.db, found.caller, flowId, { param, clientSecret });
+  else await findPaymentFlow(ctx.db, found.caller, flowId, { param, clientSecret });
+  const server: Caller = { ...found.caller, kind: 'secret' };
   await ctx.db.transaction().execute(async (trx) => {
     const session = await findSession(trx, found.caller, id, true);
     if (session.status !== 'open') return;
-    const flow = await findPaymentFlow(trx, { ...found.caller, kind: 'secret' }, flowId);
-    if (!flowHasMoney(flow)) return;
-    await completeSession(trx, ctx, session, ctx.clock.now());
+    const done = setup ? (await findSetupFlow(trx, server, flowId)).status === 'succeeded' : flowHasMoney(await findPaymentFlow(trx, server, flowId));
+    if (done) await completeSession(trx, ctx, session, ctx.clock.now());
   });
   return findHostedSession(ctx, id);
+}
+
+/**
+ * The setup flow of a locked open setup session, made now (usage off_session, metadata =
+ * `setup_flow_data.metadata`, v2 §2.6 rule 6) and recorded on the session.
+ */
+async function sessionSetupFlow(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, caller: Caller, session: CheckoutSessionRow, now: Date): Promise<SetupFlowRow> {
+  const flow = await insertSetupFlow(trx, ctx, caller, { usage: 'off_session', customerId: session.customer_id, description: null, metadata: session.setup_flow_metadata, checkoutSessionId: session.checkout_session_id }, now);
+  await saveSession(trx, session, { setup_flow_id: flow.setup_flow_id, updated_at: now });
+  return flow;
 }
 
 /**
@@ -467,9 +491,7 @@ async function completeSetupSession(ctx: Context, caller: Caller, id: string, me
     const now = ctx.clock.now();
     assertOpen(session, now);
     if (session.setup_flow_id !== null) return session.setup_flow_id;
-    const flow = await insertSetupFlow(trx, ctx, caller, { usage: 'off_session', customerId: session.customer_id, description: null, metadata: session.setup_flow_metadata, checkoutSessionId: id }, now);
-    await saveSession(trx, session, { setup_flow_id: flow.setup_flow_id, updated_at: now });
-    return flow.setup_flow_id;
+    return (await sessionSetupFlow(trx, ctx, caller, session, now)).setup_flow_id;
   });
   let flow = await retrieveSetupFlow(ctx, server, { id: flowId });
   if (flow.status !== 'succeeded') {

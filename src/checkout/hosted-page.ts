@@ -1,6 +1,6 @@
 /**
  * The one renderer of the pages the buyer sees on kessai (issue 16 points 3–4): the hosted checkout
- * page of a session, its complete / expired / unknown pages, and the simulated redirect pages of
+ * page of a session (a payment session's, or a setup session's that saves a card), its complete / expired / unknown pages, and the simulated redirect pages of
  * the browser script (the 3-D Secure challenge, the PayPay and Apple Pay wallets of test mode).
  * Plain server-rendered HTML, every value escaped (src/domain/html.ts); no inline script, one
  * stylesheet allowed by its hash, nothing loaded from anywhere but kessai (`pageSecurityPolicy`).
@@ -93,14 +93,14 @@ function lineItemsTable(items: readonly PageLineItem[], total: number): string {
   );
 }
 
-function cardForm(view: CheckoutPageView): string {
+function cardForm(heading: string, submit: string): string {
   return `<form id="card-form" novalidate>
-<h2>カードで支払う / Pay by card</h2>
+<h2>${escapeHtml(heading)}</h2>
 <label for="card-number">カード番号 / Card number</label><input id="card-number" name="number" inputmode="numeric" autocomplete="cc-number" required aria-describedby="message">
 <div class="row"><div><label for="card-exp-month">有効期限 月 / Expiry month</label><input id="card-exp-month" name="exp_month" inputmode="numeric" autocomplete="cc-exp-month" placeholder="MM" required></div>
 <div><label for="card-exp-year">有効期限 年 / Expiry year</label><input id="card-exp-year" name="exp_year" inputmode="numeric" autocomplete="cc-exp-year" placeholder="YYYY" required></div></div>
 <label for="card-cvc">セキュリティコード / Security code</label><input id="card-cvc" name="cvc" inputmode="numeric" autocomplete="cc-csc" required>
-<button type="submit" id="pay">${escapeHtml(formatYen(view.amountTotal))} を支払う / Pay</button>
+<button type="submit" id="pay">${escapeHtml(submit)}</button>
 </form>`;
 }
 
@@ -111,18 +111,49 @@ export function renderCheckoutPage(view: CheckoutPageView): string {
     '<h1>お支払い / Checkout</h1>',
     modeBadge(view.livemode),
     lineItemsTable(view.lineItems, view.amountTotal),
-    `<div id="checkout" data-public-key="${escapeHtml(view.publicKey)}" data-client-secret="${escapeHtml(view.clientSecret)}" data-return-url="${escapeHtml(view.returnUrl)}">`,
-    `<p id="message" role="alert" aria-live="assertive">${escapeHtml(view.message ?? '')}</p>`,
-    view.resumeActionUrl === null ? '' : `<p><a id="resume-action" href="${escapeHtml(view.resumeActionUrl)}">本人認証を続ける / Continue 3-D Secure authentication</a></p>`,
-    view.methods.includes('card') ? cardForm(view) : '',
+    checkoutOpening('payment_flow', view),
+    view.methods.includes('card') ? cardForm('カードで支払う / Pay by card', `${formatYen(view.amountTotal)} を支払う / Pay`) : '',
     wallets.length === 0
       ? ''
       : `<div class="wallets" id="wallets"><h2>その他の支払い方法 / Other ways to pay</h2>${wallets.map((method) => `<button type="button" class="secondary" id="pay-${method}" data-method="${method}">${escapeHtml(METHOD_LABELS[method])}で支払う / Pay with ${escapeHtml(METHOD_LABELS[method])}</button>`).join('')}</div>`,
-    '<noscript><p>このページの支払いには JavaScript が必要です / Paying on this page needs JavaScript.</p></noscript>',
-    '</div>',
-    view.cancelUrl === null ? '' : `<p><a id="cancel" href="${escapeHtml(view.cancelUrl)}">キャンセルしてショップに戻る / Cancel and return to the shop</a></p>`,
+    checkoutClosing(view.cancelUrl),
   ].join('\n');
   return page('お支払い / Checkout — kessai', body, [BROWSER_SCRIPT_PATH, CHECKOUT_SCRIPT_PATH]);
+}
+
+/** The flows the browser script confirms, by the prefix of their hand-over fields (`<kind>_id`, `<kind>_client_secret`). */
+export type FlowKind = 'payment_flow' | 'setup_flow';
+
+/** What the page glue reads (the key, the flow's secret and kind, the return address), the message and a challenge to resume. */
+function checkoutOpening(flow: FlowKind, view: Pick<CheckoutPageView, 'publicKey' | 'clientSecret' | 'returnUrl' | 'message' | 'resumeActionUrl'>): string {
+  return [
+    `<div id="checkout" data-flow="${flow}" data-public-key="${escapeHtml(view.publicKey)}" data-client-secret="${escapeHtml(view.clientSecret)}" data-return-url="${escapeHtml(view.returnUrl)}">`,
+    `<p id="message" role="alert" aria-live="assertive">${escapeHtml(view.message ?? '')}</p>`,
+    view.resumeActionUrl === null ? '' : `<p><a id="resume-action" href="${escapeHtml(view.resumeActionUrl)}">本人認証を続ける / Continue 3-D Secure authentication</a></p>`,
+  ].join('\n');
+}
+
+function checkoutClosing(cancelUrl: string | null): string {
+  return [
+    '<noscript><p>このページの手続きには JavaScript が必要です / This page needs JavaScript.</p></noscript>',
+    '</div>',
+    cancelUrl === null ? '' : `<p><a id="cancel" href="${escapeHtml(cancelUrl)}">キャンセルしてショップに戻る / Cancel and return to the shop</a></p>`,
+  ].join('\n');
+}
+
+/** The hosted page of an open setup session: a card is saved for later, nothing is charged now. */
+export type SetupPageView = Pick<CheckoutPageView, 'livemode' | 'publicKey' | 'clientSecret' | 'returnUrl' | 'cancelUrl' | 'message' | 'resumeActionUrl'>;
+
+export function renderSetupPage(view: SetupPageView): string {
+  const body = [
+    '<h1>カードを保存 / Save your card</h1>',
+    modeBadge(view.livemode),
+    '<p id="no-charge">今回のお支払いはありません。カードはショップでの今後のお支払いのために保存されます。 / No payment is taken now: your card is saved for future payments to this shop.</p>',
+    checkoutOpening('setup_flow', view),
+    cardForm('カード情報 / Card details', 'カードを保存する / Save card'),
+    checkoutClosing(view.cancelUrl),
+  ].join('\n');
+  return page('カードを保存 / Save your card — kessai', body, [BROWSER_SCRIPT_PATH, CHECKOUT_SCRIPT_PATH]);
 }
 
 /** The page of a session that is no longer open, or of an unknown session URL. */
@@ -144,15 +175,17 @@ export function renderSessionEndPage(state: 'complete' | 'expired' | 'unknown', 
 /** The hidden fields every redirect page posts back (the browser script's hand-over). */
 export interface RedirectPageView {
   readonly publicKey: string;
-  readonly paymentFlowId: string;
+  readonly flow: FlowKind;
+  readonly flowId: string;
   readonly clientSecret: string;
   readonly returnUrl: string;
-  readonly amount: number;
+  /** What a payment flow takes; null for a setup flow (it saves the card, it charges nothing). */
+  readonly amount: number | null;
   readonly livemode: boolean;
 }
 
 function hiddenFields(view: RedirectPageView, extra: Readonly<Record<string, string>> = {}): string {
-  const fields = { key: view.publicKey, payment_flow_id: view.paymentFlowId, client_secret: view.clientSecret, return_url: view.returnUrl, ...extra };
+  const fields = { key: view.publicKey, [`${view.flow}_id`]: view.flowId, client_secret: view.clientSecret, return_url: view.returnUrl, ...extra };
   return Object.entries(fields)
     .map(([name, value]) => `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`)
     .join('');
@@ -167,7 +200,7 @@ export function renderThreeDSecurePage(view: RedirectPageView & { readonly cardL
   const body = [
     '<h1>本人認証 / 3-D Secure</h1>',
     modeBadge(view.livemode),
-    `<p>カード発行会社の本人認証（シミュレーション） / Your card issuer asks you to confirm this payment of <strong id="amount">${escapeHtml(formatYen(view.amount))}</strong>${view.cardLast4 === null ? '' : ` with the card ending <span id="last4">${escapeHtml(view.cardLast4)}</span>`}.</p>`,
+    `<p>カード発行会社の本人認証（シミュレーション） / Your card issuer asks you to confirm ${view.amount === null ? '<span id="save-card">saving this card (nothing is charged)</span>' : `this payment of <strong id="amount">${escapeHtml(formatYen(view.amount))}</strong>`}${view.cardLast4 === null ? '' : ` with the card ending <span id="last4">${escapeHtml(view.cardLast4)}</span>`}.</p>`,
     `<form method="post" action="${THREE_D_SECURE_PAGE_PATH}">${hiddenFields(view)}`,
     '<button type="submit" name="decision" value="authenticate" id="authenticate">認証する / Authenticate</button>',
     '<button type="submit" name="decision" value="cancel" class="secondary" id="cancel-authentication">キャンセル / Cancel</button>',
@@ -177,7 +210,7 @@ export function renderThreeDSecurePage(view: RedirectPageView & { readonly cardL
 }
 
 /** A simulated wallet of test mode (PayPay, Apple Pay): the buyer approves or declines the payment. */
-export function renderWalletPage(view: RedirectPageView & { readonly method: 'paypay' | 'apple_pay' }): string {
+export function renderWalletPage(view: RedirectPageView & { readonly amount: number; readonly method: 'paypay' | 'apple_pay' }): string {
   const label = METHOD_LABELS[view.method];
   const body = [
     `<h1 id="wallet" data-method="${view.method}">${escapeHtml(label)}</h1>`,

@@ -8,87 +8,31 @@
  * no page may log a console error (a Content-Security-Policy violation is one). A screenshot of
  * each page is kept under test-output/checkout-page/ for review.
  */
-import { mkdirSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as v2 from '@payjp/payjpv2';
 import type { Client } from '@payjp/payjpv2';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';
-import { startTestServer, type TestServer } from '../support/http-server';
-import { ok, v2Client } from '../support/v2-sdk';
+import { checkoutBrowserSuite, fillCard, type Shop } from '../support/checkout-browser';
+import type { TestServer } from '../support/http-server';
+import { ok, v2EventTypes } from '../support/v2-sdk';
 
 const OUTPUT = fileURLToPath(new URL('../../test-output/checkout-page/', import.meta.url));
 
-/** The shop: every address answers a page naming its path; /merchant and /return load kessai.js. */
-function startShop(kessaiUrl: () => string): Promise<{ server: Server; url: string }> {
-  const server = createServer((request, response) => {
-    const url = new URL(request.url ?? '/', 'http://shop.invalid');
-    response.setHeader('content-type', 'text/html; charset=utf-8');
-    if (url.pathname === '/favicon.ico') {
-      response.statusCode = 204;
-      response.end();
-      return;
-    }
-    const script = url.pathname === '/merchant' || url.pathname === '/return' ? `<script src="${kessaiUrl()}/v2/js/kessai.js"></script>` : '';
-    response.end(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Shop ${url.pathname}</title></head><body><h1 id="path">${url.pathname}</h1>${script}</body></html>`);
-  });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` })));
-}
-
 describe('hosted checkout page and browser script in Chromium (issue 16 points 3–4)', () => {
+  const suite = checkoutBrowserSuite({ output: OUTPUT, viewport: { width: 900, height: 1000 } });
+  const shot = suite.shot;
   let server: TestServer;
   let client: Client;
-  let shop: { server: Server; url: string };
-  let browser: Browser;
+  let shop: Shop;
   let page: Page;
   let problems: string[];
-  let requests: string[];
-
-  beforeAll(async () => {
-    server = await startTestServer('harness');
-    client = v2Client(server, server.keys.a.test.secret);
-    shop = await startShop(() => server.baseUrl);
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    });
-    mkdirSync(OUTPUT, { recursive: true });
-  }, 120_000);
-  afterAll(async () => {
-    await browser?.close();
-    await new Promise((resolve) => shop?.server.close(resolve));
-    await server?.close();
+  beforeEach(() => {
+    ({ server, client, shop, page, problems } = suite.current());
   });
 
-  beforeEach(async () => {
-    const context = await browser.newContext({ viewport: { width: 900, height: 1000 } });
-    page = await context.newPage();
-    problems = [];
-    requests = [];
-    page.on('console', (message) => {
-      if (message.type() === 'error' || message.type() === 'warning') problems.push(`${message.type()}: ${message.text()}`);
-    });
-    page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-    page.on('request', (request) => requests.push(request.url()));
-    return async () => {
-      // Nothing but kessai and the shop was asked for anything.
-      expect(requests.filter((url) => !url.startsWith(server.baseUrl) && !url.startsWith(shop.url))).toEqual([]);
-      await context.close();
-    };
-  });
-
-  const shot = (name: string) => page.screenshot({ path: join(OUTPUT, `${name}.png`), fullPage: true });
-
-  /** The types of the events written about a resource, oldest first (v2 events API). */
-  async function eventTypes(resourceId: string): Promise<string[]> {
-    const events = await ok(v2.getAllEvents({ client, query: { resource_id: resourceId, limit: 100 } }));
-    return events.data.map((event) => event.type).reverse();
-  }
+  const eventTypes = (resourceId: string) => v2EventTypes(client, resourceId);
 
   let product = 0;
   async function session(options: { amount?: number; quantity?: number; types?: string[] } = {}) {
@@ -110,10 +54,7 @@ describe('hosted checkout page and browser script in Chromium (issue 16 points 3
   }
 
   async function payByCard(card: TestCardName): Promise<void> {
-    await page.getByLabel('カード番号 / Card number').fill(TEST_CARDS[card].number);
-    await page.getByLabel('有効期限 月 / Expiry month').fill('12');
-    await page.getByLabel('有効期限 年 / Expiry year').fill('2032');
-    await page.getByLabel('セキュリティコード / Security code').fill('123');
+    await fillCard(page, card);
     await page.getByRole('button', { name: /Pay$/ }).click();
   }
 

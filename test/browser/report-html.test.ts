@@ -9,8 +9,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { chromium } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
+import { launchChromium, watchedPage } from '../support/chromium';
 
 const BIN = fileURLToPath(new URL('../../bin/kessai.mjs', import.meta.url));
 const OUTPUT = fileURLToPath(new URL('../../test-output/', import.meta.url));
@@ -54,20 +54,9 @@ describe('report.html in Chromium (issue 14, point 4)', () => {
     expect(run.stdout).not.toMatch(/WARN/);
     for (const name of ['mrr-subscribers', 'daily-captures', 'holds', 'payouts', 'what-if']) expect(existsSync(join(out, 'charts', `${name}.svg`)), name).toBe(true);
 
-    const browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-    });
+    const browser = await launchChromium();
     try {
-      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-      const problems: string[] = [];
-      const requests: string[] = [];
-      page.on('console', (message) => {
-        if (message.type() === 'error' || message.type() === 'warning') problems.push(`${message.type()}: ${message.text()}`);
-      });
-      page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-      page.on('request', (request) => requests.push(request.url()));
+      const { page, problems, requests } = await watchedPage(browser, { width: 1280, height: 900 });
       const url = pathToFileURL(join(out, 'report.html')).href;
       await page.goto(url, { waitUntil: 'load' });
       expect(problems).toEqual([]);

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { returnAddress } from '../../src/api/hosted-checkout';
-import { pageSecurityPolicy, renderCheckoutPage, renderSessionEndPage, renderWalletPage } from '../../src/checkout/hosted-page';
+import { pageSecurityPolicy, renderCheckoutPage, renderSessionEndPage, renderSetupPage, renderThreeDSecurePage, renderWalletPage } from '../../src/checkout/hosted-page';
 
 const view = {
   sessionId: 'cs_1',
@@ -48,7 +48,7 @@ describe('hosted checkout page renderer', () => {
   });
 
   it('the CSP allows nothing but kessai itself and the page\'s one stylesheet, by its hash', () => {
-    const html = renderWalletPage({ publicKey: 'pk_test_x', paymentFlowId: 'pfw_1', clientSecret: 's', returnUrl: 'https://shop.example/r', amount: 500, livemode: false, method: 'paypay' });
+    const html = renderWalletPage({ publicKey: 'pk_test_x', flow: 'payment_flow', flowId: 'pfw_1', clientSecret: 's', returnUrl: 'https://shop.example/r', amount: 500, livemode: false, method: 'paypay' });
     const style = /<style>([\s\S]*?)<\/style>/.exec(html)![1]!;
     const policy = pageSecurityPolicy(['https://shop.example']);
     expect(policy).toBe(
@@ -62,5 +62,23 @@ describe('hosted checkout page renderer', () => {
     expect(returnAddress('https://shop.example/done?order=42', 'pfw_1', 'pfw_1_secret_abc', 'succeeded')).toBe(
       'https://shop.example/done?order=42&payment_flow_id=pfw_1&payment_flow_client_secret=pfw_1_secret_abc&redirect_status=succeeded',
     );
+    expect(returnAddress('https://shop.example/done', 'sfw_1', 'sfw_1_secret_abc', 'failed', 'setup_flow')).toBe('https://shop.example/done?setup_flow_id=sfw_1&setup_flow_client_secret=sfw_1_secret_abc&redirect_status=failed');
+  });
+
+  it('a setup session\'s page saves a card: no line items, no total, the setup flow for the glue, every value escaped', () => {
+    const html = renderSetupPage({ ...view, clientSecret: 'sfw_1_secret_"><i>' });
+    expect(html).not.toContain('id="line-items"');
+    expect(html).not.toContain('id="total"');
+    expect(html).not.toContain('¥');
+    expect(html).toContain('No payment is taken now');
+    expect(html).toContain('data-flow="setup_flow"');
+    expect(html).not.toContain('"><i>');
+    expect(html).not.toContain('<again>');
+    for (const id of ['card-number', 'card-exp-month', 'card-exp-year', 'card-cvc']) expect(html).toContain(`<label for="${id}">`);
+    expect(html).toContain('カードを保存する / Save card');
+    // The challenge of a setup flow names no amount and posts the setup flow back.
+    const challenge = renderThreeDSecurePage({ publicKey: 'pk_test_x', flow: 'setup_flow', flowId: 'sfw_1', clientSecret: 's', returnUrl: 'https://k.example/r', amount: null, livemode: false, cardLast4: null });
+    expect(challenge).toContain('<input type="hidden" name="setup_flow_id" value="sfw_1">');
+    expect(challenge).not.toContain('id="amount"');
   });
 });

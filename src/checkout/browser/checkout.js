@@ -1,6 +1,7 @@
 /*
  * The hosted checkout page's glue (served at /v2/js/checkout.js after kessai.js): the card form and
- * the wallet buttons confirm the session's payment flow through the browser script, with the
+ * the wallet buttons confirm the session's payment flow (or, on a setup session's page, the card
+ * form confirms its setup flow: `data-flow="setup_flow"`) through the browser script, with the
  * public key and the flow's client secret the page carries; the buyer comes back to the page's
  * return address, which completes the session and sends them to the shop's success URL.
  */
@@ -11,6 +12,7 @@
   var kessai = window.Kessai(root.dataset.publicKey);
   var clientSecret = root.dataset.clientSecret;
   var returnUrl = root.dataset.returnUrl;
+  var setup = root.dataset.flow === 'setup_flow';
   var message = document.getElementById('message');
   var buttons = Array.prototype.slice.call(root.querySelectorAll('button'));
 
@@ -28,10 +30,11 @@
   function confirm(params) {
     busy(true);
     show('');
-    return kessai.confirmPaymentFlow(clientSecret, Object.assign({ return_url: returnUrl }, params)).then(function (result) {
+    var confirmFlow = setup ? kessai.confirmSetupFlow : kessai.confirmPaymentFlow;
+    return confirmFlow(clientSecret, Object.assign({ return_url: returnUrl }, params)).then(function (result) {
       if (result.error) {
         busy(false);
-        show(result.error.message || 'The payment failed.');
+        show(result.error.message || (setup ? 'The card could not be saved.' : 'The payment failed.'));
         var number = document.getElementById('card-number');
         if (number) number.focus();
       }

@@ -15,6 +15,14 @@
  * `redirect_status`; `kessai.retrievePaymentFlow(clientSecret)` reads the result there. A refused
  * confirmation (a declined card, a wrong client secret) resolves to `{ error }` and leaves the
  * buyer on the page.
+ *
+ * A setup flow (a card saved for later, nothing charged) is confirmed the same way with its own
+ * client secret (`<setup flow id>_secret_<random>`):
+ *
+ *   const { setupFlow, error } = await kessai.confirmSetupFlow(clientSecret, { card, return_url });
+ *
+ * and the buyer lands on `return_url` with `setup_flow_id`, `setup_flow_client_secret` and
+ * `redirect_status`; `kessai.retrieveSetupFlow(clientSecret)` reads the result there.
  */
 (function () {
   'use strict';
@@ -30,10 +38,10 @@
     return error;
   }
 
-  /** The flow id a client secret belongs to (`<payment flow id>_secret_<random>`). */
+  /** The flow id a client secret belongs to (`<payment or setup flow id>_secret_<random>`). */
   function flowIdOf(clientSecret) {
     var at = typeof clientSecret === 'string' ? clientSecret.indexOf('_secret_') : -1;
-    if (at <= 0) throw KessaiError(400, 'Invalid client secret', 'a client_secret reads <payment flow id>_secret_<…>');
+    if (at <= 0) throw KessaiError(400, 'Invalid client secret', 'a client_secret reads <flow id>_secret_<…>');
     return clientSecret.slice(0, at);
   }
 
@@ -73,16 +81,25 @@
       });
     }
 
-    function retrievePaymentFlow(clientSecret) {
+    /** `kind` is the flow's: 'payment_flow' or 'setup_flow' (its API path and hand-over fields). */
+    function retrieveFlow(kind, clientSecret) {
       var id = flowIdOf(clientSecret);
-      return v2('GET', '/payment_flows/' + encodeURIComponent(id) + '?client_secret=' + encodeURIComponent(clientSecret));
+      return v2('GET', '/' + kind + 's/' + encodeURIComponent(id) + '?client_secret=' + encodeURIComponent(clientSecret));
+    }
+
+    function retrievePaymentFlow(clientSecret) {
+      return retrieveFlow('payment_flow', clientSecret);
+    }
+
+    function retrieveSetupFlow(clientSecret) {
+      return retrieveFlow('setup_flow', clientSecret);
     }
 
     /** A kessai page of the browser script (3-D Secure challenge, wallet) for this flow. */
-    function redirectPage(path, clientSecret, returnUrl, extra) {
+    function redirectPage(path, kind, clientSecret, returnUrl, extra) {
       var url = new URL(base + path);
       url.searchParams.set('key', publicKey);
-      url.searchParams.set('payment_flow_id', flowIdOf(clientSecret));
+      url.searchParams.set(kind + '_id', flowIdOf(clientSecret));
       url.searchParams.set('client_secret', clientSecret);
       url.searchParams.set('return_url', returnUrl);
       Object.keys(extra || {}).forEach(function (name) {
@@ -91,10 +108,10 @@
       return url.toString();
     }
 
-    function returnTo(returnUrl, flow, clientSecret) {
+    function returnTo(kind, returnUrl, flow, clientSecret) {
       var url = new URL(returnUrl, window.location.href);
-      url.searchParams.set('payment_flow_id', flow.id);
-      url.searchParams.set('payment_flow_client_secret', clientSecret);
+      url.searchParams.set(kind + '_id', flow.id);
+      url.searchParams.set(kind + '_client_secret', clientSecret);
       url.searchParams.set('redirect_status', flow.status === 'succeeded' || flow.status === 'requires_capture' ? 'succeeded' : 'failed');
       return url.toString();
     }
@@ -105,50 +122,93 @@
      * `return_url` (required). Resolves `{ error }` on a refusal; otherwise the buyer is sent on
      * (wallet, challenge, or `return_url`) and it resolves `{ paymentFlow }` as they leave.
      */
-    function confirmPaymentFlow(clientSecret, params) {
-      var returnUrl = params && params.return_url;
-      var type = (params && params.payment_method_type) || 'card';
-      var go = function (url) {
-        window.location.assign(url);
-      };
+    function go(url) {
+      window.location.assign(url);
+    }
+
+    /**
+     * Confirms the flow of `kind` ('payment_flow' or 'setup_flow') with a card (tokenized here) or
+     * `payment_method`; `extra` goes into the confirm body. A 3-D Secure challenge sends the buyer
+     * to its page, anything else to `return_url`; resolves the flow as they leave.
+     */
+    function confirmCard(kind, clientSecret, params, extra) {
+      var returnUrl = params.return_url;
+      var method = params.card ? createToken(params.card).then(function (token) { return token.id; }) : Promise.resolve(params.payment_method);
+      return method
+        .then(function (paymentMethod) {
+          var body = Object.assign({ client_secret: clientSecret, return_url: returnUrl }, extra);
+          if (paymentMethod !== undefined) body.payment_method_id = paymentMethod;
+          return v2('POST', '/' + kind + 's/' + encodeURIComponent(flowIdOf(clientSecret)) + '/confirm', body);
+        })
+        .then(function (flow) {
+          if (flow.status === 'requires_action') go(redirectPage('/v2/js/three_d_secure', kind, clientSecret, new URL(returnUrl, window.location.href).toString()));
+          else go(returnTo(kind, returnUrl, flow, clientSecret));
+          return flow;
+        });
+    }
+
+    /** The checks every confirmation makes first, then `run`; a refusal resolves `{ error }`. */
+    function confirming(clientSecret, params, run) {
       return Promise.resolve()
         .then(function () {
-          if (typeof returnUrl !== 'string' || returnUrl === '') throw KessaiError(422, 'Validation Error', 'return_url is required');
+          if (!params || typeof params.return_url !== 'string' || params.return_url === '') throw KessaiError(422, 'Validation Error', 'return_url is required');
           flowIdOf(clientSecret);
-          if (type === 'paypay' || type === 'apple_pay') {
-            // A wallet: the flow must be this key's and secret's before the buyer leaves.
-            return retrievePaymentFlow(clientSecret).then(function (flow) {
-              go(redirectPage('/v2/js/wallet', clientSecret, new URL(returnUrl, window.location.href).toString(), { method: type }));
-              return { paymentFlow: flow };
-            });
-          }
-          var method = params.card ? createToken(params.card).then(function (token) { return token.id; }) : Promise.resolve(params.payment_method);
-          return method
-            .then(function (paymentMethod) {
-              var body = { client_secret: clientSecret, payment_method_type: type, return_url: returnUrl };
-              if (paymentMethod !== undefined) body.payment_method_id = paymentMethod;
-              return v2('POST', '/payment_flows/' + encodeURIComponent(flowIdOf(clientSecret)) + '/confirm', body);
-            })
-            .then(function (flow) {
-              if (flow.status === 'requires_action') go(redirectPage('/v2/js/three_d_secure', clientSecret, new URL(returnUrl, window.location.href).toString()));
-              else go(returnTo(returnUrl, flow, clientSecret));
-              return { paymentFlow: flow };
-            });
+          return run();
         })
         .catch(function (error) {
           return { error: error };
         });
     }
 
+    function confirmPaymentFlow(clientSecret, params) {
+      var type = (params && params.payment_method_type) || 'card';
+      return confirming(clientSecret, params, function () {
+        if (type === 'paypay' || type === 'apple_pay') {
+          // A wallet: the flow must be this key's and secret's before the buyer leaves.
+          return retrievePaymentFlow(clientSecret).then(function (flow) {
+            go(redirectPage('/v2/js/wallet', 'payment_flow', clientSecret, new URL(params.return_url, window.location.href).toString(), { method: type }));
+            return { paymentFlow: flow };
+          });
+        }
+        return confirmCard('payment_flow', clientSecret, params, { payment_method_type: type }).then(function (flow) {
+          return { paymentFlow: flow };
+        });
+      });
+    }
+
+    /**
+     * Confirms the setup flow of `clientSecret` with `card` (tokenized here) or `payment_method`,
+     * and `return_url` (required): the card is verified (a 3-D Secure challenge when the card asks)
+     * and saved to the flow's customer; nothing is charged. Resolves `{ error }` on a refusal (a
+     * declined card), else `{ setupFlow }` as the buyer leaves for the challenge or `return_url`.
+     */
+    function confirmSetupFlow(clientSecret, params) {
+      return confirming(clientSecret, params, function () {
+        return confirmCard('setup_flow', clientSecret, params, {}).then(function (flow) {
+          return { setupFlow: flow };
+        });
+      });
+    }
+
     /** The hand-over on `return_url`: the flow id and client secret in the query, if any. */
     function returnedFlow(search) {
       var query = new URLSearchParams(search === undefined ? window.location.search : search);
-      var id = query.get('payment_flow_id');
-      var secret = query.get('payment_flow_client_secret');
-      return id && secret ? { paymentFlowId: id, clientSecret: secret, redirectStatus: query.get('redirect_status') } : null;
+      var setupId = query.get('setup_flow_id');
+      var secret = query.get(setupId ? 'setup_flow_client_secret' : 'payment_flow_client_secret');
+      var found = { clientSecret: secret, redirectStatus: query.get('redirect_status') };
+      if (setupId) found.setupFlowId = setupId;
+      else found.paymentFlowId = query.get('payment_flow_id');
+      return (found.setupFlowId || found.paymentFlowId) && secret ? found : null;
     }
 
-    return { createToken: createToken, retrievePaymentFlow: retrievePaymentFlow, confirmPaymentFlow: confirmPaymentFlow, returnedFlow: returnedFlow };
+    return {
+      createToken: createToken,
+      retrievePaymentFlow: retrievePaymentFlow,
+      confirmPaymentFlow: confirmPaymentFlow,
+      retrieveSetupFlow: retrieveSetupFlow,
+      confirmSetupFlow: confirmSetupFlow,
+      returnedFlow: returnedFlow,
+    };
   }
 
   window.Kessai = Kessai;

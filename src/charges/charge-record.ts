@@ -133,7 +133,10 @@ export async function recordChargeEvents(executor: Kysely<Database>, ids: IdGene
       ${instantFromEpochMs('k.at')} AS at
     FROM unnest(${group.map((k) => k.key.accountId)}::text[], ${group.map((k) => k.key.livemode)}::boolean[], ${group.map((k) => k.key.chargeId)}::text[],
                 ${group.map((k) => k.eventId)}::text[], ${group.map((k) => k.key.type)}::text[], ${group.map((k) => k.key.at.getTime())}::bigint[]) WITH ORDINALITY AS k(a, l, id, eid, t, at, n)
-    CROSS JOIN LATERAL (SELECT * FROM charges c WHERE ${inAccounts('c.account_id', accountIds)} AND c.account_id = k.a AND c.livemode = k.l AND c.charge_id = k.id OFFSET 0) c
+    -- A plain join, not a LATERAL … OFFSET 0 probe: inside such a probe PostgreSQL takes a batch's
+    -- \`account_id = ANY(…)\` as the index condition of every probe (a scan of all the batch's
+    -- accounts' charges per key); joined, the ANY filters and the keys probe the primary key.
+    JOIN charges c ON ${inAccounts('c.account_id', accountIds)} AND c.account_id = k.a AND c.livemode = k.l AND c.charge_id = k.id
     LEFT JOIN cards cd ON ${inAccounts('cd.account_id', accountIds)} AND cd.account_id = c.account_id AND cd.livemode = c.livemode AND cd.card_id = c.card_id
     LEFT JOIN tokens tk ON cd.card_id IS NULL AND ${inAccounts('tk.account_id', accountIds)} AND tk.account_id = c.account_id AND tk.livemode = c.livemode AND tk.card_id = c.card_id),
     p AS (${pendingWebhooksSql('x', 'x.account_id', 'x.livemode', "'v1'", 'x.t')})

@@ -211,16 +211,26 @@ export async function openDisputeBatch(
   asOf: Date,
   limit: number,
 ): Promise<{ selected: number; opened: number; skipped: number }> {
-  // Refund rows are read after the charge's lock is taken: a refund locks the charge it draws on.
+  // The due charges are locked alone, with nothing joined: Citus runs no FOR UPDATE across a join
+  // and correlated subqueries (issue 18). Refunds, the card fingerprint and the account's term cycle
+  // are read for the locked keys afterwards, so the refunded amount is read under the charge's lock
+  // (a refund locks the charge it draws on).
+  const locked = await sql<{ a: string; l: boolean; id: string }>`
+    SELECT account_id AS a, livemode AS l, charge_id AS id FROM charges
+    WHERE ${inAccounts('account_id', accountIds)} AND dispute_due_at <= ${asOf}
+    ORDER BY dispute_due_at, account_id, livemode, charge_id
+    LIMIT ${limit}
+    FOR UPDATE SKIP LOCKED`.execute(trx);
+  if (locked.rows.length === 0) return { selected: 0, opened: 0, skipped: 0 };
+  const keys = ROW_KEYS.table('k', locked.rows.map((row) => ({ accountId: row.a, livemode: row.l, id: row.id })));
   const due = await sql<DueCharge>`
     SELECT c.account_id, c.livemode, c.charge_id, c.payment_flow_id, c.amount_captured, c.fee_rate, c.tenant_id, c.platform_fee,
            c.payjp_fee_included, c.dispute_due_at, ${chargeCardFingerprint('c')} AS fingerprint, a.term_cycle,
            coalesce((SELECT sum(r.amount) FROM refunds r WHERE r.account_id = c.account_id AND r.livemode = c.livemode AND r.charge_id = c.charge_id), 0)::bigint AS refunded
-    FROM charges c JOIN accounts a ON a.account_id = c.account_id
-    WHERE ${inAccounts('c.account_id', accountIds)} AND c.dispute_due_at <= ${asOf}
-    ORDER BY c.dispute_due_at, c.account_id, c.livemode, c.charge_id
-    LIMIT ${limit}
-    FOR UPDATE OF c SKIP LOCKED`.execute(trx);
+    FROM ${keys.from}
+    JOIN charges c ON ${inAccounts('c.account_id', accountIds)} AND c.account_id = ${keys.col('a')} AND c.livemode = ${keys.col('l')} AND c.charge_id = ${keys.col('id')}
+    JOIN accounts a ON a.account_id = c.account_id
+    ORDER BY c.dispute_due_at, c.account_id, c.livemode, c.charge_id`.execute(trx);
   if (due.rows.length === 0) return { selected: 0, opened: 0, skipped: 0 };
 
   const disputed = due.rows.filter((charge) => charge.amount_captured - charge.refunded > 0);
@@ -257,11 +267,10 @@ export async function openDisputeBatch(
       RETURNING *`.execute(trx)
     ).rows;
   }
-  const k = ROW_KEYS.table('k', due.rows.map((charge) => ({ accountId: charge.account_id, livemode: charge.livemode, id: charge.charge_id })));
   await sql`
     UPDATE charges c SET dispute_due_at = NULL
-    FROM ${k.from}
-    WHERE ${inAccounts('c.account_id', accountIds)} AND c.account_id = ${k.col('a')} AND c.livemode = ${k.col('l')} AND c.charge_id = ${k.col('id')}`.execute(trx);
+    FROM ${keys.from}
+    WHERE ${inAccounts('c.account_id', accountIds)} AND c.account_id = ${keys.col('a')} AND c.livemode = ${keys.col('l')} AND c.charge_id = ${keys.col('id')}`.execute(trx);
   // Events in due order, as the charges were selected.
   const byCharge = new Map(inserted.map((row) => [compositeKey(row.account_id, row.livemode, row.charge_id), row]));
   const events = disputes.flatMap((d) => {

@@ -24,6 +24,7 @@
  */
 import { sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { Caller } from '../accounts/accounts';
+import { inAccounts } from '../db/account-scope';
 import type { Database } from '../db/schema';
 import { reject } from '../domain/errors';
 import type { Context } from '../engine/context';
@@ -47,9 +48,13 @@ export interface ChargeClaim {
   readonly claimedAt: Date;
 }
 
-/** `<alias>` (a `charges` row) has a claim whose lease has not lapsed at `at`: for the jobs' SQL. */
-export function liveClaimSql(alias: string, at: Date): RawBuilder<SqlBool> {
-  return sql<SqlBool>`EXISTS (SELECT 1 FROM idempotency_keys k WHERE k.account_id = ${sql.ref(`${alias}.account_id`)} AND k.livemode = ${sql.ref(`${alias}.livemode`)}
+/**
+ * `<alias>` (a `charges` row of one of `accountIds`, the batch's) has a claim whose lease has not
+ * lapsed at `at`: for the jobs' SQL. The subquery names the batch's accounts itself: Citus routes a
+ * locking statement over several accounts only when every table in it does.
+ */
+export function liveClaimSql(alias: string, accountIds: readonly string[], at: Date): RawBuilder<SqlBool> {
+  return sql<SqlBool>`EXISTS (SELECT 1 FROM idempotency_keys k WHERE ${inAccounts('k.account_id', accountIds)} AND k.account_id = ${sql.ref(`${alias}.account_id`)} AND k.livemode = ${sql.ref(`${alias}.livemode`)}
     AND k.idempotency_key = ${CLAIM_PREFIX} || ${sql.ref(`${alias}.charge_id`)} AND k.expires_at > ${at})`;
 }
 

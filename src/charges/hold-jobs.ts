@@ -51,7 +51,7 @@ export async function expireHoldBatch(trx: Kysely<Database>, ctx: Pick<Context, 
   const due = await sql<{ t: string; a: string; l: boolean; id: string; amount: number; code: string | null; e: number }>`
     SELECT ctid::text AS t, account_id AS a, livemode AS l, charge_id AS id, amount, authorization_code AS code,
            (extract(epoch from expired_at) * 1000)::bigint AS e
-    FROM charges WHERE ${inAccounts('account_id', accountIds)} AND ${LIVE_HOLD} AND expired_at < ${asOf} AND NOT ${liveClaimSql('charges', ctx.clock.now())}
+    FROM charges WHERE ${inAccounts('account_id', accountIds)} AND ${LIVE_HOLD} AND expired_at < ${asOf} AND NOT ${liveClaimSql('charges', accountIds, ctx.clock.now())}
     ORDER BY expired_at, account_id, livemode, charge_id LIMIT ${limit}
     FOR UPDATE SKIP LOCKED`.execute(trx);
   const rows = due.rows;
@@ -109,7 +109,7 @@ export async function abandonThreeDSecureBatch(trx: Kysely<Database>, ctx: Pick<
   const updated = await sql<{ a: string; l: boolean; id: string; at: Date }>`
     WITH due AS (
       SELECT account_id, livemode, charge_id FROM charges
-      WHERE ${inAccounts('account_id', accountIds)} AND tds_expires_at IS NOT NULL AND tds_expires_at < ${asOf} AND NOT ${liveClaimSql('charges', ctx.clock.now())}
+      WHERE ${inAccounts('account_id', accountIds)} AND tds_expires_at IS NOT NULL AND tds_expires_at < ${asOf} AND NOT ${liveClaimSql('charges', accountIds, ctx.clock.now())}
       ORDER BY tds_expires_at, account_id, livemode, charge_id LIMIT ${limit}
       FOR UPDATE SKIP LOCKED)
     UPDATE charges c SET failure_code = 'three_d_secure_expired', failure_message = ${THREE_D_SECURE_EXPIRED_MESSAGE},
@@ -213,7 +213,10 @@ const REAUTH_COLUMNS = bulkColumns<ReauthAttempt>()({
 /** The largest lead time an account may configure (accounts.reauth_lead_hours ≤ 720). */
 const MAX_LEAD_MS = 720 * 3600_000;
 
-const REAUTH_FROM = sql`charges c JOIN accounts a ON a.account_id = c.account_id AND a.reauth_enabled`;
+/** The held charges of reauth-enabled accounts; with `accountIds`, the account rows named too (Citus routes a locking statement only when every table names its accounts). */
+function reauthFrom(accountIds?: readonly string[]) {
+  return sql`charges c JOIN accounts a ON ${accountIds === undefined ? sql`TRUE` : inAccounts('a.account_id', accountIds)} AND a.account_id = c.account_id AND a.reauth_enabled`;
+}
 const REAUTH_WHERE = sql`
   c.paid AND NOT c.captured AND NOT c.refunded AND c.released_at IS NULL AND c.expired_at IS NOT NULL
   AND c.card_funding = 'credit' AND c.reauth_count < a.reauth_max_count
@@ -256,10 +259,10 @@ export async function reauthorizeBatch(trx: Kysely<Database>, ctx: Pick<Context,
     SELECT c.account_id AS a, c.livemode AS l, c.charge_id AS id, c.amount, c.expiry_days, c.card_issuer AS issuer,
            (extract(epoch from c.expired_at) * 1000)::bigint AS expired, (extract(epoch from ${REAUTH_DUE}) * 1000)::bigint AS due,
            coalesce(cd.fingerprint, tk.fingerprint) AS fingerprint, coalesce(cd.exp_month, tk.exp_month) AS exp_month, coalesce(cd.exp_year, tk.exp_year) AS exp_year
-    FROM ${REAUTH_FROM}
-    LEFT JOIN cards cd ON cd.account_id = c.account_id AND cd.livemode = c.livemode AND cd.card_id = c.card_id
-    LEFT JOIN tokens tk ON cd.card_id IS NULL AND tk.account_id = c.account_id AND tk.livemode = c.livemode AND tk.card_id = c.card_id
-    WHERE ${inAccounts('c.account_id', accountIds)} AND ${REAUTH_WHERE} AND ${REAUTH_DUE} <= ${asOf} AND NOT ${liveClaimSql('c', ctx.clock.now())}
+    FROM ${reauthFrom(accountIds)}
+    LEFT JOIN cards cd ON ${inAccounts('cd.account_id', accountIds)} AND cd.account_id = c.account_id AND cd.livemode = c.livemode AND cd.card_id = c.card_id
+    LEFT JOIN tokens tk ON cd.card_id IS NULL AND ${inAccounts('tk.account_id', accountIds)} AND tk.account_id = c.account_id AND tk.livemode = c.livemode AND tk.card_id = c.card_id
+    WHERE ${inAccounts('c.account_id', accountIds)} AND ${REAUTH_WHERE} AND ${REAUTH_DUE} <= ${asOf} AND NOT ${liveClaimSql('c', accountIds, ctx.clock.now())}
       -- Implied by the line above (lead ≤ 720 h); lets the planner use the hold-due index.
       AND c.expired_at <= ${new Date(asOf.getTime() + MAX_LEAD_MS)}
     ORDER BY 8, 1, 2, 3 LIMIT ${limit}
@@ -351,6 +354,6 @@ export async function reauthorizeBatch(trx: Kysely<Database>, ctx: Pick<Context,
 }
 
 export async function nextReauthDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
-  const row = await sql<{ due: Date | null }>`SELECT min(${REAUTH_DUE}) AS due FROM ${REAUTH_FROM} WHERE ${REAUTH_WHERE} AND ${REAUTH_DUE} > ${after}`.execute(db);
+  const row = await sql<{ due: Date | null }>`SELECT min(${REAUTH_DUE}) AS due FROM ${reauthFrom()} WHERE ${REAUTH_WHERE} AND ${REAUTH_DUE} > ${after}`.execute(db);
   return row.rows[0]?.due ?? null;
 }

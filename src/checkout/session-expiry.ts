@@ -53,6 +53,7 @@ export async function expireSessionBatch(trx: Kysely<Database>, ctx: Pick<Contex
         exists(
           selectFrom('payment_flows as f')
             .select('f.payment_flow_id')
+            .where(inAccounts('f.account_id', accountIds))
             .whereRef('f.account_id', '=', 'checkout_sessions.account_id')
             .whereRef('f.livemode', '=', 'checkout_sessions.livemode')
             .whereRef('f.payment_flow_id', '=', 'checkout_sessions.payment_flow_id')

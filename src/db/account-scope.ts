@@ -5,6 +5,12 @@
  * accounts, so any SQL runs there (row locks, LATERAL … LIMIT/OFFSET probes). A request holds one
  * account; a job batch holds one account or a group of small accounts that live on one shard
  * (runBatches in src/engine/job.ts), so a statement over a batch's rows is one statement.
+ *
+ * In a statement that locks rows, EVERY account table it names (joined, or in a subquery) carries
+ * the filter itself, not only the locked one: Citus 13.2 carries a single account's equality
+ * through join conditions, but not a batch's `= ANY` list, and not past a join combined with a
+ * correlated subquery ("could not run distributed query with FOR UPDATE/SHARE commands").
+ * test/integration/account-scoped-jobs.test.ts checks it on the SQL the jobs send.
  */
 import { sql, type RawBuilder, type SqlBool } from 'kysely';
 

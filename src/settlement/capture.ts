@@ -203,11 +203,12 @@ const SETTLED_REFUND_COLUMNS = bulkColumns<{ readonly row: UnsettledRefund; read
 export async function settleRefunds(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'clock'>, refunds: readonly RefundKey[]): Promise<void> {
   if (refunds.length === 0) return;
   const k = ROW_KEYS.table('k', refunds.map((r) => ({ accountId: r.accountId, livemode: r.livemode, id: r.refundId })));
+  const accountIds = accountsOf(refunds, (r) => r.accountId);
   // The refunded charges must be settled first: their fee and platform fee are what a refund offsets.
   const charges = await sql<{ account_id: string; livemode: boolean; charge_id: string }>`
     SELECT DISTINCT r.account_id, r.livemode, r.charge_id
     FROM ${k.from}
-    JOIN refunds r ON r.account_id = ${k.col('a')} AND r.livemode = ${k.col('l')} AND r.refund_id = ${k.col('id')}
+    JOIN refunds r ON ${inAccounts('r.account_id', accountIds)} AND r.account_id = ${k.col('a')} AND r.livemode = ${k.col('l')} AND r.refund_id = ${k.col('id')}
     WHERE r.term_id IS NULL`.execute(trx);
   await settleCaptured(
     trx,
@@ -219,9 +220,9 @@ export async function settleRefunds(trx: Kysely<Database>, ctx: Pick<Context, 'i
            c.platform_fee, c.payjp_fee_included, a.term_cycle
     FROM ${k.from}
     JOIN refunds r ON r.account_id = ${k.col('a')} AND r.livemode = ${k.col('l')} AND r.refund_id = ${k.col('id')}
-    JOIN charges c ON c.account_id = r.account_id AND c.livemode = r.livemode AND c.charge_id = r.charge_id
-    JOIN accounts a ON a.account_id = r.account_id
-    WHERE ${inAccounts('r.account_id', accountsOf(refunds, (r) => r.accountId))} AND r.term_id IS NULL AND c.amount_captured IS NOT NULL
+    JOIN charges c ON ${inAccounts('c.account_id', accountIds)} AND c.account_id = r.account_id AND c.livemode = r.livemode AND c.charge_id = r.charge_id
+    JOIN accounts a ON ${inAccounts('a.account_id', accountIds)} AND a.account_id = r.account_id
+    WHERE ${inAccounts('r.account_id', accountIds)} AND r.term_id IS NULL AND c.amount_captured IS NOT NULL
     ORDER BY r.account_id, r.livemode, r.refund_id
     FOR UPDATE OF r`.execute(trx);
   if (due.rows.length === 0) return;

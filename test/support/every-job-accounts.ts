@@ -10,7 +10,7 @@ import { operationNames } from '../../src/operations/registry';
 import { loadScenario, planSteps } from '../../src/simulation/scenario';
 import { simulate, type SimulatedWorld } from '../../src/simulation/simulate';
 
-export const EVERY_JOB_ACCOUNTS = ['acct_north', 'acct_south', 'acct_west'];
+export const EVERY_JOB_ACCOUNTS = ['acct_north', 'acct_central', 'acct_west'];
 
 /**
  * Simulates the scenario (to 2027-03-01, or `to`) on a scratch database of the server

@@ -11,4 +11,5 @@ export const balanceCloseJob: JobDefinition = {
   description: 'closes transfer and claim balances on their due date',
   run: (ctx, run) => closeDueBalances(ctx, run),
   nextDueAt: (ctx, after) => nextBalanceCloseDueAt(ctx.db, after),
+  waitsForEarlierJobs: true,
 };

@@ -12,4 +12,5 @@ export const termCloseJob: JobDefinition = {
   description: 'closes ended settlement terms, opens the next, writes statements and decides balances',
   run: (ctx, run) => closeDueTerms(ctx, run),
   nextDueAt: (ctx, after) => nextTermCloseDueAt(ctx.db, after),
+  waitsForEarlierJobs: true,
 };

@@ -55,6 +55,13 @@ export interface JobDefinition {
    * (the simulator jumps straight there instead of stepping through empty slots).
    */
   nextDueAt?(ctx: Context, after: Date): Promise<Date | null>;
+  /**
+   * Closes books: a slot of this job is claimed only once every job registered before it has
+   * finished its runs at or before that instant (none `pending`, `running` or `failed` awaiting a
+   * retry), whichever worker holds them, so that the books it closes hold everything due by then.
+   * One worker runs a slot's jobs in registry order anyway; this makes two workers do the same.
+   */
+  readonly waitsForEarlierJobs?: boolean;
 }
 
 /** Thrown by a job that stopped between batches because the worker is shutting down. */

@@ -91,6 +91,8 @@ export class Scheduler {
   readonly #ctx: Context;
   readonly #jobs: ReadonlyMap<string, JobDefinition>;
   readonly #order: readonly string[];
+  /** The jobs that wait for every job registered before them (JobDefinition.waitsForEarlierJobs). */
+  readonly #waiting: readonly string[];
   readonly #owner: string;
   readonly #ledgerClock: Clock;
   readonly #abort = new AbortController();
@@ -105,6 +107,7 @@ export class Scheduler {
     this.#ctx = ctx;
     this.#jobs = byName;
     this.#order = jobs.map((job) => job.name);
+    this.#waiting = jobs.filter((job) => job.waitsForEarlierJobs === true).map((job) => job.name);
     this.#owner = options.owner;
     this.#ledgerClock = options.ledgerClock ?? ctx.clock;
     const stopSignal = options.stopSignal;
@@ -248,23 +251,29 @@ export class Scheduler {
     // unrun, until their lease lapsed): test/integration/citus.test.ts fails that way without the
     // CTE. Likely the subquery was rescanned, each rescan skipping (SKIP LOCKED) the row the
     // statement had just claimed and yielding the next.
+    const order = [...this.#order];
+    // Claimable, and not a job that waits for earlier jobs while one of them still has a run at or
+    // before its slot unfinished (the partial index job_runs_claimable holds just those runs).
+    const claimable = (alias: string) => sql<SqlBool>`
+      (${sql.ref(`${alias}.status`)} = 'pending'
+       OR (${sql.ref(`${alias}.status`)} = 'running' AND ${sql.ref(`${alias}.lease_until`)} < ${now})
+       OR (${sql.ref(`${alias}.status`)} = 'failed' AND ${sql.ref(`${alias}.retry_at`)} <= ${now}))
+      AND NOT (${sql.ref(`${alias}.job`)} = ANY(${[...this.#waiting]}::text[]) AND EXISTS (
+        SELECT 1 FROM job_runs e
+        WHERE e.status IN ('pending', 'running', 'failed') AND e.slot <= ${sql.ref(`${alias}.slot`)}
+          AND e.job = ANY(${order}::text[]) AND array_position(${order}::text[], e.job) < array_position(${order}::text[], ${sql.ref(`${alias}.job`)})))`;
     const result = await sql<Claim>`
       WITH previous AS MATERIALIZED (
         -- The oldest claimable slot first (an index scan in slot order that stops at the first
         -- match), then among the jobs due at that instant the first in registry order. Sorting
         -- every claimable row by (slot, registry position) instead would cost a sort per claim.
-        SELECT job, slot, status FROM job_runs
-        WHERE job = ANY(${[...this.#order]}::text[])
-          AND slot = (
-            SELECT min(slot) FROM job_runs
-            WHERE job = ANY(${[...this.#order]}::text[]) AND slot <= ${cutoff}
-              AND (status = 'pending'
-                   OR (status = 'running' AND lease_until < ${now})
-                   OR (status = 'failed' AND retry_at <= ${now})))
-          AND (status = 'pending'
-               OR (status = 'running' AND lease_until < ${now})
-               OR (status = 'failed' AND retry_at <= ${now}))
-        ORDER BY array_position(${[...this.#order]}::text[], job)
+        SELECT r.job, r.slot, r.status FROM job_runs r
+        WHERE r.job = ANY(${order}::text[])
+          AND r.slot = (
+            SELECT min(m.slot) FROM job_runs m
+            WHERE m.job = ANY(${order}::text[]) AND m.slot <= ${cutoff} AND ${claimable('m')})
+          AND ${claimable('r')}
+        ORDER BY array_position(${order}::text[], r.job)
         LIMIT 1
         FOR UPDATE SKIP LOCKED
       )

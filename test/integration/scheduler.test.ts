@@ -316,6 +316,43 @@ describe('scheduler with a manual clock', () => {
     expect(order).toEqual(['b@30', 'b@60', 'a@60']);
   });
 
+  it('two workers: a job that waits for earlier jobs (the term close) is claimed only once the earlier jobs of its instant have finished on the other worker', async () => {
+    const twoWorkers = async (waits: boolean) => {
+      await sql`TRUNCATE job_runs, job_schedule`.execute(db);
+      const ctx = testContext(database.store);
+      const order: string[] = [];
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let entered!: () => void;
+      const inEarly = new Promise<void>((resolve) => (entered = resolve));
+      const early: JobDefinition = {
+        name: 'early',
+        schedule: '0 * * * *',
+        description: 'books money at its slot',
+        run: async () => {
+          entered();
+          await gate;
+          order.push('early');
+          return {};
+        },
+      };
+      const closing: JobDefinition = { name: 'closing', schedule: '0 * * * *', description: 'closes the books', waitsForEarlierJobs: waits, run: async () => (order.push('closing'), {}) };
+      const w1 = new Scheduler(ctx, [early, closing], { owner: 'w1' });
+      const w2 = new Scheduler(ctx, [early, closing], { owner: 'w2' });
+      const first = w1.tick();
+      await inEarly;
+      // w1 holds `early` of the slot; what can w2 claim meanwhile?
+      const second = await w2.tick();
+      release();
+      const firstOutcomes = await first;
+      return { order, byW2: second.map((o) => o.job), byW1: firstOutcomes.map((o) => o.job) };
+    };
+    // Without the rule w2 closes the books while w1 is still booking: the race the Citus test met.
+    expect(await twoWorkers(false)).toEqual({ order: ['closing', 'early'], byW2: ['closing'], byW1: ['early'] });
+    // With it w2 finds nothing to claim, and w1 closes after booking.
+    expect(await twoWorkers(true)).toEqual({ order: ['early', 'closing'], byW2: [], byW1: ['early', 'closing'] });
+  });
+
   it("a batch transaction sorts with at least 64 MB, for that transaction only, never lowering the server's setting", async () => {
     const ctx = testContext(database.store);
     const seen: string[] = [];

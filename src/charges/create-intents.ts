@@ -51,6 +51,11 @@ interface IntentBody {
   readonly tokenUsedAt: string;
 }
 
+function bodyOf(request: AuthorizationRequest, tokenId: string | null, tokenUsedAt: Date): string {
+  const body: IntentBody = { request: { ...request, at: request.at.toISOString() }, tokenId, tokenUsedAt: tokenUsedAt.toISOString() };
+  return JSON.stringify(body);
+}
+
 /** Thrown by the record step when the intent lapsed and was taken over: the charge is not written, the taker undoes. */
 export class CreateIntentLost extends Error {
   constructor(readonly chargeId: string) {
@@ -61,8 +66,7 @@ export class CreateIntentLost extends Error {
 
 /** In the prepare transaction: the intent of the charge `request.reference` at `at`. */
 export async function writeCreateIntent(trx: Kysely<Database>, caller: Caller, request: AuthorizationRequest, tokenId: string | null, at: Date): Promise<CreateIntent> {
-  const body: IntentBody = { request: { ...request, at: request.at.toISOString() }, tokenId, tokenUsedAt: at.toISOString() };
-  const claim = await writeClaim(trx, { accountId: caller.accountId, livemode: caller.livemode, chargeId: request.reference }, CREATE_INTENT_OPERATION, at, JSON.stringify(body));
+  const claim = await writeClaim(trx, { accountId: caller.accountId, livemode: caller.livemode, chargeId: request.reference }, CREATE_INTENT_OPERATION, at, bodyOf(request, tokenId, at));
   return { ...claim, request, tokenId, tokenUsedAt: at };
 }
 
@@ -88,8 +92,7 @@ export async function undoCreateIntent(ctx: Pick<Context, 'db' | 'processor' | '
     await undoClaimed(ctx, [claimed], authorization === undefined ? new Map() : new Map([[intent.chargeId, authorization]]), now);
   } catch (error) {
     await ctx.db.transaction().execute(async (trx) => {
-      const body: IntentBody = { request: { ...intent.request, at: intent.request.at.toISOString() }, tokenId: null, tokenUsedAt: intent.tokenUsedAt.toISOString() };
-      const kept = await claimRow(trx, claimed).set({ response_body: JSON.stringify(body) }).executeTakeFirst();
+      const kept = await claimRow(trx, claimed).set({ response_body: bodyOf(intent.request, null, intent.tokenUsedAt) }).executeTakeFirst();
       if (kept.numUpdatedRows > 0n && intent.tokenId !== null) {
         await trx.updateTable('tokens').set({ used_at: null }).where('account_id', '=', intent.accountId).where('livemode', '=', intent.livemode).where('token_id', '=', intent.tokenId).where('used_at', '=', intent.tokenUsedAt).execute();
       }
@@ -166,19 +169,13 @@ async function claimLapsed(trx: Kysely<Database>, accountIds: readonly string[],
     UPDATE idempotency_keys k SET created_at = ${now}, expires_at = ${new Date(now.getTime() + CHARGE_CLAIM_LEASE_MS)}
     FROM due WHERE ${inAccounts('k.account_id', accountIds)} AND k.account_id = due.account_id AND k.livemode = due.livemode AND k.idempotency_key = due.idempotency_key
     RETURNING k.account_id AS a, k.livemode AS l, k.idempotency_key AS key, k.response_body AS body`.execute(trx);
-  return claimed.rows.map((row) => {
-    const body = JSON.parse(row.body) as IntentBody;
-    return {
-      accountId: row.a,
-      livemode: row.l,
-      chargeId: row.key.slice(CLAIM_PREFIX.length),
-      operation: CREATE_INTENT_OPERATION,
-      claimedAt: now,
-      request: { ...body.request, at: new Date(body.request.at) },
-      tokenId: body.tokenId,
-      tokenUsedAt: new Date(body.tokenUsedAt),
-    };
-  });
+  return claimed.rows.map((row) => intentOf({ accountId: row.a, livemode: row.l, chargeId: row.key.slice(CLAIM_PREFIX.length) }, now, row.body));
+}
+
+/** The intent of charge `key` stamped `claimedAt`, from its row's body. */
+function intentOf(key: Pick<ChargeClaim, 'accountId' | 'livemode' | 'chargeId'>, claimedAt: Date, text: string): CreateIntent {
+  const body = JSON.parse(text) as IntentBody;
+  return { ...key, operation: CREATE_INTENT_OPERATION, claimedAt, request: { ...body.request, at: new Date(body.request.at) }, tokenId: body.tokenId, tokenUsedAt: new Date(body.tokenUsedAt) };
 }
 
 /** The accounts having create intents lapsed at `now` (lock-free). */
@@ -214,5 +211,46 @@ export async function recoverCreateIntents(
     if (claimed.length === 0) return undone;
     undone += await undoClaimed(ctx, claimed, new Map(), now, hooks.recorded);
     if (claimed.length < limit) return undone;
+  }
+}
+
+/** A create intent named by its charge and its stamp: a keyed request's recovery point (src/api/idempotency.ts). */
+export interface IntentStamp {
+  readonly chargeId: string;
+  readonly at: string;
+}
+
+/** The create intents among `chargeIds` of the caller's account and mode, with their stamps. */
+export async function createIntentStamps(executor: Kysely<Database>, caller: Caller, chargeIds: readonly string[]): Promise<IntentStamp[]> {
+  if (chargeIds.length === 0) return [];
+  const rows = await executor
+    .selectFrom('idempotency_keys')
+    .select(['idempotency_key', 'created_at'])
+    .where('account_id', '=', caller.accountId)
+    .where('livemode', '=', caller.livemode)
+    .where('request_hash', '=', CREATE_INTENT_OPERATION)
+    .where('idempotency_key', 'in', chargeIds.map((id) => CLAIM_PREFIX + id))
+    .execute();
+  return rows.map((row) => ({ chargeId: row.idempotency_key.slice(CLAIM_PREFIX.length), at: row.created_at.toISOString() }));
+}
+
+/**
+ * Undoes the create intents `stamps` names, each only if it still has that stamp (another undoer
+ * may have taken it): a keyed request taking over a crashed one's recovery point, or ending in a
+ * fault after its checkpoint. Runs on `ctx` as given (a keyed request's: its db and network).
+ */
+export async function undoCreateIntentsAt(ctx: Pick<Context, 'db' | 'processor' | 'clock'> & { readonly log?: Context['log'] }, caller: Caller, stamps: readonly IntentStamp[]): Promise<void> {
+  for (const stamp of stamps) {
+    const row = await ctx.db
+      .selectFrom('idempotency_keys')
+      .select('response_body')
+      .where('account_id', '=', caller.accountId)
+      .where('livemode', '=', caller.livemode)
+      .where('idempotency_key', '=', CLAIM_PREFIX + stamp.chargeId)
+      .where('request_hash', '=', CREATE_INTENT_OPERATION)
+      .where('created_at', '=', new Date(stamp.at))
+      .executeTakeFirst();
+    if (row?.response_body == null) continue;
+    await undoCreateIntent(ctx, intentOf({ accountId: caller.accountId, livemode: caller.livemode, chargeId: stamp.chargeId }, new Date(stamp.at), row.response_body), undefined);
   }
 }

@@ -16,8 +16,9 @@ import { recoverCreateIntents } from '../../src/charges/create-intents';
 import { KessaiError } from '../../src/domain/errors';
 import { Scheduler } from '../../src/engine/scheduler';
 import { runOperation } from '../../src/operations/registry';
-import { simulatedCardNetwork, type AuthorizationRequest, type AuthorizationResult, type CardNetwork, type SettlementRequest } from '../../src/processor/card-network';
+import { simulatedCardNetwork, type AuthorizationRequest, type AuthorizationResult, type CardNetwork } from '../../src/processor/card-network';
 import { TEST_CARDS } from '../../src/processor/test-cards';
+import { recordingNetwork } from '../support/recording-network';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
 
 const caller: Caller = { accountId: 'acct_intents', livemode: false, kind: 'secret' };
@@ -28,25 +29,7 @@ let database: TestDatabase;
 let ctx: Ctx;
 let seed = 300;
 
-/** The simulator, with every call it answered written down. */
-function recording() {
-  const network = simulatedCardNetwork();
-  const authorized: { request: AuthorizationRequest; result: AuthorizationResult }[] = [];
-  const released: SettlementRequest[] = [];
-  const processor: CardNetwork = {
-    ...network,
-    authorize: async (requests) => {
-      const results = await network.authorize(requests);
-      requests.forEach((request, i) => authorized.push({ request, result: results[i]! }));
-      return results;
-    },
-    release: async (requests) => {
-      released.push(...requests);
-      return network.release(requests);
-    },
-  };
-  return { processor, authorized, released };
-}
+const recording = () => recordingNetwork();
 
 /** A context on `store` (default: the file's) with its own ids, at the file clock's instant. */
 function contextWith(processor: CardNetwork, at: Date = ctx.clock.now(), store = database.store): Ctx {
@@ -122,7 +105,7 @@ describe('a charges.create that dies at the card network (create intents)', () =
     const job = recording();
     expect(await runHoldExpiry(lapsedAt, job.processor)).toMatchObject({ intents_recovered: 1 });
     // Found by its reference: asked again, the network answers with the same authorization, which is released.
-    expect(job.authorized.map((a) => a.result)).toEqual([result]);
+    expect(job.authorized).toEqual([result]);
     expect(job.released).toEqual([{ reference: request.reference, authorizationCode: (result as { authorizationCode: string }).authorizationCode, amount: 1800, at: lapsedAt }]);
     expect(await intents()).toEqual([]);
     expect(await tokenUsedAt(tok)).toBeNull();
@@ -131,7 +114,7 @@ describe('a charges.create that dies at the card network (create intents)', () =
     // Nothing twice: the next slot finds nothing.
     const again = recording();
     expect(await runHoldExpiry(new Date(lapsedAt.getTime() + 60_000), again.processor)).not.toHaveProperty('intents_recovered');
-    expect(again.authorized).toEqual([]);
+    expect(again.asked).toEqual([]);
     expect(again.released).toEqual([]);
 
     // The token pays again (an unkeyed retry of the same request works).
@@ -185,7 +168,7 @@ describe('a charges.create that dies at the card network (create intents)', () =
     expect(recoverer.released).toHaveLength(1);
     // The slow request released nothing itself: the recovery's release is the only one.
     expect(slow.released).toEqual([]);
-    expect(await charges()).not.toContainEqual(expect.objectContaining({ charge_id: slow.authorized[0]!.request.reference }));
+    expect(await charges()).not.toContainEqual(expect.objectContaining({ charge_id: slow.asked[0]!.request.reference }));
     expect(await tokenUsedAt(tok)).toBeNull();
     expect(await intents()).toEqual([]);
   });

@@ -16,6 +16,7 @@ import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
 import { call, commitFailsOnce, startPluginApp, type PluginApp, type PluginAppOptions } from '../support/plugin-app';
+import { startTestServer } from '../support/http-server';
 import { recordingNetwork } from '../support/recording-network';
 
 type Ctx = ReturnType<typeof testContext>;
@@ -228,5 +229,31 @@ describe.runIf(isPostgres())('no row lock is held while a keyed request is at th
     expect(gated.captured).toHaveLength(1);
     expect(await call(app.apibase, keys.test.secret, 'POST', `/charges/${held.id}/capture`, {}, header)).toMatchObject({ status: 200, body: { id: held.id, captured: true } });
     expect(gated.captured).toHaveLength(1);
+  });
+});
+
+describe('a keyed subscriptions.create charges inside its own transaction (no checkpoint possible there)', () => {
+  async function subscribe(networkInBlock: 'hold' | 'refuse') {
+    const server = await startTestServer('pglite', { idempotency: { purgeIntervalMs: 0, networkInBlock } });
+    try {
+      const payjp = server.sdk(server.keys.a.test.secret);
+      const tok = await payjp.tokens.create({ card: { number: TEST_CARDS.visa.number, exp_month: 12, exp_year: 2035, cvc: '123' } } as never, { 'X-Payjp-Direct-Token-Generate': 'true' });
+      const customer = await payjp.customers.create({ card: tok.id });
+      const plan = await payjp.plans.create({ amount: 800, currency: 'jpy', interval: 'month' });
+      const response = await fetch(`${server.baseUrl}/v1/subscriptions`, {
+        method: 'POST',
+        headers: { authorization: `Basic ${Buffer.from(`${server.keys.a.test.secret}:`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded', 'idempotency-key': `sub-${networkInBlock}` },
+        body: new URLSearchParams({ customer: customer.id, plan: plan.id }).toString(),
+      });
+      const charges = await payjp.charges.list({ customer: customer.id });
+      return { status: response.status, body: (await response.json()) as Record<string, unknown>, charges: charges.data.length };
+    } finally {
+      await server.close();
+    }
+  }
+
+  it('is made holding its locks, as without a key, by default; refused (500) with networkInBlock: refuse', async () => {
+    expect(await subscribe('hold')).toMatchObject({ status: 200, body: { object: 'subscription', status: 'active' }, charges: 1 });
+    expect(await subscribe('refuse')).toMatchObject({ status: 500, body: { error: { code: 'payjp_wrong' } }, charges: 0 });
   });
 });

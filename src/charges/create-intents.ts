@@ -178,13 +178,16 @@ function intentOf(key: Pick<ChargeClaim, 'accountId' | 'livemode' | 'chargeId'>,
   return { ...key, operation: CREATE_INTENT_OPERATION, claimedAt, request: { ...body.request, at: new Date(body.request.at) }, tokenId: body.tokenId, tokenUsedAt: new Date(body.tokenUsedAt) };
 }
 
-/** The accounts having create intents lapsed at `now` (lock-free). */
+/**
+ * The accounts having create intents lapsed at `now` (lock-free): read through the expiry index,
+ * where only lapsed claims and expired keys not yet purged stand before `now`, not through each
+ * account's live keys; every Citus shard answers for its own accounts.
+ */
 export async function accountsWithLapsedIntents(db: Kysely<Database>, now: Date): Promise<string[]> {
   const rows = await sql<{ account_id: string }>`
-    SELECT a.account_id FROM accounts a
-    WHERE EXISTS (SELECT 1 FROM idempotency_keys i WHERE i.account_id = a.account_id AND i.request_hash = ${CREATE_INTENT_OPERATION}
-                  AND i.idempotency_key LIKE ${`${CLAIM_PREFIX}%`} AND i.expires_at <= ${now})
-    ORDER BY a.account_id`.execute(db);
+    SELECT DISTINCT i.account_id FROM idempotency_keys i
+    WHERE i.expires_at <= ${now} AND i.request_hash = ${CREATE_INTENT_OPERATION} AND i.idempotency_key LIKE ${`${CLAIM_PREFIX}%`}
+    ORDER BY i.account_id`.execute(db);
   return rows.rows.map((row) => row.account_id);
 }
 

@@ -27,8 +27,24 @@
  * 5. A server fault (5xx) rolls everything back, the key included: a retry does the work.
  *    A refusal below 500 (a declined card's 402) is kept with the writes made before it.
  *
- * A `pending` row can be committed only by the earlier protocol (reservation committed on its
- * own); such a row is answered 429 and taken over after `staleMs`. Expired keys are treated as
+ * CHECKPOINT AT THE NETWORK. No row lock may be held across a card-network call, so the operation
+ * gets a `processor` whose every call is a checkpoint: the request transaction commits what the
+ * operation wrote so far with the key row still `pending`, stamped now (`created_at`) and holding
+ * its recovery point (the create intents of the call's references, src/charges/create-intents.ts);
+ * the network is called with no transaction open; a new request transaction then locks the key
+ * row again and goes on only if the stamp is unchanged (else the key was taken over: 500, nothing
+ * more written). So the record step and the stored response still commit together. A request
+ * finding a committed `pending` row waits for it (polling every PENDING_POLL_MS, up to `waitMs`,
+ * then 429); once the row is `staleMs` old (its process died at the network) the next request
+ * with the same key and request takes it over: it first undoes the recovery point (the first
+ * authorization released, its token given back) through its own transaction and network, then
+ * does the work afresh. After a checkpoint a 5xx keeps what the operation committed, as without a
+ * key, and frees the key; a failed final commit undoes the recovery point and frees the key. A
+ * network call inside an open transaction block (an operation that calls the network inside its
+ * own transaction) cannot be checkpointed: see `networkInBlock`.
+ *
+ * A `pending` row is committed by a checkpoint (or by the earlier protocol, which committed the
+ * reservation on its own); such a row is waited for, answered 429, and taken over after `staleMs`. Expired keys are treated as
  * absent (a reservation overwrites them) and deleted in batches by `purgeExpiredIdempotencyKeys`,
  * which the plugin runs every `purgeIntervalMs`.
  *
@@ -42,12 +58,14 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fastifyPlugin from 'fastify-plugin';
 import { sql, type ControlledTransaction, type Kysely } from 'kysely';
 import type { Caller } from '../accounts/accounts';
+import { CREATE_INTENT_OPERATION, createIntentStamps, undoCreateIntentsAt, type IntentStamp } from '../charges/create-intents';
 import { isLockTimeout } from '../db/errors';
-import { joinedTransaction } from '../db/joined-transaction';
+import { joinTransaction, type JoinedTransaction } from '../db/joined-transaction';
 import type { Database } from '../db/schema';
 import { KessaiError, toError, type ErrorCode } from '../domain/errors';
 import type { Clock } from '../engine/clock';
 import type { Context } from '../engine/context';
+import type { CardNetwork } from '../processor/card-network';
 import { callerOf } from './rate-limits';
 import { refusalOf, sendRefusal } from './refusal';
 
@@ -73,6 +91,19 @@ export interface IdempotencyOptions {
   readonly onStoreError?: (error: Error) => void;
   /** Tests only: what happens at a moment of a keyed request (see the header). */
   readonly fault?: { readonly point: FaultPoint; readonly act: () => void };
+  /**
+   * The card network a taken-over or failed keyed request undoes its recovery point with (the
+   * server's `ctx.processor`); absent, such create intents are left to the hold-expiry job.
+   */
+  readonly processor?: CardNetwork;
+  /**
+   * A card-network call inside an open transaction block of a keyed request cannot be
+   * checkpointed: `hold` (default) makes it as the operation does without a key (its own
+   * transaction holding its locks over the call) and reports it through `onWarning`; `refuse`
+   * throws (a 500): for tests, to find such calls.
+   */
+  readonly networkInBlock?: 'hold' | 'refuse';
+  readonly onWarning?: (message: string) => void;
 }
 
 export const FAULT_POINTS = ['before-operation-commit', 'after-operation-commit'] as const;
@@ -81,20 +112,52 @@ export type FaultPoint = (typeof FAULT_POINTS)[number];
 /** A keyed request that owns its key: the open request transaction and the view operations use. */
 interface Held {
   readonly reservation: Reservation;
-  readonly trx: ControlledTransaction<Database>;
-  readonly db: Kysely<Database>;
+  /** The current request transaction: replaced at each checkpoint. */
+  trx: ControlledTransaction<Database>;
+  readonly joined: JoinedTransaction<Database>;
+  /** The key row's `created_at` as the last checkpoint committed it (its fence); null before any checkpoint. */
+  stamp: Date | null;
+  /** True once the request no longer holds a transaction on its key (it was taken over, or a checkpoint failed). */
+  lost: boolean;
+  /** Runs a card-network call about `references` between a checkpoint and the next request transaction. */
+  atNetwork<T>(references: readonly string[], call: () => Promise<T>): Promise<T>;
 }
 
 const HELD = new WeakMap<FastifyRequest, Held>();
+/** How often a request looks again at a key another request holds at the card network. */
+const PENDING_POLL_MS = 20;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** `network` whose every call runs through `held.atNetwork` (the checkpoint around it). */
+function checkpointedNetwork(network: CardNetwork, held: Held): CardNetwork {
+  const refs = (requests: readonly { readonly reference: string }[]) => requests.map((r) => r.reference);
+  return {
+    authorize: (requests) => held.atNetwork(refs(requests), () => network.authorize(requests)),
+    authenticate: (requests) => held.atNetwork(refs(requests), () => network.authenticate(requests)),
+    capture: (requests) => held.atNetwork(refs(requests), () => network.capture(requests)),
+    release: (requests) => held.atNetwork(refs(requests), () => network.release(requests)),
+  };
+}
 
 /**
  * The context an operation runs with for this request: the server's, with `db` the request
  * transaction when the request owns an Idempotency-Key (so its writes commit with the stored
- * response). Every route that runs an operation takes its context from here.
+ * response), and `processor` the server's network with a checkpoint around every call (no row
+ * lock held across it). Every route that runs an operation takes its context from here.
  */
 export function operationContext(request: FastifyRequest, ctx: Context): Context {
   const held = HELD.get(request);
-  return held === undefined ? ctx : { ...ctx, db: held.db };
+  return held === undefined ? ctx : { ...ctx, db: held.joined.db, processor: checkpointedNetwork(ctx.processor, held) };
+}
+
+/** The key row's body while it is `pending` after a checkpoint: what a taker must undo first. */
+interface RecoveryPoint {
+  readonly intents: readonly IntentStamp[];
+}
+
+function recoveryPointOf(row: { state: string; response_body: string | null } | undefined): RecoveryPoint | undefined {
+  if (row?.state !== 'pending' || row.response_body === null) return undefined;
+  return JSON.parse(row.response_body) as RecoveryPoint;
 }
 
 interface Reservation {
@@ -104,6 +167,14 @@ interface Reservation {
 }
 
 type StoredRow = Pick<Database['idempotency_keys'], 'request_hash' | 'state' | 'status_code' | 'response_body'> & { response_headers: Record<string, string> | null; created_at: Date };
+
+/** Thrown at a checkpoint's end when the key was taken over while the network answered (the call outlived staleMs). */
+class KeyTakenOver extends Error {
+  constructor(key: string) {
+    super(`Idempotency-Key ${key} was taken over by a retry while this request was at the card network`);
+    this.name = 'KeyTakenOver';
+  }
+}
 
 /** JSON with object keys sorted at every level, so a body's hash does not depend on key order. */
 function canonicalJson(value: unknown): string {
@@ -157,14 +228,15 @@ async function readStored(db: Kysely<Database>, caller: Caller, key: string): Pr
 
 /**
  * Deletes expired keys, at most `limit` per statement, until none is left; returns how many went.
- * Safe beside the plugin: a key that expired is treated as absent anyway.
+ * Safe beside the plugin: a key that expired is treated as absent anyway. Lapsed create intents of
+ * charges (src/charges/create-intents.ts) are not keys: their recovery drops them, after undoing.
  */
 export async function purgeExpiredIdempotencyKeys(db: Kysely<Database>, asOf: Date, limit = 5_000): Promise<number> {
   let total = 0;
   for (;;) {
     const deleted = await sql<{ n: number }>`
       WITH gone AS (
-        DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(SELECT ctid FROM idempotency_keys WHERE expires_at <= ${asOf} LIMIT ${limit}))
+        DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(SELECT ctid FROM idempotency_keys WHERE expires_at <= ${asOf} AND request_hash <> ${CREATE_INTENT_OPERATION} LIMIT ${limit}))
         RETURNING 1)
       SELECT count(*)::int AS n FROM gone`.execute(db);
     const n = deleted.rows[0]?.n ?? 0;
@@ -184,6 +256,102 @@ async function idempotencyPlugin(app: FastifyInstance, options: IdempotencyOptio
   };
   const rollback = (trx: ControlledTransaction<Database>) => trx.rollback().execute().catch((error: unknown) => options.onStoreError?.(toError(error)));
 
+  const keyRow = (executor: Kysely<Database>, reservation: Reservation) =>
+    executor.updateTable('idempotency_keys').where('account_id', '=', reservation.caller.accountId).where('livemode', '=', reservation.caller.livemode).where('idempotency_key', '=', reservation.key);
+  const deleteKey = (executor: Kysely<Database>, reservation: Reservation) =>
+    executor.deleteFrom('idempotency_keys').where('account_id', '=', reservation.caller.accountId).where('livemode', '=', reservation.caller.livemode).where('idempotency_key', '=', reservation.key).execute();
+
+  /**
+   * A checkpoint: the request transaction commits what the operation wrote so far with the key
+   * row still `pending`, stamped now (a retry finds it in progress until staleMs after this) and
+   * holding the recovery point (the create intents of `references`).
+   */
+  const checkpoint = async (held: Held, references: readonly string[]): Promise<void> => {
+    const now = clock.now();
+    const point: RecoveryPoint = { intents: await createIntentStamps(held.trx, held.reservation.caller, references) };
+    try {
+      await keyRow(held.trx, held.reservation).set({ created_at: now, response_body: JSON.stringify(point) }).execute();
+      await held.trx.commit().execute();
+    } catch (error) {
+      held.lost = true;
+      await rollback(held.trx);
+      throw error;
+    }
+    held.stamp = now;
+  };
+
+  /** After the network call: a new request transaction on the key row, locked again, if it is still this request's. */
+  const reopen = async (held: Held): Promise<void> => {
+    const trx = await db.startTransaction().execute();
+    try {
+      const { caller, key } = held.reservation;
+      const row = await scoped(trx, caller, key).select(['state', 'created_at']).forUpdate().executeTakeFirst();
+      if (row === undefined || row.state !== 'pending' || row.created_at.getTime() !== held.stamp!.getTime()) throw new KeyTakenOver(key);
+    } catch (error) {
+      held.lost = true;
+      await rollback(trx);
+      throw error;
+    }
+    held.trx = trx;
+  };
+
+  const holdKey = (reservation: Reservation, trx: ControlledTransaction<Database>): Held => {
+    const held: Held = {
+      reservation,
+      trx,
+      joined: joinTransaction<Database>(() => held.trx),
+      stamp: null,
+      lost: false,
+      async atNetwork(references, call) {
+        if (held.lost) throw new KeyTakenOver(reservation.key);
+        if (held.joined.blocksOpen() > 0) {
+          const message = `Idempotency-Key ${reservation.key}: a card-network call inside an open transaction block cannot be checkpointed; its locks are held over the call`;
+          if (options.networkInBlock === 'refuse') throw new Error(message);
+          options.onWarning?.(message);
+          return call();
+        }
+        await checkpoint(held, references);
+        let result: Awaited<ReturnType<typeof call>>;
+        try {
+          result = await call();
+        } finally {
+          await reopen(held);
+        }
+        return result;
+      },
+    };
+    return held;
+  };
+
+  /**
+   * Undoes a recovery point with the request's own transaction and checkpointed network (the
+   * embedded database has one connection, which the request transaction holds).
+   */
+  const undoPoint = async (held: Held, point: RecoveryPoint | undefined): Promise<void> => {
+    if (point === undefined || point.intents.length === 0 || options.processor === undefined) return;
+    const undoing = { db: held.joined.db, clock, processor: checkpointedNetwork(options.processor, held) };
+    await undoCreateIntentsAt(undoing, held.reservation.caller, point.intents);
+  };
+
+  /**
+   * The request's commit failed after a checkpoint: what the checkpoints committed (a create
+   * intent) is undone now, and the key freed; if that fails too, the key stays `pending` with its
+   * recovery point for a retry after staleMs (and the hold-expiry job undoes lapsed intents).
+   */
+  const recoverAfterFailure = async (held: Held): Promise<void> => {
+    if (held.lost) return;
+    try {
+      await reopen(held);
+      const row = await scoped(held.trx, held.reservation.caller, held.reservation.key).select(['state', 'response_body']).executeTakeFirst();
+      await undoPoint(held, recoveryPointOf(row));
+      await deleteKey(held.trx, held.reservation);
+      await held.trx.commit().execute();
+    } catch (error) {
+      if (!held.lost) await rollback(held.trx);
+      options.onStoreError?.(toError(error));
+    }
+  };
+
   const replay = (reply: FastifyReply, row: StoredRow): FastifyReply =>
     reply
       .code(row.status_code!)
@@ -200,32 +368,46 @@ async function idempotencyPlugin(app: FastifyInstance, options: IdempotencyOptio
     const key = Array.isArray(header) ? header.join(',') : header;
     if (!KEY_FORMAT.test(key)) return refuse(request, reply, 'invalid_param_key', 'Idempotency-Key must be 1 to 255 characters of A-Z, a-z, 0-9, "-" and "_".', 'Idempotency-Key');
     const reservation: Reservation = { caller, key, hash: requestHash(request.method, request.url, request.body) };
-    // A row purged between the two statements below: reserve again (a second time cannot race a purge).
-    for (let attempt = 0; attempt < 2; attempt += 1) {
+    // A row purged between the two statements below: reserve again (a second time cannot race a
+    // purge). A committed `pending` row (a request at the card network, after its checkpoint):
+    // looked at again every PENDING_POLL_MS for about waitMs, then 429.
+    let vanished = 0;
+    for (let polls = Math.ceil(waitMs / PENDING_POLL_MS); ; polls -= 1) {
       const trx = await db.startTransaction().execute();
       let stored: StoredRow | undefined;
+      let held: Held | undefined;
       try {
         await sql.raw(`SET LOCAL lock_timeout = ${waitMs}`).execute(trx);
+        // A pending row left by a request that died after a checkpoint: what it left is undone first.
+        const previous = await readStored(trx, caller, key);
         if (await reserve(trx, reservation, clock.now(), ttlMs, staleMs)) {
           await sql.raw('SET LOCAL lock_timeout TO DEFAULT').execute(trx);
-          HELD.set(request, { reservation, trx, db: joinedTransaction<Database>(trx) });
+          held = holdKey(reservation, trx);
+          HELD.set(request, held);
+          if (previous?.request_hash === reservation.hash) await undoPoint(held, recoveryPointOf(previous));
           return;
         }
         stored = await readStored(trx, caller, key);
       } catch (error) {
+        // A fault while taking over: onSend answers it (HELD is set) and frees what it can.
+        if (held !== undefined) throw error;
         await rollback(trx);
         if (isLockTimeout(error)) return refuse(request, reply, 'over_capacity', `A request with Idempotency-Key ${key} is still in progress; retry later with the same key.`);
         throw error;
       }
       await rollback(trx);
-      if (stored === undefined) continue;
+      if (stored === undefined) {
+        vanished += 1;
+        if (vanished >= 2) throw new Error(`Idempotency-Key ${key}: the key's row vanished twice while it was read`);
+        continue;
+      }
       if (stored.request_hash !== reservation.hash) {
         return refuse(request, reply, 'already_exist_id', `Idempotency-Key ${key} was already used for another request (a different method, path or parameters); send a new key for a new request.`, 'Idempotency-Key');
       }
       if (stored.state === 'done') return replay(reply, stored);
-      return refuse(request, reply, 'over_capacity', `A request with Idempotency-Key ${key} is still in progress; retry later with the same key.`);
+      if (polls <= 0) return refuse(request, reply, 'over_capacity', `A request with Idempotency-Key ${key} is still in progress; retry later with the same key.`);
+      await sleep(PENDING_POLL_MS);
     }
-    throw new Error(`Idempotency-Key ${key}: the key's row vanished twice while it was read`);
   });
 
   // onSend: the response is stored and committed with the operation's writes before it leaves.
@@ -233,28 +415,36 @@ async function idempotencyPlugin(app: FastifyInstance, options: IdempotencyOptio
     const held = HELD.get(request);
     if (held === undefined) return payload;
     HELD.delete(request);
-    const { reservation, trx } = held;
-    if (reply.statusCode >= 500 || (payload !== null && typeof payload !== 'string' && !Buffer.isBuffer(payload))) {
+    const { reservation } = held;
+    // The request no longer holds its key (taken over at the network, or a checkpoint failed): its answer is not kept.
+    if (held.lost) return payload;
+    const faulted = reply.statusCode >= 500 || (payload !== null && typeof payload !== 'string' && !Buffer.isBuffer(payload));
+    if (faulted && held.stamp === null) {
       // A fault (or a stream, which cannot be kept): nothing of the request is kept, the key is free.
-      await rollback(trx);
+      await rollback(held.trx);
       return payload;
     }
     try {
+      if (faulted) {
+        // After a checkpoint what the operation committed stays, as without a key (its own
+        // failure handling undid what it must, possibly in this transaction); the key is freed.
+        await deleteKey(held.trx, reservation);
+        await held.trx.commit().execute();
+        return payload;
+      }
       const contentType = reply.getHeader('content-type');
       const body = payload === null ? '' : typeof payload === 'string' ? payload : (payload as Buffer).toString('utf8');
-      await trx
-        .updateTable('idempotency_keys')
-        .where('account_id', '=', reservation.caller.accountId)
-        .where('livemode', '=', reservation.caller.livemode)
-        .where('idempotency_key', '=', reservation.key)
+      await keyRow(held.trx, reservation)
         .set({ state: 'done', status_code: reply.statusCode, response_headers: JSON.stringify(contentType === undefined ? {} : { 'content-type': String(contentType) }), response_body: body })
         .execute();
       fault('before-operation-commit');
-      await trx.commit().execute();
+      await held.trx.commit().execute();
     } catch (error) {
-      // Nothing was committed (a statement of the operation outside its own transactions failed,
-      // or the database went away): the request did nothing, and says so; a retry does the work.
-      await rollback(trx);
+      // Nothing since the last checkpoint was committed (a statement of the operation outside its
+      // own transactions failed, or the database went away): what a checkpoint committed is
+      // undone, and the request says it did nothing; a retry does the work.
+      await rollback(held.trx);
+      if (held.stamp !== null) await recoverAfterFailure(held);
       options.onStoreError?.(toError(error));
       const refusal = refusalOf(request, new KessaiError('payjp_wrong', { message: 'The request could not be completed and nothing was done; retry it with the same Idempotency-Key.', cause: error }));
       reply.code(refusal.status).type(refusal.contentType);
@@ -270,7 +460,7 @@ async function idempotencyPlugin(app: FastifyInstance, options: IdempotencyOptio
     const held = HELD.get(request);
     if (held === undefined) return;
     HELD.delete(request);
-    await rollback(held.trx);
+    if (!held.lost) await rollback(held.trx);
   };
   app.addHook('onResponse', abandon);
   app.addHook('onRequestAbort', abandon);

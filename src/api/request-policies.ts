@@ -17,7 +17,7 @@ export interface ServerPolicyOptions {
   /** Limits laid over v1 §8's defaults (`parseRateLimits` of `KESSAI_RATE_LIMITS`). */
   readonly rateLimits?: Pick<RateLimitOptions, 'limits' | 'accounts'>;
   /** Idempotency tuning (tests shorten the waits; `kessai serve` passes KESSAI_FAULT's fault point); db and clock are the context's. */
-  readonly idempotency?: Omit<IdempotencyOptions, 'db' | 'clock' | 'onStoreError'>;
+  readonly idempotency?: Omit<IdempotencyOptions, 'db' | 'clock' | 'onStoreError' | 'onWarning'>;
 }
 
 /** `KESSAI_RATE_LIMITS` (JSON, see parseRateLimits) or the defaults when unset or empty. */
@@ -36,8 +36,10 @@ export function serverPolicies(options: ServerPolicyOptions): (app: FastifyInsta
     await app.register(idempotency, {
       db: ctx.db,
       clock: ctx.clock,
+      processor: ctx.processor,
       ...options.idempotency,
       onStoreError: (error) => ctx.log.error({ err: error }, 'idempotency key: storing or purging failed'),
+      onWarning: (message) => ctx.log.warn(message),
     });
   };
 }

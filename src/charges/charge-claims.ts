@@ -37,7 +37,7 @@ export const CHARGE_CLAIM_LEASE_MS = 60_000;
 const CLAIM_POLL_MS = 20;
 const CLAIM_POLLS = 500;
 
-const CLAIM_PREFIX = 'charge:';
+export const CLAIM_PREFIX = 'charge:';
 
 /** A claim taken by one operation on one charge; `claimedAt` is also the operation's business instant. */
 export interface ChargeClaim {
@@ -72,29 +72,42 @@ async function liveClaimOn(trx: Kysely<Database>, row: ChargeRow, at: Date): Pro
  * `operation` at `at`; a lapsed claim is overwritten.
  */
 export async function takeClaim(trx: Kysely<Database>, row: ChargeRow, operation: string, at: Date): Promise<ChargeClaim> {
+  return writeClaim(trx, { accountId: row.account_id, livemode: row.livemode, chargeId: row.charge_id }, operation, at);
+}
+
+/**
+ * Writes the claim row of charge `key.chargeId` for `operation` at `at` (lease from `at`), with
+ * `body` (what the claim's recovery needs, create-intents.ts) when given; a lapsed claim is
+ * overwritten.
+ */
+export async function writeClaim(trx: Kysely<Database>, key: Pick<ChargeClaim, 'accountId' | 'livemode' | 'chargeId'>, operation: string, at: Date, body: string | null = null): Promise<ChargeClaim> {
   const expiresAt = new Date(at.getTime() + CHARGE_CLAIM_LEASE_MS);
   await trx
     .insertInto('idempotency_keys')
-    .values({ account_id: row.account_id, livemode: row.livemode, idempotency_key: CLAIM_PREFIX + row.charge_id, request_hash: operation, state: 'pending', created_at: at, expires_at: expiresAt })
+    .values({ account_id: key.accountId, livemode: key.livemode, idempotency_key: CLAIM_PREFIX + key.chargeId, request_hash: operation, state: 'pending', response_body: body, created_at: at, expires_at: expiresAt })
     .onConflict((oc) =>
       oc
         .columns(['account_id', 'livemode', 'idempotency_key'])
-        .doUpdateSet({ request_hash: operation, state: 'pending', status_code: null, response_headers: null, response_body: null, created_at: at, expires_at: expiresAt }),
+        .doUpdateSet({ request_hash: operation, state: 'pending', status_code: null, response_headers: null, response_body: body, created_at: at, expires_at: expiresAt }),
     )
     .execute();
-  return { accountId: row.account_id, livemode: row.livemode, chargeId: row.charge_id, operation, claimedAt: at };
+  return { accountId: key.accountId, livemode: key.livemode, chargeId: key.chargeId, operation, claimedAt: at };
 }
 
-/** Drops the claim if it is still this one (a taken-over claim belongs to its taker); in the caller's transaction or on its own. */
-export async function dropClaim(executor: Kysely<Database>, claim: ChargeClaim): Promise<void> {
-  await executor
+/**
+ * Drops the claim if it is still this one (a taken-over claim belongs to its taker); in the
+ * caller's transaction or on its own. True when it was this one's to drop.
+ */
+export async function dropClaim(executor: Kysely<Database>, claim: ChargeClaim): Promise<boolean> {
+  const dropped = await executor
     .deleteFrom('idempotency_keys')
     .where('account_id', '=', claim.accountId)
     .where('livemode', '=', claim.livemode)
     .where('idempotency_key', '=', CLAIM_PREFIX + claim.chargeId)
     .where('request_hash', '=', claim.operation)
     .where('created_at', '=', claim.claimedAt)
-    .execute();
+    .executeTakeFirst();
+  return dropped.numDeletedRows > 0n;
 }
 
 const BUSY = Symbol('busy');

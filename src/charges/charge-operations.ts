@@ -18,7 +18,7 @@ import { DEFAULT_FEE_RATES, type Caller } from '../accounts/accounts';
 import type { CardRow } from '../customers/card-object';
 import { requireCustomerCard } from '../customers/cards';
 import { findCustomer } from '../customers/customer-record';
-import { consumeToken, restoreToken } from '../customers/tokens';
+import { consumeToken } from '../customers/tokens';
 import { finishedTokenThreeDSecure } from '../customers/token-three-d-secure';
 import type { Database } from '../db/schema';
 import { KessaiError, reject, type ErrorCode } from '../domain/errors';
@@ -27,13 +27,14 @@ import { mergeMetadata, type MetadataFlavour } from '../domain/metadata';
 import { MS_PER_DAY } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
-import type { AuthorizationResult } from '../processor/card-network';
+import type { AuthorizationRequest, AuthorizationResult } from '../processor/card-network';
 import { inPage, type Page } from '../operations/pagination';
 import { settleCaptured, settleRefunds } from '../settlement/capture';
 import { disputedAmounts } from '../disputes/disputes';
 import { resolveChargeTenant } from '../tenants/charge-tenant';
 import { chargeRow, type ChargeCard, type ChargeRow } from './charges';
 import { callNetwork, chargeTurn, dropClaim, recordClaimed, takeClaim, type ChargeClaim } from './charge-claims';
+import { CreateIntentLost, recordCreateIntent, undoCreateIntent, writeCreateIntent } from './create-intents';
 import { chargeRecords, findCharge, oneChargeRecord, renderChargeRecord, type ChargeRecord } from './charge-record';
 
 export const CHARGES_URL = '/v1/charges';
@@ -207,17 +208,19 @@ export async function createCharge(ctx: Context, caller: Caller, command: Create
       await insertCharge(trx, row);
       return { kind: 'pending' as const, charge: await storedCharge(trx, row) };
     }
-    return { kind: 'authorize' as const, base, card, tokenThreeDSecure, now };
+    // The create intent (create-intents.ts) commits with the token's use: a process that dies
+    // at the network leaves what undoes it.
+    const request: AuthorizationRequest = { reference: chargeId, fingerprint: card.fingerprint, expMonth: card.exp_month, expYear: card.exp_year, amount, currency: 'jpy', livemode: caller.livemode, at: now, kind: capture ? 'charge' : 'hold', ...(tokenThreeDSecure ? { threeDSecure: tokenThreeDSecure } : {}) };
+    const intent = await writeCreateIntent(trx, caller, request, customerId === null ? cardParam! : null, now);
+    return { kind: 'authorize' as const, base, card, tokenThreeDSecure, now, intent };
   });
   if (prepared.kind === 'pending') return prepared.charge;
-  const { base, card, tokenThreeDSecure, now } = prepared;
+  const { base, card, tokenThreeDSecure, now, intent } = prepared;
   const chargeId = base.charge_id;
   let authorization: AuthorizationResult | undefined;
   let result: Declined<ChargeRecord>;
   try {
-    [authorization] = await ctx.processor.authorize([
-      { reference: chargeId, fingerprint: card.fingerprint, expMonth: card.exp_month, expYear: card.exp_year, amount, currency: 'jpy', livemode: caller.livemode, at: now, kind: capture ? 'charge' : 'hold', ...(tokenThreeDSecure ? { threeDSecure: tokenThreeDSecure } : {}) },
-    ]);
+    [authorization] = await ctx.processor.authorize([intent.request]);
     const approval = authorization!;
     const approved = approval.approved;
     const row = chargeRow({
@@ -235,6 +238,7 @@ export async function createCharge(ctx: Context, caller: Caller, command: Create
       tds_expires_at: null,
     });
     result = await ctx.db.transaction().execute(async (trx): Promise<Declined<ChargeRecord>> => {
+      await recordCreateIntent(trx, intent);
       await insertCharge(trx, row);
       if (row.captured) await settleCaptured(trx, ctx, [keyOf(row)]);
       const charge = await chargeEvent(trx, ctx, row, approved ? 'charge.succeeded' : 'charge.failed', now);
@@ -242,23 +246,15 @@ export async function createCharge(ctx: Context, caller: Caller, command: Create
       return { done: charge };
     });
   } catch (error) {
-    // A fault after the first transaction (the network's, or the second transaction's): give back
-    // what the first one took, so that the failed call leaves nothing behind.
-    await undoPreparedCharge(ctx, caller, { tokenId: base.customer_id === null ? cardParam! : null, authorization, chargeId, amount, at: now });
+    // The intent lapsed and was taken over (this call outlived its lease): the taker undoes it.
+    if (error instanceof CreateIntentLost) throw new KessaiError('payjp_wrong', { message: `Charge ${chargeId} took too long at the card network and was cancelled; nothing was charged. Create it again.`, cause: error });
+    // A fault after the first transaction (the network's, or the second transaction's): the
+    // intent undone, so that the failed call leaves nothing behind (the token given back, an
+    // approval released).
+    await undoCreateIntent(ctx, intent, authorization);
     throw error;
   }
   return settled(result);
-}
-
-/** The token a prepared charge consumed, given back; an approval it got, released. */
-async function undoPreparedCharge(
-  ctx: Context,
-  caller: Caller,
-  prepared: { readonly tokenId: string | null; readonly authorization: AuthorizationResult | undefined; readonly chargeId: string; readonly amount: number; readonly at: Date },
-): Promise<void> {
-  const { authorization } = prepared;
-  if (authorization?.approved) await ctx.processor.release([{ reference: prepared.chargeId, authorizationCode: authorization.authorizationCode, amount: prepared.amount, at: prepared.at }]);
-  if (prepared.tokenId !== null) await restoreToken(ctx.db, caller, prepared.tokenId, prepared.at);
 }
 
 async function feeRateOf(trx: Kysely<Database>, accountId: string, brand: string): Promise<string> {

@@ -23,8 +23,9 @@ import { v1HoldExpiresAt, V1_EXPIRY_DAYS } from '../domain/hold-periods';
 import type { Context } from '../engine/context';
 import { inAccounts } from '../db/account-scope';
 import { dueAccounts } from '../engine/account-batches';
-import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
+import { checkpoint, runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { liveClaimSql } from './charge-claims';
+import { accountsWithLapsedIntents, recoverCreateIntents } from './create-intents';
 import { recordChargeEvents, type ChargeEventKey } from './charge-record';
 import { bulkColumns, ROW_KEYS } from '../db/bulk-rows';
 
@@ -38,13 +39,35 @@ const LIVE_HOLD = sql`paid AND NOT captured AND NOT refunded AND released_at IS 
  * `expired_at` instant itself (holdLapsed), so it is due in slots strictly after it.
  */
 export async function expireHolds(ctx: Context, run: SlotRun): Promise<JobCounts> {
-  return runBatches(
+  const recovered = await recoverLapsedCreateIntents(ctx, run);
+  const counts = await runBatches(
     ctx,
     run,
     ['released'],
     (db, cap) => dueAccounts(db, 'charges', sql`d.paid AND NOT d.captured AND NOT d.refunded AND d.released_at IS NULL AND d.expired_at IS NOT NULL AND d.expired_at < ${run.slot}`, cap),
     (trx, accountIds, limit) => expireHoldBatch(trx, ctx, accountIds, run.slot, limit),
   );
+  return recovered === 0 ? counts : { intents_recovered: recovered, ...counts };
+}
+
+/**
+ * Before the holds: the create intents of charges whose process died at the card network
+ * (create-intents.ts), lapsed on the worker's clock as claims are, undone account by account
+ * (released at the network, the token given back). Counted as `intents_recovered` only when there
+ * were any, so a slot with none reads as before.
+ */
+async function recoverLapsedCreateIntents(ctx: Context, run: SlotRun): Promise<number> {
+  let recovered = 0;
+  for (const accountId of await accountsWithLapsedIntents(ctx.db, ctx.clock.now())) {
+    checkpoint(run);
+    recovered += await recoverCreateIntents(ctx, [accountId], ctx.config.batchSize, {
+      inClaim: (trx) => run.assertClaim(trx),
+      recorded: async (trx, undone) => {
+        if (undone > 0) await run.recordBatch(trx, { intents_recovered: undone });
+      },
+    });
+  }
+  return recovered;
 }
 
 export async function expireHoldBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'clock'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<{ selected: number; released: number }> {

@@ -43,9 +43,10 @@ function bytesArg(value: string): number {
 
 /**
  * KESSAI_FAULT (crash tests only): a fault point of the Idempotency-Key handling
- * (src/api/idempotency.ts, `before-operation-commit` or `after-operation-commit`) at which the
- * process kills itself with SIGKILL, as a crash would. Unset or empty: no fault. Another value is
- * refused at start-up.
+ * (src/api/idempotency.ts, `before-operation-commit` or `after-operation-commit`) or of the card
+ * network (src/processor/network-faults.ts, `after-authorization`) at which the process kills
+ * itself with SIGKILL, as a crash would. Unset or empty: no fault. Another value is refused at
+ * start-up.
  */
 export function faultFromText<P extends string>(text: string | undefined, points: readonly P[]): { readonly point: P; readonly act: () => void } | undefined {
   if (text === undefined || text.trim() === '') return undefined;
@@ -88,16 +89,20 @@ export function registerServe(program: Command): void {
       const { buildServer } = await import('../api/server');
       const { serverPolicies, rateLimitsFromText } = await import('../api/request-policies');
       const { FAULT_POINTS } = await import('../api/idempotency');
+      const { NETWORK_FAULT_POINTS, networkWithFault } = await import('../processor/network-faults');
       // Refused before anything opens: a bad KESSAI_RATE_LIMITS names what is wrong.
       const rateLimits = rateLimitsFromText(process.env.KESSAI_RATE_LIMITS);
-      const fault = faultFromText(process.env.KESSAI_FAULT, FAULT_POINTS);
-      if (fault !== undefined) log.warn({ fault: fault.point }, 'KESSAI_FAULT is set: this process kills itself (SIGKILL) at that point of the next keyed POST; for crash tests only');
+      const fault = faultFromText(process.env.KESSAI_FAULT, [...FAULT_POINTS, ...NETWORK_FAULT_POINTS]);
+      if (fault !== undefined) log.warn({ fault: fault.point }, 'KESSAI_FAULT is set: this process kills itself (SIGKILL) at that point (of the next keyed POST, or of the next authorization); for crash tests only');
+      const networkFault = NETWORK_FAULT_POINTS.find((point) => point === fault?.point);
+      const idempotencyFault = FAULT_POINTS.find((point) => point === fault?.point);
       // First, before the database is opened: until the handlers exist, a signal kills the process.
       const stop = listenForStop(log);
       try {
-        const rt = await openRuntime({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, clock: systemClock, ids: randomIds(), log, config: { ...environmentConfig(), ...(checkoutPageBaseUrl === undefined ? {} : { checkoutPageBaseUrl }) } });
+        const opened = await openRuntime({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, clock: systemClock, ids: randomIds(), log, config: { ...environmentConfig(), ...(checkoutPageBaseUrl === undefined ? {} : { checkoutPageBaseUrl }) } });
+        const rt = networkFault === undefined ? opened : { ...opened, ctx: { ...opened.ctx, processor: networkWithFault(opened.ctx.processor, networkFault, fault!.act) } };
         if (rt.ctx.config.statementUrlSecret === undefined) log.warn('KESSAI_STATEMENT_URL_SECRET is not set: statement_urls and application_urls answer 500 until it is');
-        const requestPolicies = serverPolicies({ ctx: rt.ctx, storeKind: rt.store.kind, rateLimits, ...(fault === undefined ? {} : { idempotency: { fault } }) });
+        const requestPolicies = serverPolicies({ ctx: rt.ctx, storeKind: rt.store.kind, rateLimits, ...(idempotencyFault === undefined ? {} : { idempotency: { fault: { point: idempotencyFault, act: fault!.act } } }) });
         const app = await buildServer({ ctx: rt.ctx, log, requestPolicies, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }), ...(https ? { https } : {}) });
         let loop: WorkerLoop | null = null;
         try {

@@ -132,15 +132,7 @@ export async function consumeToken(trx: Kysely<Database>, caller: Caller, tokenI
   return reject('invalid_id', param, `No such token: ${tokenId}`);
 }
 
-/**
- * Gives back a token consumeToken used at `usedAt`, when the operation that used it failed after
- * its transaction committed (a charge's network step, charge-operations.ts): as if never used.
- */
-export async function restoreToken(db: Kysely<Database>, caller: Caller, tokenId: string, usedAt: Date): Promise<void> {
-  await updateToken(db, caller, tokenId).set({ used_at: null }).where('used_at', '=', usedAt).execute();
-}
-
-/** An UPDATE of the caller's token `tokenId` (account and mode named), for consumeToken and restoreToken. */
+/** An UPDATE of the caller's token `tokenId` (account and mode named), for consumeToken. */
 function updateToken(executor: Kysely<Database>, caller: Caller, tokenId: string) {
   return executor.updateTable('tokens').where('account_id', '=', caller.accountId).where('livemode', '=', caller.livemode).where('token_id', '=', tokenId);
 }

@@ -11,7 +11,7 @@ import { IDEMPOTENCY_TTL_MS, purgeExpiredIdempotencyKeys, requestHash } from '..
 import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card-network';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
-import { call, startPluginApp, type PluginApp } from '../support/plugin-app';
+import { call, commitFailsOnce, startPluginApp, type PluginApp } from '../support/plugin-app';
 
 type Ctx = ReturnType<typeof testContext>;
 let database: TestDatabase;
@@ -212,20 +212,7 @@ describe('Idempotency-Key on POST', () => {
   });
 
   it('the operation\'s writes and the stored response commit together: a failure between them keeps neither, and the retry charges once', async () => {
-    let failNext = true;
-    const failing = await startPluginApp(ctx, {
-      idempotency: {
-        purgeIntervalMs: 0,
-        fault: {
-          point: 'before-operation-commit',
-          act: () => {
-            if (!failNext) return;
-            failNext = false;
-            throw new Error('the commit never happens');
-          },
-        },
-      },
-    });
+    const failing = await startPluginApp(ctx, { idempotency: { purgeIntervalMs: 0, fault: commitFailsOnce() } });
     opened.push(failing);
     const cus = await customer();
     const header = key('atomic');

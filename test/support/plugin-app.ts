@@ -61,7 +61,7 @@ export async function startPluginApp(ctx: Context, options: PluginAppOptions = {
     Object.assign(request, { caller });
   });
   if (options.rateLimits !== undefined) await app.register(rateLimits, options.rateLimits);
-  if (options.idempotency !== undefined) await app.register(idempotency, { db: ctx.db, clock: ctx.clock, ...options.idempotency });
+  if (options.idempotency !== undefined) await app.register(idempotency, { db: ctx.db, clock: ctx.clock, processor: ctx.processor, ...options.idempotency });
 
   const route = (name: string, params: (request: FastifyRequest) => unknown) => async (request: FastifyRequest) => {
     handled.set(name, (handled.get(name) ?? 0) + 1);
@@ -81,6 +81,13 @@ export async function startPluginApp(ctx: Context, options: PluginAppOptions = {
     return { calls };
   });
 
+  // A route that calls the card network inside a transaction block of its own (a keyed request cannot checkpoint there).
+  app.post('/v1/network_in_block', async (request) => {
+    handled.set('network_in_block', (handled.get('network_in_block') ?? 0) + 1);
+    const on = operationContext(request, ctx);
+    return on.db.transaction().execute(async () => ({ answered: (await on.processor.authenticate([{ reference: 'in_block', fingerprint: 'none', livemode: false, at: ctx.clock.now() }])).length }));
+  });
+
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
   return { app, apibase: `http://127.0.0.1:${port}/v1`, handled, close: () => app.close() };
@@ -98,4 +105,17 @@ export async function call(apibase: string, key: string, method: string, path: s
     ...(body === undefined ? {} : { body: new URLSearchParams(body).toString() }),
   });
   return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> & { id?: string; error?: { status: number; type: string; code: string; param?: string } } };
+}
+
+/** An idempotency fault that makes the next keyed request's final commit fail, once. */
+export function commitFailsOnce(): NonNullable<IdempotencyOptions['fault']> {
+  let failNext = true;
+  return {
+    point: 'before-operation-commit',
+    act: () => {
+      if (!failNext) return;
+      failNext = false;
+      throw new Error('the commit never happens');
+    },
+  };
 }

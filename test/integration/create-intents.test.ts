@@ -1,0 +1,195 @@
+/**
+ * Create intents (src/charges/create-intents.ts): a `charges.create` whose process stops after the
+ * card network answered (here: the network's promise never settles, so the operation never goes
+ * on, as if its process died) leaves its intent; once the lease lapses, the hold-expiry job (which
+ * the worker and `kessai serve` on the embedded database run) releases the authorization found by
+ * its reference and gives the token back, once, and the buyer can pay with the token again. A
+ * create that outlives its lease writes no charge. The real-kill version is
+ * test/http/create-intent-crash.test.ts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { holdExpiryJob } from '../../jobs/hold-expiry';
+import { createAccount, type Caller } from '../../src/accounts/accounts';
+import { purgeExpiredIdempotencyKeys } from '../../src/api/idempotency';
+import { CHARGE_CLAIM_LEASE_MS } from '../../src/charges/charge-claims';
+import { recoverCreateIntents } from '../../src/charges/create-intents';
+import { KessaiError } from '../../src/domain/errors';
+import { Scheduler } from '../../src/engine/scheduler';
+import { runOperation } from '../../src/operations/registry';
+import { simulatedCardNetwork, type AuthorizationRequest, type AuthorizationResult, type CardNetwork } from '../../src/processor/card-network';
+import { TEST_CARDS } from '../../src/processor/test-cards';
+import { recordingNetwork } from '../support/recording-network';
+import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
+
+const caller: Caller = { accountId: 'acct_intents', livemode: false, kind: 'secret' };
+const publicCaller: Caller = { ...caller, kind: 'public' };
+type Ctx = ReturnType<typeof testContext>;
+
+let database: TestDatabase;
+let ctx: Ctx;
+let seed = 300;
+
+const recording = () => recordingNetwork();
+
+/** A context on `store` (default: the file's) with its own ids, at the file clock's instant. */
+function contextWith(processor: CardNetwork, at: Date = ctx.clock.now(), store = database.store): Ctx {
+  seed += 1;
+  return { ...testContext(store, { seed, at }), processor };
+}
+
+async function token(): Promise<string> {
+  return ((await runOperation(ctx, publicCaller, 'tokens.create', { card: { number: TEST_CARDS.visa.number, exp_month: '12', exp_year: '2035', cvc: '123' } })) as { id: string }).id;
+}
+
+/**
+ * `charges.create` that dies after the network answered: the network authorizes (for real, at the
+ * simulator) and then never answers the engine. Returns the authorization the network gave.
+ */
+async function createDyingAtTheNetwork(params: Record<string, string>): Promise<{ request: AuthorizationRequest; result: AuthorizationResult }> {
+  const network = simulatedCardNetwork();
+  let answered: { request: AuthorizationRequest; result: AuthorizationResult } | undefined;
+  const dying = contextWith({
+    ...network,
+    authorize: async (requests) => {
+      const [result] = await network.authorize(requests);
+      answered = { request: requests[0]!, result: result! };
+      return new Promise<never>(() => {});
+    },
+  });
+  void runOperation(dying, caller, 'charges.create', params);
+  for (let i = 0; answered === undefined; i += 1) {
+    if (i > 500) throw new Error('the network was never asked');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return answered;
+}
+
+const intents = () => ctx.db.selectFrom('idempotency_keys').select(['idempotency_key', 'request_hash', 'state', 'expires_at']).where('account_id', '=', caller.accountId).where('request_hash', '=', 'charges.create').execute();
+const charges = () => ctx.db.selectFrom('charges').select(['charge_id', 'paid']).where('account_id', '=', caller.accountId).execute();
+const tokenUsedAt = async (id: string) => (await ctx.db.selectFrom('tokens').select('used_at').where('account_id', '=', caller.accountId).where('token_id', '=', id).executeTakeFirstOrThrow()).used_at;
+
+let runs = 0;
+async function runHoldExpiry(at: Date, processor: CardNetwork) {
+  runs += 1;
+  const outcome = await new Scheduler(contextWith(processor, at), [holdExpiryJob], { owner: `intents-${runs}` }).runSlot(holdExpiryJob.name, new Date(Math.floor(at.getTime() / 60_000) * 60_000));
+  expect(outcome.status, outcome.status === 'failed' ? outcome.error : '').toBe('succeeded');
+  return outcome.status === 'succeeded' ? outcome.counts : {};
+}
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  ctx = testContext(database.store, { seed: 299 });
+  await createAccount(ctx, { name: 'Intent Shop', id: caller.accountId });
+});
+afterAll(async () => database?.drop());
+
+describe('a charges.create that dies at the card network (create intents)', () => {
+  it('leaves its intent; once lapsed, the hold-expiry job releases the authorization and gives the token back, once', async () => {
+    ctx.clock.set(REFERENCE_INSTANT);
+    const tok = await token();
+    const { request, result } = await createDyingAtTheNetwork({ amount: '1800', currency: 'jpy', card: tok, capture: 'false' });
+    expect(result.approved).toBe(true);
+    expect(await charges()).toEqual([]);
+    expect(await intents()).toEqual([{ idempotency_key: `charge:${request.reference}`, request_hash: 'charges.create', state: 'pending', expires_at: new Date(REFERENCE_INSTANT.getTime() + CHARGE_CLAIM_LEASE_MS) }]);
+    expect(await tokenUsedAt(tok)).toEqual(REFERENCE_INSTANT);
+
+    // Within the lease the request may still be alive: nothing is touched.
+    const early = recording();
+    expect(await runHoldExpiry(new Date(REFERENCE_INSTANT.getTime() + CHARGE_CLAIM_LEASE_MS - 1), early.processor)).not.toHaveProperty('intents_recovered');
+    expect(early.released).toEqual([]);
+    // The purge of expired keys leaves a lapsed intent to its recovery.
+    const lapsedAt = new Date(REFERENCE_INSTANT.getTime() + CHARGE_CLAIM_LEASE_MS);
+    await purgeExpiredIdempotencyKeys(ctx.db, lapsedAt);
+    expect(await intents()).toHaveLength(1);
+
+    const job = recording();
+    expect(await runHoldExpiry(lapsedAt, job.processor)).toMatchObject({ intents_recovered: 1 });
+    // Found by its reference: asked again, the network answers with the same authorization, which is released.
+    expect(job.authorized).toEqual([result]);
+    expect(job.released).toEqual([{ reference: request.reference, authorizationCode: (result as { authorizationCode: string }).authorizationCode, amount: 1800, at: lapsedAt }]);
+    expect(await intents()).toEqual([]);
+    expect(await tokenUsedAt(tok)).toBeNull();
+    expect(await charges()).toEqual([]);
+
+    // Nothing twice: the next slot finds nothing.
+    const again = recording();
+    expect(await runHoldExpiry(new Date(lapsedAt.getTime() + 60_000), again.processor)).not.toHaveProperty('intents_recovered');
+    expect(again.asked).toEqual([]);
+    expect(again.released).toEqual([]);
+
+    // The token pays again (an unkeyed retry of the same request works).
+    const paid = (await runOperation(contextWith(simulatedCardNetwork()), caller, 'charges.create', { amount: '1800', currency: 'jpy', card: tok, capture: 'false' })) as { id: string; paid: boolean };
+    expect(paid.paid).toBe(true);
+    expect(await charges()).toEqual([{ charge_id: paid.id, paid: true }]);
+    expect(await intents()).toEqual([]);
+  });
+
+  it('a charge by customer that dies at the network: its captured authorization is released, no token to give back', async () => {
+    ctx.clock.set(new Date(REFERENCE_INSTANT.getTime() + 3_600_000));
+    const customer = (await runOperation(ctx, caller, 'customers.create', { card: await token() })) as { id: string };
+    const before = await charges();
+    const { request } = await createDyingAtTheNetwork({ amount: '2600', currency: 'jpy', customer: customer.id });
+    expect(request.kind).toBe('charge');
+    const job = recording();
+    const lapsedAt = new Date(ctx.clock.now().getTime() + CHARGE_CLAIM_LEASE_MS);
+    expect(await runHoldExpiry(lapsedAt, job.processor)).toMatchObject({ intents_recovered: 1 });
+    expect(job.released.map((r) => [r.reference, r.amount])).toEqual([[request.reference, 2600]]);
+    expect(await charges()).toEqual(before);
+    expect(await intents()).toEqual([]);
+  });
+
+  it('a create that outlives its lease writes no charge: the recovery undid it, once', async () => {
+    ctx.clock.set(new Date(REFERENCE_INSTANT.getTime() + 2 * 3_600_000));
+    const tok = await token();
+    let resume: () => void = () => {};
+    let atNetwork = false;
+    const slow = recording();
+    const slowCtx = contextWith({
+      ...slow.processor,
+      authorize: async (requests) => {
+        const results = await slow.processor.authorize(requests);
+        atNetwork = true;
+        await new Promise<void>((resolve) => {
+          resume = resolve;
+        });
+        return results;
+      },
+    });
+    const created = runOperation(slowCtx, caller, 'charges.create', { amount: '900', currency: 'jpy', card: tok }).then(
+      () => 'ok',
+      (error: unknown) => (error instanceof KessaiError ? error.code : String(error)),
+    );
+    while (!atNetwork) await new Promise((resolve) => setTimeout(resolve, 10));
+    const recoverer = recording();
+    const lapsedAt = new Date(ctx.clock.now().getTime() + CHARGE_CLAIM_LEASE_MS);
+    expect(await recoverCreateIntents(contextWith(recoverer.processor, lapsedAt), [caller.accountId], 100)).toBe(1);
+    resume();
+    expect(await created).toBe('payjp_wrong');
+    expect(recoverer.released).toHaveLength(1);
+    // The slow request released nothing itself: the recovery's release is the only one.
+    expect(slow.released).toEqual([]);
+    expect(await charges()).not.toContainEqual(expect.objectContaining({ charge_id: slow.asked[0]!.request.reference }));
+    expect(await tokenUsedAt(tok)).toBeNull();
+    expect(await intents()).toEqual([]);
+  });
+
+  it.runIf(isPostgres())('two recoveries at once (two pools) undo each lapsed intent once (SKIP LOCKED)', async () => {
+    ctx.clock.set(new Date(REFERENCE_INSTANT.getTime() + 3 * 3_600_000));
+    const tokens = [await token(), await token(), await token()];
+    const dead = [];
+    for (const tok of tokens) dead.push(await createDyingAtTheNetwork({ amount: '1000', currency: 'jpy', card: tok }));
+    const lapsedAt = new Date(ctx.clock.now().getTime() + CHARGE_CLAIM_LEASE_MS);
+    const a = recording();
+    const b = recording();
+    const second = await database.openAnother();
+    const undone = await Promise.all([
+      recoverCreateIntents(contextWith(a.processor, lapsedAt), [caller.accountId], 1),
+      recoverCreateIntents(contextWith(b.processor, lapsedAt, second), [caller.accountId], 1),
+    ]);
+    expect(undone[0] + undone[1]).toBe(3);
+    expect([...a.released, ...b.released].map((r) => r.reference).sort()).toEqual(dead.map((d) => d.request.reference).sort());
+    for (const tok of tokens) expect(await tokenUsedAt(tok)).toBeNull();
+    expect(await intents()).toEqual([]);
+    await second.close();
+  });
+});

@@ -86,7 +86,7 @@ export function registerServe(program: Command): void {
       const log = createLogger({ level: g.verbose ? 'debug' : g.logLevel === 'warn' ? 'info' : g.logLevel });
       // Loaded here, not at the top: every other kessai command starts without the HTTP stack.
       const { buildServer } = await import('../api/server');
-      const { serverPolicies, rateLimitsFromText } = await import('../api/request-policies');
+      const { serverPolicies, rateLimitsFromText, openRateLimitRedis } = await import('../api/request-policies');
       const { FAULT_POINTS } = await import('../api/idempotency');
       // Refused before anything opens: a bad KESSAI_RATE_LIMITS names what is wrong.
       const rateLimits = rateLimitsFromText(process.env.KESSAI_RATE_LIMITS);
@@ -97,12 +97,24 @@ export function registerServe(program: Command): void {
       try {
         const rt = await openRuntime({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, clock: systemClock, ids: randomIds(), log, config: { ...environmentConfig(), ...(checkoutPageBaseUrl === undefined ? {} : { checkoutPageBaseUrl }) } });
         if (rt.ctx.config.statementUrlSecret === undefined) log.warn('KESSAI_STATEMENT_URL_SECRET is not set: statement_urls and application_urls answer 500 until it is');
-        const requestPolicies = serverPolicies({ ctx: rt.ctx, storeKind: rt.store.kind, rateLimits, ...(fault === undefined ? {} : { idempotency: { fault } }) });
+        // Rate-limit counters in Redis when one is given (PostgreSQL only: the embedded database's
+        // one process counts in memory).
+        const redisUrl = process.env.KESSAI_REDIS_URL?.trim() || undefined;
+        if (redisUrl !== undefined && rt.store.kind === 'pglite') log.warn('KESSAI_REDIS_URL is ignored on the embedded database: rate limits are counted in memory');
+        let redis: Awaited<ReturnType<typeof openRateLimitRedis>> | undefined;
+        try {
+          redis = redisUrl !== undefined && rt.store.kind === 'postgres' ? await openRateLimitRedis(redisUrl, log) : undefined;
+        } catch (error) {
+          await rt.close();
+          throw error;
+        }
+        const requestPolicies = serverPolicies({ ctx: rt.ctx, storeKind: rt.store.kind, rateLimits, ...(redis === undefined ? {} : { redis }), ...(fault === undefined ? {} : { idempotency: { fault } }) });
         const app = await buildServer({ ctx: rt.ctx, log, requestPolicies, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }), ...(https ? { https } : {}) });
         let loop: WorkerLoop | null = null;
         try {
           await app.listen({ port: options.port, host: options.host });
         } catch (error) {
+          redis?.disconnect();
           await rt.close();
           throw error;
         }
@@ -116,6 +128,7 @@ export function registerServe(program: Command): void {
         log.info({ signal }, 'stopping: finishing in-flight requests and the current batch');
         // Fastify stops accepting, answers what is in flight, then closes; the worker finishes its batch.
         await Promise.all([app.close(), loop?.stop()]);
+        await redis?.quit();
         await rt.close();
         log.info('server stopped');
       } finally {

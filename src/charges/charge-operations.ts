@@ -158,6 +158,7 @@ async function resolveCustomerCard(executor: Kysely<Database>, caller: Caller, c
   const row = card as CardRow;
   return { card: row, customerId, feeRate: feeRateOr(found_fee_rate, row.brand), termCycle: found_term_cycle };
 }
+
 /** `charges.create`, checked by the codec: the card is a token (`card` alone) or a customer's (`customer`, `card` choosing another of its cards). */
 export interface CreateChargeCommand {
   readonly amount: number;

@@ -1,5 +1,5 @@
 /**
- * Benchmark of the v1 HTTP API (`npm run bench:api -- [--duration 20] [--connections 32] [--keep]`;
+ * Benchmark of the v1 HTTP API (`npm run bench:api -- [--duration 20] [--connections 32] [--keep] [--profile-server DIR] [--redis URL]`;
  * issue 15, point 10).
  *
  * On the PostgreSQL server named by DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres)
@@ -48,6 +48,9 @@ const { values: args } = parseArgs({
     duration: { type: 'string', default: '20' },
     connections: { type: 'string', default: '32' },
     keep: { type: 'boolean', default: false },
+    'profile-server': { type: 'string' },
+    /** Count the server's rate limits in this Redis (KESSAI_REDIS_URL) instead of PostgreSQL's rate_limit_counters. */
+    redis: { type: 'string' },
   },
 });
 const DURATION_S = Number(args.duration);
@@ -139,7 +142,7 @@ function printTable(phases: readonly Phase[]): void {
 async function main(): Promise<void> {
   const name = `kessai_bench_api_${process.pid}_${Math.floor(performance.timeOrigin)}`;
   const url = withDatabase(SERVER, name);
-  log(`API benchmark: ${CONNECTIONS} connections, ${DURATION_S} s a phase, pool ${POOL_SIZE}, server=${new URL(SERVER).host}, load average ${loadavg()[0]!.toFixed(1)}`);
+  log(`API benchmark: ${CONNECTIONS} connections, ${DURATION_S} s a phase, pool ${POOL_SIZE}, server=${new URL(SERVER).host}, rate limits in ${args.redis === undefined ? 'PostgreSQL' : 'Redis'}, load average ${loadavg()[0]!.toFixed(1)}`);
   await admin((c) => c.query(`CREATE DATABASE "${name}"`));
   let server: Awaited<ReturnType<typeof startServe>>['server'] | undefined;
   const store = await openStore({ databaseUrl: url, poolSize: POOL_SIZE });
@@ -155,7 +158,11 @@ async function main(): Promise<void> {
     // The account's limits raised by configuration (v1 §8's defaults are 2 a second in test mode).
     const limit = 1_000_000;
     const rateLimits = JSON.stringify({ accounts: { [ACCOUNT]: { test: { pk: limit, payment: limit, sk: limit } } } });
-    const started = await startServe(['--no-worker'], { DATABASE_URL: url, KESSAI_RATE_LIMITS: rateLimits, KESSAI_LOG_LEVEL: 'info' }, { discardLogs: true });
+    const started = await startServe(['--no-worker'], { DATABASE_URL: url, KESSAI_RATE_LIMITS: rateLimits, KESSAI_LOG_LEVEL: 'info', KESSAI_REDIS_URL: args.redis ?? '' }, {
+      discardLogs: true,
+      // A CPU profile of the server child, written when it stops (after the HTTP phases).
+      ...(args['profile-server'] === undefined ? {} : { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${args['profile-server']}`] }),
+    });
     server = started.server;
     const apibase = started.apibase;
     // As the payjp SDK sends them (node_modules/payjp/built/resource.js): Basic "<key>:", Accept, a form body.

@@ -168,23 +168,49 @@ export interface Caller {
 }
 
 /**
+ * Key digests already found in `api_key_directory`, with their account: a server's memory of the
+ * directory's answers. The directory only ever gains rows and a key's account never changes, so
+ * a found entry stays true; what can change (revocation, the key's mode and kind, the account's
+ * live permission) is read from `api_keys` and `accounts` on every request, and a key not found is
+ * looked up again next time (another process may have created it). Saves one round trip a
+ * request. Bounded: emptied once it holds `limit` entries.
+ */
+export class KeyDirectoryCache {
+  readonly #accounts = new Map<string, string>();
+  constructor(private readonly limit = 10_000) {}
+
+  get(digest: string): string | undefined {
+    return this.#accounts.get(digest);
+  }
+
+  set(digest: string, account: string): void {
+    if (this.#accounts.size >= this.limit) this.#accounts.clear();
+    this.#accounts.set(digest, account);
+  }
+}
+
+/**
  * Resolves an API key to its account and mode (v1 §5): no key → `no_api_key`; unknown or revoked
  * → `invalid_api_key`; a live key of an account without live permission → `not_activated_account`.
  */
-export async function authenticate(ctx: Pick<Context, 'db'>, key: string | undefined): Promise<Caller> {
+export async function authenticate(ctx: Pick<Context, 'db'>, key: string | undefined, directory?: KeyDirectoryCache): Promise<Caller> {
   if (key === undefined || key.length === 0) throw new KessaiError('no_api_key', { message: 'You did not provide an API key.' });
   const digest = digestKey(key);
   // The account from the engine-wide directory, then the key by account and digest: on Citus the
   // coordinator answers the first itself and routes the second to the account's one shard.
-  const entry = await ctx.db.selectFrom('api_key_directory').select('account').where('key_digest', '=', digest).executeTakeFirst();
+  let account = directory?.get(digest);
+  if (account === undefined) {
+    account = (await ctx.db.selectFrom('api_key_directory').select('account').where('key_digest', '=', digest).executeTakeFirst())?.account;
+    if (account !== undefined) directory?.set(digest, account);
+  }
   const row =
-    entry &&
+    account !== undefined &&
     (await ctx.db
       .selectFrom('api_keys')
       .innerJoin('accounts', 'accounts.account_id', 'api_keys.account_id')
       .select(['api_keys.account_id', 'api_keys.kind', 'api_keys.livemode', 'api_keys.revoked_at', 'accounts.live_enabled'])
-      .where('api_keys.account_id', '=', entry.account)
-      .where('accounts.account_id', '=', entry.account)
+      .where('api_keys.account_id', '=', account)
+      .where('accounts.account_id', '=', account)
       .where('api_keys.key_digest', '=', digest)
       .executeTakeFirst());
   if (!row || row.revoked_at !== null) throw new KessaiError('invalid_api_key', { message: 'Invalid API key provided.' });

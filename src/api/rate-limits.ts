@@ -10,7 +10,9 @@
  *
  * A limited request gets 429 with the v1 error body, code `over_capacity`, before any work is
  * done. The counting is rate-limiter-flexible's (fixed windows): on PostgreSQL its store keeps the
- * counters in `rate_limit_counters`, so every server process on one database shares them; on the
+ * counters in `rate_limit_counters`, so every server process on one database shares them, or in
+ * Redis when the server is given one (`KESSAI_REDIS_URL`: the library's Redis store, one atomic
+ * INCR-and-expire script a request, no row that every request of an account waits on); on the
  * embedded database, which one process owns, they are kept in memory. A store that fails falls
  * back to an in-memory limiter of the same values (the library's insurance limiter) rather than
  * refusing every request. Windows run on the wall clock: rate limiting is about real traffic,
@@ -22,7 +24,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fastifyPlugin from 'fastify-plugin';
 import { CompiledQuery, type Kysely } from 'kysely';
-import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { Redis } from 'ioredis';
 import type { Caller } from '../accounts/accounts';
 import type { Database } from '../db/schema';
 import { KessaiError } from '../domain/errors';
@@ -54,10 +57,15 @@ declare module 'fastify' {
 }
 
 export interface RateLimitOptions {
-  /** `postgres`: counters shared by every process on the database (needs `db`); `memory`: this process only. */
-  readonly store: 'postgres' | 'memory';
+  /**
+   * `postgres`: counters shared by every process on the database (needs `db`); `redis`: shared by
+   * every process on the Redis server (needs `redis`, connected); `memory`: this process only.
+   */
+  readonly store: 'postgres' | 'redis' | 'memory';
   /** The database whose `rate_limit_counters` table holds the counters (store `postgres`). */
   readonly db?: Kysely<Database>;
+  /** The Redis connection (ioredis) that holds the counters (store `redis`); its owner closes it. */
+  readonly redis?: Redis;
   /** Server-wide values laid over v1 §8's defaults. */
   readonly limits?: RateLimitOverrides;
   /** Per account id, values laid over the server-wide table (a benchmark account raised, say). */
@@ -159,19 +167,25 @@ class Limiters {
     let limiter = this.#byPoints.get(points);
     if (limiter === undefined) {
       const memory = new RateLimiterMemory({ points, duration: this.duration, keyPrefix: KEY_PREFIX });
-      limiter =
-        this.options.store === 'memory'
-          ? memory
-          : new RateLimiterPostgres({
-              storeClient: kyselyClient(this.options.db!),
-              storeType: 'pool',
-              tableName: COUNTER_TABLE,
-              tableCreated: true, // by migration 000025, with named constraints
-              points,
-              duration: this.duration,
-              keyPrefix: KEY_PREFIX,
-              insuranceLimiter: memory,
-            });
+      const shared = { points, duration: this.duration, keyPrefix: KEY_PREFIX, insuranceLimiter: memory };
+      switch (this.options.store) {
+        case 'memory':
+          limiter = memory;
+          break;
+        case 'redis':
+          // While the connection is not ready, the insurance limiter answers at once (no queueing).
+          limiter = new RateLimiterRedis({ ...shared, storeClient: this.options.redis!, rejectIfRedisNotReady: true });
+          break;
+        case 'postgres':
+          limiter = new RateLimiterPostgres({
+            ...shared,
+            storeClient: kyselyClient(this.options.db!),
+            storeType: 'pool',
+            tableName: COUNTER_TABLE,
+            tableCreated: true, // by migration 000025, with named constraints
+          });
+          break;
+      }
       this.#byPoints.set(points, limiter);
     }
     return limiter;
@@ -185,6 +199,7 @@ function overCapacity(request: FastifyRequest, reply: FastifyReply, zone: RateLi
 
 async function rateLimitsPlugin(app: FastifyInstance, options: RateLimitOptions): Promise<void> {
   if (options.store === 'postgres' && options.db === undefined) throw new Error('rate limits on the postgres store need db');
+  if (options.store === 'redis' && options.redis === undefined) throw new Error('rate limits on the redis store need redis');
   const windowSeconds = options.windowSeconds ?? 1;
   if (!Number.isInteger(windowSeconds) || windowSeconds < 1) throw new Error(`rate limit windowSeconds must be a whole number of seconds of at least 1, got ${windowSeconds}`);
   const table = applyOverrides(DEFAULT_RATE_LIMITS, options.limits, 'limits');

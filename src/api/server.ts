@@ -11,7 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
-import { authenticate, type Caller } from '../accounts/accounts';
+import { authenticate, KeyDirectoryCache, type Caller } from '../accounts/accounts';
 import { CHECKOUT_PAGE_PATH } from '../checkout/checkout-sessions';
 import { KessaiError } from '../domain/errors';
 import type { Context } from '../engine/context';
@@ -128,6 +128,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   });
 
   app.decorateRequest('caller', null);
+  // This server's memory of the key directory (one lookup a request fewer; see KeyDirectoryCache).
+  const keyDirectory = new KeyDirectoryCache();
   // Browser calls from a merchant's page (the browser script with the public key, v2 §4.8) are
   // cross-origin: any origin may call, credentials are the key in the Authorization header (no
   // cookies). A preflight is answered here, before authentication.
@@ -146,7 +148,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   app.addHook('onRequest', async (request) => {
     request.log.info({ method: request.method, url: loggedUrl(request.url) }, 'request');
     if (request.routeOptions.config.public === true) return;
-    request.caller = await authenticate(ctx, apiKeyOf(request.headers.authorization));
+    request.caller = await authenticate(ctx, apiKeyOf(request.headers.authorization), keyDirectory);
   });
 
   app.addHook('onResponse', async (request, reply) => {

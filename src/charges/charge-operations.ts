@@ -16,8 +16,6 @@
 import type { Kysely } from 'kysely';
 import { DEFAULT_FEE_RATES, type Caller } from '../accounts/accounts';
 import type { CardRow } from '../customers/card-object';
-import { requireCustomerCard } from '../customers/cards';
-import { findCustomer } from '../customers/customer-record';
 import { consumeToken } from '../customers/tokens';
 import { finishedTokenThreeDSecure } from '../customers/token-three-d-secure';
 import type { Database } from '../db/schema';
@@ -25,17 +23,18 @@ import { KessaiError, reject, type ErrorCode } from '../domain/errors';
 import { holdLapsed, v1HoldExpiresAt, V1_EXPIRY_DAYS, type CardIssuer } from '../domain/hold-periods';
 import { mergeMetadata, type MetadataFlavour } from '../domain/metadata';
 import { MS_PER_DAY } from '../domain/time';
+import type { TermCycle } from '../domain/terms';
 import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
 import type { AuthorizationRequest, AuthorizationResult } from '../processor/card-network';
 import { inPage, type Page } from '../operations/pagination';
-import { settleCaptured, settleRefunds } from '../settlement/capture';
-import { disputedAmounts } from '../disputes/disputes';
+import { settleCaptured, settlementOfCaptures, settleRefunds } from '../settlement/capture';
+import { disputeDueAt, disputedAmounts } from '../disputes/disputes';
 import { resolveChargeTenant } from '../tenants/charge-tenant';
 import { chargeRow, type ChargeCard, type ChargeRow } from './charges';
 import { callNetwork, chargeTurn, dropClaim, recordClaimed, takeClaim, type ChargeClaim } from './charge-claims';
 import { CreateIntentLost, recordCreateIntent, undoCreateIntent, writeCreateIntent } from './create-intents';
-import { chargeRecords, findCharge, oneChargeRecord, renderChargeRecord, type ChargeRecord } from './charge-record';
+import { chargeRecords, findCharge, insertChargeWithEvent, oneChargeRecord, renderChargeRecord, type ChargeRecord } from './charge-record';
 
 export const CHARGES_URL = '/v1/charges';
 
@@ -112,16 +111,53 @@ async function chargeEvent(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, row
 
 const keyOf = (row: ChargeRow) => ({ accountId: row.account_id, livemode: row.livemode, chargeId: row.charge_id });
 
-/** The card to charge: a token (`card` alone), or a customer's card (`customer`, with `card` choosing a non-default one). */
-async function resolveCard(trx: Kysely<Database>, caller: Caller, customerId: string | undefined, cardParam: string | undefined, at: Date): Promise<{ card: ChargeCard & Pick<CardRow, 'funding' | 'issuer'>; customerId: string | null }> {
-  if (customerId !== undefined) {
-    const customer = await findCustomer(trx, caller, customerId, 'customer');
-    if (cardParam !== undefined) return { card: await requireCustomerCard(trx, caller, customerId, cardParam, 'card'), customerId };
-    if (customer.default_card_id === null) return reject('missing_card', 'customer', `Customer ${customerId} has no default card.`);
-    return { card: await requireCustomerCard(trx, caller, customerId, customer.default_card_id, 'customer'), customerId };
-  }
+/** What the first step of charges.create reads: the card to charge, its fee rate, the account's term cycle. */
+interface ResolvedCard {
+  readonly card: ChargeCard & Pick<CardRow, 'funding' | 'issuer'>;
+  readonly customerId: string | null;
+  readonly feeRate: string;
+  readonly termCycle: TermCycle;
+}
+
+/**
+ * The card to charge: a token (`card` alone, consumed), or a customer's card (`customer`, with
+ * `card` choosing a non-default one); with the fee rate of its brand and the account's term cycle
+ * (fixed at creation, for settlement in the second step).
+ */
+async function resolveCard(trx: Kysely<Database>, caller: Caller, customerId: string | undefined, cardParam: string | undefined, at: Date): Promise<ResolvedCard> {
+  if (customerId !== undefined) return resolveCustomerCard(trx, caller, customerId, cardParam);
   const token = await consumeToken(trx, caller, cardParam!, 'card', at);
-  return { card: { ...token, customer_id: null }, customerId: null };
+  const { feeRate, termCycle } = await accountRatesOf(trx, caller.accountId, token.brand);
+  return { card: { ...token, customer_id: null }, customerId: null, feeRate, termCycle };
+}
+
+/**
+ * A customer's card, in one statement: the customer (not deleted), the card (`cardParam` or the
+ * default, the customer's and not deleted: findCard's rules), its brand's fee rate and the
+ * account's term cycle; refused in findCustomer's and requireCustomerCard's order and terms.
+ */
+async function resolveCustomerCard(executor: Kysely<Database>, caller: Caller, customerId: string, cardParam: string | undefined): Promise<ResolvedCard> {
+  const { accountId, livemode } = caller;
+  const found = await executor
+    .selectFrom('accounts as a')
+    .leftJoin('customers as cu', (join) => join.on('cu.account_id', '=', accountId).on('cu.livemode', '=', livemode).on('cu.customer_id', '=', customerId).on('cu.deleted_at', 'is', null))
+    .leftJoin('cards as cd', (join) => {
+      const mine = join.on('cd.account_id', '=', accountId).on('cd.livemode', '=', livemode).onRef('cd.customer_id', '=', 'cu.customer_id').on('cd.deleted_at', 'is', null);
+      return cardParam === undefined ? mine.onRef('cd.card_id', '=', 'cu.default_card_id') : mine.on('cd.card_id', '=', cardParam);
+    })
+    .leftJoin('account_fee_rates as f', (join) => join.on('f.account_id', '=', accountId).onRef('f.brand', '=', 'cd.brand'))
+    .selectAll('cd')
+    .select(['cu.customer_id as found_customer_id', 'cu.default_card_id as found_default_card_id', 'f.fee_rate as found_fee_rate', 'a.term_cycle as found_term_cycle'])
+    .where('a.account_id', '=', accountId)
+    .executeTakeFirst();
+  if (found === undefined) throw new Error(`no account ${accountId}`);
+  const { found_customer_id, found_default_card_id, found_fee_rate, found_term_cycle, ...card } = found;
+  if (found_customer_id === null) return reject('invalid_id', 'customer', `No such customer: ${customerId}`);
+  if (cardParam === undefined && found_default_card_id === null) return reject('missing_card', 'customer', `Customer ${customerId} has no default card.`);
+  const cardId = cardParam ?? found_default_card_id!;
+  if (card.card_id === null) return reject('dont_has_this_card', cardParam === undefined ? 'customer' : 'card', `Customer ${customerId} does not have card ${cardId}.`);
+  const row = card as CardRow;
+  return { card: row, customerId, feeRate: feeRateOr(found_fee_rate, row.brand), termCycle: found_term_cycle };
 }
 
 /** `charges.create`, checked by the codec: the card is a token (`card` alone) or a customer's (`customer`, `card` choosing another of its cards). */
@@ -153,13 +189,12 @@ export async function createCharge(ctx: Context, caller: Caller, command: Create
   // card resolved (a token consumed) and the charge prepared in one short transaction; the
   // authorization with no transaction open; the charge written with its outcome in a second one.
   // The new charge is nobody else's until it is written, so it needs no claim.
-  const prepared = await ctx.db.transaction().execute(async (trx) => {
+  const prepare = async (trx: Kysely<Database>) => {
     const now = ctx.clock.now();
-    const { card, customerId } = await resolveCard(trx, caller, customerParam, cardParam, now);
+    const { card, customerId, feeRate, termCycle } = await resolveCard(trx, caller, customerParam, cardParam, now);
     // A token that finished 3-D Secure (tokens.tds_finish) authorizes as authenticated (i15c).
     const tokenThreeDSecure = customerId === null ? await finishedTokenThreeDSecure(trx, caller, cardParam!) : undefined;
     const chargeId = ctx.ids.next('charge');
-    const feeRate = await feeRateOf(trx, caller.accountId, card.brand);
     const platform = await resolveChargeTenant(trx, caller, { tenant: command.tenant, platformFee: command.platformFee, amount });
     const base = {
       account_id: caller.accountId,
@@ -212,10 +247,15 @@ export async function createCharge(ctx: Context, caller: Caller, command: Create
     // at the network leaves what undoes it.
     const request: AuthorizationRequest = { reference: chargeId, fingerprint: card.fingerprint, expMonth: card.exp_month, expYear: card.exp_year, amount, currency: 'jpy', livemode: caller.livemode, at: now, kind: capture ? 'charge' : 'hold', ...(tokenThreeDSecure ? { threeDSecure: tokenThreeDSecure } : {}) };
     const intent = await writeCreateIntent(trx, caller, request, customerId === null ? cardParam! : null, now);
-    return { kind: 'authorize' as const, base, card, tokenThreeDSecure, now, intent };
-  });
+    return { kind: 'authorize' as const, base, card, tokenThreeDSecure, termCycle, now, intent };
+  };
+  // A customer's card without a tenant or 3-D Secure is one read (resolveCustomerCard) and the
+  // intent's one INSERT: it needs no BEGIN and COMMIT. Consuming a token, locking a tenant or
+  // writing a pending charge does.
+  const reads = customerParam !== undefined && command.tenant === undefined && !threeDSecure;
+  const prepared = reads ? await prepare(ctx.db) : await ctx.db.transaction().execute(prepare);
   if (prepared.kind === 'pending') return prepared.charge;
-  const { base, card, tokenThreeDSecure, now, intent } = prepared;
+  const { base, card, tokenThreeDSecure, termCycle, now, intent } = prepared;
   const chargeId = base.charge_id;
   let authorization: AuthorizationResult | undefined;
   let result: Declined<ChargeRecord>;
@@ -239,9 +279,11 @@ export async function createCharge(ctx: Context, caller: Caller, command: Create
     });
     result = await ctx.db.transaction().execute(async (trx): Promise<Declined<ChargeRecord>> => {
       await recordCreateIntent(trx, intent);
-      await insertCharge(trx, row);
-      if (row.captured) await settleCaptured(trx, ctx, [keyOf(row)]);
-      const charge = await chargeEvent(trx, ctx, row, approved ? 'charge.succeeded' : 'charge.failed', now);
+      // Settled in the INSERT (settleCaptured's values, computed from the row in hand), the event
+      // written by the same statement, the response rendered from the row it returns.
+      const settled = row.captured ? await settledNewCharge(trx, ctx, row, card.fingerprint, termCycle) : row;
+      const stored = await insertChargeWithEvent(trx, ctx.ids, settled, approved ? 'charge.succeeded' : 'charge.failed');
+      const charge: ChargeRecord = { row: stored, card };
       if (!approval.approved) return { declined: new KessaiError(approval.code, { charge: chargeId, message: approval.message }) };
       return { done: charge };
     });
@@ -257,9 +299,52 @@ export async function createCharge(ctx: Context, caller: Caller, command: Create
   return settled(result);
 }
 
-async function feeRateOf(trx: Kysely<Database>, accountId: string, brand: string): Promise<string> {
-  const row = await trx.selectFrom('account_fee_rates').select('fee_rate').where('account_id', '=', accountId).where('brand', '=', brand).executeTakeFirst();
-  return row?.fee_rate ?? DEFAULT_FEE_RATES[brand as keyof typeof DEFAULT_FEE_RATES] ?? '3.00';
+/**
+ * A charge captured at creation with settleCaptured's columns filled (fee, platform fee, term,
+ * dispute instant), computed as settleCaptured computes them for the stored row, so that the
+ * INSERT writes the settled row once. `fingerprint`: the card's (chargeCardFingerprint of a v1
+ * charge, which has no payment flow).
+ */
+async function settledNewCharge(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, row: ChargeRow, fingerprint: string, termCycle: TermCycle): Promise<ChargeRow> {
+  const capturedAt = row.captured_at!;
+  const [settlement] = await settlementOfCaptures(
+    trx,
+    ctx,
+    [
+      {
+        accountId: row.account_id,
+        livemode: row.livemode,
+        amount: row.amount,
+        amountCaptured: row.amount_captured!,
+        capturedAt,
+        feeRate: row.fee_rate,
+        tenantId: row.tenant_id,
+        platformFee: row.platform_fee,
+        platformFeeRate: row.platform_fee_rate,
+        payjpFeeIncluded: row.payjp_fee_included,
+      },
+    ],
+    new Map([[row.account_id, termCycle]]),
+  );
+  const { fee, platform_fee, total_platform_fee, term_id } = settlement!;
+  return { ...row, fee, platform_fee, total_platform_fee, term_id, dispute_due_at: disputeDueAt(fingerprint, capturedAt) };
+}
+
+/** The account's fee rate of a brand (its own, else the default) and its term cycle, in one statement. */
+async function accountRatesOf(trx: Kysely<Database>, accountId: string, brand: string): Promise<{ feeRate: string; termCycle: TermCycle }> {
+  const row = await trx
+    .selectFrom('accounts as a')
+    .leftJoin('account_fee_rates as f', (join) => join.on('f.account_id', '=', accountId).on('f.brand', '=', brand))
+    .select(['a.term_cycle', 'f.fee_rate'])
+    .where('a.account_id', '=', accountId)
+    .executeTakeFirst();
+  if (row === undefined) throw new Error(`no account ${accountId}`);
+  return { feeRate: feeRateOr(row.fee_rate, brand), termCycle: row.term_cycle };
+}
+
+/** The account's own fee rate of a brand when it has one, else the default. */
+function feeRateOr(own: string | null, brand: string): string {
+  return own ?? DEFAULT_FEE_RATES[brand as keyof typeof DEFAULT_FEE_RATES] ?? '3.00';
 }
 
 async function insertCharge(trx: Kysely<Database>, row: ChargeRow): Promise<void> {

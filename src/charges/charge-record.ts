@@ -3,7 +3,7 @@
  * card a charge embeds (a customer's stored card, or the card of the token it was made with), and
  * the `charge.*` events of many charges rendered server-side in one statement.
  */
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { Database } from '../db/schema';
 import { reject } from '../domain/errors';
@@ -112,6 +112,41 @@ const CARD_OBJECT_SQL = `json_build_object(
 /** The charge's v1 object in SQL, derived from CHARGE_FIELDS (the same object renderCharge gives). */
 const CHARGE_OBJECT_SQL = sql.raw(chargeObjectSqlText(CHARGE_FIELDS, CARD_OBJECT_SQL));
 
+/** The saved card `cd` or else the token `tk` of the charges `c` (CARD_OBJECT_SQL's aliases), on the accounts' shard. */
+function chargeCardJoins(accountIds: readonly string[]): RawBuilder<unknown> {
+  return sql`LEFT JOIN cards cd ON ${inAccounts('cd.account_id', accountIds)} AND cd.account_id = c.account_id AND cd.livemode = c.livemode AND cd.card_id = c.card_id
+    LEFT JOIN tokens tk ON cd.card_id IS NULL AND ${inAccounts('tk.account_id', accountIds)} AND tk.account_id = c.account_id AND tk.livemode = c.livemode AND tk.card_id = c.card_id`;
+}
+
+/**
+ * Writes one charge row and its `charge.*` event (with the event's webhook deliveries) in one
+ * statement, and returns the row as stored: the INSERT … RETURNING is a common table expression
+ * the event's INSERT reads, its object built by PostgreSQL from the stored row and its card as
+ * recordChargeEvents builds it (so the event is exactly what a re-read would render, jsonb's key
+ * order of the metadata included). For charges.create: one round trip where an INSERT, a re-read
+ * of the charge and its card and the event's INSERT were four.
+ */
+export async function insertChargeWithEvent(executor: Kysely<Database>, ids: IdGenerator, row: ChargeRow, type: string): Promise<ChargeRow> {
+  const { metadata, ...rest } = row;
+  const fields = Object.fromEntries(Object.entries(rest).filter(([, value]) => value !== undefined)) as Omit<ChargeRow, 'metadata'>;
+  const insert = executor.insertInto('charges').values({ ...fields, metadata: JSON.stringify(metadata) }).returningAll();
+  const eventId = ids.next('eventV1');
+  const accountIds = [row.account_id];
+  const { rows } = await withWebhookDeliveries(
+    sql`
+    WITH x AS MATERIALIZED (
+      SELECT c.account_id, ${eventId}::text AS eid, c.livemode, ${type}::text AS t, c.charge_id, 1 AS n, ${CHARGE_OBJECT_SQL} AS data, c.created_at AS at
+      FROM c ${chargeCardJoins(accountIds)}),
+    p AS (${pendingWebhooksSql('x', 'x.account_id', 'x.livemode', "'v1'", 'x.t')})
+    INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks)
+    SELECT x.account_id, x.eid, x.livemode, 'v1', x.t, 'charge', x.charge_id, x.data, x.at, coalesce(p.pending, 0) FROM x LEFT JOIN p ON p.n = x.n`,
+    { before: sql`c AS (${insert})`, select: sql`SELECT * FROM c` },
+  ).execute(executor);
+  const stored = rows[0] as ChargeRow | undefined;
+  if (stored === undefined) throw new Error(`charge ${row.charge_id} was not written`);
+  return stored;
+}
+
 /**
  * Writes `charge.*` events for many charges in one INSERT … SELECT: the charge objects are built
  * by PostgreSQL from the rows as they are now (call it after the batch's UPDATE), so a batch of
@@ -137,8 +172,7 @@ export async function recordChargeEvents(executor: Kysely<Database>, ids: IdGene
     -- \`account_id = ANY(…)\` as the index condition of every probe (a scan of all the batch's
     -- accounts' charges per key); joined, the ANY filters and the keys probe the primary key.
     JOIN charges c ON ${inAccounts('c.account_id', accountIds)} AND c.account_id = k.a AND c.livemode = k.l AND c.charge_id = k.id
-    LEFT JOIN cards cd ON ${inAccounts('cd.account_id', accountIds)} AND cd.account_id = c.account_id AND cd.livemode = c.livemode AND cd.card_id = c.card_id
-    LEFT JOIN tokens tk ON cd.card_id IS NULL AND ${inAccounts('tk.account_id', accountIds)} AND tk.account_id = c.account_id AND tk.livemode = c.livemode AND tk.card_id = c.card_id),
+    ${chargeCardJoins(accountIds)}),
     p AS (${pendingWebhooksSql('x', 'x.account_id', 'x.livemode', "'v1'", 'x.t')})
     INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks)
     SELECT x.account_id, x.eid, x.livemode, 'v1', x.t, 'charge', x.charge_id, x.data, x.at, coalesce(p.pending, 0) FROM x LEFT JOIN p ON p.n = x.n

@@ -87,7 +87,7 @@ export function registerServe(program: Command): void {
       const log = createLogger({ level: g.verbose ? 'debug' : g.logLevel === 'warn' ? 'info' : g.logLevel });
       // Loaded here, not at the top: every other kessai command starts without the HTTP stack.
       const { buildServer } = await import('../api/server');
-      const { serverPolicies, rateLimitsFromText } = await import('../api/request-policies');
+      const { serverPolicies, rateLimitsFromText, openRateLimitRedis } = await import('../api/request-policies');
       const { FAULT_POINTS } = await import('../api/idempotency');
       const { NETWORK_FAULT_POINTS, networkWithFault } = await import('../processor/network-faults');
       // Refused before anything opens: a bad KESSAI_RATE_LIMITS names what is wrong.
@@ -102,12 +102,24 @@ export function registerServe(program: Command): void {
         const opened = await openRuntime({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, clock: systemClock, ids: randomIds(), log, config: { ...environmentConfig(), ...(checkoutPageBaseUrl === undefined ? {} : { checkoutPageBaseUrl }) } });
         const rt = networkFault === undefined ? opened : { ...opened, ctx: { ...opened.ctx, processor: networkWithFault(opened.ctx.processor, networkFault, fault!.act) } };
         if (rt.ctx.config.statementUrlSecret === undefined) log.warn('KESSAI_STATEMENT_URL_SECRET is not set: statement_urls and application_urls answer 500 until it is');
-        const requestPolicies = serverPolicies({ ctx: rt.ctx, storeKind: rt.store.kind, rateLimits, ...(idempotencyFault === undefined ? {} : { idempotency: { fault: { point: idempotencyFault, act: fault!.act } } }) });
+        // Rate-limit counters in Redis when one is given (PostgreSQL only: the embedded database's
+        // one process counts in memory).
+        const redisUrl = process.env.KESSAI_REDIS_URL?.trim() || undefined;
+        if (redisUrl !== undefined && rt.store.kind === 'pglite') log.warn('KESSAI_REDIS_URL is ignored on the embedded database: rate limits are counted in memory');
+        let redis: Awaited<ReturnType<typeof openRateLimitRedis>> | undefined;
+        try {
+          redis = redisUrl !== undefined && rt.store.kind === 'postgres' ? await openRateLimitRedis(redisUrl, log) : undefined;
+        } catch (error) {
+          await rt.close();
+          throw error;
+        }
+        const requestPolicies = serverPolicies({ ctx: rt.ctx, storeKind: rt.store.kind, rateLimits, ...(redis === undefined ? {} : { redis }), ...(idempotencyFault === undefined ? {} : { idempotency: { fault: { point: idempotencyFault, act: fault!.act } } }) });
         const app = await buildServer({ ctx: rt.ctx, log, requestPolicies, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }), ...(https ? { https } : {}) });
         let loop: WorkerLoop | null = null;
         try {
           await app.listen({ port: options.port, host: options.host });
         } catch (error) {
+          redis?.disconnect();
           await rt.close();
           throw error;
         }
@@ -121,6 +133,7 @@ export function registerServe(program: Command): void {
         log.info({ signal }, 'stopping: finishing in-flight requests and the current batch');
         // Fastify stops accepting, answers what is in flight, then closes; the worker finishes its batch.
         await Promise.all([app.close(), loop?.stop()]);
+        await redis?.quit();
         await rt.close();
         log.info('server stopped');
       } finally {

@@ -134,12 +134,24 @@ export function pendingWebhooksSql(rows: string, account: string, livemode: stri
  * deliveries exist exactly when their event does: no reader of the outbox can miss one (an
  * outbox cursor could skip an event whose transaction commits after a later one's).
  */
-export function withWebhookDeliveries(insertEvents: RawBuilder<unknown>): RawBuilder<unknown> {
-  return sql`
-    WITH written AS (${insertEvents} RETURNING account_id, event_id, livemode, api_version, type, created_at)
-    INSERT INTO webhook_deliveries (account_id, endpoint_id, event_id, next_attempt_at, created_at)
+export function withWebhookDeliveries(insertEvents: RawBuilder<unknown>, around?: AroundEvents): RawBuilder<unknown> {
+  const written = sql`written AS (${insertEvents} RETURNING account_id, event_id, livemode, api_version, type, created_at)`;
+  const deliveries = sql`INSERT INTO webhook_deliveries (account_id, endpoint_id, event_id, next_attempt_at, created_at)
     SELECT e.account_id, w.endpoint_id, e.event_id, e.created_at, e.created_at
     FROM written e JOIN webhook_endpoints w ON ${endpointReceives('e.account_id', 'e.livemode', 'e.api_version', 'e.type')}`;
+  if (around === undefined) return sql`WITH ${written} ${deliveries}`;
+  return sql`WITH ${around.before}, ${written}, deliveries AS (${deliveries}) ${around.select}`;
+}
+
+/**
+ * What a statement that writes events also does (withWebhookDeliveries): `before`, common table
+ * expressions ahead of the events' (the state change itself, say `c AS (INSERT … RETURNING *)`,
+ * which the events' INSERT may read), and `select`, the statement's result (`SELECT * FROM c`).
+ * One round trip for the change, its events and their deliveries.
+ */
+export interface AroundEvents {
+  readonly before: RawBuilder<unknown>;
+  readonly select: RawBuilder<unknown>;
 }
 
 /** Writes one event; see recordEvents. */

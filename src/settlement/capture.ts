@@ -15,7 +15,7 @@ import { captureBreakdown, chargePlatformFee, refundBreakdown, type PlatformSpli
 import { shareOf } from '../domain/money';
 import type { TermCycle } from '../domain/terms';
 import type { Context } from '../engine/context';
-import { openTermIds, openTerms } from './terms';
+import { openTermIds, openTermIdsOpening, openTerms } from './terms';
 import { bulkColumns, ROW_KEYS } from '../db/bulk-rows';
 import { accountsOf, inAccounts } from '../db/account-scope';
 import { chargeCardFingerprint, disputeDueAt } from '../disputes/disputes';
@@ -95,19 +95,27 @@ export interface CaptureSettlement {
  * docs/decisions.md, "Measured figures moved out of comments"); settleCaptured then finds nothing
  * left to do.
  */
-export async function settlementOfCaptures(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, captures: readonly NewCapture[]): Promise<CaptureSettlement[]> {
+export async function settlementOfCaptures(
+  trx: Kysely<Database>,
+  ctx: Pick<Context, 'ids'>,
+  captures: readonly NewCapture[],
+  /** The accounts' term cycles when the caller has read them (fixed at account creation); read here otherwise. */
+  knownCycles?: ReadonlyMap<string, TermCycle>,
+): Promise<CaptureSettlement[]> {
   if (captures.length === 0) return [];
   const accounts = [...new Set(captures.map((c) => c.accountId))];
-  const cycles = new Map(
-    (await trx.selectFrom('accounts').select(['account_id', 'term_cycle']).where('account_id', 'in', accounts).execute()).map((a) => [a.account_id, a.term_cycle as TermCycle]),
-  );
+  const cycles =
+    knownCycles !== undefined && accounts.every((a) => knownCycles.has(a))
+      ? knownCycles
+      : new Map(
+          (await trx.selectFrom('accounts').select(['account_id', 'term_cycle']).where('account_id', 'in', accounts).execute()).map((a) => [a.account_id, a.term_cycle as TermCycle]),
+        );
   const wants = captures.map((c) => {
     const cycle = cycles.get(c.accountId);
     if (cycle === undefined) throw new Error(`no account ${c.accountId} for a capture`);
     return { accountId: c.accountId, livemode: c.livemode, cycle, at: c.capturedAt };
   });
-  await openTerms(trx, ctx.ids, wants);
-  const termIds = await openTermIds(trx, wants);
+  const termIds = await openTermIdsOpening(trx, ctx.ids, wants);
   return captures.map((c, i) => {
     const platformFee = capturedPlatformFee({
       amount: c.amount,

@@ -151,6 +151,51 @@ export async function openTerms(trx: Kysely<Database>, ids: IdGenerator, wants: 
   await recordEvents(trx, ids, events);
 }
 
+/** The distinct containing terms of wanted instants (termLookups), and which one each want has. */
+interface TermLookups {
+  readonly group: readonly TermLookup[];
+  /** Per want, in input order: the index of its containing term in `group`. */
+  readonly indexOf: readonly number[];
+}
+
+/** The containing term of each want, once per distinct (account, mode, term start). */
+function termLookups(wants: readonly TermWant[]): TermLookups {
+  const boundsOf = termBoundsCache();
+  const distinct = new Map<string, TermLookup>();
+  const indexOf = wants.map((want) => {
+    const start = boundsOf(want.cycle, want.at).start;
+    const key = compositeKey(want.accountId, want.livemode, start.getTime());
+    let lookup = distinct.get(key);
+    // The containing term's start stands for every instant in it: no term boundary lies between.
+    if (lookup === undefined) {
+      lookup = { index: distinct.size, accountId: want.accountId, livemode: want.livemode, at: start };
+      distinct.set(key, lookup);
+    }
+    return lookup.index;
+  });
+  return { group: [...distinct.values()], indexOf };
+}
+
+/**
+ * One statement: for each distinct containing term of `lookups`, the first open term that ends
+ * after its start, read FOR SHARE (a close of that term waits for this transaction), with its
+ * start, by the lookup's index.
+ */
+async function firstOpenTerms(trx: Kysely<Database>, group: readonly TermLookup[]): Promise<Map<number, { term_id: string; start_at: Date }>> {
+  // One statement naming the accounts (account-scope.ts): Citus routes it, LATERAL … LIMIT and
+  // all, to their shard; across shards it cannot push a LIMIT below a lateral reference.
+  const accountIds = accountsOf(group, (d) => d.accountId);
+  const k = TERM_LOOKUP_COLUMNS.table('k', group);
+  const { rows } = await sql<{ i: number; term_id: string; start_at: Date }>`
+    SELECT ${k.col('i')} AS i, x.term_id, x.start_at FROM ${k.from}
+    CROSS JOIN LATERAL (
+      SELECT t.term_id, t.start_at FROM terms t
+      WHERE ${inAccounts('t.account_id', accountIds)} AND t.account_id = ${k.col('a')} AND t.livemode = ${k.col('l')} AND NOT t.closed AND t.end_at > ${k.col('t')}
+      ORDER BY t.start_at LIMIT 1 FOR SHARE
+    ) x`.execute(trx);
+  return new Map(rows.map((row) => [row.i, { term_id: row.term_id, start_at: row.start_at }]));
+}
+
 /**
  * For each wanted instant, the open term it is settled in, read FOR SHARE (a close of that term
  * waits for this transaction, so nothing is settled into a term that has just closed): the term
@@ -160,43 +205,32 @@ export async function openTerms(trx: Kysely<Database>, ids: IdGenerator, wants: 
  */
 export async function openTermIds(trx: Kysely<Database>, wants: readonly TermWant[]): Promise<string[]> {
   if (wants.length === 0) return [];
-  const boundsOf = termBoundsCache();
-  const keyOf = (want: TermWant): { key: string; start: Date } => {
-    const start = boundsOf(want.cycle, want.at).start;
-    return { key: compositeKey(want.accountId, want.livemode, start.getTime()), start };
-  };
-  const distinct = new Map<string, TermLookup>();
-  const keys = wants.map((want) => {
-    const { key, start } = keyOf(want);
-    // The containing term's start stands for every instant in it: no term boundary lies between.
-    if (!distinct.has(key)) distinct.set(key, { index: distinct.size, accountId: want.accountId, livemode: want.livemode, at: start });
-    return key;
-  });
-  // One statement naming the accounts (account-scope.ts): Citus routes it, LATERAL … LIMIT and
-  // all, to their shard; across shards it cannot push a LIMIT below a lateral reference.
-  const group = [...distinct.values()];
-  const accountIds = accountsOf(group, (d) => d.accountId);
-  const k = TERM_LOOKUP_COLUMNS.table('k', group);
-  const lookup = async () =>
-    (
-      await sql<{ i: number; term_id: string }>`
-    SELECT ${k.col('i')} AS i, x.term_id FROM ${k.from}
-    CROSS JOIN LATERAL (
-      SELECT t.term_id FROM terms t
-      WHERE ${inAccounts('t.account_id', accountIds)} AND t.account_id = ${k.col('a')} AND t.livemode = ${k.col('l')} AND NOT t.closed AND t.end_at > ${k.col('t')}
-      ORDER BY t.start_at LIMIT 1 FOR SHARE
-    ) x`.execute(trx)
-    ).rows;
-  let result = await lookup();
+  const { group, indexOf } = termLookups(wants);
+  let found = await firstOpenTerms(trx, group);
   // A term close that held the term we waited for has committed: the term is closed now and its
   // successor was inserted after this statement's snapshot. A new statement sees the successor.
-  for (let retry = 0; retry < 3 && result.length < distinct.size; retry += 1) result = await lookup();
-  const byIndex = new Map(result.map((row) => [row.i, row.term_id]));
-  return keys.map((key, n) => {
-    const id = byIndex.get(distinct.get(key)!.index);
-    if (id === undefined) throw new Error(`no open term for ${wants[n]!.accountId} at ${wants[n]!.at.toISOString()}; openTerms must run first`);
-    return id;
+  for (let retry = 0; retry < 3 && found.size < group.length; retry += 1) found = await firstOpenTerms(trx, group);
+  return indexOf.map((index, n) => {
+    const term = found.get(index);
+    if (term === undefined) throw new Error(`no open term for ${wants[n]!.accountId} at ${wants[n]!.at.toISOString()}; openTerms must run first`);
+    return term.term_id;
   });
+}
+
+/**
+ * openTerms then openTermIds, in one statement when every containing term exists and is open
+ * (the common case: a term opens once a month or half-month): the first open term found for
+ * each is then the containing one, which openTerms would have left alone and openTermIds would
+ * have returned. Otherwise (a term to open, or a closed one) the two run as before; the lookup's
+ * FOR SHARE locks are the ones openTermIds takes anyway.
+ */
+export async function openTermIdsOpening(trx: Kysely<Database>, ids: IdGenerator, wants: readonly TermWant[]): Promise<string[]> {
+  if (wants.length === 0) return [];
+  const { group, indexOf } = termLookups(wants);
+  const found = await firstOpenTerms(trx, group);
+  if (group.every((lookup) => found.get(lookup.index)?.start_at.getTime() === lookup.at.getTime())) return indexOf.map((index) => found.get(index)!.term_id);
+  await openTerms(trx, ids, wants);
+  return openTermIds(trx, wants);
 }
 
 /** Live charge, refund and dispute counts of open terms, by term id. */

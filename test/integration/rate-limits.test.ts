@@ -4,7 +4,12 @@
  * the official SDK's back-off gets through; on PostgreSQL two app instances (two pools, as two
  * server processes) share one count. Most tests use a 60-second window so a slow machine cannot
  * split a burst over two windows; the SDK test uses v1 §8's one second.
+ * The same tests run on the Redis store (`KESSAI_REDIS_URL` of `kessai serve`) against the real
+ * Redis of KESSAI_TEST_REDIS_URL (default the machine's, redis://127.0.0.1:6379, which CI has too),
+ * with account ids of this run's own so counters of an earlier run never count.
  */
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
 import Payjp from 'payjp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type AccountKeys } from '../../src/accounts/accounts';
@@ -17,7 +22,9 @@ import { call, startPluginApp, type PluginApp } from '../support/plugin-app';
 let database: TestDatabase;
 let ctx: Context;
 const opened: PluginApp[] = [];
-const store: RateLimitOptions['store'] = isPostgres() ? 'postgres' : 'memory';
+const redisConnections: Redis[] = [];
+const REDIS_URL = process.env.KESSAI_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const RUN = randomBytes(4).toString('hex');
 
 beforeAll(async () => {
   database = await createTestDatabase();
@@ -25,11 +32,24 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await Promise.all(opened.map((a) => a.close()));
+  await Promise.all(redisConnections.map((r) => r.quit()));
   await database?.drop();
 });
 
-async function app(options: Partial<RateLimitOptions> = {}, on: Context = ctx): Promise<PluginApp> {
-  const started = await startPluginApp(on, { rateLimits: { store, db: on.db, windowSeconds: 60, ...options } });
+/**
+ * A Redis connection of its own (as each server process has), closed after the file; connected
+ * before use, as `kessai serve` connects before it listens (until then the limiter would count in
+ * its in-memory insurance).
+ */
+async function redisConnection(): Promise<Redis> {
+  const redis = new Redis(REDIS_URL, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+  redisConnections.push(redis);
+  await redis.connect();
+  return redis;
+}
+
+async function appOn(store: RateLimitOptions['store'], options: Partial<RateLimitOptions> = {}, on: Context = ctx): Promise<PluginApp> {
+  const started = await startPluginApp(on, { rateLimits: { store, db: on.db, ...(store === 'redis' ? { redis: await redisConnection() } : {}), windowSeconds: 60, ...options } });
   opened.push(started);
   return started;
 }
@@ -38,7 +58,7 @@ async function app(options: Partial<RateLimitOptions> = {}, on: Context = ctx): 
 let accounts = 0;
 async function freshAccount(options: { live?: boolean } = {}): Promise<AccountKeys & { id: string }> {
   accounts += 1;
-  const id = `acct_rl${accounts}`;
+  const id = `acct_rl${RUN}_${accounts}`;
   return { id, ...(await createAccount(ctx, { name: `Rate ${accounts}`, id, liveEnabled: options.live ?? false })).keys };
 }
 
@@ -51,7 +71,10 @@ async function charge(apibase: string, keys: AccountKeys): Promise<string> {
   return created.body.id!;
 }
 
-describe(`rate limits (${store} store)`, () => {
+const STORES: readonly RateLimitOptions['store'][] = [isPostgres() ? 'postgres' : 'memory', 'redis'];
+for (const store of STORES) describe(`rate limits (${store} store)`, () => {
+  const app = (options: Partial<RateLimitOptions> = {}, on: Context = ctx) => appOn(store, options, on);
+
   it('v1 §8 defaults: live pk 10, payment 14, sk 30; test 2 each', () => {
     expect(DEFAULT_RATE_LIMITS).toEqual({ live: { pk: 10, payment: 14, sk: 30 }, test: { pk: 2, payment: 2, sk: 2 } });
   });
@@ -125,7 +148,32 @@ describe(`rate limits (${store} store)`, () => {
     expect(refused[0]!.reason).toMatchObject({ status: 429, response: { body: { error: { code: 'over_capacity', status: 429 } } } });
   });
 
-  it.runIf(isPostgres())('two app instances on two pools (two server processes) share one count on PostgreSQL', async () => {
+  it.runIf(store === 'redis')('two app instances on two Redis connections (two server processes) share one count in Redis', async () => {
+    const keys = await freshAccount();
+    const one = await app({ limits: { test: { sk: 3 } } });
+    const two = await app({ limits: { test: { sk: 3 } } });
+    const statuses = [];
+    for (const instance of [one, two, one, two]) statuses.push((await call(instance.apibase, keys.test.secret, 'GET', '/charges/ch_none')).status);
+    expect(statuses).toEqual([404, 404, 404, 429]);
+    expect(await (await redisConnection()).get(`kessai:${keys.id}:test:sk`)).toBe('4');
+    // Nothing went to the PostgreSQL store.
+    if (isPostgres()) expect(await ctx.db.selectFrom('rate_limit_counters').select('key').where('key', 'like', `kessai:${keys.id}:%`).execute()).toEqual([]);
+  });
+
+  it.runIf(store === 'redis')('Redis unreachable: the in-memory insurance limiter counts instead of refusing every request', async () => {
+    const keys = await freshAccount();
+    // A port nothing listens on; no offline queue, so each consume fails at once and the insurance answers.
+    const down = new Redis('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    down.on('error', () => undefined);
+    const started = await startPluginApp(ctx, { rateLimits: { store: 'redis', db: ctx.db, redis: down, windowSeconds: 60, limits: { test: { sk: 2 } } } });
+    opened.push(started);
+    const statuses = [];
+    for (let i = 0; i < 3; i += 1) statuses.push((await call(started.apibase, keys.test.secret, 'GET', '/charges/ch_none')).status);
+    expect(statuses).toEqual([404, 404, 429]);
+    down.disconnect();
+  });
+
+  it.runIf(store === 'postgres')('two app instances on two pools (two server processes) share one count on PostgreSQL', async () => {
     const keys = await freshAccount();
     const otherCtx = testContext(await database.openAnother(), { seed: 62 });
     const one = await app({ limits: { test: { sk: 3 } } });
@@ -137,7 +185,7 @@ describe(`rate limits (${store} store)`, () => {
     expect(counter.points).toBe(4);
   });
 
-  it.runIf(!isPostgres())('the memory store counts per process: a second instance has its own budget', async () => {
+  it.runIf(store === 'memory')('the memory store counts per process: a second instance has its own budget', async () => {
     const keys = await freshAccount();
     const one = await app();
     const two = await app();

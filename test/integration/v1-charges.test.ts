@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
 import { listEvents } from '../../src/events/outbox';
+import { settleCaptured } from '../../src/settlement/capture';
 import { runOperation } from '../../src/operations/registry';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { MS_PER_DAY } from '../../src/domain/time';
@@ -177,6 +178,53 @@ describe('settlement hooks', () => {
     const refunds = await ctx.db.selectFrom('refunds').select(['term_id']).where('charge_id', '=', immediate.id).execute();
     expect(refunds).toHaveLength(1);
     expect(refunds[0]!.term_id).toMatch(/^tm_/);
+  });
+});
+
+describe('charges.create writes its settled row and event in one statement (api-perf)', () => {
+  /** The row's settlement columns. */
+  const settlementOf = (chargeId: string) =>
+    ctx.db.selectFrom('charges').select(['fee', 'platform_fee', 'total_platform_fee', 'term_id', 'dispute_due_at']).where('account_id', '=', caller.accountId).where('charge_id', '=', chargeId).executeTakeFirstOrThrow();
+
+  it('the response, the event and a retrieve show one object; the settlement is what settleCaptured writes', async () => {
+    ctx.clock.set(new Date(REFERENCE_INSTANT.getTime() + 3 * MS_PER_DAY));
+    await op('tenants.create', { id: 'ten_api_perf', name: 'Shop', platform_fee_rate: '12.5', payjp_fee_included: 'true' });
+    await op('customers.create', { id: 'cus_api_perf', card: await token(TEST_CARDS.jcb.number) });
+    const other = await op<{ id: string }>('cards.create', { customer: 'cus_api_perf', card: await token(TEST_CARDS.disputedFraudulent.number) });
+    // Keys in an order that is not jsonb's (shorter keys first): the object must show the stored order.
+    const metadata = { zeta_long_key: '1', b: '2', aa: '3' };
+    const created: Charge[] = [
+      await op('charges.create', { amount: 1234, currency: 'jpy', customer: 'cus_api_perf', metadata, description: 'by customer' }),
+      await op('charges.create', { amount: 5000, currency: 'jpy', customer: 'cus_api_perf', card: other.id, tenant: 'ten_api_perf' }),
+      await op('charges.create', { amount: 777, currency: 'jpy', customer: 'cus_api_perf', capture: false, metadata }),
+      await charge({ amount: 3333, tenant: 'ten_api_perf', platform_fee: '300', metadata }),
+    ];
+    const declined = await rejection(op('charges.create', { amount: 1000, currency: 'jpy', card: await token(TEST_CARDS.declinesOnCharge.number), metadata }));
+    const all = [...created, (await op('charges.retrieve', { id: declined.charge })) as Charge];
+    for (const object of all) {
+      const events = await listEvents(ctx.db, caller.accountId, { resourceId: object.id });
+      expect(events).toHaveLength(1);
+      expect(events[0]!.data).toEqual(object);
+      expect(JSON.stringify(events[0]!.data)).toBe(JSON.stringify(await op('charges.retrieve', { id: object.id })));
+    }
+    for (const object of created.slice(0, 3)) expect(JSON.stringify(object)).toBe(JSON.stringify(await op('charges.retrieve', { id: object.id })));
+    expect(Object.keys(created[0]!.metadata)).toEqual(['b', 'aa', 'zeta_long_key']);
+    // The settlement columns the INSERT wrote are those settleCaptured writes on the same row unsettled.
+    const captured = created.filter((c) => c.captured);
+    expect(captured).toHaveLength(3);
+    const written = await Promise.all(captured.map((c) => settlementOf(c.id)));
+    expect(written.every((w) => w.term_id !== null && w.fee !== null)).toBe(true);
+    expect(written[1]!.dispute_due_at).not.toBeNull();
+    expect(written[1]!.platform_fee).not.toBeNull();
+    expect(written[0]!.platform_fee).toBeNull();
+    await ctx.db.transaction().execute(async (trx) => {
+      for (const c of captured) {
+        await trx.updateTable('charges').set({ fee: null, term_id: null, dispute_due_at: null, total_platform_fee: 0 }).where('account_id', '=', caller.accountId).where('charge_id', '=', c.id).execute();
+      }
+      await settleCaptured(trx, ctx, captured.map((c) => ({ accountId: caller.accountId, livemode: false, chargeId: c.id })));
+    });
+    const resettled = await Promise.all(captured.map((c) => settlementOf(c.id)));
+    expect(resettled).toEqual(written);
   });
 });
 

@@ -21,12 +21,14 @@ const KESSAI_BIN = fileURLToPath(new URL('../../bin/kessai.mjs', import.meta.url
 
 /** The real `kessai` command (bin/kessai.mjs, which loads tsx itself) in its own process. */
 export function spawnKessai(args: readonly string[], env: Record<string, string>, options: SpawnOptions = {}): SpawnedWorker {
-  return spawnNode([KESSAI_BIN, ...args], env, options);
+  return spawnNode([...(options.nodeArgs ?? []), KESSAI_BIN, ...args], env, options);
 }
 
 export interface SpawnOptions {
   /** Discard the process's stderr (its logs) instead of keeping it for `errors()`: a benchmark's server. */
   readonly discardLogs?: boolean;
+  /** Options for node itself, before the script (`--cpu-prof`, which NODE_OPTIONS does not take on Node 20). */
+  readonly nodeArgs?: readonly string[];
 }
 
 function spawnNode(args: readonly string[], env: Record<string, string>, options: SpawnOptions = {}): SpawnedWorker {

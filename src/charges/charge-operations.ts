@@ -34,7 +34,7 @@ import { resolveChargeTenant } from '../tenants/charge-tenant';
 import { chargeRow, type ChargeCard, type ChargeRow } from './charges';
 import { callNetwork, chargeTurn, dropClaim, recordClaimed, takeClaim, type ChargeClaim } from './charge-claims';
 import { CreateIntentLost, recordCreateIntent, undoCreateIntent, writeCreateIntent } from './create-intents';
-import { chargeRecords, findCharge, findChargeRecord, insertChargeWithEvent, oneChargeRecord, renderChargeRecord, type ChargeRecord } from './charge-record';
+import { chargeRecords, findCharge, insertChargeWithEvent, oneChargeRecord, renderChargeRecord, type ChargeRecord } from './charge-record';
 
 export const CHARGES_URL = '/v1/charges';
 
@@ -357,7 +357,7 @@ async function insertCharge(trx: Kysely<Database>, row: ChargeRow): Promise<void
 }
 
 export async function retrieveCharge(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<ChargeRecord> {
-  return findChargeRecord(ctx.db, caller, command.id);
+  return oneChargeRecord(ctx.db, await findCharge(ctx.db, caller, command.id));
 }
 
 /** `charges.update`: `description` (null clears it) and `metadata` (merged under `flavour`'s rules, after the charge is found). */

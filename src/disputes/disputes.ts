@@ -41,7 +41,7 @@ import { defineOperation } from '../operations/define';
 import { readParams, requireString, optionalString, type Params } from '../operations/params';
 import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
 import { disputeOfCapture } from '../processor/test-cards';
-import { openTermIds, openTerms } from '../settlement/terms';
+import { openTermIdsOpening } from '../settlement/terms';
 
 export type DisputeRow = Selectable<DisputesTable>;
 
@@ -235,8 +235,7 @@ export async function openDisputeBatch(
 
   const disputed = due.rows.filter((charge) => charge.amount_captured - charge.refunded > 0);
   const wants = disputed.map((charge) => ({ accountId: charge.account_id, livemode: charge.livemode, cycle: charge.term_cycle, at: charge.dispute_due_at }));
-  await openTerms(trx, ctx.ids, wants);
-  const termIds = await openTermIds(trx, wants);
+  const termIds = await openTermIdsOpening(trx, ctx.ids, wants);
   const disputes = disputed.map((charge, i): NewDispute => {
     const amount = charge.amount_captured - charge.refunded;
     const platform: PlatformSplit | null = charge.tenant_id === null ? null : { platformFee: charge.platform_fee ?? 0, payjpFeeIncluded: charge.payjp_fee_included ?? false };

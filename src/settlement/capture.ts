@@ -15,7 +15,7 @@ import { captureBreakdown, chargePlatformFee, refundBreakdown, type PlatformSpli
 import { shareOf } from '../domain/money';
 import type { TermCycle } from '../domain/terms';
 import type { Context } from '../engine/context';
-import { openTermIds, openTermIdsOpening, openTerms } from './terms';
+import { openTermIdsOpening } from './terms';
 import { bulkColumns, ROW_KEYS } from '../db/bulk-rows';
 import { accountsOf, inAccounts } from '../db/account-scope';
 import { chargeCardFingerprint, disputeDueAt } from '../disputes/disputes';
@@ -235,8 +235,7 @@ export async function settleRefunds(trx: Kysely<Database>, ctx: Pick<Context, 'i
     FOR UPDATE OF r`.execute(trx);
   if (due.rows.length === 0) return;
   const wants = due.rows.map((row) => ({ accountId: row.account_id, livemode: row.livemode, cycle: row.term_cycle, at: row.created_at }));
-  await openTerms(trx, ctx.ids, wants);
-  const termIds = await openTermIds(trx, wants);
+  const termIds = await openTermIdsOpening(trx, ctx.ids, wants);
   const u = SETTLED_REFUND_COLUMNS.table(
     'u',
     due.rows.map((row, i) => {

@@ -203,7 +203,7 @@ async function firstOpenTerms(trx: Kysely<Database>, group: readonly TermLookup[
  * was closed) — the first open term after it. Call openTerms first. Looked up once per distinct
  * containing term (a renewal batch of thousands of charges usually needs one per account).
  */
-export async function openTermIds(trx: Kysely<Database>, wants: readonly TermWant[]): Promise<string[]> {
+async function openTermIds(trx: Kysely<Database>, wants: readonly TermWant[]): Promise<string[]> {
   if (wants.length === 0) return [];
   const { group, indexOf } = termLookups(wants);
   let found = await firstOpenTerms(trx, group);

@@ -18,6 +18,14 @@
  * refusing every request. Windows run on the wall clock: rate limiting is about real traffic,
  * not business time.
  *
+ * Large budgets are taken from a shared store in leases (LeasedBudgets): a budget of at least
+ * 2 × LEASE_SHARE requests a window is counted in steps of 1/LEASE_SHARE of it, which this process
+ * then hands out request by request without asking the store, so a raised account (a benchmark's,
+ * a platform's) costs one store round trip a lease instead of one a request. The budget is never
+ * exceeded; points leased and left unused when the window ends are lost (other processes may be
+ * refused up to one lease a process early). Budgets below that, v1 §8's defaults among them, are
+ * counted request by request as before.
+ *
  * Registered after the authentication hook: it limits requests that carry a caller
  * (`request.caller`) and lets the others through to be refused by authentication.
  */
@@ -192,6 +200,109 @@ class Limiters {
   }
 }
 
+/**
+ * Leases are 1/LEASE_SHARE of the budget: a budget under 2 × LEASE_SHARE leases single points, and
+ * is counted request by request.
+ */
+export const LEASE_SHARE = 100;
+
+/** Points a process takes from the shared store at once for a budget of `points` a window. */
+export function leaseSize(points: number): number {
+  return Math.max(1, Math.floor(points / LEASE_SHARE));
+}
+
+/** One point of `key`'s budget in the store: undefined when granted, else the ms before the window ends. */
+async function consumeOne(limiter: RateLimiterAbstract, key: string): Promise<number | undefined> {
+  try {
+    await limiter.consume(key);
+    return undefined;
+  } catch (refusal) {
+    // A RateLimiterRes is "no points left"; anything else is a fault of the store and its
+    // insurance limiter both, which the server's error handler answers.
+    if (refusal instanceof RateLimiterRes) return refusal.msBeforeNext;
+    throw refusal;
+  }
+}
+
+interface Lease {
+  /** Points of the lease not yet handed out. */
+  left: number;
+  /** When the store's window of the lease ends (this process's monotonic clock, ms). */
+  until: number;
+  /** The store had no more points this window: refuse without asking it again until `until`. */
+  spent: boolean;
+  /** A lease being taken: requests of the key wait for it rather than each asking the store. */
+  pending: Promise<void> | undefined;
+}
+
+/**
+ * This process's leases of shared budgets, per limiter key. A lease is one `consume(key, size)`
+ * in the store; the store's counter rises by `size` atomically, so leases of different processes
+ * hold disjoint points of the window. A lease the store refuses still holds the points its counter
+ * had left before it (`points − (consumedPoints − size)`, possibly none): they are handed out, then
+ * the key is refused until the window ends. At most `points` requests are let through a window,
+ * across all processes.
+ */
+class LeasedBudgets {
+  readonly #leases = new Map<string, Lease>();
+  constructor(private readonly now: () => number = () => performance.now()) {}
+
+  /** One point of `key`'s budget of `points`: undefined when granted, else the ms before the window ends. */
+  async take(limiter: RateLimiterAbstract, key: string, points: number): Promise<number | undefined> {
+    for (;;) {
+      const lease = this.#leases.get(key);
+      if (lease?.pending !== undefined) {
+        await lease.pending;
+        continue;
+      }
+      const now = this.now();
+      if (lease !== undefined && now < lease.until) {
+        if (lease.left > 0) {
+          lease.left -= 1;
+          return undefined;
+        }
+        if (lease.spent) return lease.until - now;
+      }
+      await this.#lease(limiter, key, points);
+    }
+  }
+
+  async #lease(limiter: RateLimiterAbstract, key: string, points: number): Promise<void> {
+    const size = leaseSize(points);
+    let settle!: () => void;
+    const lease: Lease = { left: 0, until: 0, spent: true, pending: new Promise((resolve) => (settle = resolve)) };
+    if (this.#leases.size >= 10_000) this.#sweep();
+    this.#leases.set(key, lease);
+    try {
+      let answer: RateLimiterRes;
+      let granted: number;
+      try {
+        answer = await limiter.consume(key, size);
+        granted = size;
+      } catch (refusal) {
+        if (!(refusal instanceof RateLimiterRes)) throw refusal;
+        answer = refusal;
+        granted = Math.max(0, Math.min(size, points - (refusal.consumedPoints - size)));
+      }
+      lease.left = granted;
+      lease.spent = granted < size;
+      lease.until = this.now() + answer.msBeforeNext;
+    } catch (error) {
+      this.#leases.delete(key);
+      throw error;
+    } finally {
+      lease.pending = undefined;
+      settle();
+    }
+  }
+
+  /** Forgets the leases whose window has ended (bounds the map: keys are accounts × modes × zones). */
+  #sweep(): void {
+    const now = this.now();
+    for (const [key, lease] of this.#leases) if (lease.pending === undefined && lease.until <= now) this.#leases.delete(key);
+  }
+}
+
 function overCapacity(request: FastifyRequest, reply: FastifyReply, zone: RateLimitZone, msBeforeNext: number): FastifyReply {
   const error = new KessaiError('over_capacity', { message: `Too many requests in the ${zone} zone; retry with exponential back-off.` });
   return sendRefusal(request, reply.header('retry-after', String(Math.max(1, Math.ceil(msBeforeNext / 1000)))), error);
@@ -205,6 +316,7 @@ async function rateLimitsPlugin(app: FastifyInstance, options: RateLimitOptions)
   const table = applyOverrides(DEFAULT_RATE_LIMITS, options.limits, 'limits');
   const perAccount = new Map(Object.entries(options.accounts ?? {}).map(([account, overrides]) => [account, applyOverrides(table, overrides, `accounts.${account}`)]));
   const limiters = new Limiters(options, windowSeconds);
+  const leases = new LeasedBudgets();
   const zoneOf = options.zoneOf ?? defaultZoneOf;
 
   app.addHook('onRequest', async (request, reply) => {
@@ -213,14 +325,10 @@ async function rateLimitsPlugin(app: FastifyInstance, options: RateLimitOptions)
     const zone = zoneOf(request, caller);
     const mode = caller.livemode ? 'live' : 'test';
     const points = (perAccount.get(caller.accountId) ?? table)[mode][zone];
-    try {
-      await limiters.of(points).consume(`${caller.accountId}:${mode}:${zone}`);
-    } catch (refusal) {
-      // A RateLimiterRes is "no points left"; anything else is a fault of the store and its
-      // insurance limiter both, which the server's error handler answers.
-      if (refusal instanceof RateLimiterRes) return overCapacity(request, reply, zone, refusal.msBeforeNext);
-      throw refusal;
-    }
+    const key = `${caller.accountId}:${mode}:${zone}`;
+    // The memory store is this process's own: nothing to save by leasing from it.
+    const wait = options.store !== 'memory' && leaseSize(points) > 1 ? await leases.take(limiters.of(points), key, points) : await consumeOne(limiters.of(points), key);
+    if (wait !== undefined) return overCapacity(request, reply, zone, wait);
   });
 }
 

@@ -13,7 +13,7 @@ import { Redis } from 'ioredis';
 import Payjp from 'payjp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type AccountKeys } from '../../src/accounts/accounts';
-import { DEFAULT_RATE_LIMITS, defaultZoneOf, parseRateLimits, type RateLimitOptions } from '../../src/api/rate-limits';
+import { DEFAULT_RATE_LIMITS, defaultZoneOf, leaseSize, parseRateLimits, type RateLimitOptions } from '../../src/api/rate-limits';
 import type { Context } from '../../src/engine/context';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, testContext, type TestDatabase } from '../support/database';
@@ -146,6 +146,59 @@ for (const store of STORES) describe(`rate limits (${store} store)`, () => {
     const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
     expect(refused.length).toBeGreaterThan(0);
     expect(refused[0]!.reason).toMatchObject({ status: 429, response: { body: { error: { code: 'over_capacity', status: 429 } } } });
+  });
+
+  /** The shared store's count of an account's test-mode sk zone this window. */
+  const storedCount = async (account: string): Promise<number> => {
+    const key = `kessai:${account}:test:sk`;
+    if (store === 'redis') return Number((await (await redisConnection()).get(key)) ?? 0);
+    return (await ctx.db.selectFrom('rate_limit_counters').select('points').where('key', '=', key).executeTakeFirst())?.points ?? 0;
+  };
+  const statusesOf = async (instances: readonly PluginApp[], key: string, n: number): Promise<number[]> => {
+    const out: number[] = [];
+    for (let i = 0; i < n; i += 1) out.push((await call(instances[i % instances.length]!.apibase, key, 'GET', '/charges/ch_none')).status);
+    return out;
+  };
+
+  it.runIf(store !== 'memory')('a large budget is taken from the shared store in leases of 1/100, never past the budget across two processes', async () => {
+    expect([leaseSize(2), leaseSize(199), leaseSize(200), leaseSize(1_000_000)]).toEqual([1, 1, 2, 10_000]);
+    const keys = await freshAccount();
+    const one = await app({ limits: { test: { sk: 200 } } });
+    const two = await app({ limits: { test: { sk: 200 } } }, isPostgres() ? testContext(await database.openAnother(), { seed: 63 }) : ctx);
+    expect(await statusesOf([one], keys.test.secret, 1)).toEqual([404]);
+    expect(await storedCount(keys.id)).toBe(2); // one lease of 2 points, one handed out
+    expect(await statusesOf([one], keys.test.secret, 1)).toEqual([404]);
+    expect(await storedCount(keys.id)).toBe(2); // the lease's second point: no store round trip
+    // Alternating between the two processes, each leasing its own points: of the 198 left, `two`
+    // leases 50 × 2 and `one` 49 × 2, so `one` is refused at its 99th request (the store has
+    // none left) while `two` still hands out its last point. 200 in all got through, not one more.
+    const statuses = await statusesOf([two, one], keys.test.secret, 200);
+    expect(statuses.slice(0, 197)).toEqual(Array(197).fill(404));
+    expect(statuses.slice(197)).toEqual([429, 404, 429]);
+    expect(2 + statuses.filter((s) => s === 404).length).toBe(200);
+    expect(await storedCount(keys.id)).toBe(202); // `one`'s refused lease
+    // `two`'s refused lease, then every process refuses until the window ends without asking the store.
+    expect(await statusesOf([one, two, one, two], keys.test.secret, 4)).toEqual([429, 429, 429, 429]);
+    expect(await storedCount(keys.id)).toBe(204);
+    expect(await statusesOf([one, two], keys.test.secret, 4)).toEqual([429, 429, 429, 429]);
+    expect(await storedCount(keys.id)).toBe(204);
+  });
+
+  it.runIf(store !== 'memory')('a lease the store refuses still hands out the points that were left, then refuses', async () => {
+    const keys = await freshAccount();
+    const limited = await app({ limits: { test: { sk: 201 } } }); // leases of 2
+    const statuses = await statusesOf([limited], keys.test.secret, 203);
+    expect(statuses.filter((s) => s === 404).length).toBe(201);
+    expect(statuses.slice(201)).toEqual([429, 429]);
+    expect(await storedCount(keys.id)).toBe(202); // the 101st lease found 1 point of 2 left
+  });
+
+  it.runIf(store !== 'memory')('concurrent requests wait for one lease instead of each asking the store', async () => {
+    const keys = await freshAccount();
+    const limited = await app({ limits: { test: { sk: 1000 } } }); // leases of 10
+    const statuses = await Promise.all(Array.from({ length: 40 }, () => call(limited.apibase, keys.test.secret, 'GET', '/charges/ch_none').then((r) => r.status)));
+    expect(statuses).toEqual(Array(40).fill(404));
+    expect(await storedCount(keys.id)).toBe(40); // four leases of 10, all handed out
   });
 
   it.runIf(store === 'redis')('two app instances on two Redis connections (two server processes) share one count in Redis', async () => {

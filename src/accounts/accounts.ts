@@ -167,41 +167,66 @@ export interface Caller {
   readonly kind: 'secret' | 'public';
 }
 
-/**
- * Key digests already found in `api_key_directory`, with their account: a server's memory of the
- * directory's answers. The directory only ever gains rows and a key's account never changes, so
- * a found entry stays true; what can change (revocation, the key's mode and kind, the account's
- * live permission) is read from `api_keys` and `accounts` on every request, and a key not found is
- * looked up again next time (another process may have created it). Saves one round trip a
- * request. Bounded: emptied once it holds `limit` entries.
- */
-export class KeyDirectoryCache {
-  readonly #accounts = new Map<string, string>();
-  constructor(private readonly limit = 10_000) {}
+/** How long a server reuses a key's answer: a revocation or a withdrawn live permission refuses within this. */
+export const KEY_ANSWER_FRESH_MS = 1_000;
 
-  get(digest: string): string | undefined {
-    return this.#accounts.get(digest);
+/**
+ * A server's memory of the keys it authenticated, by key digest (never the key itself):
+ * - the key's account, from `api_key_directory`: the directory only gains rows and a key's account
+ *   never changes, so this stays true and is kept;
+ * - the caller the key authenticated as, reused for `freshMs` (KEY_ANSWER_FRESH_MS by default) on
+ *   this process's monotonic clock, then read again from `api_keys` ⋈ `accounts`. So a revocation
+ *   or a withdrawn live permission — written by anyone, on any server, by SQL or otherwise —
+ *   refuses every server's requests within `freshMs`, and a busy key costs one lookup a second
+ *   instead of one a request.
+ * A key that was not found, revoked or refused is never remembered. Bounded: emptied once it holds
+ * `limit` entries.
+ */
+export class KeyCache {
+  readonly #entries = new Map<string, { readonly account: string; caller?: Caller; until?: number }>();
+  readonly #limit: number;
+  readonly #freshMs: number;
+  readonly #now: () => number;
+  constructor(options: { readonly limit?: number; readonly freshMs?: number; readonly now?: () => number } = {}) {
+    this.#limit = options.limit ?? 10_000;
+    this.#freshMs = options.freshMs ?? KEY_ANSWER_FRESH_MS;
+    this.#now = options.now ?? (() => performance.now());
   }
 
-  set(digest: string, account: string): void {
-    if (this.#accounts.size >= this.limit) this.#accounts.clear();
-    this.#accounts.set(digest, account);
+  /** The account of a key found before. */
+  account(digest: string): string | undefined {
+    return this.#entries.get(digest)?.account;
+  }
+
+  /** The caller a key authenticated as, while that answer is fresh. */
+  caller(digest: string): Caller | undefined {
+    const entry = this.#entries.get(digest);
+    return entry?.caller !== undefined && this.#now() < entry.until! ? entry.caller : undefined;
+  }
+
+  /** A key found in the directory, and the caller it authenticated as when it did. */
+  remember(digest: string, account: string, caller?: Caller): void {
+    if (this.#entries.size >= this.#limit && !this.#entries.has(digest)) this.#entries.clear();
+    this.#entries.set(digest, caller === undefined ? { account } : { account, caller, until: this.#now() + this.#freshMs });
   }
 }
 
 /**
  * Resolves an API key to its account and mode (v1 §5): no key → `no_api_key`; unknown or revoked
  * → `invalid_api_key`; a live key of an account without live permission → `not_activated_account`.
+ * With a server's KeyCache, a fresh answer is reused (see KeyCache).
  */
-export async function authenticate(ctx: Pick<Context, 'db'>, key: string | undefined, directory?: KeyDirectoryCache): Promise<Caller> {
+export async function authenticate(ctx: Pick<Context, 'db'>, key: string | undefined, cache?: KeyCache): Promise<Caller> {
   if (key === undefined || key.length === 0) throw new KessaiError('no_api_key', { message: 'You did not provide an API key.' });
   const digest = digestKey(key);
+  const fresh = cache?.caller(digest);
+  if (fresh !== undefined) return fresh;
   // The account from the engine-wide directory, then the key by account and digest: on Citus the
   // coordinator answers the first itself and routes the second to the account's one shard.
-  let account = directory?.get(digest);
+  let account = cache?.account(digest);
   if (account === undefined) {
     account = (await ctx.db.selectFrom('api_key_directory').select('account').where('key_digest', '=', digest).executeTakeFirst())?.account;
-    if (account !== undefined) directory?.set(digest, account);
+    if (account !== undefined) cache?.remember(digest, account);
   }
   const row =
     account !== undefined &&
@@ -215,5 +240,7 @@ export async function authenticate(ctx: Pick<Context, 'db'>, key: string | undef
       .executeTakeFirst());
   if (!row || row.revoked_at !== null) throw new KessaiError('invalid_api_key', { message: 'Invalid API key provided.' });
   if (row.livemode && !row.live_enabled) throw new KessaiError('not_activated_account', { message: 'This account is not activated for live mode.' });
-  return { accountId: row.account_id, livemode: row.livemode, kind: row.kind };
+  const caller: Caller = { accountId: row.account_id, livemode: row.livemode, kind: row.kind };
+  cache?.remember(digest, row.account_id, caller);
+  return caller;
 }

@@ -11,7 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
-import { authenticate, KeyDirectoryCache, type Caller } from '../accounts/accounts';
+import { authenticate, KeyCache, type Caller } from '../accounts/accounts';
 import { CHECKOUT_PAGE_PATH } from '../checkout/checkout-sessions';
 import { KessaiError } from '../domain/errors';
 import type { Context } from '../engine/context';
@@ -128,8 +128,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   });
 
   app.decorateRequest('caller', null);
-  // This server's memory of the key directory (one lookup a request fewer; see KeyDirectoryCache).
-  const keyDirectory = new KeyDirectoryCache();
+  // This server's memory of the keys it authenticated (a busy key is looked up once a second; see KeyCache).
+  const keys = new KeyCache();
   // Browser calls from a merchant's page (the browser script with the public key, v2 §4.8) are
   // cross-origin: any origin may call, credentials are the key in the Authorization header (no
   // cookies). A preflight is answered here, before authentication.
@@ -148,7 +148,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   app.addHook('onRequest', async (request) => {
     request.log.info({ method: request.method, url: loggedUrl(request.url) }, 'request');
     if (request.routeOptions.config.public === true) return;
-    request.caller = await authenticate(ctx, apiKeyOf(request.headers.authorization), keyDirectory);
+    request.caller = await authenticate(ctx, apiKeyOf(request.headers.authorization), keys);
   });
 
   app.addHook('onResponse', async (request, reply) => {

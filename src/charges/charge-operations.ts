@@ -33,8 +33,9 @@ import { disputeDueAt, disputedAmounts } from '../disputes/disputes';
 import { resolveChargeTenant } from '../tenants/charge-tenant';
 import { chargeRow, type ChargeCard, type ChargeRow } from './charges';
 import { callNetwork, chargeTurn, dropClaim, recordClaimed, takeClaim, type ChargeClaim } from './charge-claims';
+import { prepared } from '../db/prepared';
 import { CreateIntentLost, recordCreateIntent, undoCreateIntent, writeCreateIntent } from './create-intents';
-import { chargeRecords, findCharge, insertChargeWithEvent, oneChargeRecord, renderChargeRecord, type ChargeRecord } from './charge-record';
+import { chargeRecords, findCharge, findChargeRecord, insertChargeWithEvent, oneChargeRecord, renderChargeRecord, type ChargeRecord } from './charge-record';
 
 export const CHARGES_URL = '/v1/charges';
 
@@ -140,6 +141,8 @@ async function resolveCustomerCard(executor: Kysely<Database>, caller: Caller, c
   const { accountId, livemode } = caller;
   const found = await executor
     .selectFrom('accounts as a')
+    // Every create by customer plans this four-table join: prepared once per connection.
+    .modifyFront(prepared('charges.create.customer_card'))
     .leftJoin('customers as cu', (join) => join.on('cu.account_id', '=', accountId).on('cu.livemode', '=', livemode).on('cu.customer_id', '=', customerId).on('cu.deleted_at', 'is', null))
     .leftJoin('cards as cd', (join) => {
       const mine = join.on('cd.account_id', '=', accountId).on('cd.livemode', '=', livemode).onRef('cd.customer_id', '=', 'cu.customer_id').on('cd.deleted_at', 'is', null);
@@ -357,7 +360,7 @@ async function insertCharge(trx: Kysely<Database>, row: ChargeRow): Promise<void
 }
 
 export async function retrieveCharge(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<ChargeRecord> {
-  return oneChargeRecord(ctx.db, await findCharge(ctx.db, caller, command.id));
+  return findChargeRecord(ctx.db, caller, command.id);
 }
 
 /** `charges.update`: `description` (null clears it) and `metadata` (merged under `flavour`'s rules, after the charge is found). */

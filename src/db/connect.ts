@@ -13,6 +13,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import type { Database } from './schema';
+import { PreparingClient } from './prepared';
 import { SHARED_PARSERS } from './type-parsers';
 import { PGLITE_SERIALIZERS } from './utf8-param';
 
@@ -81,6 +82,8 @@ async function openPostgres(url: string, options: OpenStoreOptions): Promise<Sto
     // Instants are stored and read in UTC, whatever the server's default.
     options: '-c TimeZone=UTC',
     connectionTimeoutMillis: 10_000,
+    // Statements marked `prepared(name)` are prepared once per connection (./prepared.ts).
+    Client: PreparingClient,
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
         const shared = SHARED_PARSERS[oid];

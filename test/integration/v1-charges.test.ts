@@ -181,6 +181,26 @@ describe('settlement hooks', () => {
   });
 });
 
+describe('charges.retrieve reads the charge and its card in one statement', () => {
+  it("shows what a list shows (chargeCardsOf's two reads), for a stored card, the default card, a token's card and a deleted card", async () => {
+    await op('customers.create', { id: 'cus_one_read', card: await token(TEST_CARDS.visa.number), metadata: { tier: 'gold' } });
+    const extra = await op<{ id: string }>('cards.create', { customer: 'cus_one_read', card: await token(TEST_CARDS.mastercard.number) });
+    const byCard = await op('charges.create', { amount: 2000, currency: 'jpy', customer: 'cus_one_read', card: extra.id });
+    const byDefault = await op('charges.create', { amount: 2100, currency: 'jpy', customer: 'cus_one_read', metadata: { order: '7' } });
+    const byToken = await charge({ amount: 1500 }, TEST_CARDS.jcb.number);
+    await op('cards.delete', { customer: 'cus_one_read', id: extra.id });
+    const listed = await op<{ data: Charge[] }>('charges.list', { limit: 100 });
+    for (const created of [byCard, byDefault, byToken]) {
+      const retrieved = await op('charges.retrieve', { id: created.id });
+      expect(JSON.stringify(retrieved)).toBe(JSON.stringify(listed.data.find((c) => c.id === created.id)));
+    }
+    expect((await op('charges.retrieve', { id: byCard.id })).card).toMatchObject({ id: extra.id, last4: '4444', customer: 'cus_one_read' });
+    expect((await op('charges.retrieve', { id: byToken.id })).card).toMatchObject({ last4: '0000', customer: null });
+    const unknown = await rejection(op('charges.retrieve', { id: 'ch_not_there' }));
+    expect([unknown.code, unknown.param]).toEqual(['invalid_id', 'id']);
+  });
+});
+
 describe('charges.create writes its settled row and event in one statement (api-perf)', () => {
   /** The row's settlement columns. */
   const settlementOf = (chargeId: string) =>

@@ -263,11 +263,12 @@ class LeasedBudgets {
         }
         if (lease.spent) return lease.until - now;
       }
-      await this.#lease(limiter, key, points);
+      return this.#lease(limiter, key, points);
     }
   }
 
-  async #lease(limiter: RateLimiterAbstract, key: string, points: number): Promise<void> {
+  /** Takes a new lease of `key` and its first point for the request that took it (whatever the clock says by then). */
+  async #lease(limiter: RateLimiterAbstract, key: string, points: number): Promise<number | undefined> {
     const size = leaseSize(points);
     let settle!: () => void;
     const lease: Lease = { left: 0, until: 0, spent: true, pending: new Promise((resolve) => (settle = resolve)) };
@@ -284,9 +285,10 @@ class LeasedBudgets {
         answer = refusal;
         granted = Math.max(0, Math.min(size, points - (refusal.consumedPoints - size)));
       }
-      lease.left = granted;
+      lease.left = Math.max(0, granted - 1);
       lease.spent = granted < size;
       lease.until = this.now() + answer.msBeforeNext;
+      return granted > 0 ? undefined : Math.max(0, answer.msBeforeNext);
     } catch (error) {
       this.#leases.delete(key);
       throw error;

@@ -23,6 +23,10 @@ import { accountShards, citusNodes, distributeAccountTables, joinCitusCluster } 
 import { openStore } from '../../src/db/connect';
 import { migrate, SQL_DIR } from '../../src/db/migrate';
 import type { Database } from '../../src/db/schema';
+import { createAccount } from '../../src/accounts/accounts';
+import { runOperation } from '../../src/operations/registry';
+import { TEST_CARDS } from '../../src/processor/test-cards';
+import { testContext } from '../support/database';
 import { EVERY_JOB_ACCOUNTS, idleJobs, simulateEveryJob } from '../support/every-job-accounts';
 import { spawnKessai } from '../support/spawn-worker';
 
@@ -207,6 +211,35 @@ describe.skipIf(!citusUrl || !singleUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL
       expect(second).toContain('probe_notes');
       expect(second.filter((table) => first.includes(table))).toEqual([]);
       expect((await distributedTables(store.db)).find((t) => t.table === 'probe_notes')).toEqual({ table: 'probe_notes', colocated: true });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('the API\'s prepared statements (src/db/prepared.ts) run on the coordinator past PostgreSQL\'s switch to a generic plan: creates by customer and retrieves', async () => {
+    const url = await freshCitusDatabase();
+    const setup = await openStore({ databaseUrl: url });
+    try {
+      await migrate(setup);
+      await distributeAccountTables(setup);
+    } finally {
+      await setup.close();
+    }
+    // One connection, so every use after the first runs the statement it prepared.
+    const store = await openStore({ databaseUrl: url, poolSize: 1 });
+    try {
+      const ctx = testContext(store, { seed: 91 });
+      await createAccount(ctx, { name: 'Citus Prepared', id: 'acct_citus_prepared' });
+      const caller = { accountId: 'acct_citus_prepared', livemode: false, kind: 'secret' } as const;
+      const token = (await runOperation(ctx, { ...caller, kind: 'public' }, 'tokens.create', { card: { number: TEST_CARDS.visa.number, exp_month: '12', exp_year: '2035', cvc: '123' } })) as { id: string };
+      const customer = (await runOperation(ctx, caller, 'customers.create', { card: token.id })) as { id: string };
+      for (let i = 1; i <= 8; i += 1) {
+        const charge = (await runOperation(ctx, caller, 'charges.create', { amount: String(100 * i), currency: 'jpy', customer: customer.id })) as { id: string; amount: number; paid: boolean };
+        expect(charge).toMatchObject({ amount: 100 * i, paid: true });
+        expect(await runOperation(ctx, caller, 'charges.retrieve', { id: charge.id })).toEqual(charge);
+      }
+      const names = (await sql<{ name: string }>`SELECT name FROM pg_prepared_statements ORDER BY name`.execute(store.db)).rows.map((r) => r.name);
+      expect(names).toEqual([expect.stringMatching(/^charges\.create\.customer_card_/), expect.stringMatching(/^charges\.retrieve_/)]);
     } finally {
       await store.close();
     }

@@ -25,6 +25,7 @@
 import { sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import { inAccounts } from '../db/account-scope';
+import { prepared } from '../db/prepared';
 import type { Database } from '../db/schema';
 import { reject } from '../domain/errors';
 import type { Context } from '../engine/context';
@@ -90,6 +91,7 @@ export async function writeClaim(trx: Kysely<Database>, key: Pick<ChargeClaim, '
         .columns(['account_id', 'livemode', 'idempotency_key'])
         .doUpdateSet({ request_hash: operation, state: 'pending', status_code: null, response_headers: null, response_body: body, created_at: at, expires_at: expiresAt }),
     )
+    .modifyEnd(prepared('charges.claim.write'))
     .execute();
   return { accountId: key.accountId, livemode: key.livemode, chargeId: key.chargeId, operation, claimedAt: at };
 }
@@ -106,6 +108,7 @@ export async function dropClaim(executor: Kysely<Database>, claim: ChargeClaim):
     .where('idempotency_key', '=', CLAIM_PREFIX + claim.chargeId)
     .where('request_hash', '=', claim.operation)
     .where('created_at', '=', claim.claimedAt)
+    .modifyEnd(prepared('charges.claim.drop'))
     .executeTakeFirst();
   return dropped.numDeletedRows > 0n;
 }

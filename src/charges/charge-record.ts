@@ -171,7 +171,7 @@ export async function insertChargeWithEvent(executor: Kysely<Database>, ids: IdG
   const eventId = ids.next('eventV1');
   const accountIds = [row.account_id];
   const { rows } = await withWebhookDeliveries(
-    sql`
+    sql`${prepared('charges.insert_with_event')}
     WITH x AS MATERIALIZED (
       SELECT c.account_id, ${eventId}::text AS eid, c.livemode, ${type}::text AS t, c.charge_id, 1 AS n, ${CHARGE_OBJECT_SQL} AS data, c.created_at AS at
       FROM c ${chargeCardJoins(accountIds)}),

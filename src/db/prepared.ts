@@ -24,14 +24,22 @@ export function prepared(name: string): RawBuilder<unknown> {
   return sql.raw(`${MARK}${name} */ `);
 }
 
+/** Names of the marked texts seen, so a text is digested once (bounded: emptied when full). */
+const named = new Map<string, string>();
+
 /** The name a marked statement is prepared under (mark + digest of the text), or undefined when unmarked. */
 export function preparedNameOf(text: string): string | undefined {
+  const known = named.get(text);
+  if (known !== undefined) return known;
   const at = text.indexOf(MARK);
   if (at === -1) return undefined;
   const end = text.indexOf(' */', at + MARK.length);
-  const name = text.slice(at + MARK.length, end);
-  if (end === -1 || !NAME.test(name)) return undefined;
-  return `${name}_${createHash('sha1').update(text).digest('hex').slice(0, 12)}`;
+  const mark = text.slice(at + MARK.length, end);
+  if (end === -1 || !NAME.test(mark)) return undefined;
+  const name = `${mark}_${createHash('sha1').update(text).digest('hex').slice(0, 12)}`;
+  if (named.size >= 1_000) named.clear();
+  named.set(text, name);
+  return name;
 }
 
 /** PostgreSQL's refusal of a prepared statement whose result columns changed under it (a migration added one). */

@@ -146,13 +146,15 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     }
   });
   app.addHook('onRequest', async (request) => {
-    request.log.info({ method: request.method, url: loggedUrl(request.url) }, 'request');
+    // The access line is written when the request ends (onResponse); this one only at debug level.
+    request.log.debug({ method: request.method, url: loggedUrl(request.url) }, 'request received');
     if (request.routeOptions.config.public === true) return;
     request.caller = await authenticate(ctx, apiKeyOf(request.headers.authorization), keys);
   });
 
   app.addHook('onResponse', async (request, reply) => {
-    request.log.info({ status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'response');
+    // One line a request, written at its end as an access log is: method, redacted URL, status, time.
+    request.log.info({ method: request.method, url: loggedUrl(request.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
   });
 
   app.setErrorHandler((error, request, reply) => {

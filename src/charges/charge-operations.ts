@@ -31,11 +31,11 @@ import { inPage, type Page } from '../operations/pagination';
 import { settleCaptured, settlementOfCaptures, settleRefunds } from '../settlement/capture';
 import { disputeDueAt, disputedAmounts } from '../disputes/disputes';
 import { resolveChargeTenant } from '../tenants/charge-tenant';
-import { chargeRow, type ChargeCard, type ChargeRow } from './charges';
+import { chargeRow, type ChargeCard, type ChargeObject, type ChargeRow } from './charges';
 import { callNetwork, chargeTurn, dropClaim, recordClaimed, takeClaim, type ChargeClaim } from './charge-claims';
 import { prepared } from '../db/prepared';
 import { CreateIntentLost, recordCreateIntent, undoCreateIntent, writeCreateIntent } from './create-intents';
-import { chargeRecords, findCharge, findChargeRecord, insertChargeWithEvent, oneChargeRecord, renderChargeRecord, type ChargeRecord } from './charge-record';
+import { chargeRecords, findCharge, findChargeObject, insertChargeWithEvent, oneChargeRecord, renderChargeRecord, type ChargeRecord } from './charge-record';
 
 export const CHARGES_URL = '/v1/charges';
 
@@ -359,8 +359,9 @@ async function insertCharge(trx: Kysely<Database>, row: ChargeRow): Promise<void
     .execute();
 }
 
-export async function retrieveCharge(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<ChargeRecord> {
-  return findChargeRecord(ctx.db, caller, command.id);
+/** `charges.retrieve`: the v1 object, rendered by PostgreSQL (findChargeObject). */
+export async function retrieveCharge(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<ChargeObject> {
+  return findChargeObject(ctx.db, caller, command.id);
 }
 
 /** `charges.update`: `description` (null clears it) and `metadata` (merged under `flavour`'s rules, after the charge is found). */

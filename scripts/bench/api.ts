@@ -25,7 +25,7 @@
  * The database is dropped at the end (also on failure) unless --keep. Not a timed test: targets
  * are read by a person.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
@@ -70,6 +70,8 @@ interface Phase {
   readonly requests: number;
   /** CPU time of the process doing the work (the server, or this one in process) per request, ms. */
   readonly cpuMs: number;
+  /** CPU time of PostgreSQL's processes per request, ms (postgresCpuMs). */
+  readonly pgCpuMs: number;
 }
 
 /**
@@ -86,12 +88,42 @@ function cpuMsOf(pid: number): number {
   }
 }
 
+/**
+ * User + system CPU time, in ms, of every PostgreSQL process of this machine (its backends, the WAL
+ * writer, the checkpointer: `comm` postgres), so far; NaN where /proc is missing or PostgreSQL runs
+ * elsewhere (then the phase prints no figure). On a machine otherwise quiet, the phase's share is
+ * the work the phase gave the database.
+ */
+function postgresCpuMs(): number {
+  let total = 0;
+  let found = false;
+  try {
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+        if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== 'postgres') continue;
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        total += ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+        found = true;
+      } catch {
+        // The process ended between the listing and the read.
+      }
+    }
+  } catch {
+    return Number.NaN;
+  }
+  return found ? total : Number.NaN;
+}
+
 /** One autocannon run against the server (process `pid`); errors are transport errors, timeouts and non-2xx answers. */
 async function http(name: string, pid: number, options: autocannon.Options): Promise<Phase> {
   const cpu = cpuMsOf(pid);
+  const pgCpu = postgresCpuMs();
   const result = await autocannon({ connections: CONNECTIONS, duration: DURATION_S, ...options });
   return {
     cpuMs: (cpuMsOf(pid) - cpu) / result.requests.total,
+    pgCpuMs: (postgresCpuMs() - pgCpu) / result.requests.total,
     name,
     perSecond: result.requests.average,
     p50: result.latency.p50,
@@ -107,6 +139,7 @@ async function concurrent(name: string, work: () => Promise<void>): Promise<Phas
   let errors = 0;
   let firstError: unknown;
   const cpu = process.cpuUsage();
+  const pgCpu = postgresCpuMs();
   const started = performance.now();
   const until = started + DURATION_S * 1000;
   await Promise.all(
@@ -128,14 +161,15 @@ async function concurrent(name: string, work: () => Promise<void>): Promise<Phas
   latencies.sort((a, b) => a - b);
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN;
   const used = process.cpuUsage(cpu);
-  return { name, perSecond: latencies.length / elapsed, p50: at(0.5), p99: at(0.99), errors, requests: latencies.length, cpuMs: (used.user + used.system) / 1000 / latencies.length };
+  const pgCpuMs = (postgresCpuMs() - pgCpu) / latencies.length;
+  return { name, perSecond: latencies.length / elapsed, p50: at(0.5), p99: at(0.99), errors, requests: latencies.length, cpuMs: (used.user + used.system) / 1000 / latencies.length, pgCpuMs };
 }
 
 function printTable(phases: readonly Phase[]): void {
   const pad = (text: string, width: number) => text.padStart(width);
-  log(`${'phase'.padEnd(28)}${pad('req/s', 10)}${pad('p50 ms', 9)}${pad('p99 ms', 9)}${pad('requests', 10)}${pad('errors', 8)}${pad('CPU ms/req', 12)}`);
+  log(`${'phase'.padEnd(28)}${pad('req/s', 10)}${pad('p50 ms', 9)}${pad('p99 ms', 9)}${pad('requests', 10)}${pad('errors', 8)}${pad('CPU ms/req', 12)}${pad('PG CPU ms/req', 15)}`);
   for (const p of phases) {
-    log(`${p.name.padEnd(28)}${pad(p.perSecond.toFixed(0), 10)}${pad(p.p50.toFixed(1), 9)}${pad(p.p99.toFixed(1), 9)}${pad(String(p.requests), 10)}${pad(String(p.errors), 8)}${pad(p.cpuMs.toFixed(2), 12)}`);
+    log(`${p.name.padEnd(28)}${pad(p.perSecond.toFixed(0), 10)}${pad(p.p50.toFixed(1), 9)}${pad(p.p99.toFixed(1), 9)}${pad(String(p.requests), 10)}${pad(String(p.errors), 8)}${pad(p.cpuMs.toFixed(2), 12)}${pad(Number.isNaN(p.pgCpuMs) ? '-' : p.pgCpuMs.toFixed(2), 15)}`);
   }
 }
 
@@ -217,7 +251,7 @@ async function main(): Promise<void> {
     }
 
     printTable(phases);
-    log(`CPU ms/req: the server process's (HTTP) or this process's (in-process, ceiling: the client side only); load average now ${loadavg()[0]!.toFixed(1)}`);
+    log(`CPU ms/req: the server process's (HTTP) or this process's (in-process, ceiling: the client side only); PG CPU ms/req: PostgreSQL's processes on this machine; load average now ${loadavg()[0]!.toFixed(1)}`);
     const [create_, retrieve, , inProcess, ceiling] = phases as [Phase, Phase, Phase, Phase, Phase];
     const targets: [string, string, boolean][] = [
       ['HTTP create / plain-SQL ceiling ≥ 0.5', (create_.perSecond / ceiling.perSecond).toFixed(2), create_.perSecond / ceiling.perSecond >= 0.5],

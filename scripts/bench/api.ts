@@ -6,7 +6,8 @@
  * it creates a scratch database, migrates it, creates an account and a customer with a Visa 4242
  * card, starts a real `kessai serve` child process on it (port 0; on PostgreSQL serve runs no
  * scheduler; the account's rate limits raised through KESSAI_RATE_LIMITS, not switched off), and
- * runs, each for --duration seconds at --connections concurrent connections (autocannon):
+ * runs, after a 2-second warm-up of creates and an ANALYZE (the statistics autovacuum keeps on a
+ * live database), each for --duration seconds at --connections concurrent connections (autocannon):
  *
  *   1. HTTP `charges.create` by customer: the form body and headers exactly as the `payjp` SDK
  *      sends them (Basic auth with the secret key);
@@ -30,6 +31,7 @@ import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
 import { openStore } from '../../src/db/connect';
@@ -208,6 +210,11 @@ async function main(): Promise<void> {
     if (probe.status !== 200 || charge.paid !== true) throw new Error(`the first charge over HTTP failed: ${probe.status} ${JSON.stringify(charge)}`);
     // A short warm-up (JIT, connections) that is not counted.
     await autocannon({ ...create, connections: CONNECTIONS, duration: Math.min(2, DURATION_S) });
+    // Statistics, as autovacuum keeps them on a live database: a scratch database minutes old has
+    // none, and without them PostgreSQL prices charges_by_created and charges_pkey alike for a
+    // charge by id (8.29 against 8.30 at ~1,100 charges), so a connection could plan the retrieve
+    // on the wrong index and keep that plan (docs/decisions.md, "bench:api: a retrieve of one statement").
+    await sql`ANALYZE`.execute(store.db);
 
     const phases: Phase[] = [];
     const pid = server.child.pid!;

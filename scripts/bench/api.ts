@@ -83,11 +83,19 @@ interface Phase {
  */
 function cpuMsOf(pid: number): number {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ 100)
+    return statCpuMs(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return Number.NaN;
   }
+}
+
+/** The command name of a /proc/<pid>/stat text (between the first '(' and the last ')'). */
+const statComm = (stat: string): string => stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+
+/** User + system CPU ms of a /proc/<pid>/stat text: utime and stime, in clock ticks (USER_HZ 100), after the command name. */
+function statCpuMs(stat: string): number {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
 
 /**
@@ -104,9 +112,8 @@ function postgresCpuMs(): number {
       if (!/^\d+$/.test(entry)) continue;
       try {
         const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-        if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== 'postgres') continue;
-        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        total += ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+        if (statComm(stat) !== 'postgres') continue;
+        total += statCpuMs(stat);
         found = true;
       } catch {
         // The process ended between the listing and the read.

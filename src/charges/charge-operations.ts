@@ -28,12 +28,12 @@ import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
 import type { AuthorizationRequest, AuthorizationResult } from '../processor/card-network';
 import { inPage, type Page } from '../operations/pagination';
+import { prepared } from '../db/prepared';
 import { settleCaptured, settlementOfCaptures, settleRefunds } from '../settlement/capture';
 import { disputeDueAt, disputedAmounts } from '../disputes/disputes';
 import { resolveChargeTenant } from '../tenants/charge-tenant';
 import { chargeRow, type ChargeCard, type ChargeObject, type ChargeRow } from './charges';
 import { callNetwork, chargeTurn, dropClaim, recordClaimed, takeClaim, type ChargeClaim } from './charge-claims';
-import { prepared } from '../db/prepared';
 import { CreateIntentLost, recordCreateIntent, undoCreateIntent, writeCreateIntent } from './create-intents';
 import { chargeRecords, findCharge, findChargeObject, insertChargeWithEvent, oneChargeRecord, renderChargeRecord, type ChargeRecord } from './charge-record';
 

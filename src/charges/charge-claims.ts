@@ -101,16 +101,19 @@ export async function writeClaim(trx: Kysely<Database>, key: Pick<ChargeClaim, '
  * caller's transaction or on its own. True when it was this one's to drop.
  */
 export async function dropClaim(executor: Kysely<Database>, claim: ChargeClaim): Promise<boolean> {
-  const dropped = await executor
+  const dropped = await claimDeletion(executor, claim).modifyEnd(prepared('charges.claim.drop')).executeTakeFirst();
+  return dropped.numDeletedRows > 0n;
+}
+
+/** The DELETE of the claim row if it is still this claim (its operation and instant): dropClaim's, and the guard of a write that drops it in its own statement (insertCreatedCharge). */
+export function claimDeletion(executor: Kysely<Database>, claim: ChargeClaim) {
+  return executor
     .deleteFrom('idempotency_keys')
     .where('account_id', '=', claim.accountId)
     .where('livemode', '=', claim.livemode)
     .where('idempotency_key', '=', CLAIM_PREFIX + claim.chargeId)
     .where('request_hash', '=', claim.operation)
-    .where('created_at', '=', claim.claimedAt)
-    .modifyEnd(prepared('charges.claim.drop'))
-    .executeTakeFirst();
-  return dropped.numDeletedRows > 0n;
+    .where('created_at', '=', claim.claimedAt);
 }
 
 const BUSY = Symbol('busy');

@@ -23,19 +23,20 @@ import { KessaiError, reject, type ErrorCode } from '../domain/errors';
 import { holdLapsed, v1HoldExpiresAt, V1_EXPIRY_DAYS, type CardIssuer } from '../domain/hold-periods';
 import { mergeMetadata, type MetadataFlavour } from '../domain/metadata';
 import { MS_PER_DAY } from '../domain/time';
-import type { TermCycle } from '../domain/terms';
+import { termContaining, type TermCycle } from '../domain/terms';
 import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
 import type { AuthorizationRequest, AuthorizationResult } from '../processor/card-network';
 import { inPage, type Page } from '../operations/pagination';
 import { prepared } from '../db/prepared';
-import { settleCaptured, settlementOfCaptures, settleRefunds } from '../settlement/capture';
+import { captureAmounts, settleCaptured, settleRefunds } from '../settlement/capture';
+import { openTermIdsOpening } from '../settlement/terms';
 import { disputeDueAt, disputedAmounts } from '../disputes/disputes';
 import { resolveChargeTenant } from '../tenants/charge-tenant';
 import { chargeRow, type ChargeCard, type ChargeObject, type ChargeRow } from './charges';
-import { callNetwork, chargeTurn, dropClaim, recordClaimed, takeClaim, type ChargeClaim } from './charge-claims';
-import { CreateIntentLost, recordCreateIntent, undoCreateIntent, writeCreateIntent } from './create-intents';
-import { chargeRecords, findCharge, findChargeObject, insertChargeWithEvent, oneChargeRecord, renderChargeRecord, type ChargeRecord } from './charge-record';
+import { callNetwork, chargeTurn, claimDeletion, dropClaim, recordClaimed, takeClaim, type ChargeClaim } from './charge-claims';
+import { CreateIntentLost, undoCreateIntent, writeCreateIntent } from './create-intents';
+import { chargeRecords, findCharge, findChargeObject, insertCreatedCharge, oneChargeRecord, renderChargeRecord, type ChargeRecord } from './charge-record';
 
 export const CHARGES_URL = '/v1/charges';
 
@@ -118,6 +119,12 @@ interface ResolvedCard {
   readonly customerId: string | null;
   readonly feeRate: string;
   readonly termCycle: TermCycle;
+  /**
+   * The open term containing the instant of the read, when the read looked (a customer's card)
+   * and found it: a capture at that instant settles into it without a term lookup of its own
+   * (insertCreatedCharge checks it is still open). Null otherwise.
+   */
+  readonly openTermId: string | null;
 }
 
 /**
@@ -126,18 +133,19 @@ interface ResolvedCard {
  * (fixed at creation, for settlement in the second step).
  */
 async function resolveCard(trx: Kysely<Database>, caller: Caller, customerId: string | undefined, cardParam: string | undefined, at: Date): Promise<ResolvedCard> {
-  if (customerId !== undefined) return resolveCustomerCard(trx, caller, customerId, cardParam);
+  if (customerId !== undefined) return resolveCustomerCard(trx, caller, customerId, cardParam, at);
   const token = await consumeToken(trx, caller, cardParam!, 'card', at);
   const { feeRate, termCycle } = await accountRatesOf(trx, caller.accountId, token.brand);
-  return { card: { ...token, customer_id: null }, customerId: null, feeRate, termCycle };
+  return { card: { ...token, customer_id: null }, customerId: null, feeRate, termCycle, openTermId: null };
 }
 
 /**
  * A customer's card, in one statement: the customer (not deleted), the card (`cardParam` or the
  * default, the customer's and not deleted: findCard's rules), its brand's fee rate and the
- * account's term cycle; refused in findCustomer's and requireCustomerCard's order and terms.
+ * account's term cycle, and the account's latest term starting by `at` (openTermId); refused in
+ * findCustomer's and requireCustomerCard's order and terms.
  */
-async function resolveCustomerCard(executor: Kysely<Database>, caller: Caller, customerId: string, cardParam: string | undefined): Promise<ResolvedCard> {
+async function resolveCustomerCard(executor: Kysely<Database>, caller: Caller, customerId: string, cardParam: string | undefined, at: Date): Promise<ResolvedCard> {
   const { accountId, livemode } = caller;
   const found = await executor
     .selectFrom('accounts as a')
@@ -149,18 +157,26 @@ async function resolveCustomerCard(executor: Kysely<Database>, caller: Caller, c
       return cardParam === undefined ? mine.onRef('cd.card_id', '=', 'cu.default_card_id') : mine.on('cd.card_id', '=', cardParam);
     })
     .leftJoin('account_fee_rates as f', (join) => join.on('f.account_id', '=', accountId).onRef('f.brand', '=', 'cd.brand'))
+    .leftJoinLateral(
+      (eb) => eb.selectFrom('terms').select(['term_id', 'start_at', 'end_at', 'closed']).where('account_id', '=', accountId).where('livemode', '=', livemode).where('start_at', '<=', at).orderBy('start_at', 'desc').limit(1).as('tm'),
+      (join) => join.onTrue(),
+    )
     .selectAll('cd')
     .select(['cu.customer_id as found_customer_id', 'cu.default_card_id as found_default_card_id', 'f.fee_rate as found_fee_rate', 'a.term_cycle as found_term_cycle'])
+    .select(['tm.term_id as found_term_id', 'tm.start_at as found_term_start', 'tm.end_at as found_term_end', 'tm.closed as found_term_closed'])
     .where('a.account_id', '=', accountId)
     .executeTakeFirst();
   if (found === undefined) throw new Error(`no account ${accountId}`);
-  const { found_customer_id, found_default_card_id, found_fee_rate, found_term_cycle, ...card } = found;
+  const { found_customer_id, found_default_card_id, found_fee_rate, found_term_cycle, found_term_id, found_term_start, found_term_end, found_term_closed, ...card } = found;
   if (found_customer_id === null) return reject('invalid_id', 'customer', `No such customer: ${customerId}`);
   if (cardParam === undefined && found_default_card_id === null) return reject('missing_card', 'customer', `Customer ${customerId} has no default card.`);
   const cardId = cardParam ?? found_default_card_id!;
   if (card.card_id === null) return reject('dont_has_this_card', cardParam === undefined ? 'customer' : 'card', `Customer ${customerId} does not have card ${cardId}.`);
   const row = card as CardRow;
-  return { card: row, customerId, feeRate: feeRateOr(found_fee_rate, row.brand), termCycle: found_term_cycle };
+  // The term openTermIdsOpening would settle a capture at `at` into without opening one: the one
+  // containing `at`, open.
+  const containing = found_term_id !== null && found_term_closed === false && found_term_start!.getTime() === termContaining(found_term_cycle, at).start.getTime() && found_term_end! > at;
+  return { card: row, customerId, feeRate: feeRateOr(found_fee_rate, row.brand), termCycle: found_term_cycle, openTermId: containing ? found_term_id : null };
 }
 
 /** `charges.create`, checked by the codec: the card is a token (`card` alone) or a customer's (`customer`, `card` choosing another of its cards). */
@@ -185,8 +201,10 @@ export interface CreateChargeCommand {
  * - `capture=false`: a hold until `expired_at` from the hold table (service rules §2.1);
  * - `three_d_secure=true`: pending (`paid` false, `unverified`), finished by `tds_finish` within 30 minutes.
  * A declined card keeps the failed charge (`charge.failed`) and answers 402 naming it.
+ * Returns the charge object PostgreSQL built for its event (insertCreatedCharge), the object a
+ * retrieve answers; nothing is rendered here.
  */
-export async function createCharge(ctx: Context, caller: Caller, command: CreateChargeCommand): Promise<ChargeRecord> {
+export async function createCharge(ctx: Context, caller: Caller, command: CreateChargeCommand): Promise<ChargeObject> {
   const { amount, currency, card: cardParam, customer: customerParam, description, capture, expiryDays, threeDSecure, metadata } = command;
   // Three steps, so that no row stays locked while the network answers (charge-claims.ts): the
   // card resolved (a token consumed) and the charge prepared in one short transaction; the
@@ -194,7 +212,7 @@ export async function createCharge(ctx: Context, caller: Caller, command: Create
   // The new charge is nobody else's until it is written, so it needs no claim.
   const prepare = async (trx: Kysely<Database>) => {
     const now = ctx.clock.now();
-    const { card, customerId, feeRate, termCycle } = await resolveCard(trx, caller, customerParam, cardParam, now);
+    const { card, customerId, feeRate, termCycle, openTermId } = await resolveCard(trx, caller, customerParam, cardParam, now);
     // A token that finished 3-D Secure (tokens.tds_finish) authorizes as authenticated (i15c).
     const tokenThreeDSecure = customerId === null ? await finishedTokenThreeDSecure(trx, caller, cardParam!) : undefined;
     const chargeId = ctx.ids.next('charge');
@@ -244,13 +262,13 @@ export async function createCharge(ctx: Context, caller: Caller, command: Create
         tds_expires_at: new Date(now.getTime() + THREE_D_SECURE_WINDOW_MS),
       });
       await insertCharge(trx, row);
-      return { kind: 'pending' as const, charge: await storedCharge(trx, row) };
+      return { kind: 'pending' as const, charge: renderChargeRecord(await storedCharge(trx, row)) };
     }
     // The create intent (create-intents.ts) commits with the token's use: a process that dies
     // at the network leaves what undoes it.
     const request: AuthorizationRequest = { reference: chargeId, fingerprint: card.fingerprint, expMonth: card.exp_month, expYear: card.exp_year, amount, currency: 'jpy', livemode: caller.livemode, at: now, kind: capture ? 'charge' : 'hold', ...(tokenThreeDSecure ? { threeDSecure: tokenThreeDSecure } : {}) };
     const intent = await writeCreateIntent(trx, caller, request, customerId === null ? cardParam! : null, now);
-    return { kind: 'authorize' as const, base, card, tokenThreeDSecure, termCycle, now, intent };
+    return { kind: 'authorize' as const, base, card, tokenThreeDSecure, termCycle, openTermId, now, intent };
   };
   // A customer's card without a tenant or 3-D Secure is one read (resolveCustomerCard) and the
   // intent's one INSERT: it needs no BEGIN and COMMIT. Consuming a token, locking a tenant or
@@ -258,10 +276,10 @@ export async function createCharge(ctx: Context, caller: Caller, command: Create
   const reads = customerParam !== undefined && command.tenant === undefined && !threeDSecure;
   const prepared = reads ? await prepare(ctx.db) : await ctx.db.transaction().execute(prepare);
   if (prepared.kind === 'pending') return prepared.charge;
-  const { base, card, tokenThreeDSecure, termCycle, now, intent } = prepared;
+  const { base, card, tokenThreeDSecure, termCycle, openTermId, now, intent } = prepared;
   const chargeId = base.charge_id;
   let authorization: AuthorizationResult | undefined;
-  let result: Declined<ChargeRecord>;
+  let result: Declined<ChargeObject>;
   try {
     [authorization] = await ctx.processor.authorize([intent.request]);
     const approval = authorization!;
@@ -280,16 +298,24 @@ export async function createCharge(ctx: Context, caller: Caller, command: Create
       authorized_at: approved ? now : null,
       tds_expires_at: null,
     });
-    result = await ctx.db.transaction().execute(async (trx): Promise<Declined<ChargeRecord>> => {
-      await recordCreateIntent(trx, intent);
-      // Settled in the INSERT (settleCaptured's values, computed from the row in hand), the event
-      // written by the same statement, the response rendered from the row it returns.
-      const settled = row.captured ? await settledNewCharge(trx, ctx, row, card.fingerprint, termCycle) : row;
-      const stored = await insertChargeWithEvent(trx, ctx.ids, settled, approved ? 'charge.succeeded' : 'charge.failed');
-      const charge: ChargeRecord = { row: stored, card };
-      if (!approval.approved) return { declined: new KessaiError(approval.code, { charge: chargeId, message: approval.message }) };
-      return { done: charge };
+    const type = approved ? 'charge.succeeded' : 'charge.failed';
+    // Settled in the INSERT (settleCaptured's values, computed from the row in hand), the intent
+    // dropped and the event written by the same statement, the response rendered from the row it
+    // returns. One statement, no transaction, when the charge needs no term or the first step
+    // found its term open; else, or when a guard failed (the term closed meanwhile, or the
+    // intent was taken over), in a transaction that finds or opens the term and tells which.
+    let stored = row.captured && openTermId === null ? undefined : await insertCreatedCharge(ctx.db, ctx.ids, row.captured ? settledNewCharge(row, card.fingerprint, openTermId!) : row, type, claimDeletion(ctx.db, intent));
+    // Nothing written and no term to blame: the intent was taken over.
+    if (stored === undefined && !row.captured) throw new CreateIntentLost(chargeId);
+    stored ??= await ctx.db.transaction().execute(async (trx) => {
+      const [termId] = await openTermIdsOpening(trx, ctx.ids, [{ accountId: row.account_id, livemode: row.livemode, cycle: termCycle, at: row.captured_at! }]);
+      const written = await insertCreatedCharge(trx, ctx.ids, settledNewCharge(row, card.fingerprint, termId!), type, claimDeletion(trx, intent));
+      // The term is this transaction's (read FOR SHARE): only the intent can have failed.
+      if (written === undefined) throw new CreateIntentLost(chargeId);
+      return written;
     });
+    const charge = stored;
+    result = approval.approved ? { done: charge } : { declined: new KessaiError(approval.code, { charge: chargeId, message: approval.message }) };
   } catch (error) {
     // The intent lapsed and was taken over (this call outlived its lease): the taker undoes it.
     if (error instanceof CreateIntentLost) throw new KessaiError('payjp_wrong', { message: `Charge ${chargeId} took too long at the card network and was cancelled; nothing was charged. Create it again.`, cause: error });
@@ -306,31 +332,23 @@ export async function createCharge(ctx: Context, caller: Caller, command: Create
  * A charge captured at creation with settleCaptured's columns filled (fee, platform fee, term,
  * dispute instant), computed as settleCaptured computes them for the stored row, so that the
  * INSERT writes the settled row once. `fingerprint`: the card's (chargeCardFingerprint of a v1
- * charge, which has no payment flow).
+ * charge, which has no payment flow); `termId`: the open term containing its capture.
  */
-async function settledNewCharge(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, row: ChargeRow, fingerprint: string, termCycle: TermCycle): Promise<ChargeRow> {
+function settledNewCharge(row: ChargeRow, fingerprint: string, termId: string): ChargeRow {
   const capturedAt = row.captured_at!;
-  const [settlement] = await settlementOfCaptures(
-    trx,
-    ctx,
-    [
-      {
-        accountId: row.account_id,
-        livemode: row.livemode,
-        amount: row.amount,
-        amountCaptured: row.amount_captured!,
-        capturedAt,
-        feeRate: row.fee_rate,
-        tenantId: row.tenant_id,
-        platformFee: row.platform_fee,
-        platformFeeRate: row.platform_fee_rate,
-        payjpFeeIncluded: row.payjp_fee_included,
-      },
-    ],
-    new Map([[row.account_id, termCycle]]),
-  );
-  const { fee, platform_fee, total_platform_fee, term_id } = settlement!;
-  return { ...row, fee, platform_fee, total_platform_fee, term_id, dispute_due_at: disputeDueAt(fingerprint, capturedAt) };
+  const amounts = captureAmounts({
+    accountId: row.account_id,
+    livemode: row.livemode,
+    amount: row.amount,
+    amountCaptured: row.amount_captured!,
+    capturedAt,
+    feeRate: row.fee_rate,
+    tenantId: row.tenant_id,
+    platformFee: row.platform_fee,
+    platformFeeRate: row.platform_fee_rate,
+    payjpFeeIncluded: row.payjp_fee_included,
+  });
+  return { ...row, ...amounts, term_id: termId, dispute_due_at: disputeDueAt(fingerprint, capturedAt) };
 }
 
 /** The account's fee rate of a brand (its own, else the default) and its term cycle, in one statement. */

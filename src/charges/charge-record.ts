@@ -3,7 +3,7 @@
  * card a charge embeds (a customer's stored card, or the card of the token it was made with), and
  * the `charge.*` events of many charges rendered server-side in one statement.
  */
-import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type DeleteQueryBuilder, type DeleteResult, type Kysely, type RawBuilder } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { Database } from '../db/schema';
 import { reject } from '../domain/errors';
@@ -140,32 +140,53 @@ function chargeCardJoins(accountIds: readonly string[]): RawBuilder<unknown> {
 }
 
 /**
- * Writes one charge row and its `charge.*` event (with the event's webhook deliveries) in one
- * statement, and returns the row as stored: the INSERT … RETURNING is a common table expression
- * the event's INSERT reads, its object built by PostgreSQL from the stored row and its card as
- * recordChargeEvents builds it (so the event is exactly what a re-read would render, jsonb's key
- * order of the metadata included). For charges.create: one round trip where an INSERT, a re-read
- * of the charge and its card and the event's INSERT were four.
+ * charges.create's record step (create-intents.ts) in one statement: the charge row and its
+ * `charge.*` event (with the event's webhook deliveries) are written only if, in the same
+ * statement, the create intent is still this request's and is dropped (`intentDeletion`: the
+ * DELETE of claimDeletion, charge-claims.ts),
+ * and the term the row is settled into, if any, is still open — read FOR SHARE, so a close of it
+ * waits for this commit and then counts the charge. The INSERT … RETURNING is a common table
+ * expression; PostgreSQL builds the charge object from the stored row and its card once
+ * (CHARGE_OBJECT_SQL, as recordChargeEvents and a retrieve build it, jsonb's key order of the
+ * metadata included), for the event and for the answer. Returns that object, or undefined when a
+ * guard failed and nothing was written (the caller tells which: createCharge).
  */
-export async function insertChargeWithEvent(executor: Kysely<Database>, ids: IdGenerator, row: ChargeRow, type: string): Promise<ChargeRow> {
+export async function insertCreatedCharge(
+  executor: Kysely<Database>,
+  ids: IdGenerator,
+  row: ChargeRow,
+  type: string,
+  intentDeletion: DeleteQueryBuilder<Database, 'idempotency_keys', DeleteResult>,
+): Promise<ChargeObject | undefined> {
   const { metadata, ...rest } = row;
-  const fields = Object.fromEntries(Object.entries(rest).filter(([, value]) => value !== undefined)) as Omit<ChargeRow, 'metadata'>;
-  const insert = executor.insertInto('charges').values({ ...fields, metadata: JSON.stringify(metadata) }).returningAll();
+  const fields = Object.entries({ ...rest, metadata: JSON.stringify(metadata) }).filter(([, value]) => value !== undefined);
+  // INSERT … SELECT … FROM intent_dropped: a row only if the intent was dropped. PostgreSQL types the
+  // parameters by the target columns, as for VALUES.
+  const insert = executor
+    .insertInto('charges')
+    .columns(fields.map(([column]) => column) as (keyof ChargeRow)[])
+    .expression(sql`SELECT ${sql.join(fields.map(([, value]) => sql`${value}`))} FROM intent_dropped`)
+    .returningAll();
+  const { account_id: accountId, livemode, term_id: termId } = row;
+  const term = sql`SELECT term_id FROM terms WHERE account_id = ${accountId} AND livemode = ${livemode} AND term_id = ${termId} AND NOT closed FOR SHARE`;
+  const drop = intentDeletion
+    .where(sql<boolean>`(${termId}::text IS NULL OR EXISTS (SELECT 1 FROM term_lock))`)
+    .returning(sql<number>`1`.as('one'));
   const eventId = ids.next('eventV1');
-  const accountIds = [row.account_id];
   const { rows } = await withWebhookDeliveries(
-    sql`${prepared('charges.insert_with_event')}
-    WITH x AS MATERIALIZED (
-      SELECT c.account_id, ${eventId}::text AS eid, c.livemode, ${type}::text AS t, c.charge_id, 1 AS n, ${CHARGE_OBJECT_SQL} AS data, c.created_at AS at
-      FROM c ${chargeCardJoins(accountIds)}),
-    p AS (${pendingWebhooksSql('x', 'x.account_id', 'x.livemode', "'v1'", 'x.t')})
+    sql`${prepared('charges.insert_created')}
+    WITH p AS (${pendingWebhooksSql('x', 'x.account_id', 'x.livemode', "'v1'", 'x.t')})
     INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks)
     SELECT x.account_id, x.eid, x.livemode, 'v1', x.t, 'charge', x.charge_id, x.data, x.at, coalesce(p.pending, 0) FROM x LEFT JOIN p ON p.n = x.n`,
-    { before: sql`c AS (${insert})`, select: sql`SELECT * FROM c` },
+    {
+      before: sql`term_lock AS (${term}), intent_dropped AS (${drop}), c AS (${insert}),
+      x AS MATERIALIZED (
+        SELECT c.account_id, ${eventId}::text AS eid, c.livemode, ${type}::text AS t, c.charge_id, 1 AS n, ${CHARGE_OBJECT_SQL} AS data, c.created_at AS at
+        FROM c ${chargeCardJoins([accountId])})`,
+      select: sql`SELECT data FROM x`,
+    },
   ).execute(executor);
-  const stored = rows[0] as ChargeRow | undefined;
-  if (stored === undefined) throw new Error(`charge ${row.charge_id} was not written`);
-  return stored;
+  return (rows[0] as { data: ChargeObject } | undefined)?.data;
 }
 
 /**

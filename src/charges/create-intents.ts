@@ -11,9 +11,9 @@
  * token the charge consumed, if any, with the instant it was consumed.
  *
  * - The prepare transaction of createCharge writes it (writeCreateIntent), with the token's use.
- * - The record transaction drops it first, in the commit that writes the charge (recordCreateIntent);
- *   if it is no longer this request's (it lapsed and a recovery took it over), the charge is not
- *   written: CreateIntentLost, and the taker undoes.
+ * - The record step drops it in the statement that writes the charge (insertCreatedCharge, in
+ *   charge-record.ts); if it is no longer this request's (it lapsed and a recovery took it over),
+ *   the charge is not written: CreateIntentLost, and the taker undoes.
  * - A failure after the prepare transaction undoes it at once (undoCreateIntent).
  * - A lapsed intent (its process died) is undone by recoverCreateIntents, which the hold-expiry job
  *   runs every minute (jobs/hold-expiry.ts: the worker, and `kessai serve` on the embedded database).
@@ -32,7 +32,7 @@ import { ROW_KEYS_AT } from '../db/bulk-rows';
 import type { Database } from '../db/schema';
 import type { Context } from '../engine/context';
 import type { AuthorizationRequest, AuthorizationResult } from '../processor/card-network';
-import { CHARGE_CLAIM_LEASE_MS, CLAIM_PREFIX, dropClaim, writeClaim, type ChargeClaim } from './charge-claims';
+import { CHARGE_CLAIM_LEASE_MS, CLAIM_PREFIX, writeClaim, type ChargeClaim } from './charge-claims';
 
 /** The claim store's `request_hash` of a create intent. */
 export const CREATE_INTENT_OPERATION = 'charges.create';
@@ -68,11 +68,6 @@ export class CreateIntentLost extends Error {
 export async function writeCreateIntent(trx: Kysely<Database>, caller: Caller, request: AuthorizationRequest, tokenId: string | null, at: Date): Promise<CreateIntent> {
   const claim = await writeClaim(trx, { accountId: caller.accountId, livemode: caller.livemode, chargeId: request.reference }, CREATE_INTENT_OPERATION, at, bodyOf(request, tokenId, at));
   return { ...claim, request, tokenId, tokenUsedAt: at };
-}
-
-/** In the record transaction, before the charge is written: drops the intent, or throws CreateIntentLost. */
-export async function recordCreateIntent(trx: Kysely<Database>, intent: CreateIntent): Promise<void> {
-  if (!(await dropClaim(trx, intent))) throw new CreateIntentLost(intent.chargeId);
 }
 
 /**

@@ -116,19 +116,22 @@ export async function settlementOfCaptures(
     return { accountId: c.accountId, livemode: c.livemode, cycle, at: c.capturedAt };
   });
   const termIds = await openTermIdsOpening(trx, ctx.ids, wants);
-  return captures.map((c, i) => {
-    const platformFee = capturedPlatformFee({
-      amount: c.amount,
-      amount_captured: c.amountCaptured,
-      platform_fee: c.platformFee,
-      platform_fee_rate: c.platformFeeRate,
-      payjp_fee_included: c.payjpFeeIncluded,
-    });
-    const platform: PlatformSplit | null = c.tenantId === null ? null : { platformFee, payjpFeeIncluded: c.payjpFeeIncluded ?? false };
-    const split = captureBreakdown({ amount: c.amountCaptured, feeRate: c.feeRate, platform });
-    const pf = c.tenantId === null ? null : split.platformFee;
-    return { fee: split.fee, platform_fee: pf, total_platform_fee: pf ?? 0, term_id: termIds[i]! };
+  return captures.map((c, i) => ({ ...captureAmounts(c), term_id: termIds[i]! }));
+}
+
+/** The fee and platform-fee columns of a capture (settlementOfCaptures without the term). */
+export function captureAmounts(c: NewCapture): Omit<CaptureSettlement, 'term_id'> {
+  const platformFee = capturedPlatformFee({
+    amount: c.amount,
+    amount_captured: c.amountCaptured,
+    platform_fee: c.platformFee,
+    platform_fee_rate: c.platformFeeRate,
+    payjp_fee_included: c.payjpFeeIncluded,
   });
+  const platform: PlatformSplit | null = c.tenantId === null ? null : { platformFee, payjpFeeIncluded: c.payjpFeeIncluded ?? false };
+  const split = captureBreakdown({ amount: c.amountCaptured, feeRate: c.feeRate, platform });
+  const pf = c.tenantId === null ? null : split.platformFee;
+  return { fee: split.fee, platform_fee: pf, total_platform_fee: pf ?? 0 };
 }
 
 export async function settleCaptured(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'clock'>, charges: readonly ChargeKey[]): Promise<void> {

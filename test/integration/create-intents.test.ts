@@ -14,6 +14,7 @@ import { purgeExpiredIdempotencyKeys } from '../../src/api/idempotency';
 import { CHARGE_CLAIM_LEASE_MS } from '../../src/charges/charge-claims';
 import { recoverCreateIntents } from '../../src/charges/create-intents';
 import { KessaiError } from '../../src/domain/errors';
+import { listEvents } from '../../src/events/outbox';
 import { Scheduler } from '../../src/engine/scheduler';
 import { runOperation } from '../../src/operations/registry';
 import { simulatedCardNetwork, type AuthorizationRequest, type AuthorizationResult, type CardNetwork } from '../../src/processor/card-network';
@@ -35,6 +36,10 @@ const recording = () => recordingNetwork();
 function contextWith(processor: CardNetwork, at: Date = ctx.clock.now(), store = database.store): Ctx {
   seed += 1;
   return { ...testContext(store, { seed, at }), processor };
+}
+
+async function customerWithCard(): Promise<string> {
+  return ((await runOperation(ctx, caller, 'customers.create', { card: await token() })) as { id: string }).id;
 }
 
 async function token(): Promise<string> {
@@ -138,9 +143,16 @@ describe('a charges.create that dies at the card network (create intents)', () =
     expect(await intents()).toEqual([]);
   });
 
-  it('a create that outlives its lease writes no charge: the recovery undid it, once', async () => {
-    ctx.clock.set(new Date(REFERENCE_INSTANT.getTime() + 2 * 3_600_000));
-    const tok = await token();
+  // The three ways the record step meets a taken-over intent: a token's charge (its term looked up
+  // in a transaction), a customer's captured charge (one statement with its term, then the
+  // transaction to tell why nothing was written), a customer's hold (one statement, no term).
+  it.each([
+    ['by token', 0, async () => ({ card: await token() })],
+    ['by customer, captured', 1, async () => ({ customer: await customerWithCard() })],
+    ['by customer, held', 2, async () => ({ customer: await customerWithCard(), capture: 'false' })],
+  ] as const)('a create (%s) that outlives its lease writes no charge and no event: the recovery undid it, once', async (_, hour, params) => {
+    ctx.clock.set(new Date(REFERENCE_INSTANT.getTime() + (20 + hour) * 3_600_000));
+    const input = await params();
     let resume: () => void = () => {};
     let atNetwork = false;
     const slow = recording();
@@ -155,7 +167,7 @@ describe('a charges.create that dies at the card network (create intents)', () =
         return results;
       },
     });
-    const created = runOperation(slowCtx, caller, 'charges.create', { amount: '900', currency: 'jpy', card: tok }).then(
+    const created = runOperation(slowCtx, caller, 'charges.create', { amount: '900', currency: 'jpy', ...input }).then(
       () => 'ok',
       (error: unknown) => (error instanceof KessaiError ? error.code : String(error)),
     );
@@ -168,8 +180,10 @@ describe('a charges.create that dies at the card network (create intents)', () =
     expect(recoverer.released).toHaveLength(1);
     // The slow request released nothing itself: the recovery's release is the only one.
     expect(slow.released).toEqual([]);
-    expect(await charges()).not.toContainEqual(expect.objectContaining({ charge_id: slow.asked[0]!.request.reference }));
-    expect(await tokenUsedAt(tok)).toBeNull();
+    const chargeId = slow.asked[0]!.request.reference;
+    expect(await charges()).not.toContainEqual(expect.objectContaining({ charge_id: chargeId }));
+    expect(await listEvents(ctx.db, caller.accountId, { resourceId: chargeId })).toEqual([]);
+    if ('card' in input) expect(await tokenUsedAt(input.card)).toBeNull();
     expect(await intents()).toEqual([]);
   });
 

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
 import { listEvents } from '../../src/events/outbox';
 import { settleCaptured } from '../../src/settlement/capture';
+import { closeTermBatch } from '../../src/settlement/term-close';
 import { runOperation } from '../../src/operations/registry';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { MS_PER_DAY } from '../../src/domain/time';
@@ -245,6 +246,37 @@ describe('charges.create writes its settled row and event in one statement (api-
     });
     const resettled = await Promise.all(captured.map((c) => settlementOf(c.id)));
     expect(resettled).toEqual(written);
+  });
+
+  it('a term closed while the card network answers gets nothing: the charge settles into the next open term, with one event', async () => {
+    ctx.clock.set(new Date(REFERENCE_INSTANT.getTime() + 400 * MS_PER_DAY));
+    await op('customers.create', { id: 'cus_term_race', card: await token() });
+    // The first charge of the instant's term opens it; the second's first step finds it open.
+    const first = await op('charges.create', { amount: 1000, currency: 'jpy', customer: 'cus_term_race' });
+    const { term_id: termId } = await settlementOf(first.id);
+    const term = () => ctx.db.selectFrom('terms').selectAll().where('account_id', '=', caller.accountId).where('term_id', '=', termId!).executeTakeFirstOrThrow();
+    const closing = {
+      ...ctx,
+      processor: {
+        ...ctx.processor,
+        // The term's close (due at its end: this capture is recorded late) between the first
+        // step's read and the record step.
+        authorize: async (requests: Parameters<typeof ctx.processor.authorize>[0]) => {
+          // A batch closes each account's earliest open term: the file's earlier terms go first.
+          const { end_at: end } = await term();
+          while ((await ctx.db.transaction().execute((trx) => closeTermBatch(trx, ctx, [caller.accountId], end, 10))).selected > 0);
+          return ctx.processor.authorize(requests);
+        },
+      },
+    };
+    const second = (await runOperation(closing, caller, 'charges.create', { amount: 2000, currency: 'jpy', customer: 'cus_term_race' })) as Charge;
+    expect(second.paid).toBe(true);
+    const settled = await settlementOf(second.id);
+    expect(settled.term_id).not.toBe(termId);
+    const next = await ctx.db.selectFrom('terms').selectAll().where('account_id', '=', caller.accountId).where('term_id', '=', settled.term_id!).executeTakeFirstOrThrow();
+    expect([(await term()).closed, next.closed, next.start_at]).toEqual([true, false, (await term()).end_at]);
+    expect(await eventsOf(second.id)).toEqual(['charge.succeeded']);
+    expect(await ctx.db.selectFrom('idempotency_keys').select('idempotency_key').where('account_id', '=', caller.accountId).where('idempotency_key', '=', `charge:${second.id}`).execute()).toEqual([]);
   });
 });
 

@@ -124,7 +124,7 @@ export function decodeReauthCharge(input: unknown): { readonly id: string; reado
 }
 
 export const CHARGE_OPERATIONS = [
-  defineCommandOperation('charges.create', { decode: decodeCreateCharge, execute: createCharge, encode: renderChargeRecord }),
+  defineCommandOperation('charges.create', { decode: decodeCreateCharge, execute: createCharge, encode: (object) => object }),
   defineCommandOperation('charges.retrieve', { decode: decodeId, execute: retrieveCharge, encode: (object) => object }),
   defineCommandOperation('charges.update', { decode: decodeUpdateCharge, execute: updateCharge, encode: renderChargeRecord }),
   defineCommandOperation('charges.list', {

@@ -16,9 +16,9 @@
  *
  * then, in this process and in the same run, the same `charges.create` called as an operation
  * without HTTP (as many concurrent callers, a pool as large as the server's), and the plain-SQL
- * ceiling of its writes: one transaction per charge with the INSERTs the operation makes (the
- * charge row, settled, and its `charge.succeeded` event, copied from a charge the engine wrote),
- * as many concurrent callers on the same pool size.
+ * ceiling of its writes: one transaction per charge with the writes the operation makes (its
+ * create intent inserted, the charge row, settled, and its `charge.succeeded` event, copied from a
+ * charge the engine wrote, the intent deleted), as many concurrent callers on the same pool size.
  *
  * Prints requests/s, p50/p99 latency and errors per phase, and the ratios against the targets,
  * measured in the same run because absolute figures move from machine to machine: HTTP creates
@@ -246,11 +246,14 @@ async function main(): Promise<void> {
           n += 1;
           const chargeId = `ch_ceiling_${process.pid}_${n}`;
           const eventId = `evnt_ceiling_${process.pid}_${n}`;
+          const intentKey = `charge:${chargeId}`;
           const client = await pool.connect();
           try {
             await client.query('BEGIN');
+            await client.query(template.intent.insert, [intentKey, ...template.intent.values]);
             await client.query(template.charge.text, [chargeId, ...template.charge.values]);
             await client.query(template.event.text, [eventId, chargeId, ...template.event.values]);
+            await client.query(template.intent.drop, [intentKey]);
             await client.query('COMMIT');
           } catch (error) {
             await client.query('ROLLBACK').catch(() => undefined);
@@ -287,10 +290,15 @@ async function main(): Promise<void> {
 }
 
 /**
- * INSERT statements of the rows one `charges.create` writes, with a new id as $1 (and the event's
- * charge id as $2): the charge as the engine left it (settled: fee, term) and its event.
+ * The statements of the writes one `charges.create` makes, with a new id as $1 (and the event's
+ * charge id as $2): its create intent written (a pending claim row whose body is the authorization
+ * request, create-intents.ts) and dropped, the charge as the engine left it (settled: fee, term)
+ * and its event.
  */
-async function ceilingTemplate(pool: pg.Pool, chargeId: string): Promise<{ charge: { text: string; values: unknown[] }; event: { text: string; values: unknown[] } }> {
+async function ceilingTemplate(
+  pool: pg.Pool,
+  chargeId: string,
+): Promise<{ intent: { insert: string; values: unknown[]; drop: string }; charge: { text: string; values: unknown[] }; event: { text: string; values: unknown[] } }> {
   const statement = async (table: string, where: string, id: string, ids: readonly string[]) => {
     const row = (await pool.query(`SELECT * FROM ${table} WHERE ${where} = $1`, [id])).rows[0] as Record<string, unknown> | undefined;
     if (row === undefined) throw new Error(`no ${table} row for ${id}`);
@@ -304,7 +312,19 @@ async function ceilingTemplate(pool: pg.Pool, chargeId: string): Promise<{ charg
   };
   const eventId = (await pool.query(`SELECT event_id FROM events WHERE resource_id = $1 AND type = 'charge.succeeded'`, [chargeId])).rows[0]?.event_id as string | undefined;
   if (eventId === undefined) throw new Error(`no charge.succeeded event for ${chargeId}`);
-  return { charge: await statement('charges', 'charge_id', chargeId, ['charge_id']), event: await statement('events', 'event_id', eventId, ['event_id', 'resource_id']) };
+  // The intent is gone once the charge is written: its row rebuilt as writeCreateIntent writes it.
+  const card = (await pool.query(`SELECT c.fingerprint, c.exp_month, c.exp_year, ch.livemode, ch.amount, ch.created_at FROM charges ch JOIN cards c USING (account_id, livemode, card_id) WHERE ch.charge_id = $1`, [chargeId])).rows[0] as
+    | { fingerprint: string; exp_month: number; exp_year: number; livemode: boolean; amount: number; created_at: Date }
+    | undefined;
+  if (card === undefined) throw new Error(`no card for ${chargeId}`);
+  const at = card.created_at.toISOString();
+  const request = { reference: chargeId, fingerprint: card.fingerprint, expMonth: card.exp_month, expYear: card.exp_year, amount: card.amount, currency: 'jpy', livemode: card.livemode, at, kind: 'charge' };
+  const intent = {
+    insert: `INSERT INTO idempotency_keys (idempotency_key, account_id, livemode, request_hash, state, response_body, created_at, expires_at) VALUES ($1, $2, $3, 'charges.create', 'pending', $4, $5, $6)`,
+    values: [ACCOUNT, card.livemode, JSON.stringify({ request, tokenId: null, tokenUsedAt: at }), card.created_at, new Date(card.created_at.getTime() + 60_000)],
+    drop: `DELETE FROM idempotency_keys WHERE account_id = '${ACCOUNT}' AND livemode = ${card.livemode} AND idempotency_key = $1`,
+  };
+  return { intent, charge: await statement('charges', 'charge_id', chargeId, ['charge_id']), event: await statement('events', 'event_id', eventId, ['event_id', 'resource_id']) };
 }
 
 await main();

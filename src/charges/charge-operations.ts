@@ -13,7 +13,7 @@
  * No row stays locked while the card network answers: the network is asked between two short
  * transactions, the charge claimed in the first (charge-claims.ts).
  */
-import type { Kysely } from 'kysely';
+import { sql, type InferResult, type Kysely } from 'kysely';
 import { DEFAULT_FEE_RATES, type Caller } from '../accounts/accounts';
 import type { CardRow } from '../customers/card-object';
 import { consumeToken } from '../customers/tokens';
@@ -35,7 +35,7 @@ import { disputeDueAt, disputedAmounts } from '../disputes/disputes';
 import { resolveChargeTenant } from '../tenants/charge-tenant';
 import { chargeRow, type ChargeCard, type ChargeObject, type ChargeRow } from './charges';
 import { callNetwork, chargeTurn, claimDeletion, dropClaim, recordClaimed, takeClaim, type ChargeClaim } from './charge-claims';
-import { CreateIntentLost, undoCreateIntent, writeCreateIntent } from './create-intents';
+import { createIntentFrom, createIntentWritten, CreateIntentLost, undoCreateIntent, writeCreateIntent } from './create-intents';
 import { chargeRecords, findCharge, findChargeObject, insertCreatedCharge, oneChargeRecord, renderChargeRecord, type ChargeRecord } from './charge-record';
 
 export const CHARGES_URL = '/v1/charges';
@@ -113,6 +113,9 @@ async function chargeEvent(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, row
 
 const keyOf = (row: ChargeRow) => ({ accountId: row.account_id, livemode: row.livemode, chargeId: row.charge_id });
 
+/** A create intent's request but for the card it names, which the read completes (createIntentFrom). */
+type IntentRequest = Parameters<typeof createIntentFrom>[2];
+
 /** What the first step of charges.create reads: the card to charge, its fee rate, the account's term cycle. */
 interface ResolvedCard {
   readonly card: ChargeCard & Pick<CardRow, 'funding' | 'issuer'>;
@@ -132,8 +135,8 @@ interface ResolvedCard {
  * `card` choosing a non-default one); with the fee rate of its brand and the account's term cycle
  * (fixed at creation, for settlement in the second step).
  */
-async function resolveCard(trx: Kysely<Database>, caller: Caller, customerId: string | undefined, cardParam: string | undefined, at: Date): Promise<ResolvedCard> {
-  if (customerId !== undefined) return resolveCustomerCard(trx, caller, customerId, cardParam, at);
+async function resolveCard(trx: Kysely<Database>, caller: Caller, customerId: string | undefined, cardParam: string | undefined, at: Date, intent: IntentRequest | undefined): Promise<ResolvedCard> {
+  if (customerId !== undefined) return resolveCustomerCard(trx, caller, customerId, cardParam, at, intent);
   const token = await consumeToken(trx, caller, cardParam!, 'card', at);
   const { feeRate, termCycle } = await accountRatesOf(trx, caller.accountId, token.brand);
   return { card: { ...token, customer_id: null }, customerId: null, feeRate, termCycle, openTermId: null };
@@ -143,14 +146,13 @@ async function resolveCard(trx: Kysely<Database>, caller: Caller, customerId: st
  * A customer's card, in one statement: the customer (not deleted), the card (`cardParam` or the
  * default, the customer's and not deleted: findCard's rules), its brand's fee rate and the
  * account's term cycle, and the account's latest term starting by `at` (openTermId); refused in
- * findCustomer's and requireCustomerCard's order and terms.
+ * findCustomer's and requireCustomerCard's order and terms. With `intent`, the same statement
+ * writes the create intent of that card (createIntentFrom) when there is one to charge.
  */
-async function resolveCustomerCard(executor: Kysely<Database>, caller: Caller, customerId: string, cardParam: string | undefined, at: Date): Promise<ResolvedCard> {
+async function resolveCustomerCard(executor: Kysely<Database>, caller: Caller, customerId: string, cardParam: string | undefined, at: Date, intent: IntentRequest | undefined): Promise<ResolvedCard> {
   const { accountId, livemode } = caller;
-  const found = await executor
+  const read = executor
     .selectFrom('accounts as a')
-    // Every create by customer plans this four-table join: prepared once per connection.
-    .modifyFront(prepared('charges.create.customer_card'))
     .leftJoin('customers as cu', (join) => join.on('cu.account_id', '=', accountId).on('cu.livemode', '=', livemode).on('cu.customer_id', '=', customerId).on('cu.deleted_at', 'is', null))
     .leftJoin('cards as cd', (join) => {
       const mine = join.on('cd.account_id', '=', accountId).on('cd.livemode', '=', livemode).onRef('cd.customer_id', '=', 'cu.customer_id').on('cd.deleted_at', 'is', null);
@@ -164,8 +166,13 @@ async function resolveCustomerCard(executor: Kysely<Database>, caller: Caller, c
     .selectAll('cd')
     .select(['cu.customer_id as found_customer_id', 'cu.default_card_id as found_default_card_id', 'f.fee_rate as found_fee_rate', 'a.term_cycle as found_term_cycle'])
     .select(['tm.term_id as found_term_id', 'tm.start_at as found_term_start', 'tm.end_at as found_term_end', 'tm.closed as found_term_closed'])
-    .where('a.account_id', '=', accountId)
-    .executeTakeFirst();
+    .where('a.account_id', '=', accountId);
+  // Every create by customer plans this five-table join: prepared once per connection.
+  const found =
+    intent === undefined
+      ? await read.modifyFront(prepared('charges.create.customer_card')).executeTakeFirst()
+      : (await sql<InferResult<typeof read>[number]>`${prepared('charges.create.customer_card_intent')}
+          WITH r AS (${read}), i AS (${createIntentFrom('r', caller, intent, at)}) SELECT * FROM r`.execute(executor)).rows[0];
   if (found === undefined) throw new Error(`no account ${accountId}`);
   const { found_customer_id, found_default_card_id, found_fee_rate, found_term_cycle, found_term_id, found_term_start, found_term_end, found_term_closed, ...card } = found;
   if (found_customer_id === null) return reject('invalid_id', 'customer', `No such customer: ${customerId}`);
@@ -210,12 +217,15 @@ export async function createCharge(ctx: Context, caller: Caller, command: Create
   // card resolved (a token consumed) and the charge prepared in one short transaction; the
   // authorization with no transaction open; the charge written with its outcome in a second one.
   // The new charge is nobody else's until it is written, so it needs no claim.
-  const prepare = async (trx: Kysely<Database>) => {
+  // `intentInRead`: the card's read writes the create intent too (resolveCustomerCard), for a
+  // customer's card when nothing after the read can refuse.
+  const prepare = async (trx: Kysely<Database>, intentInRead: boolean) => {
     const now = ctx.clock.now();
-    const { card, customerId, feeRate, termCycle, openTermId } = await resolveCard(trx, caller, customerParam, cardParam, now);
+    const chargeId = ctx.ids.next('charge');
+    const requested = { reference: chargeId, amount, currency: 'jpy', livemode: caller.livemode, at: now, kind: capture ? 'charge' : 'hold' } as const;
+    const { card, customerId, feeRate, termCycle, openTermId } = await resolveCard(trx, caller, customerParam, cardParam, now, intentInRead ? requested : undefined);
     // A token that finished 3-D Secure (tokens.tds_finish) authorizes as authenticated (i15c).
     const tokenThreeDSecure = customerId === null ? await finishedTokenThreeDSecure(trx, caller, cardParam!) : undefined;
-    const chargeId = ctx.ids.next('charge');
     const platform = await resolveChargeTenant(trx, caller, { tenant: command.tenant, platformFee: command.platformFee, amount });
     const base = {
       account_id: caller.accountId,
@@ -266,15 +276,16 @@ export async function createCharge(ctx: Context, caller: Caller, command: Create
     }
     // The create intent (create-intents.ts) commits with the token's use: a process that dies
     // at the network leaves what undoes it.
-    const request: AuthorizationRequest = { reference: chargeId, fingerprint: card.fingerprint, expMonth: card.exp_month, expYear: card.exp_year, amount, currency: 'jpy', livemode: caller.livemode, at: now, kind: capture ? 'charge' : 'hold', ...(tokenThreeDSecure ? { threeDSecure: tokenThreeDSecure } : {}) };
-    const intent = await writeCreateIntent(trx, caller, request, customerId === null ? cardParam! : null, now);
+    const request: AuthorizationRequest = { ...requested, fingerprint: card.fingerprint, expMonth: card.exp_month, expYear: card.exp_year, ...(tokenThreeDSecure ? { threeDSecure: tokenThreeDSecure } : {}) };
+    const intent = intentInRead ? createIntentWritten(caller, request, now) : await writeCreateIntent(trx, caller, request, customerId === null ? cardParam! : null, now);
     return { kind: 'authorize' as const, base, card, tokenThreeDSecure, termCycle, openTermId, now, intent };
   };
   // A customer's card without a tenant or 3-D Secure is one read (resolveCustomerCard) and the
   // intent's one INSERT: it needs no BEGIN and COMMIT. Consuming a token, locking a tenant or
-  // writing a pending charge does.
+  // writing a pending charge does. Without a platform fee either (refused without a tenant,
+  // after the read), the read writes the intent: one statement.
   const reads = customerParam !== undefined && command.tenant === undefined && !threeDSecure;
-  const prepared = reads ? await prepare(ctx.db) : await ctx.db.transaction().execute(prepare);
+  const prepared = reads ? await prepare(ctx.db, command.platformFee === undefined) : await ctx.db.transaction().execute((trx) => prepare(trx, false));
   if (prepared.kind === 'pending') return prepared.charge;
   const { base, card, tokenThreeDSecure, termCycle, openTermId, now, intent } = prepared;
   const chargeId = base.charge_id;

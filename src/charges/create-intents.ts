@@ -25,7 +25,7 @@
  * the undoer's and the token it consumed is given back with it. So two undoers (two workers, a
  * worker and a failing request) release once and give the token back once.
  */
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import { accountsOf, inAccounts } from '../db/account-scope';
 import { ROW_KEYS_AT } from '../db/bulk-rows';
@@ -51,9 +51,12 @@ interface IntentBody {
   readonly tokenUsedAt: string;
 }
 
-function bodyOf(request: AuthorizationRequest, tokenId: string | null, tokenUsedAt: Date): string {
-  const body: IntentBody = { request: { ...request, at: request.at.toISOString() }, tokenId, tokenUsedAt: tokenUsedAt.toISOString() };
-  return JSON.stringify(body);
+/** The request's fields that name the card (what createIntentFrom takes from the card it reads). */
+type CardFields = 'fingerprint' | 'expMonth' | 'expYear';
+
+/** The stored body; a request without its card fields is completed by the statement that writes it (createIntentFrom). */
+function bodyOf(request: Omit<AuthorizationRequest, CardFields> & Partial<Pick<AuthorizationRequest, CardFields>>, tokenId: string | null, tokenUsedAt: Date): string {
+  return JSON.stringify({ request: { ...request, at: request.at.toISOString() }, tokenId, tokenUsedAt: tokenUsedAt.toISOString() });
 }
 
 /** Thrown by the record step when the intent lapsed and was taken over: the charge is not written, the taker undoes. */
@@ -68,6 +71,29 @@ export class CreateIntentLost extends Error {
 export async function writeCreateIntent(trx: Kysely<Database>, caller: Caller, request: AuthorizationRequest, tokenId: string | null, at: Date): Promise<CreateIntent> {
   const claim = await writeClaim(trx, { accountId: caller.accountId, livemode: caller.livemode, chargeId: request.reference }, CREATE_INTENT_OPERATION, at, bodyOf(request, tokenId, at));
   return { ...claim, request, tokenId, tokenUsedAt: at };
+}
+
+/**
+ * The INSERT of the intent of a charge on a stored card (no token) that the same statement reads:
+ * `read` names a common table expression of the card's columns (`card_id` null when there is no
+ * card to charge: then nothing is written) whose fingerprint and expiry complete `request`, the
+ * row otherwise as writeCreateIntent writes it. For the first step of a create on a customer's
+ * card, one statement where a read and an INSERT were two; the caller must have nothing left
+ * that can refuse after the read. createIntentWritten is the intent it wrote.
+ */
+export function createIntentFrom(read: string, caller: Pick<Caller, 'accountId' | 'livemode'>, request: Omit<AuthorizationRequest, CardFields>, at: Date): RawBuilder<unknown> {
+  const body = bodyOf(request, null, at);
+  return sql`INSERT INTO idempotency_keys (account_id, livemode, idempotency_key, request_hash, state, response_body, created_at, expires_at)
+    SELECT ${caller.accountId}, ${caller.livemode}, ${CLAIM_PREFIX + request.reference}, ${CREATE_INTENT_OPERATION}, 'pending',
+      jsonb_set(j.b, '{request}', (j.b -> 'request') || jsonb_build_object('fingerprint', r.fingerprint, 'expMonth', r.exp_month, 'expYear', r.exp_year))::text,
+      ${at}, ${new Date(at.getTime() + CHARGE_CLAIM_LEASE_MS)}
+    FROM ${sql.table(read)} r CROSS JOIN (SELECT ${body}::jsonb AS b) j
+    WHERE r.card_id IS NOT NULL`;
+}
+
+/** The intent createIntentFrom wrote, its request completed with the card read. */
+export function createIntentWritten(caller: Pick<Caller, 'accountId' | 'livemode'>, request: AuthorizationRequest, at: Date): CreateIntent {
+  return { accountId: caller.accountId, livemode: caller.livemode, chargeId: request.reference, operation: CREATE_INTENT_OPERATION, claimedAt: at, request, tokenId: null, tokenUsedAt: at };
 }
 
 /**

@@ -239,8 +239,8 @@ describe.skipIf(!citusUrl || !singleUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL
         expect(await runOperation(ctx, caller, 'charges.retrieve', { id: charge.id })).toEqual(charge);
       }
       const names = (await sql<{ name: string }>`SELECT name FROM pg_prepared_statements ORDER BY name`.execute(store.db)).rows.map((r) => r.name);
-      // The create's three (the card read with its term, the intent written, the charge with its event and the intent's drop), the retrieve's one.
-      expect(names.map((name) => name.replace(/_[0-9a-f]{12}$/, ''))).toEqual(['charges.claim.write', 'charges.create.customer_card', 'charges.insert_created', 'charges.retrieve']);
+      // The create's two (the card read with its term, writing the intent; the charge with its event, dropping the intent), the retrieve's one.
+      expect(names.map((name) => name.replace(/_[0-9a-f]{12}$/, ''))).toEqual(['charges.create.customer_card_intent', 'charges.insert_created', 'charges.retrieve']);
     } finally {
       await store.close();
     }

@@ -175,10 +175,12 @@ export async function insertCreatedCharge(
   const eventId = ids.next('eventV1');
   const { rows } = await withWebhookDeliveries(
     sql`${prepared('charges.insert_created')}
-    WITH p AS (${pendingWebhooksSql('x', 'x.account_id', 'x.livemode', "'v1'", 'x.t')})
+    WITH p AS (${pendingWebhooksSql('x', 'x.account_id', 'x.livemode', "'v1'", 'x.t', [accountId])})
     INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks)
     SELECT x.account_id, x.eid, x.livemode, 'v1', x.t, 'charge', x.charge_id, x.data, x.at, coalesce(p.pending, 0) FROM x LEFT JOIN p ON p.n = x.n`,
     {
+      // The statement locks the term: every table it reads names the account (account-scope.ts).
+      accountIds: [accountId],
       before: sql`term_lock AS (${term}), intent_dropped AS (${drop}), c AS (${insert}),
       x AS MATERIALIZED (
         SELECT c.account_id, ${eventId}::text AS eid, c.livemode, ${type}::text AS t, c.charge_id, 1 AS n, ${CHARGE_OBJECT_SQL} AS data, c.created_at AS at

@@ -10,6 +10,7 @@ import { bulkColumns, type BulkDocument, type ColumnsOf } from '../db/bulk-rows'
 import type { IdGenerator } from '../domain/ids';
 import { toIsoSeconds, toUnixSeconds } from '../domain/time';
 import { instantFromEpochMs } from '../db/epoch-ms';
+import { inAccounts } from '../db/account-scope';
 
 export type ApiVersion = 'v1' | 'v2';
 
@@ -106,10 +107,16 @@ export async function recordPreparedEvents(executor: Kysely<Database>, ids: IdGe
   return eventIds;
 }
 
-/** Whether the endpoint row `w` receives an event of the given account, mode, API version and type (SQL expressions). */
-function endpointReceives(account: string, livemode: string, version: string, type: string): RawBuilder<boolean> {
+/**
+ * Whether the endpoint row `w` receives an event of the given account, mode, API version and type
+ * (SQL expressions). `accountIds`: the events' accounts, bound as parameters too, for a statement
+ * that locks rows (account-scope.ts: Citus routes a locking statement only when every table it
+ * reads names its account).
+ */
+function endpointReceives(account: string, livemode: string, version: string, type: string, accountIds?: readonly string[]): RawBuilder<boolean> {
   const [a, l, v, t] = [account, livemode, version, type].map((column) => sql.raw(column));
-  return sql<boolean>`w.account_id = ${a} AND w.livemode = ${l} AND w.status = 'enabled'
+  const bound = accountIds === undefined ? sql`` : sql`${inAccounts('w.account_id', accountIds)} AND `;
+  return sql<boolean>`${bound}w.account_id = ${a} AND w.livemode = ${l} AND w.status = 'enabled'
     AND (w.api_version IS NULL OR w.api_version = ${v}) AND (w.event_types IS NULL OR ${t} = ANY(w.event_types))`;
 }
 
@@ -121,9 +128,9 @@ function endpointReceives(account: string, livemode: string, version: string, ty
  * their sequence numbers). An aggregate joined by row, not a correlated subquery: Citus refuses
  * those when FROM holds a set-returning function (ROWS FROM, unnest).
  */
-export function pendingWebhooksSql(rows: string, account: string, livemode: string, version: string, type: string): RawBuilder<{ n: number; pending: number }> {
+export function pendingWebhooksSql(rows: string, account: string, livemode: string, version: string, type: string, accountIds?: readonly string[]): RawBuilder<{ n: number; pending: number }> {
   return sql`SELECT ${sql.raw(rows)}.n, count(*)::int AS pending
-    FROM ${sql.raw(rows)} JOIN webhook_endpoints w ON ${endpointReceives(account, livemode, version, type)}
+    FROM ${sql.raw(rows)} JOIN webhook_endpoints w ON ${endpointReceives(account, livemode, version, type, accountIds)}
     GROUP BY ${sql.raw(rows)}.n`;
 }
 
@@ -138,7 +145,7 @@ export function withWebhookDeliveries(insertEvents: RawBuilder<unknown>, around?
   const written = sql`written AS (${insertEvents} RETURNING account_id, event_id, livemode, api_version, type, created_at)`;
   const deliveries = sql`INSERT INTO webhook_deliveries (account_id, endpoint_id, event_id, next_attempt_at, created_at)
     SELECT e.account_id, w.endpoint_id, e.event_id, e.created_at, e.created_at
-    FROM written e JOIN webhook_endpoints w ON ${endpointReceives('e.account_id', 'e.livemode', 'e.api_version', 'e.type')}`;
+    FROM written e JOIN webhook_endpoints w ON ${endpointReceives('e.account_id', 'e.livemode', 'e.api_version', 'e.type', around?.accountIds)}`;
   if (around === undefined) return sql`WITH ${written} ${deliveries}`;
   return sql`WITH ${around.before}, ${written}, deliveries AS (${deliveries}) ${around.select}`;
 }
@@ -152,6 +159,8 @@ export function withWebhookDeliveries(insertEvents: RawBuilder<unknown>, around?
 export interface AroundEvents {
   readonly before: RawBuilder<unknown>;
   readonly select: RawBuilder<unknown>;
+  /** The events' accounts, bound in the deliveries' read of the endpoints (endpointReceives), when the statement locks rows. */
+  readonly accountIds?: readonly string[];
 }
 
 /** Writes one event; see recordEvents. */

@@ -238,6 +238,8 @@ async function main(): Promise<void> {
 
     // The ceiling: the operation's INSERTs, one transaction per charge, rows copied from the engine's.
     const pool = new pg.Pool({ connectionString: url, max: POOL_SIZE, options: '-c TimeZone=UTC' });
+    // An idle connection's error (the server ending it) is reported, not left to crash the run.
+    pool.on('error', (error) => log(`plain-SQL ceiling: an idle connection failed: ${error.message}`));
     try {
       const template = await ceilingTemplate(pool, charge.id!);
       let n = 0;

@@ -311,8 +311,8 @@ export async function createCharge(ctx: Context, caller: Caller, command: Create
     });
     const type = approved ? 'charge.succeeded' : 'charge.failed';
     // Settled in the INSERT (settleCaptured's values, computed from the row in hand), the intent
-    // dropped and the event written by the same statement, the response rendered from the row it
-    // returns. One statement, no transaction, when the charge needs no term or the first step
+    // dropped and the event written by the same statement, the answer the object it built for the
+    // event. One statement, no transaction, when the charge needs no term or the first step
     // found its term open; else, or when a guard failed (the term closed meanwhile, or the
     // intent was taken over), in a transaction that finds or opens the term and tells which.
     let stored = row.captured && openTermId === null ? undefined : await insertCreatedCharge(ctx.db, ctx.ids, row.captured ? settledNewCharge(row, card.fingerprint, openTermId!) : row, type, claimDeletion(ctx.db, intent));
@@ -325,8 +325,7 @@ export async function createCharge(ctx: Context, caller: Caller, command: Create
       if (written === undefined) throw new CreateIntentLost(chargeId);
       return written;
     });
-    const charge = stored;
-    result = approval.approved ? { done: charge } : { declined: new KessaiError(approval.code, { charge: chargeId, message: approval.message }) };
+    result = approval.approved ? { done: stored } : { declined: new KessaiError(approval.code, { charge: chargeId, message: approval.message }) };
   } catch (error) {
     // The intent lapsed and was taken over (this call outlived its lease): the taker undoes it.
     if (error instanceof CreateIntentLost) throw new KessaiError('payjp_wrong', { message: `Charge ${chargeId} took too long at the card network and was cancelled; nothing was charged. Create it again.`, cause: error });

@@ -10,7 +10,8 @@
  * JSON of what an undo needs: the authorization request as sent (reference = the charge id) and the
  * token the charge consumed, if any, with the instant it was consumed.
  *
- * - The prepare transaction of createCharge writes it (writeCreateIntent), with the token's use.
+ * - The prepare step of createCharge writes it (writeCreateIntent), with the token's use; on a
+ *   customer's card the statement that reads the card writes it (createIntentFrom).
  * - The record step drops it in the statement that writes the charge (insertCreatedCharge, in
  *   charge-record.ts); if it is no longer this request's (it lapsed and a recovery took it over),
  *   the charge is not written: CreateIntentLost, and the taker undoes.

@@ -70,8 +70,8 @@ export class CreateIntentLost extends Error {
 
 /** In the prepare transaction: the intent of the charge `request.reference` at `at`. */
 export async function writeCreateIntent(trx: Kysely<Database>, caller: Caller, request: AuthorizationRequest, tokenId: string | null, at: Date): Promise<CreateIntent> {
-  const claim = await writeClaim(trx, { accountId: caller.accountId, livemode: caller.livemode, chargeId: request.reference }, CREATE_INTENT_OPERATION, at, bodyOf(request, tokenId, at));
-  return { ...claim, request, tokenId, tokenUsedAt: at };
+  await writeClaim(trx, { accountId: caller.accountId, livemode: caller.livemode, chargeId: request.reference }, CREATE_INTENT_OPERATION, at, bodyOf(request, tokenId, at));
+  return createIntentWritten(caller, request, at, tokenId);
 }
 
 /**
@@ -92,9 +92,9 @@ export function createIntentFrom(read: string, caller: Pick<Caller, 'accountId' 
     WHERE r.card_id IS NOT NULL`;
 }
 
-/** The intent createIntentFrom wrote, its request completed with the card read. */
-export function createIntentWritten(caller: Pick<Caller, 'accountId' | 'livemode'>, request: AuthorizationRequest, at: Date): CreateIntent {
-  return { accountId: caller.accountId, livemode: caller.livemode, chargeId: request.reference, operation: CREATE_INTENT_OPERATION, claimedAt: at, request, tokenId: null, tokenUsedAt: at };
+/** The intent written at `at` (by writeCreateIntent, or by createIntentFrom with the request completed by the card read). */
+export function createIntentWritten(caller: Pick<Caller, 'accountId' | 'livemode'>, request: AuthorizationRequest, at: Date, tokenId: string | null = null): CreateIntent {
+  return { accountId: caller.accountId, livemode: caller.livemode, chargeId: request.reference, operation: CREATE_INTENT_OPERATION, claimedAt: at, request, tokenId, tokenUsedAt: at };
 }
 
 /**

@@ -30,6 +30,7 @@ import type { Database } from '../db/schema';
 import { reject } from '../domain/errors';
 import type { Context } from '../engine/context';
 import { findCharge } from './charge-record';
+import { CLAIM_PREFIX, claimRowDeletion, claimRowOf, type ChargeClaim } from './claim-rows';
 import type { ChargeRow } from './charges';
 
 /** How long a claim holds before another operation (or a hold job) may take the charge over. */
@@ -37,17 +38,6 @@ export const CHARGE_CLAIM_LEASE_MS = 60_000;
 /** A waiting operation looks at the claim every CLAIM_POLL_MS, CLAIM_POLLS times at most (about 10 s), then answers over_capacity. */
 const CLAIM_POLL_MS = 20;
 const CLAIM_POLLS = 500;
-
-export const CLAIM_PREFIX = 'charge:';
-
-/** A claim taken by one operation on one charge; `claimedAt` is also the operation's business instant. */
-export interface ChargeClaim {
-  readonly accountId: string;
-  readonly livemode: boolean;
-  readonly chargeId: string;
-  readonly operation: string;
-  readonly claimedAt: Date;
-}
 
 /**
  * `<alias>` (a `charges` row of one of `accountIds`, the batch's) has a claim whose lease has not
@@ -107,13 +97,7 @@ export async function dropClaim(executor: Kysely<Database>, claim: ChargeClaim):
 
 /** The DELETE of the claim row if it is still this claim (its operation and instant): dropClaim's, and the guard of a write that drops it in its own statement (insertCreatedCharge). */
 export function claimDeletion(executor: Kysely<Database>, claim: ChargeClaim) {
-  return executor
-    .deleteFrom('idempotency_keys')
-    .where('account_id', '=', claim.accountId)
-    .where('livemode', '=', claim.livemode)
-    .where('idempotency_key', '=', CLAIM_PREFIX + claim.chargeId)
-    .where('request_hash', '=', claim.operation)
-    .where('created_at', '=', claim.claimedAt);
+  return claimRowDeletion(executor, claimRowOf(claim));
 }
 
 const BUSY = Symbol('busy');

@@ -28,14 +28,16 @@ import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
 import type { AuthorizationRequest, AuthorizationResult } from '../processor/card-network';
 import { inPage, type Page } from '../operations/pagination';
+import { fixedStatement } from '../db/fixed-statement';
 import { prepared } from '../db/prepared';
 import { captureAmounts, settleCaptured, settleRefunds } from '../settlement/capture';
 import { openTermIdsOpening } from '../settlement/terms';
 import { disputeDueAt, disputedAmounts } from '../disputes/disputes';
 import { resolveChargeTenant } from '../tenants/charge-tenant';
 import { chargeRow, type ChargeCard, type ChargeObject, type ChargeRow } from './charges';
-import { callNetwork, chargeTurn, claimDeletion, dropClaim, recordClaimed, takeClaim, type ChargeClaim } from './charge-claims';
-import { createIntentFrom, createIntentWritten, CreateIntentLost, undoCreateIntent, writeCreateIntent } from './create-intents';
+import { callNetwork, chargeTurn, dropClaim, recordClaimed, takeClaim } from './charge-claims';
+import type { ChargeClaim } from './claim-rows';
+import { createIntentFrom, createIntentValues, createIntentWritten, CreateIntentLost, type CreateIntentValues, undoCreateIntent, writeCreateIntent } from './create-intents';
 import { chargeRecords, findCharge, findChargeObject, insertCreatedCharge, oneChargeRecord, renderChargeRecord, type ChargeRecord } from './charge-record';
 
 export const CHARGES_URL = '/v1/charges';
@@ -114,7 +116,7 @@ async function chargeEvent(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, row
 const keyOf = (row: ChargeRow) => ({ accountId: row.account_id, livemode: row.livemode, chargeId: row.charge_id });
 
 /** A create intent's request but for the card it names, which the read completes (createIntentFrom). */
-type IntentRequest = Parameters<typeof createIntentFrom>[2];
+type IntentRequest = Parameters<typeof createIntentValues>[1];
 
 /** What the first step of charges.create reads: the card to charge, its fee rate, the account's term cycle. */
 interface ResolvedCard {
@@ -142,6 +144,40 @@ async function resolveCard(trx: Kysely<Database>, caller: Caller, customerId: st
   return { card: { ...token, customer_id: null }, customerId: null, feeRate, termCycle, openTermId: null };
 }
 
+/** What customerCardRead binds; the intent's values only when the statement writes the intent. */
+type CustomerCardValues = { readonly accountId: string; readonly livemode: boolean; readonly customerId: string; readonly cardId: string | null; readonly at: Date } & Partial<CreateIntentValues>;
+
+/** The read of resolveCustomerCard: the account, the customer, its card (by id, or its default), the card's fee rate and the latest term starting by `at`. */
+function customerCardQuery(db: Kysely<Database>, byDefault: boolean, v: CustomerCardValues) {
+  return db
+    .selectFrom('accounts as a')
+    .leftJoin('customers as cu', (join) => join.on('cu.account_id', '=', v.accountId).on('cu.livemode', '=', v.livemode).on('cu.customer_id', '=', v.customerId).on('cu.deleted_at', 'is', null))
+    .leftJoin('cards as cd', (join) => {
+      const mine = join.on('cd.account_id', '=', v.accountId).on('cd.livemode', '=', v.livemode).onRef('cd.customer_id', '=', 'cu.customer_id').on('cd.deleted_at', 'is', null);
+      return byDefault ? mine.onRef('cd.card_id', '=', 'cu.default_card_id') : mine.on('cd.card_id', '=', v.cardId);
+    })
+    .leftJoin('account_fee_rates as f', (join) => join.on('f.account_id', '=', v.accountId).onRef('f.brand', '=', 'cd.brand'))
+    .leftJoinLateral(
+      (eb) => eb.selectFrom('terms').select(['term_id', 'start_at', 'end_at', 'closed']).where('account_id', '=', v.accountId).where('livemode', '=', v.livemode).where('start_at', '<=', v.at).orderBy('start_at', 'desc').limit(1).as('tm'),
+      (join) => join.onTrue(),
+    )
+    .selectAll('cd')
+    .select(['cu.customer_id as found_customer_id', 'cu.default_card_id as found_default_card_id', 'f.fee_rate as found_fee_rate', 'a.term_cycle as found_term_cycle'])
+    .select(['tm.term_id as found_term_id', 'tm.start_at as found_term_start', 'tm.end_at as found_term_end', 'tm.closed as found_term_closed'])
+    .where('a.account_id', '=', v.accountId);
+}
+
+/**
+ * customerCardQuery, with the create intent's INSERT when `intent` (createIntentFrom). Every create
+ * by customer runs it: built once per shape (fixedStatement) and prepared once per connection.
+ */
+const customerCardRead = fixedStatement((db, shape: { readonly byDefault: boolean; readonly intent: boolean }, v: CustomerCardValues) => {
+  const read = customerCardQuery(db, shape.byDefault, v);
+  if (!shape.intent) return read.modifyFront(prepared('charges.create.customer_card')).compile();
+  return sql<InferResult<typeof read>[number]>`${prepared('charges.create.customer_card_intent')}
+    WITH r AS (${read}), i AS (${createIntentFrom('r', v as CustomerCardValues & CreateIntentValues)}) SELECT * FROM r`.compile(db);
+});
+
 /**
  * A customer's card, in one statement: the customer (not deleted), the card (`cardParam` or the
  * default, the customer's and not deleted: findCard's rules), its brand's fee rate and the
@@ -151,28 +187,8 @@ async function resolveCard(trx: Kysely<Database>, caller: Caller, customerId: st
  */
 async function resolveCustomerCard(executor: Kysely<Database>, caller: Caller, customerId: string, cardParam: string | undefined, at: Date, intent: IntentRequest | undefined): Promise<ResolvedCard> {
   const { accountId, livemode } = caller;
-  const read = executor
-    .selectFrom('accounts as a')
-    .leftJoin('customers as cu', (join) => join.on('cu.account_id', '=', accountId).on('cu.livemode', '=', livemode).on('cu.customer_id', '=', customerId).on('cu.deleted_at', 'is', null))
-    .leftJoin('cards as cd', (join) => {
-      const mine = join.on('cd.account_id', '=', accountId).on('cd.livemode', '=', livemode).onRef('cd.customer_id', '=', 'cu.customer_id').on('cd.deleted_at', 'is', null);
-      return cardParam === undefined ? mine.onRef('cd.card_id', '=', 'cu.default_card_id') : mine.on('cd.card_id', '=', cardParam);
-    })
-    .leftJoin('account_fee_rates as f', (join) => join.on('f.account_id', '=', accountId).onRef('f.brand', '=', 'cd.brand'))
-    .leftJoinLateral(
-      (eb) => eb.selectFrom('terms').select(['term_id', 'start_at', 'end_at', 'closed']).where('account_id', '=', accountId).where('livemode', '=', livemode).where('start_at', '<=', at).orderBy('start_at', 'desc').limit(1).as('tm'),
-      (join) => join.onTrue(),
-    )
-    .selectAll('cd')
-    .select(['cu.customer_id as found_customer_id', 'cu.default_card_id as found_default_card_id', 'f.fee_rate as found_fee_rate', 'a.term_cycle as found_term_cycle'])
-    .select(['tm.term_id as found_term_id', 'tm.start_at as found_term_start', 'tm.end_at as found_term_end', 'tm.closed as found_term_closed'])
-    .where('a.account_id', '=', accountId);
-  // Every create by customer plans this five-table join: prepared once per connection.
-  const found =
-    intent === undefined
-      ? await read.modifyFront(prepared('charges.create.customer_card')).executeTakeFirst()
-      : (await sql<InferResult<typeof read>[number]>`${prepared('charges.create.customer_card_intent')}
-          WITH r AS (${read}), i AS (${createIntentFrom('r', caller, intent, at)}) SELECT * FROM r`.execute(executor)).rows[0];
+  const values = { accountId, livemode, customerId, cardId: cardParam ?? null, at, ...(intent === undefined ? {} : createIntentValues(caller, intent, at)) };
+  const found = (await customerCardRead(executor, { byDefault: cardParam === undefined, intent: intent !== undefined }, values)).rows[0];
   if (found === undefined) throw new Error(`no account ${accountId}`);
   const { found_customer_id, found_default_card_id, found_fee_rate, found_term_cycle, found_term_id, found_term_start, found_term_end, found_term_closed, ...card } = found;
   if (found_customer_id === null) return reject('invalid_id', 'customer', `No such customer: ${customerId}`);
@@ -315,12 +331,12 @@ export async function createCharge(ctx: Context, caller: Caller, command: Create
     // event. One statement, no transaction, when the charge needs no term or the first step
     // found its term open; else, or when a guard failed (the term closed meanwhile, or the
     // intent was taken over), in a transaction that finds or opens the term and tells which.
-    let stored = row.captured && openTermId === null ? undefined : await insertCreatedCharge(ctx.db, ctx.ids, row.captured ? settledNewCharge(row, card.fingerprint, openTermId!) : row, type, claimDeletion(ctx.db, intent));
+    let stored = row.captured && openTermId === null ? undefined : await insertCreatedCharge(ctx.db, ctx.ids, row.captured ? settledNewCharge(row, card.fingerprint, openTermId!) : row, type, intent);
     // Nothing written and no term to blame: the intent was taken over.
     if (stored === undefined && !row.captured) throw new CreateIntentLost(chargeId);
     stored ??= await ctx.db.transaction().execute(async (trx) => {
       const [termId] = await openTermIdsOpening(trx, ctx.ids, [{ accountId: row.account_id, livemode: row.livemode, cycle: termCycle, at: row.captured_at! }]);
-      const written = await insertCreatedCharge(trx, ctx.ids, settledNewCharge(row, card.fingerprint, termId!), type, claimDeletion(trx, intent));
+      const written = await insertCreatedCharge(trx, ctx.ids, settledNewCharge(row, card.fingerprint, termId!), type, intent);
       // The term is this transaction's (read FOR SHARE): only the intent can have failed.
       if (written === undefined) throw new CreateIntentLost(chargeId);
       return written;

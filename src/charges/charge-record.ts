@@ -3,7 +3,7 @@
  * card a charge embeds (a customer's stored card, or the card of the token it was made with), and
  * the `charge.*` events of many charges rendered server-side in one statement.
  */
-import { sql, type DeleteQueryBuilder, type DeleteResult, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type CompiledQuery, type Kysely, type RawBuilder } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { Database } from '../db/schema';
 import { reject } from '../domain/errors';
@@ -12,7 +12,9 @@ import { CHARGE_FIELDS, chargeObjectSqlText, renderCharge, type ChargeCard, type
 import { accountsOf, inAccounts } from '../db/account-scope';
 import { instantFromEpochMs } from '../db/epoch-ms';
 import { compositeKey } from '../db/bulk-rows';
+import { fixedStatement } from '../db/fixed-statement';
 import { prepared } from '../db/prepared';
+import { claimRowDeletion, claimRowOf, type ChargeClaim, type ClaimRowValues } from './claim-rows';
 import { pendingWebhooksSql, withWebhookDeliveries } from '../events/outbox';
 
 /** The charge of the caller's account and mode, locked FOR UPDATE when asked; `invalid_id` on `id` otherwise. */
@@ -40,16 +42,20 @@ export async function findCharge(executor: Kysely<Database>, caller: Caller, cha
  * to parse, nothing to render.
  */
 export async function findChargeObject(executor: Kysely<Database>, caller: Caller, chargeId: string): Promise<ChargeObject> {
-  const result = await sql<{ object: ChargeObject }>`${prepared('charges.retrieve')}
-    SELECT ${CHARGE_OBJECT_SQL} AS object
-    FROM charges c ${chargeCardJoins([caller.accountId])}
-    WHERE c.account_id = ${caller.accountId} AND c.livemode = ${caller.livemode} AND c.charge_id = ${chargeId}
-      -- The captures of v2 payment flows are charge rows for settlement, not v1 charges.
-      AND c.payment_flow_id IS NULL`.execute(executor);
-  const found = result.rows[0];
+  const found = (await chargeObjectRead(executor, null, { accountId: caller.accountId, livemode: caller.livemode, chargeId })).rows[0];
   if (!found) return reject('invalid_id', 'id', `No such charge: ${chargeId}`);
   return found.object;
 }
+
+/** findChargeObject's statement: built once (fixedStatement), prepared once per connection. */
+const chargeObjectRead = fixedStatement((db, _shape: null, v: { readonly accountId: string; readonly livemode: boolean; readonly chargeId: string }) =>
+  sql<{ object: ChargeObject }>`${prepared('charges.retrieve')}
+    SELECT ${CHARGE_OBJECT_SQL} AS object
+    FROM charges c ${chargeCardJoins([v.accountId])}
+    WHERE c.account_id = ${v.accountId} AND c.livemode = ${v.livemode} AND c.charge_id = ${v.chargeId}
+      -- The captures of v2 payment flows are charge rows for settlement, not v1 charges.
+      AND c.payment_flow_id IS NULL`.compile(db),
+);
 
 /** The key of chargeCardsOf's map: a charge's (account, mode, card id). */
 export const cardKey = (accountId: string, livemode: boolean, cardId: string): string => compositeKey(accountId, livemode, cardId);
@@ -142,38 +148,43 @@ function chargeCardJoins(accountIds: readonly string[]): RawBuilder<unknown> {
 /**
  * charges.create's record step (create-intents.ts) in one statement: the charge row and its
  * `charge.*` event (with the event's webhook deliveries) are written only if, in the same
- * statement, the create intent is still this request's and is dropped (`intentDeletion`: the
- * DELETE of claimDeletion, charge-claims.ts),
- * and the term the row is settled into, if any, is still open — read FOR SHARE, so a close of it
+ * statement, the create intent is still this request's and is dropped (`intent`: the DELETE of
+ * claimRowDeletion, claim-rows.ts), and the term the row is settled into, if any, is still open — read FOR SHARE, so a close of it
  * waits for this commit and then counts the charge. The INSERT … RETURNING is a common table
  * expression; PostgreSQL builds the charge object from the stored row and its card once
  * (CHARGE_OBJECT_SQL, as recordChargeEvents and a retrieve build it, jsonb's key order of the
  * metadata included), for the event and for the answer. Returns that object, or undefined when a
  * guard failed and nothing was written (the caller tells which: createCharge).
  */
-export async function insertCreatedCharge(
-  executor: Kysely<Database>,
-  ids: IdGenerator,
-  row: ChargeRow,
-  type: string,
-  intentDeletion: DeleteQueryBuilder<Database, 'idempotency_keys', DeleteResult>,
-): Promise<ChargeObject | undefined> {
-  const { metadata, ...rest } = row;
-  const fields = Object.entries({ ...rest, metadata: JSON.stringify(metadata) }).filter(([, value]) => value !== undefined);
+export async function insertCreatedCharge(executor: Kysely<Database>, ids: IdGenerator, row: ChargeRow, type: string, intent: ChargeClaim): Promise<ChargeObject | undefined> {
+  const stored: StoredChargeRow = { ...row, metadata: JSON.stringify(row.metadata) };
+  const columns = (Object.keys(stored) as (keyof ChargeRow)[]).filter((column) => stored[column] !== undefined);
+  const values: CreatedChargeValues = { ...claimRowOf(intent), row: stored, termId: row.term_id ?? null, eventId: ids.next('eventV1'), type };
+  const { rows } = await createdChargeWrite(executor, { columns }, values);
+  return rows[0]?.data;
+}
+
+/** A charge row as INSERTed: its metadata as JSON text. */
+type StoredChargeRow = Omit<ChargeRow, 'metadata'> & { readonly metadata: string };
+
+/** What createdChargeWrite binds: the intent's row (its account is the charge's), the charge's row, its event. */
+type CreatedChargeValues = ClaimRowValues & { readonly row: StoredChargeRow; readonly termId: string | null; readonly eventId: string; readonly type: string };
+
+/** insertCreatedCharge's statement, built once per column list (fixedStatement) and prepared once per connection. */
+const createdChargeWrite = fixedStatement((db, shape: { readonly columns: readonly (keyof ChargeRow)[] }, v: CreatedChargeValues) => {
   // INSERT … SELECT … FROM intent_dropped: a row only if the intent was dropped. PostgreSQL types the
   // parameters by the target columns, as for VALUES.
-  const insert = executor
+  const insert = db
     .insertInto('charges')
-    .columns(fields.map(([column]) => column) as (keyof ChargeRow)[])
-    .expression(sql`SELECT ${sql.join(fields.map(([, value]) => sql`${value}`))} FROM intent_dropped`)
+    .columns(shape.columns)
+    .expression(sql`SELECT ${sql.join(shape.columns.map((column) => sql`${v.row[column]}`))} FROM intent_dropped`)
     .returningAll();
-  const { account_id: accountId, livemode, term_id: termId } = row;
+  const { accountId, livemode, termId } = v;
   const term = sql`SELECT term_id FROM terms WHERE account_id = ${accountId} AND livemode = ${livemode} AND term_id = ${termId} AND NOT closed FOR SHARE`;
-  const drop = intentDeletion
+  const drop = claimRowDeletion(db, v)
     .where(sql<boolean>`(${termId}::text IS NULL OR EXISTS (SELECT 1 FROM term_lock))`)
     .returning(sql<number>`1`.as('one'));
-  const eventId = ids.next('eventV1');
-  const { rows } = await withWebhookDeliveries(
+  return withWebhookDeliveries(
     sql`${prepared('charges.insert_created')}
     WITH p AS (${pendingWebhooksSql('x', 'x.account_id', 'x.livemode', "'v1'", 'x.t', [accountId])})
     INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks)
@@ -183,13 +194,12 @@ export async function insertCreatedCharge(
       accountIds: [accountId],
       before: sql`term_lock AS (${term}), intent_dropped AS (${drop}), c AS (${insert}),
       x AS MATERIALIZED (
-        SELECT c.account_id, ${eventId}::text AS eid, c.livemode, ${type}::text AS t, c.charge_id, 1 AS n, ${CHARGE_OBJECT_SQL} AS data, c.created_at AS at
+        SELECT c.account_id, ${v.eventId}::text AS eid, c.livemode, ${v.type}::text AS t, c.charge_id, 1 AS n, ${CHARGE_OBJECT_SQL} AS data, c.created_at AS at
         FROM c ${chargeCardJoins([accountId])})`,
-      select: sql`SELECT data FROM x`,
+      select: sql<{ data: ChargeObject }>`SELECT data FROM x`,
     },
-  ).execute(executor);
-  return (rows[0] as { data: ChargeObject } | undefined)?.data;
-}
+  ).compile(db) as CompiledQuery<{ data: ChargeObject }>;
+});
 
 /**
  * Writes `charge.*` events for many charges in one INSERT … SELECT: the charge objects are built

@@ -33,7 +33,8 @@ import { ROW_KEYS_AT } from '../db/bulk-rows';
 import type { Database } from '../db/schema';
 import type { Context } from '../engine/context';
 import type { AuthorizationRequest, AuthorizationResult } from '../processor/card-network';
-import { CHARGE_CLAIM_LEASE_MS, CLAIM_PREFIX, writeClaim, type ChargeClaim } from './charge-claims';
+import { CHARGE_CLAIM_LEASE_MS, writeClaim } from './charge-claims';
+import { CLAIM_PREFIX, type ChargeClaim } from './claim-rows';
 
 /** The claim store's `request_hash` of a create intent. */
 export const CREATE_INTENT_OPERATION = 'charges.create';
@@ -74,21 +75,43 @@ export async function writeCreateIntent(trx: Kysely<Database>, caller: Caller, r
   return createIntentWritten(caller, request, at, tokenId);
 }
 
+/** What createIntentFrom binds: the intent's row but for the card fields its read completes (createIntentValues). */
+export interface CreateIntentValues {
+  readonly accountId: string;
+  readonly livemode: boolean;
+  readonly intentKey: string;
+  readonly intentBody: string;
+  readonly intentAt: Date;
+  readonly intentExpiresAt: Date;
+}
+
+/** createIntentFrom's values of the intent of `request` at `at`, the row otherwise as writeCreateIntent writes it. */
+export function createIntentValues(caller: Pick<Caller, 'accountId' | 'livemode'>, request: Omit<AuthorizationRequest, CardFields>, at: Date): CreateIntentValues {
+  return {
+    accountId: caller.accountId,
+    livemode: caller.livemode,
+    intentKey: CLAIM_PREFIX + request.reference,
+    intentBody: bodyOf(request, null, at),
+    intentAt: at,
+    intentExpiresAt: new Date(at.getTime() + CHARGE_CLAIM_LEASE_MS),
+  };
+}
+
 /**
  * The INSERT of the intent of a charge on a stored card (no token) that the same statement reads:
  * `read` names a common table expression of the card's columns (`card_id` null when there is no
- * card to charge: then nothing is written) whose fingerprint and expiry complete `request`, the
- * row otherwise as writeCreateIntent writes it. For the first step of a create on a customer's
- * card, one statement where a read and an INSERT were two; the caller must have nothing left
- * that can refuse after the read. createIntentWritten is the intent it wrote.
+ * card to charge: then nothing is written) whose fingerprint and expiry complete the request's
+ * body (`v`: createIntentValues). For the first step of a create on a customer's card, one
+ * statement where a read and an INSERT were two; the caller must have nothing left that can
+ * refuse after the read. createIntentWritten is the intent it wrote. The values are only bound
+ * (they may be fixedStatement's slots).
  */
-export function createIntentFrom(read: string, caller: Pick<Caller, 'accountId' | 'livemode'>, request: Omit<AuthorizationRequest, CardFields>, at: Date): RawBuilder<unknown> {
-  const body = bodyOf(request, null, at);
+export function createIntentFrom(read: string, v: CreateIntentValues): RawBuilder<unknown> {
   return sql`INSERT INTO idempotency_keys (account_id, livemode, idempotency_key, request_hash, state, response_body, created_at, expires_at)
-    SELECT ${caller.accountId}, ${caller.livemode}, ${CLAIM_PREFIX + request.reference}, ${CREATE_INTENT_OPERATION}, 'pending',
+    SELECT ${v.accountId}, ${v.livemode}, ${v.intentKey}, ${CREATE_INTENT_OPERATION}, 'pending',
       jsonb_set(j.b, '{request}', (j.b -> 'request') || jsonb_build_object('fingerprint', r.fingerprint, 'expMonth', r.exp_month, 'expYear', r.exp_year))::text,
-      ${at}, ${new Date(at.getTime() + CHARGE_CLAIM_LEASE_MS)}
-    FROM ${sql.table(read)} r CROSS JOIN (SELECT ${body}::jsonb AS b) j
+      ${v.intentAt}, ${v.intentExpiresAt}
+    FROM ${sql.table(read)} r CROSS JOIN (SELECT ${v.intentBody}::jsonb AS b) j
     WHERE r.card_id IS NOT NULL`;
 }
 

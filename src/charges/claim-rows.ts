@@ -1,0 +1,43 @@
+/**
+ * The claim rows of charges in `idempotency_keys` (charge-claims.ts takes and drops them; a create
+ * intent is one, create-intents.ts): their key, and the DELETE of one if it is still the same
+ * claim. Apart from charge-claims.ts so that the statements that drop a claim in their own write
+ * (insertCreatedCharge, charge-record.ts) can build that DELETE.
+ */
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema';
+
+/** The claim row's key is this prefix and the charge id. */
+export const CLAIM_PREFIX = 'charge:';
+
+/** A claim taken by one operation on one charge; `claimedAt` is also the operation's business instant. */
+export interface ChargeClaim {
+  readonly accountId: string;
+  readonly livemode: boolean;
+  readonly chargeId: string;
+  readonly operation: string;
+  readonly claimedAt: Date;
+}
+
+/** The claim row's key and guard, as stored: what claimRowDeletion binds. */
+export interface ClaimRowValues {
+  readonly accountId: string;
+  readonly livemode: boolean;
+  readonly claimKey: string;
+  readonly claimOperation: string;
+  readonly claimedAt: Date;
+}
+
+export const claimRowOf = (claim: ChargeClaim): ClaimRowValues => ({ accountId: claim.accountId, livemode: claim.livemode, claimKey: CLAIM_PREFIX + claim.chargeId, claimOperation: claim.operation, claimedAt: claim.claimedAt });
+
+/** claimDeletion of a claim row's values, only bound (they may be fixedStatement's slots). */
+export function claimRowDeletion(executor: Kysely<Database>, v: ClaimRowValues) {
+  return executor
+    .deleteFrom('idempotency_keys')
+    .where('account_id', '=', v.accountId)
+    .where('livemode', '=', v.livemode)
+    .where('idempotency_key', '=', v.claimKey)
+    .where('request_hash', '=', v.claimOperation)
+    .where('created_at', '=', v.claimedAt);
+}
+

@@ -1,0 +1,80 @@
+/**
+ * Statements built and compiled by Kysely once per shape, then only bound: the seam of the
+ * hottest statements (a `charges.create` on a customer's card), where building a statement with
+ * Kysely's builders and compiling it cost the server more CPU than PostgreSQL takes to run it
+ * (docs/decisions.md, "bench:api: statements compiled once"; guarded by `npm run bench:api`).
+ *
+ *     const read = fixedStatement<{ byDefault: boolean }, { accountId: string }>((db, shape, v) =>
+ *       db.selectFrom('accounts').selectAll().where('account_id', '=', v.accountId).compile());
+ *     await read(executor, { byDefault: true }, { accountId });
+ *
+ * `build` gets a Slot in place of every value (`v.accountId` is a Slot named `accountId`); the
+ * compiled text and parameters are kept per shape, and each call puts the values into the slots'
+ * places. What decides the SQL text (a branch, a column list) belongs in `shape`, which build
+ * reads as plain data; a slot can only be passed to Kysely as a value: using one as anything
+ * else at build time (concatenating it, formatting it, calling a method of the value) throws,
+ * so a statement whose text would depend on a value cannot be cached by mistake.
+ */
+import type { CompiledQuery, Kysely, QueryResult } from 'kysely';
+import type { Database } from './schema';
+
+const PATH = Symbol('slot path');
+
+/** A value's place in a statement built once (fixedStatement): bound at each call from the values at its path. */
+class Slot {
+  readonly [PATH]: readonly string[];
+  constructor(path: readonly string[]) {
+    this[PATH] = path;
+  }
+  [Symbol.toPrimitive](): never {
+    throw new Error(`fixedStatement: the value ${this[PATH].join('.')} was used at build time (only Kysely may take it, as a parameter); put what decides the SQL text in the shape`);
+  }
+  toJSON(): never {
+    return this[Symbol.toPrimitive]();
+  }
+}
+
+/**
+ * The slots of a statement's values, typed as the values they stand for: `v.accountId` is the
+ * Slot of `values.accountId`, and `v.row.amount` of `values.row.amount` (a row is passed as it is,
+ * not copied into the values). Reading a property of a slot gives the slot of a longer path.
+ */
+function slotsAt<V extends object>(path: readonly string[]): V {
+  return new Proxy(new Slot(path), {
+    // JSON.stringify asks for toJSON: the slot's own, which refuses. Any other method of the value
+    // is a slot too, which throws when called (it is not a function).
+    get: (target, name) => (typeof name === 'string' && name !== 'toJSON' ? slotsAt([...path, name]) : (Reflect.get(target, name) as unknown)),
+  }) as unknown as V;
+}
+
+/** Shapes kept per statement; a statement has a handful (its branches), this only bounds a mistake. */
+const MAX_SHAPES = 64;
+
+/**
+ * A statement built by `build` once per `shape` (keyed by its JSON) and run with `values` bound
+ * into its slots. Every executor of the engine compiles alike (PostgreSQL's dialect, no plugins:
+ * connect.ts), so one compilation serves the pool and every transaction.
+ */
+export function fixedStatement<S, V extends object, R>(build: (db: Kysely<Database>, shape: S, v: V) => CompiledQuery<R>): (executor: Kysely<Database>, shape: S, values: V) => Promise<QueryResult<R>> {
+  const compiled = new Map<string, { readonly query: CompiledQuery<R>; readonly paths: readonly (readonly string[] | undefined)[] }>();
+  return async (executor, shape, values) => {
+    const key = JSON.stringify(shape);
+    let entry = compiled.get(key);
+    if (entry === undefined) {
+      const query = build(executor, shape, slotsAt<V>([]));
+      entry = { query, paths: query.parameters.map((parameter) => (parameter instanceof Slot ? parameter[PATH] : undefined)) };
+      if (compiled.size >= MAX_SHAPES) compiled.clear();
+      compiled.set(key, entry);
+    }
+    const { paths } = entry;
+    const parameters = entry.query.parameters.map((constant, i) => {
+      const path = paths[i];
+      if (path === undefined) return constant;
+      let value: unknown = values;
+      for (const name of path) value = (value as Record<string, unknown> | undefined)?.[name];
+      if (value === undefined) throw new Error(`fixedStatement: no value for ${path.join('.')}`);
+      return value;
+    });
+    return executor.executeQuery<R>({ ...entry.query, parameters });
+  };
+}

@@ -74,6 +74,8 @@ export function apiKeyOf(header: string | undefined): string | undefined {
 
 /** A request URL for logs: the statement download token and a payment flow's client secret are credentials, never logged. */
 function loggedUrl(url: string): string {
+  // Most URLs have no query string: nothing to look for (every request's access line calls this).
+  if (!url.includes('?')) return url;
   return url.replace(/([?&](?:token|client_secret|payment_flow_client_secret|setup_flow_client_secret)=)[^&]*/g, '$1[redacted]');
 }
 
@@ -146,8 +148,9 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     }
   });
   app.addHook('onRequest', async (request) => {
-    // The access line is written when the request ends (onResponse); this one only at debug level.
-    request.log.debug({ method: request.method, url: loggedUrl(request.url) }, 'request received');
+    // The access line is written when the request ends (onResponse); this one only at debug level
+    // (its fields are not even built below that level: this hook runs for every request).
+    if (request.log.level === 'debug' || request.log.level === 'trace') request.log.debug({ method: request.method, url: loggedUrl(request.url) }, 'request received');
     if (request.routeOptions.config.public === true) return;
     request.caller = await authenticate(ctx, apiKeyOf(request.headers.authorization), keys);
   });

@@ -39,7 +39,10 @@ const running: SpawnedWorker[] = [];
 beforeAll(async () => {
   if (!isPostgres()) return;
   database = await createTestDatabase();
-  env = { DATABASE_URL: database.url!, KESSAI_LOG_LEVEL: 'warn', KESSAI_FAULT: '' };
+  // Test mode's rate limits (2 a second, v1 §8) raised: one test's retries and the next test's first
+  // request can fall in one second, and a 429 for that (not for the pending key) is not what these
+  // tests are about (rate limits: v1-policies.test.ts).
+  env = { DATABASE_URL: database.url!, KESSAI_LOG_LEVEL: 'warn', KESSAI_FAULT: '', KESSAI_RATE_LIMITS: JSON.stringify({ test: { pk: 100, payment: 100, sk: 100 } }) };
   const created = spawnKessai(['accounts', 'create', '--name', 'Crash Shop', '--json'], env);
   expect((await created.exited).code).toBe(0);
   const { account, keys } = JSON.parse(created.output()) as { account: { id: string }; keys: { test: { secret: string; public: string } } };

@@ -74,6 +74,8 @@ interface Phase {
   readonly cpuMs: number;
   /** CPU time of PostgreSQL's processes per request, ms (postgresCpuMs). */
   readonly pgCpuMs: number;
+  /** CPU time of the load generator (autocannon, in this process) per request, ms; HTTP phases only. */
+  readonly loadCpuMs?: number;
 }
 
 /**
@@ -129,10 +131,13 @@ function postgresCpuMs(): number {
 async function http(name: string, pid: number, options: autocannon.Options): Promise<Phase> {
   const cpu = cpuMsOf(pid);
   const pgCpu = postgresCpuMs();
+  const loadCpu = process.cpuUsage();
   const result = await autocannon({ connections: CONNECTIONS, duration: DURATION_S, ...options });
+  const load = process.cpuUsage(loadCpu);
   return {
     cpuMs: (cpuMsOf(pid) - cpu) / result.requests.total,
     pgCpuMs: (postgresCpuMs() - pgCpu) / result.requests.total,
+    loadCpuMs: (load.user + load.system) / 1000 / result.requests.total,
     name,
     perSecond: result.requests.average,
     p50: result.latency.p50,
@@ -176,9 +181,9 @@ async function concurrent(name: string, work: () => Promise<void>): Promise<Phas
 
 function printTable(phases: readonly Phase[]): void {
   const pad = (text: string, width: number) => text.padStart(width);
-  log(`${'phase'.padEnd(28)}${pad('req/s', 10)}${pad('p50 ms', 9)}${pad('p99 ms', 9)}${pad('requests', 10)}${pad('errors', 8)}${pad('CPU ms/req', 12)}${pad('PG CPU ms/req', 15)}`);
+  log(`${'phase'.padEnd(28)}${pad('req/s', 10)}${pad('p50 ms', 9)}${pad('p99 ms', 9)}${pad('requests', 10)}${pad('errors', 8)}${pad('CPU ms/req', 12)}${pad('PG CPU ms/req', 15)}${pad('load CPU ms/req', 17)}`);
   for (const p of phases) {
-    log(`${p.name.padEnd(28)}${pad(p.perSecond.toFixed(0), 10)}${pad(p.p50.toFixed(1), 9)}${pad(p.p99.toFixed(1), 9)}${pad(String(p.requests), 10)}${pad(String(p.errors), 8)}${pad(p.cpuMs.toFixed(2), 12)}${pad(Number.isNaN(p.pgCpuMs) ? '-' : p.pgCpuMs.toFixed(2), 15)}`);
+    log(`${p.name.padEnd(28)}${pad(p.perSecond.toFixed(0), 10)}${pad(p.p50.toFixed(1), 9)}${pad(p.p99.toFixed(1), 9)}${pad(String(p.requests), 10)}${pad(String(p.errors), 8)}${pad(p.cpuMs.toFixed(2), 12)}${pad(Number.isNaN(p.pgCpuMs) ? '-' : p.pgCpuMs.toFixed(2), 15)}${pad(p.loadCpuMs === undefined ? '-' : p.loadCpuMs.toFixed(2), 17)}`);
   }
 }
 
@@ -270,7 +275,7 @@ async function main(): Promise<void> {
     }
 
     printTable(phases);
-    log(`CPU ms/req: the server process's (HTTP) or this process's (in-process, ceiling: the client side only); PG CPU ms/req: PostgreSQL's processes on this machine; load average now ${loadavg()[0]!.toFixed(1)}`);
+    log(`CPU ms/req: the server process's (HTTP) or this process's (in-process, ceiling: the client side only); PG CPU ms/req: PostgreSQL's processes on this machine; load CPU ms/req: autocannon's (this process); load average now ${loadavg()[0]!.toFixed(1)}`);
     const [create_, retrieve, , inProcess, ceiling] = phases as [Phase, Phase, Phase, Phase, Phase];
     const targets: [string, string, boolean][] = [
       ['HTTP create / plain-SQL ceiling ≥ 0.5', (create_.perSecond / ceiling.perSecond).toFixed(2), create_.perSecond / ceiling.perSecond >= 0.5],

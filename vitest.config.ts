@@ -9,5 +9,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     globalSetup: ['test/support/global-setup.ts'],
+    // Every call of a statement compiled once is checked against a build from its own values
+    // (src/db/fixed-statement.ts); the servers the tests start inherit it.
+    env: { KESSAI_CHECK_FIXED_STATEMENTS: '1' },
   },
 });

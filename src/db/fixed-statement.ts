@@ -4,16 +4,20 @@
  * Kysely's builders and compiling it cost the server more CPU than PostgreSQL takes to run it
  * (docs/decisions.md, "bench:api: statements compiled once"; guarded by `npm run bench:api`).
  *
- *     const read = fixedStatement<{ byDefault: boolean }, { accountId: string }>((db, shape, v) =>
+ *     const read = fixedStatement((db, shape: null, v: { readonly accountId: string }) =>
  *       db.selectFrom('accounts').selectAll().where('account_id', '=', v.accountId).compile());
- *     await read(executor, { byDefault: true }, { accountId });
+ *     await read(executor, null, { accountId });
  *
  * `build` gets a Slot in place of every value (`v.accountId` is a Slot named `accountId`); the
  * compiled text and parameters are kept per shape, and each call puts the values into the slots'
  * places. What decides the SQL text (a branch, a column list) belongs in `shape`, which build
- * reads as plain data; a slot can only be passed to Kysely as a value: using one as anything
- * else at build time (concatenating it, formatting it, calling a method of the value) throws,
- * so a statement whose text would depend on a value cannot be cached by mistake.
+ * reads as plain data. Two guards against a text that a value decides:
+ * - at build time a slot has no primitive value, no JSON and no own keys: concatenating,
+ *   formatting, spreading or listing it throws, and calling a method of it is a TypeError;
+ * - a branch on a slot (`v.x ? … : …`, `v.x === null`, `??`) cannot be caught by a Proxy, so the
+ *   test suite checks every call: with KESSAI_CHECK_FIXED_STATEMENTS=1 (vitest.config.ts sets it,
+ *   for the servers the tests start too) each call also builds the statement from its real values
+ *   and refuses to run if that text or those parameters differ from the kept ones.
  */
 import type { CompiledQuery, Kysely, QueryResult } from 'kysely';
 import type { Database } from './schema';
@@ -44,6 +48,10 @@ function slotsAt<V extends object>(path: readonly string[]): V {
     // JSON.stringify asks for toJSON: the slot's own, which refuses. Any other method of the value
     // is a slot too, which throws when called (it is not a function).
     get: (target, name) => (typeof name === 'string' && name !== 'toJSON' ? slotsAt([...path, name]) : (Reflect.get(target, name) as unknown)),
+    // `{ ...v }` or Object.keys(v) would read no values and bind none (Kysely's `values(v.row)`, say).
+    ownKeys: () => {
+      throw new Error(`fixedStatement: the keys of ${path.join('.') || 'the values'} were listed at build time; name each value (v.row.amount), and put a column list in the shape`);
+    },
   }) as unknown as V;
 }
 
@@ -61,6 +69,8 @@ export function fixedStatement<S, V extends object, R>(build: (db: Kysely<Databa
     const key = JSON.stringify(shape);
     let entry = compiled.get(key);
     if (entry === undefined) {
+      // A plugin's transformQuery would run at build time only: the engine's executors have none.
+      if (executor.getExecutor().plugins.length > 0) throw new Error('fixedStatement: an executor with Kysely plugins cannot share a compiled statement');
       const query = build(executor, shape, slotsAt<V>([]));
       entry = { query, paths: query.parameters.map((parameter) => (parameter instanceof Slot ? parameter[PATH] : undefined)) };
       if (compiled.size >= MAX_SHAPES) compiled.clear();
@@ -75,6 +85,15 @@ export function fixedStatement<S, V extends object, R>(build: (db: Kysely<Databa
       if (value === undefined) throw new Error(`fixedStatement: no value for ${path.join('.')}`);
       return value;
     });
+    if (process.env.KESSAI_CHECK_FIXED_STATEMENTS === '1') checkAgainstDirectBuild(build(executor, shape, values), entry.query.sql, parameters, key);
     return executor.executeQuery<R>({ ...entry.query, parameters });
   };
+}
+
+/** The test suite's check of a call (see the header): the statement built from the call's own values is the one about to run. */
+function checkAgainstDirectBuild(direct: CompiledQuery<unknown>, sql: string, parameters: readonly unknown[], shape: string): void {
+  const same = (a: unknown, b: unknown): boolean => Object.is(a, b) || (a instanceof Date && b instanceof Date && a.getTime() === b.getTime()) || (typeof a === 'object' && a !== null && JSON.stringify(a) === JSON.stringify(b));
+  if (direct.sql !== sql || direct.parameters.length !== parameters.length || direct.parameters.some((value, i) => !same(value, parameters[i]))) {
+    throw new Error(`fixedStatement: built from this call's values the statement differs from the one kept for its shape ${shape}: a value decides its text; put it in the shape`);
+  }
 }

@@ -22,7 +22,8 @@ describe('fixedStatement', () => {
   it('binds each call its own values, builds once per shape, and the shape decides the text', async () => {
     const builds: string[] = [];
     const statement = fixedStatement((db, shape: { readonly doubled: boolean }, v: { readonly n: number; readonly label: string }) => {
-      builds.push(JSON.stringify(shape));
+      // Counted when built with slots (the suite's check also builds each call from its values).
+      if (typeof v.n !== 'number') builds.push(JSON.stringify(shape));
       return (shape.doubled ? sql<{ n: number; label: string }>`SELECT ${v.n}::int * 2 AS n, ${v.label}::text AS label` : sql<{ n: number; label: string }>`SELECT ${v.n}::int AS n, ${v.label}::text AS label`).compile(db);
     });
     const db = database.store.db;
@@ -56,6 +57,25 @@ describe('fixedStatement', () => {
     await expect(formatted(database.store.db, null, { at: new Date(0) })).rejects.toThrow(/the value at was used at build time/);
     const computed = fixedStatement((db, _shape: null, v: { readonly at: Date }) => sql`SELECT ${new Date(v.at.getTime() + 1000)} AS later`.compile(db));
     await expect(computed(database.store.db, null, { at: new Date(0) })).rejects.toThrow(TypeError);
+  });
+
+  it('refuses to list the keys of the values at build time (a spread would bind nothing)', async () => {
+    const spread = fixedStatement((db, _shape: null, v: { readonly row: { readonly amount: number } }) => sql`SELECT ${{ ...v.row }.amount}::int AS amount`.compile(db));
+    await expect(spread(database.store.db, null, { row: { amount: 5 } })).rejects.toThrow(/the keys of row were listed at build time/);
+  });
+
+  it('with the suite\'s check on, refuses a call whose own values would build another text (a branch on a value)', async () => {
+    const before = process.env.KESSAI_CHECK_FIXED_STATEMENTS;
+    process.env.KESSAI_CHECK_FIXED_STATEMENTS = '1';
+    try {
+      // A slot is an object, so the branch takes its first arm at build time, whatever the value.
+      const branching = fixedStatement((db, _shape: null, v: { readonly label: string | null }) => (v.label ? sql`SELECT ${v.label}::text AS label` : sql`SELECT 'none'::text AS label`).compile(db));
+      expect((await branching(database.store.db, null, { label: 'a' })).rows).toEqual([{ label: 'a' }]);
+      await expect(branching(database.store.db, null, { label: null })).rejects.toThrow(/differs from the one kept for its shape/);
+    } finally {
+      if (before === undefined) delete process.env.KESSAI_CHECK_FIXED_STATEMENTS;
+      else process.env.KESSAI_CHECK_FIXED_STATEMENTS = before;
+    }
   });
 
   it('refuses a call that leaves a bound value undefined', async () => {

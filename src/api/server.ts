@@ -74,8 +74,8 @@ export function apiKeyOf(header: string | undefined): string | undefined {
 
 /** A request URL for logs: the statement download token and a payment flow's client secret are credentials, never logged. */
 function loggedUrl(url: string): string {
-  // Most URLs have no query string: nothing to look for (every request's access line calls this).
-  if (!url.includes('?')) return url;
+  // Most URLs name none of these parameters: nothing to replace (every request's access line calls this).
+  if (!url.includes('token=') && !url.includes('secret=')) return url;
   return url.replace(/([?&](?:token|client_secret|payment_flow_client_secret|setup_flow_client_secret)=)[^&]*/g, '$1[redacted]');
 }
 

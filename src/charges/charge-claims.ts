@@ -91,13 +91,8 @@ export async function writeClaim(trx: Kysely<Database>, key: Pick<ChargeClaim, '
  * caller's transaction or on its own. True when it was this one's to drop.
  */
 export async function dropClaim(executor: Kysely<Database>, claim: ChargeClaim): Promise<boolean> {
-  const dropped = await claimDeletion(executor, claim).modifyEnd(prepared('charges.claim.drop')).executeTakeFirst();
+  const dropped = await claimRowDeletion(executor, claimRowOf(claim)).modifyEnd(prepared('charges.claim.drop')).executeTakeFirst();
   return dropped.numDeletedRows > 0n;
-}
-
-/** The DELETE of the claim row if it is still this claim (its operation and instant): dropClaim's, and the guard of a write that drops it in its own statement (insertCreatedCharge). */
-export function claimDeletion(executor: Kysely<Database>, claim: ChargeClaim) {
-  return claimRowDeletion(executor, claimRowOf(claim));
 }
 
 const BUSY = Symbol('busy');

@@ -4,7 +4,7 @@
  * claim. Apart from charge-claims.ts so that the statements that drop a claim in their own write
  * (insertCreatedCharge, charge-record.ts) can build that DELETE.
  */
-import type { Kysely } from 'kysely';
+import type { ExpressionBuilder, Kysely } from 'kysely';
 import type { Database } from '../db/schema';
 
 /** The claim row's key is this prefix and the charge id. */
@@ -30,14 +30,15 @@ export interface ClaimRowValues {
 
 export const claimRowOf = (claim: ChargeClaim): ClaimRowValues => ({ accountId: claim.accountId, livemode: claim.livemode, claimKey: CLAIM_PREFIX + claim.chargeId, claimOperation: claim.operation, claimedAt: claim.claimedAt });
 
-/** claimDeletion of a claim row's values, only bound (they may be fixedStatement's slots). */
-export function claimRowDeletion(executor: Kysely<Database>, v: ClaimRowValues) {
-  return executor
-    .deleteFrom('idempotency_keys')
-    .where('account_id', '=', v.accountId)
-    .where('livemode', '=', v.livemode)
-    .where('idempotency_key', '=', v.claimKey)
-    .where('request_hash', '=', v.claimOperation)
-    .where('created_at', '=', v.claimedAt);
-}
+/**
+ * The claim row is still this claim (its key, operation and instant): the guard of its DELETE
+ * (claimRowDeletion) and of the UPDATE that claims a create intent again (create-intents.ts). The
+ * values are only bound (they may be fixedStatement's slots).
+ */
+export const claimRowIs = (v: ClaimRowValues) => (eb: ExpressionBuilder<Database, 'idempotency_keys'>) =>
+  eb.and([eb('account_id', '=', v.accountId), eb('livemode', '=', v.livemode), eb('idempotency_key', '=', v.claimKey), eb('request_hash', '=', v.claimOperation), eb('created_at', '=', v.claimedAt)]);
 
+/** The DELETE of the claim row if it is still this claim: dropClaim's, and the guard of a write that drops it in its own statement (insertCreatedCharge). */
+export function claimRowDeletion(executor: Kysely<Database>, v: ClaimRowValues) {
+  return executor.deleteFrom('idempotency_keys').where(claimRowIs(v));
+}

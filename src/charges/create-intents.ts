@@ -34,7 +34,7 @@ import type { Database } from '../db/schema';
 import type { Context } from '../engine/context';
 import type { AuthorizationRequest, AuthorizationResult } from '../processor/card-network';
 import { CHARGE_CLAIM_LEASE_MS, writeClaim } from './charge-claims';
-import { CLAIM_PREFIX, type ChargeClaim } from './claim-rows';
+import { CLAIM_PREFIX, claimRowIs, claimRowOf, type ChargeClaim } from './claim-rows';
 
 /** The claim store's `request_hash` of a create intent. */
 export const CREATE_INTENT_OPERATION = 'charges.create';
@@ -148,13 +148,7 @@ export async function undoCreateIntent(ctx: Pick<Context, 'db' | 'processor' | '
 
 /** An UPDATE of the intent row if it is still `intent`'s claim (its instant). */
 function claimRow(executor: Kysely<Database>, intent: CreateIntent) {
-  return executor
-    .updateTable('idempotency_keys')
-    .where('account_id', '=', intent.accountId)
-    .where('livemode', '=', intent.livemode)
-    .where('idempotency_key', '=', CLAIM_PREFIX + intent.chargeId)
-    .where('request_hash', '=', CREATE_INTENT_OPERATION)
-    .where('created_at', '=', intent.claimedAt);
+  return executor.updateTable('idempotency_keys').where(claimRowIs(claimRowOf(intent)));
 }
 
 /**

@@ -152,8 +152,7 @@ describe('charges.expire_holds (service rules §2: "After expired_at the hold is
     expect(await ctx.db.selectFrom('refunds').select('refund_id').where('charge_id', '=', h.id).execute()).toEqual([]);
   });
 
-  it('two workers taking batches at once release each hold once (FOR UPDATE SKIP LOCKED)', async () => {
-    if (!isPostgres()) return;
+  it.runIf(isPostgres())('two workers taking batches at once release each hold once (FOR UPDATE SKIP LOCKED)', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 12; i += 1) ids.push((await hold(merchant, new Date(t('2027-04-01T00:00:00Z').getTime() + i * 1000), { expiry_days: 1 })).id);
     const other = await database.openAnother();
@@ -262,8 +261,7 @@ describe('charges.reauthorize (service rules §2 Decision: scheduled reauthoriza
     expect(await ctx.db.selectFrom('reauthorizations').select('reauth_id').where('charge_id', 'in', [debit.id, prepaid.id]).execute()).toEqual([]);
   });
 
-  it('two workers taking batches at once reauthorize each hold once (FOR UPDATE SKIP LOCKED, one scheduled attempt per hold)', async () => {
-    if (!isPostgres()) return;
+  it.runIf(isPostgres())('two workers taking batches at once reauthorize each hold once (FOR UPDATE SKIP LOCKED, one scheduled attempt per hold)', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 10; i += 1) ids.push((await hold(optedIn, new Date(t('2027-07-10T00:00:00Z').getTime() + i * 1000), { expiry_days: 2 })).id);
     const other = await database.openAnother();

@@ -168,10 +168,9 @@ describe('Idempotency-Key on POST', () => {
     expect((slow.handled.get('charges.create') ?? 0) + (other === slow ? 0 : (other.handled.get('charges.create') ?? 0))).toBe(1);
   });
 
-  it('a request waits for one in flight with its key only up to waitMs (then 429 over_capacity), and the key stays usable', async () => {
-    // On PostgreSQL the second request waits on the first's uncommitted row (lock_timeout). On the
-    // embedded database the first holds the one connection and the second runs after it: no wait to bound.
-    if (!isPostgres()) return;
+  // On PostgreSQL the second request waits on the first's uncommitted row (lock_timeout). On the
+  // embedded database the first holds the one connection and the second runs after it: no wait to bound.
+  it.runIf(isPostgres())('a request waits for one in flight with its key only up to waitMs (then 429 over_capacity), and the key stays usable', async () => {
     const slow = await startPluginApp({ ...testContext(database.store, { seed: 74 }), processor: slowNetwork() }, { idempotency: { purgeIntervalMs: 0, waitMs: 50 } });
     opened.push(slow);
     const cus = await customer();

@@ -149,8 +149,7 @@ describe('payment_flows.expire_holds (service rules §3: "A hold that lapses can
     expect(await paymentFlowExpiryJob.nextDueAt!(ctx, t(a.capture_before!))).toEqual(t('2027-01-09T00:00:00Z'));
   });
 
-  it('two workers on two connections, racing over many batches, release every hold exactly once', async () => {
-    if (!isPostgres()) return;
+  it.runIf(isPostgres())('two workers on two connections, racing over many batches, release every hold exactly once', async () => {
     const rows = Array.from({ length: 300 }, (_, i) => {
       const authorized = new Date(REFERENCE_INSTANT.getTime() + i * 1000);
       return {

@@ -113,9 +113,14 @@ describe('payment_refunds.create', () => {
     await expectRefused('above what is left', () => createPaymentRefund(ctx, secret, { payment_flow_id: flow.id, amount: 1001 }), 'refund_amount_gt_net', 'amount', snapshot);
     await createPaymentRefund(ctx, secret, { payment_flow_id: flow.id });
     await expectRefused('refunded in full', () => createPaymentRefund(ctx, secret, { payment_flow_id: flow.id, amount: 1 }), 'already_refunded', 'payment_flow_id', snapshot);
-    ctx.clock.set(new Date(ctx.clock.now().getTime() + 181 * DAY));
+  });
+
+  it('"Refund window: 180 days from the sale": a refund at exactly 180 days is made, one a millisecond later is refused', async () => {
     const old = await paidFlow(5000);
-    ctx.clock.set(new Date(ctx.clock.now().getTime() + 181 * DAY));
+    const { created_at: createdAt } = await db.selectFrom('payment_flows').select('created_at').where('payment_flow_id', '=', old.id).executeTakeFirstOrThrow();
+    ctx.clock.set(new Date(createdAt.getTime() + 180 * DAY));
+    expect(await createPaymentRefund(ctx, secret, { payment_flow_id: old.id, amount: 1 })).toMatchObject({ amount: 1 });
+    ctx.clock.set(new Date(createdAt.getTime() + 180 * DAY + 1));
     await expectRefused('past 180 days', () => createPaymentRefund(ctx, secret, { payment_flow_id: old.id }), 'refund_limit_exceeded', 'payment_flow_id', snapshot);
   });
 

@@ -338,14 +338,18 @@ describe('charges.capture', () => {
     await expectRefused('below 50', () => op('charges.capture', { id: held.id, amount: 49 }), 'invalid_amount', 'amount', snapshot);
   });
 
-  it('"After expired_at … capture then fails with charge_expired" (service rules §2), even before the job released it', async () => {
+  it('"After expired_at … capture then fails with charge_expired" (service rules §2), even before the job released it: a capture at expired_at itself is made', async () => {
     ctx.clock.set(REFERENCE_INSTANT);
-    const held = await charge({ capture: false, expiry_days: 1 });
-    ctx.clock.set(new Date(REFERENCE_INSTANT.getTime() + MS_PER_DAY));
-    // At expired_at itself the hold is still good.
-    await op('charges.update', { id: held.id, description: 'still held' });
-    ctx.clock.set(new Date(REFERENCE_INSTANT.getTime() + MS_PER_DAY + 1000));
-    await expectRefused('capture after expiry', () => op('charges.capture', { id: held.id }), 'charge_expired', 'id', snapshot);
+    const atExpiry = await charge({ capture: false, expiry_days: 1 });
+    const after = await charge({ capture: false, expiry_days: 1 });
+    const expiredAt = async (id: string) => (await ctx.db.selectFrom('charges').select('expired_at').where('charge_id', '=', id).executeTakeFirstOrThrow()).expired_at!;
+    expect(await expiredAt(atExpiry.id)).toEqual(new Date(REFERENCE_INSTANT.getTime() + MS_PER_DAY));
+    // At expired_at itself the hold is still good: the capture is made.
+    ctx.clock.set(await expiredAt(atExpiry.id));
+    expect(await op('charges.capture', { id: atExpiry.id })).toMatchObject({ captured: true, amount: 1000, amount_refunded: 0 });
+    // One millisecond after it, the capture is refused.
+    ctx.clock.set(new Date((await expiredAt(after.id)).getTime() + 1));
+    await expectRefused('capture after expiry', () => op('charges.capture', { id: after.id }), 'charge_expired', 'id', snapshot);
     ctx.clock.set(REFERENCE_INSTANT);
   });
 

@@ -60,10 +60,11 @@ const SETUP_NOTICES: Readonly<Record<string, string>> = {
   failed: 'カードを保存できませんでした。別のカードをお試しください。 / The card could not be saved: try another card.',
 };
 
-type Query = Readonly<Record<string, unknown>>;
-const text = (fields: Query, name: string): string => (typeof fields[name] === 'string' ? (fields[name] as string) : '');
+export type Query = Readonly<Record<string, unknown>>;
+export const text = (fields: Query, name: string): string => (typeof fields[name] === 'string' ? (fields[name] as string) : '');
 
-function sendPage(reply: FastifyReply, status: number, html: string, formTargets: readonly string[] = []): FastifyReply {
+/** A page of kessai's own: HTML under its Content-Security-Policy, never cached, no referrer. */
+export function sendPage(reply: FastifyReply, status: number, html: string, formTargets: readonly string[] = []): FastifyReply {
   return reply
     .code(status)
     .type('text/html; charset=utf-8')
@@ -75,7 +76,7 @@ function sendPage(reply: FastifyReply, status: number, html: string, formTargets
 }
 
 /** An http(s) address or null. */
-function httpUrl(value: string): URL | null {
+export function httpUrl(value: string): URL | null {
   try {
     const url = new URL(value);
     return url.protocol === 'http:' || url.protocol === 'https:' ? url : null;

@@ -21,6 +21,7 @@ import { balanceStatementsCsv } from '../settlement/balance-statement-urls';
 import { claimedKindOf, statementCsv } from '../settlement/statement-urls';
 import { tenantApplicationPage } from '../tenants/application-urls';
 import { registerHostedCheckout } from './hosted-checkout';
+import { registerV1ThreeDSecurePage } from './v1-three-d-secure-page';
 import { operationContext } from './idempotency';
 import { sendRefusal } from './refusal';
 import { decodeV1Input, parseForm } from './v1/codec';
@@ -192,6 +193,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
 
   // The buyer's pages and the browser script (no API key; src/api/hosted-checkout.ts).
   await registerHostedCheckout(app, ctx, (request) => requestContext(ctx, request));
+  // The issuer's screen of v1 3-D Secure's redirect workflow (src/api/v1-three-d-secure-page.ts).
+  registerV1ThreeDSecurePage(app, ctx);
 
   if (options.requestPolicies) await options.requestPolicies(app);
 

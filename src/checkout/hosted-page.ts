@@ -1,7 +1,8 @@
 /**
  * The one renderer of the pages the buyer sees on kessai (issue 16 points 3–4): the hosted checkout
  * page of a session (a payment session's, or a setup session's that saves a card), its complete / expired / unknown pages, and the simulated redirect pages of
- * the browser script (the 3-D Secure challenge, the PayPay and Apple Pay wallets of test mode).
+ * the browser script (the 3-D Secure challenge, the PayPay and Apple Pay wallets of test mode); the
+ * same challenge is v1's issuer page of the 3-D Secure redirect workflow.
  * Plain server-rendered HTML, every value escaped (src/domain/html.ts); no inline script, one
  * stylesheet allowed by its hash, nothing loaded from anywhere but kessai (`pageSecurityPolicy`).
  * The page's behaviour is the browser script /v2/js/kessai.js and the page glue /v2/js/checkout.js
@@ -184,29 +185,54 @@ export interface RedirectPageView {
   readonly livemode: boolean;
 }
 
-function hiddenFields(view: RedirectPageView, extra: Readonly<Record<string, string>> = {}): string {
-  const fields = { key: view.publicKey, [`${view.flow}_id`]: view.flowId, client_secret: view.clientSecret, return_url: view.returnUrl, ...extra };
+/** The hidden fields of a redirect page's form (the browser script's hand-over). */
+function redirectFields(view: RedirectPageView, extra: Readonly<Record<string, string>> = {}): Readonly<Record<string, string>> {
+  return { key: view.publicKey, [`${view.flow}_id`]: view.flowId, client_secret: view.clientSecret, return_url: view.returnUrl, ...extra };
+}
+
+function hiddenFields(fields: Readonly<Record<string, string>>): string {
   return Object.entries(fields)
     .map(([name, value]) => `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`)
     .join('');
 }
 
+/** A 3-D Secure challenge of the simulated issuer: what is confirmed, and where the form posts. */
+export interface ChallengeView {
+  /** The page's own address: the form posts back to it. */
+  readonly action: string;
+  readonly fields: Readonly<Record<string, string>>;
+  readonly livemode: boolean;
+  /** The payment confirmed; null when nothing is charged now (a card saved or checked). */
+  readonly amount: number | null;
+  readonly cardLast4: string | null;
+  /** The host the buyer goes back to, named so the buyer sees where the buttons lead. */
+  readonly returnHost: string | null;
+}
+
 /**
- * The simulated issuer's 3-D Secure challenge: the buyer completes authentication (the issuer's
- * answer is the test card's, service rules §2.2: 4000000000003014 is verified, 4000000000003030
- * fails) or cancels and goes back without authenticating.
+ * The simulated issuer's 3-D Secure challenge, one page for the v2 redirect (payment and setup
+ * flows) and the v1 redirect workflow (charges, tokens, 3-D Secure requests): the buyer completes
+ * authentication (the issuer's answer is the test card's, service rules §2.2: 4000000000003014 is
+ * verified, 4000000000003030 fails) or cancels and goes back without authenticating.
  */
-export function renderThreeDSecurePage(view: RedirectPageView & { readonly cardLast4: string | null }): string {
+export function renderChallengePage(view: ChallengeView): string {
+  const subject = view.amount === null ? '<span id="save-card">this card (nothing is charged now)</span>' : `this payment of <strong id="amount">${escapeHtml(formatYen(view.amount))}</strong>`;
   const body = [
     '<h1>本人認証 / 3-D Secure</h1>',
     modeBadge(view.livemode),
-    `<p>カード発行会社の本人認証（シミュレーション） / Your card issuer asks you to confirm ${view.amount === null ? '<span id="save-card">saving this card (nothing is charged)</span>' : `this payment of <strong id="amount">${escapeHtml(formatYen(view.amount))}</strong>`}${view.cardLast4 === null ? '' : ` with the card ending <span id="last4">${escapeHtml(view.cardLast4)}</span>`}.</p>`,
-    `<form method="post" action="${THREE_D_SECURE_PAGE_PATH}">${hiddenFields(view)}`,
+    `<p>カード発行会社の本人認証（シミュレーション） / Your card issuer asks you to confirm ${subject}${view.cardLast4 === null ? '' : ` with the card ending <span id="last4">${escapeHtml(view.cardLast4)}</span>`}.</p>`,
+    `<form method="post" action="${escapeHtml(view.action)}">${hiddenFields(view.fields)}`,
     '<button type="submit" name="decision" value="authenticate" id="authenticate">認証する / Authenticate</button>',
     '<button type="submit" name="decision" value="cancel" class="secondary" id="cancel-authentication">キャンセル / Cancel</button>',
     '</form>',
+    view.returnHost === null ? '' : `<p id="return-host">どちらを選んでも <strong>${escapeHtml(view.returnHost)}</strong> に戻ります。 / Either way you return to <strong>${escapeHtml(view.returnHost)}</strong>.</p>`,
   ].join('\n');
   return page('本人認証 / 3-D Secure — kessai', body);
+}
+
+/** The v2 challenge of a payment flow (saving a card for a setup flow) handed over by the browser script. */
+export function renderThreeDSecurePage(view: RedirectPageView & { readonly cardLast4: string | null }): string {
+  return renderChallengePage({ action: THREE_D_SECURE_PAGE_PATH, fields: redirectFields(view), livemode: view.livemode, amount: view.amount, cardLast4: view.cardLast4, returnHost: null });
 }
 
 /** A simulated wallet of test mode (PayPay, Apple Pay): the buyer approves or declines the payment. */
@@ -216,7 +242,7 @@ export function renderWalletPage(view: RedirectPageView & { readonly amount: num
     `<h1 id="wallet" data-method="${view.method}">${escapeHtml(label)}</h1>`,
     modeBadge(view.livemode),
     `<p>${escapeHtml(label)}（テスト用シミュレーション / test simulation）: <strong id="amount">${escapeHtml(formatYen(view.amount))}</strong></p>`,
-    `<form method="post" action="${WALLET_PAGE_PATH}">${hiddenFields(view, { method: view.method })}`,
+    `<form method="post" action="${WALLET_PAGE_PATH}">${hiddenFields(redirectFields(view, { method: view.method }))}`,
     '<button type="submit" name="decision" value="approve" id="approve">承認 / Approve</button>',
     '<button type="submit" name="decision" value="decline" class="secondary" id="decline">拒否 / Decline</button>',
     '</form>',
@@ -224,7 +250,11 @@ export function renderWalletPage(view: RedirectPageView & { readonly amount: num
   return page(`${label} — kessai`, body);
 }
 
-/** A redirect page asked for what cannot be done (a wrong client secret, a live-mode wallet). */
-export function renderRefusalPage(title: string, detail: string): string {
-  return page(`${title} — kessai`, `<h1 id="refused">${escapeHtml(title)}</h1><p role="alert">${escapeHtml(detail)}</p>`);
+/**
+ * A redirect page asked for what cannot be done (a wrong client secret, a live-mode wallet, a
+ * lapsed 3-D Secure window); `backUrl` links the way back to the shop when it can be trusted.
+ */
+export function renderRefusalPage(title: string, detail: string, backUrl: string | null = null): string {
+  const back = backUrl === null ? '' : `<p><a id="back" href="${escapeHtml(backUrl)}">ショップに戻る / Return to the shop</a></p>`;
+  return page(`${title} — kessai`, `<h1 id="refused">${escapeHtml(title)}</h1><p role="alert">${escapeHtml(detail)}</p>${back}`);
 }

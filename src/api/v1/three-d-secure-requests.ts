@@ -3,7 +3,8 @@
  * /v1/three_d_secure_requests/{id}; the SDK's `three_d_secure_requests.create|list|retrieve`):
  * create takes `resource_id` (required, a customer's card) and `tenant_id`; the list takes
  * pagination plus `resource_id` and `tenant_id`. The buyer's steps `three_d_secure_requests.start`
- * and `.authenticate` have no v1 route (the buyer talks to the issuer): scenarios and tests run them.
+ * and `.authenticate` have no API route: the buyer runs them on kessai's issuer page
+ * (src/api/v1-three-d-secure-page.ts); scenarios run them directly.
  */
 import { defineCommandOperation } from '../../operations/define';
 import { listObject, PAGINATION_PARAMS, readPage } from '../../operations/pagination';

@@ -24,7 +24,7 @@ import { registerHostedCheckout } from './hosted-checkout';
 import { registerV1ThreeDSecurePage } from './v1-three-d-secure-page';
 import { operationContext } from './idempotency';
 import { sendRefusal } from './refusal';
-import { decodeV1Input, parseForm } from './v1/codec';
+import { decodeV1Input, parseForm, parseQuery, throwQueryRefusal } from './v1/codec';
 import { registerV2Routes, V2_PREFIX } from './v2/codec';
 import { V2_ROUTES } from './v2/routes';
 import { methodsAt, STATEMENT_DOWNLOAD_PATH, TENANT_APPLICATION_PATH, V1_ROUTES, type V1Route } from './v1/routes';
@@ -112,8 +112,11 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
     genReqId: () => `req_${randomUUID()}`,
     requestIdLogLabel: 'request_id',
-    querystringParser: (text) => parseForm(text),
+    // Never throws: it runs while Fastify routes (see parseQuery; the first hook below refuses).
+    routerOptions: { querystringParser: parseQuery },
     return503OnClosing: true,
+    // A path Fastify cannot decode (`/v1/charges/%`) or an over-long path parameter: the catalogue's refusal, not Fastify's body.
+    frameworkErrors: (error, request, reply) => sendRefusal(request, reply, error),
     // Fastify's own request lines would log the raw URL; ours (onRequest, onResponse) redact it.
     disableRequestLogging: true,
     ...(options.https ? { https: { cert: options.https.cert, key: options.https.key } } : {}),
@@ -131,6 +134,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   });
 
   app.decorateRequest('caller', null);
+  // First of all: a query string that could not be read is refused (v1 body or problem document).
+  app.addHook('onRequest', async (request) => throwQueryRefusal(request.query));
   // This server's memory of the keys it authenticated (a busy key is looked up once a second; see KeyCache).
   const keys = new KeyCache();
   // Browser calls from a merchant's page (the browser script with the public key, v2 §4.8) are

@@ -22,6 +22,28 @@ export function parseForm(text: string): Record<string, unknown> {
   }
 }
 
+/** Where a query string's refusal waits for the request's hooks (see parseQuery). */
+const QUERY_REFUSAL = Symbol('query refusal');
+
+/**
+ * The server's query string parser: parseForm, except that it never throws. Fastify parses the
+ * query while it routes, outside every hook and handler, where a throw would stop the process;
+ * the refusal is kept on the (otherwise empty) result and thrown by `throwQueryRefusal` in the
+ * request's first hook, so it leaves as any other refusal.
+ */
+export function parseQuery(text: string): Record<string, unknown> {
+  try {
+    return parseForm(text);
+  } catch (error) {
+    return { [QUERY_REFUSAL]: error };
+  }
+}
+
+/** Throws the refusal parseQuery kept for this query, if any. */
+export function throwQueryRefusal(query: unknown): void {
+  if (query !== null && typeof query === 'object' && QUERY_REFUSAL in query) throw (query as { [QUERY_REFUSAL]: unknown })[QUERY_REFUSAL];
+}
+
 /**
  * The operation's input from the decoded body or query and the path parameters. A parameter sent
  * both in the path and in the body is refused (`invalid_param_key` naming it): the path names the
@@ -44,6 +66,7 @@ const FRAMEWORK_ERRORS: Readonly<Record<string, (error: Error) => KessaiError>> 
   FST_ERR_CTP_EMPTY_TYPE: () => new KessaiError('invalid_querystring', { message: 'the request body has an empty Content-Type' }),
   FST_ERR_CTP_INVALID_TYPE: () => new KessaiError('invalid_querystring', { message: 'the request body has an invalid Content-Type' }),
   FST_ERR_BAD_URL: () => new KessaiError('not_found', { message: 'Unrecognized request URL.' }),
+  FST_ERR_MAX_PARAM_LENGTH: () => new KessaiError('not_found', { message: 'Unrecognized request URL.' }),
 };
 
 /** Any thrown value as a catalogue error; anything unforeseen is `payjp_wrong` with no internals. */

@@ -5,7 +5,7 @@
  * one network call each, never two at once, with one recorded outcome (charge-claims.ts).
  * PostgreSQL only: PGlite is a single session, so there is no second connection to probe from.
  */
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
 import { expireHoldBatch } from '../../src/charges/hold-jobs';
@@ -15,6 +15,7 @@ import { runOperation } from '../../src/operations/registry';
 import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card-network';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
+import { probeRowLock, whileLocked, type ProbedRow } from '../support/row-locks';
 
 const caller: Caller = { accountId: 'acct_netlocks', livemode: false, kind: 'secret' };
 const publicCaller: Caller = { ...caller, kind: 'public' };
@@ -23,17 +24,14 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 type Ctx = ReturnType<typeof testContext>;
 type Table = 'charges' | 'customers' | 'cards' | 'tokens';
-interface Probe {
-  readonly table: Table;
-  readonly column: 'charge_id' | 'customer_id' | 'card_id' | 'token_id';
-  readonly id: string;
-}
+const COLUMN = { charges: 'charge_id', customers: 'customer_id', cards: 'card_id', tokens: 'token_id' } as const;
+const rowOf = (table: Table, id: string): ProbedRow => ({ table, key: { account_id: caller.accountId, [COLUMN[table]]: id } });
 
 /** One network call as the wrapper saw it: which method, and what the probes found meanwhile. */
 interface Call {
   readonly method: keyof CardNetwork;
   readonly kinds: readonly string[];
-  /** Per probe: 'free' when FOR UPDATE NOWAIT got the row, else the SQLSTATE (55P03: locked). */
+  /** Per probed row: 'free' when FOR UPDATE NOWAIT got it, 'locked' when another transaction held it. */
   readonly probes: readonly string[];
 }
 
@@ -41,7 +39,7 @@ let database: TestDatabase;
 let prober: Kysely<Database>;
 let ctx: Ctx;
 let other: Ctx;
-let probes: Probe[] = [];
+let probes: ProbedRow[] = [];
 let calls: Call[] = [];
 let inFlight = 0;
 let maxInFlight = 0;
@@ -49,16 +47,7 @@ let maxInFlight = 0;
 /** Locks each probed row FOR UPDATE NOWAIT from another connection (its own transaction, rolled back). */
 async function probeRows(): Promise<string[]> {
   const found: string[] = [];
-  for (const probe of probes) {
-    try {
-      await prober.transaction().execute(async (trx) => {
-        await sql`SELECT 1 FROM ${sql.table(probe.table)} WHERE account_id = ${caller.accountId} AND ${sql.ref(probe.column)} = ${probe.id} FOR UPDATE NOWAIT`.execute(trx);
-      });
-      found.push('free');
-    } catch (error) {
-      found.push(String((error as { code?: unknown }).code ?? error));
-    }
-  }
+  for (const row of probes) found.push((await probeRowLock(prober, row)).lock);
   return found;
 }
 
@@ -107,7 +96,7 @@ async function customer(): Promise<{ id: string; card: string }> {
 }
 
 /** Runs `work` with the given rows probed during every network call; returns the calls seen. */
-async function during(rows: Probe[], work: () => Promise<unknown>): Promise<Call[]> {
+async function during(rows: ProbedRow[], work: () => Promise<unknown>): Promise<Call[]> {
   probes = rows;
   calls = [];
   try {
@@ -118,7 +107,7 @@ async function during(rows: Probe[], work: () => Promise<unknown>): Promise<Call
   }
 }
 
-const chargeRow = (id: string): Probe => ({ table: 'charges', column: 'charge_id', id });
+const chargeRow = (id: string): ProbedRow => rowOf('charges', id);
 
 describe.runIf(isPostgres())('no row lock is held while the card network answers (PostgreSQL)', () => {
   beforeAll(async () => {
@@ -131,13 +120,21 @@ describe.runIf(isPostgres())('no row lock is held while the card network answers
   });
   afterAll(async () => database?.drop());
 
+  it('the probe says "locked" for each table it probes while another connection holds the row (so its "free" below means something)', async () => {
+    const cus = await customer();
+    const held = await op(ctx, 'charges.create', { amount: '1000', currency: 'jpy', customer: cus.id, capture: 'false' });
+    const rows = [rowOf('charges', held.id), rowOf('customers', cus.id), rowOf('cards', cus.card), rowOf('tokens', await token())];
+    for (const row of rows) {
+      expect([row.table, (await whileLocked(ctx.db, row, () => probeRowLock(prober, row))).lock]).toEqual([row.table, 'locked']);
+      expect([row.table, (await probeRowLock(prober, row)).lock]).toEqual([row.table, 'free']);
+    }
+    await expect(probeRowLock(prober, rowOf('charges', 'ch_none'))).rejects.toThrow(/the probe needs exactly one/);
+  });
+
   it('charges.create by customer: the customer and its card are free while the network authorizes', async () => {
     const cus = await customer();
     const seen = await during(
-      [
-        { table: 'customers', column: 'customer_id', id: cus.id },
-        { table: 'cards', column: 'card_id', id: cus.card },
-      ],
+      [rowOf('customers', cus.id), rowOf('cards', cus.card)],
       () => op(ctx, 'charges.create', { amount: '1000', currency: 'jpy', customer: cus.id }),
     );
     expect(seen).toEqual([{ method: 'authorize', kinds: ['charge'], probes: ['free', 'free'] }]);
@@ -145,7 +142,7 @@ describe.runIf(isPostgres())('no row lock is held while the card network answers
 
   it('charges.create with a token: the token is free while the network authorizes, and is used once', async () => {
     const tok = await token();
-    const seen = await during([{ table: 'tokens', column: 'token_id', id: tok }], () => op(ctx, 'charges.create', { amount: '1000', currency: 'jpy', card: tok, capture: 'false' }));
+    const seen = await during([rowOf('tokens', tok)], () => op(ctx, 'charges.create', { amount: '1000', currency: 'jpy', card: tok, capture: 'false' }));
     expect(seen).toEqual([{ method: 'authorize', kinds: ['hold'], probes: ['free'] }]);
     await expect(op(ctx, 'charges.create', { amount: '1000', currency: 'jpy', card: tok })).rejects.toMatchObject({ code: 'token_already_used' });
   });

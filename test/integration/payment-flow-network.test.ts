@@ -8,7 +8,6 @@
  * PostgreSQL only: these need two connections at the same time, and PGlite is a single session.
  * Nothing here waits on a timer: a network call is held open on a promise the test releases.
  */
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
 import { completeCheckoutSession, createCheckoutSession, expireCheckoutSession, retrieveCheckoutSession } from '../../src/checkout/checkout-sessions';
@@ -25,6 +24,7 @@ import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card
 import { confirmSetupFlow, createSetupFlow, updateSetupFlow } from '../../src/setup-flows/setup-flows';
 import { TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
+import { probeRowLock, whileLocked, type ProbedRow } from '../support/row-locks';
 
 const ACCOUNT = 'acct_flow_network';
 const secret: Caller = { accountId: ACCOUNT, livemode: false, kind: 'secret' };
@@ -44,19 +44,15 @@ interface Probe {
   readonly status: string | undefined;
 }
 
+const rowOf = (id: string, table: 'payment_flows' | 'checkout_sessions' = 'payment_flows'): ProbedRow => ({
+  table,
+  key: { account_id: ACCOUNT, livemode: false, [table === 'payment_flows' ? 'payment_flow_id' : 'checkout_session_id']: id },
+});
+
 /** From the other connection: can the flow's (or the checkout session's) row be locked right now, and what status is committed? */
 async function probeRow(id: string, table: 'payment_flows' | 'checkout_sessions' = 'payment_flows'): Promise<{ lockable: boolean; status: string | undefined }> {
-  const key = table === 'payment_flows' ? 'payment_flow_id' : 'checkout_session_id';
-  try {
-    return await other.db.transaction().execute(async (trx) => {
-      const { rows } = await sql<{ status: string }>`SELECT status FROM ${sql.table(table)} WHERE account_id = ${ACCOUNT} AND livemode = false AND ${sql.ref(key)} = ${id} FOR UPDATE NOWAIT`.execute(trx);
-      return { lockable: true, status: rows[0]?.status };
-    });
-  } catch (error) {
-    // 55P03 lock_not_available: somebody holds the row.
-    if ((error as { code?: string }).code === '55P03') return { lockable: false, status: undefined };
-    throw error;
-  }
+  const { lock, row } = await probeRowLock(other.db, rowOf(id, table));
+  return { lockable: lock === 'free', status: row?.status as string | undefined };
 }
 
 interface Gate {
@@ -130,10 +126,7 @@ describe.runIf(isPostgres())('payment flow confirmation and the card network (Po
 
   it('the probe sees a lock when one is held (so its "lockable" below means something)', async () => {
     const flow = await createPaymentFlow(plain, secret, { amount: 1000 });
-    const seen = await database.store.db.transaction().execute(async (trx) => {
-      await sql`SELECT 1 FROM payment_flows WHERE account_id = ${ACCOUNT} AND payment_flow_id = ${flow.id} FOR UPDATE`.execute(trx);
-      return probeRow(flow.id);
-    });
+    const seen = await whileLocked(database.store.db, rowOf(flow.id), () => probeRow(flow.id));
     expect(seen).toEqual({ lockable: false, status: undefined });
     expect(await probeRow(flow.id)).toEqual({ lockable: true, status: 'requires_payment_method' });
   });
@@ -335,6 +328,8 @@ describe.runIf(isPostgres())('payment flow confirmation and the card network (Po
     const probes: Probe[] = [];
     const sessionId = await checkoutSession(3400, 'manual');
     const sessionSeen: Probe[] = [];
+    // The probe's control for the session's table: it says "not lockable" while the row is held.
+    expect(await whileLocked(database.store.db, rowOf(sessionId, 'checkout_sessions'), () => probeRow(sessionId, 'checkout_sessions'))).toEqual({ lockable: false, status: undefined });
     const ctx = withNetwork(database.store, 101, instrumentedNetwork({ probe: probes, sessionProbe: { id: sessionId, seen: sessionSeen }, calls: [] }));
     const completed = await completeCheckoutSession(ctx, browser, { id: sessionId, payment_method: await token('threeDSecureRequired') });
     expect(completed).toMatchObject({ status: 'complete', amount_total: 3400 });

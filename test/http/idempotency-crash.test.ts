@@ -25,7 +25,7 @@ import { CHARGE_CLAIM_LEASE_MS } from '../../src/charges/charge-claims';
 import { recoverCreateIntents } from '../../src/charges/create-intents';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, testContext, type TestDatabase } from '../support/database';
-import { call } from '../support/plugin-app';
+import { call } from '../support/http-server';
 import { recordingNetwork } from '../support/recording-network';
 import { spawnKessai, startServe, type SpawnedWorker } from '../support/spawn-worker';
 

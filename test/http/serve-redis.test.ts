@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, isPostgres, type TestDatabase } from '../support/database';
-import { call } from '../support/plugin-app';
+import { call } from '../support/http-server';
 import { spawnKessai, startServe, type SpawnedWorker } from '../support/spawn-worker';
 
 const REDIS_URL = process.env.KESSAI_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';

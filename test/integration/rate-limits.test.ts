@@ -1,12 +1,13 @@
 /**
- * Rate limits (v1 §8; issue 15, point 6) through a real Fastify app with the plugin, the accounts'
- * real keys and real routes: per account, zone and mode; 429 `over_capacity` in the v1 error body;
- * the official SDK's back-off gets through; on PostgreSQL two app instances (two pools, as two
- * server processes) share one count. Most tests use a 60-second window so a slow machine cannot
- * split a burst over two windows; the SDK test uses v1 §8's one second.
- * The same tests run on the Redis store (`KESSAI_REDIS_URL` of `kessai serve`) against the real
- * Redis of KESSAI_TEST_REDIS_URL (default the machine's, redis://127.0.0.1:6379, which CI has too),
- * with account ids of this run's own so counters of an earlier run never count.
+ * Rate limits (v1 §8) on the real server (buildServer with the server's own policies, as `kessai
+ * serve` wires them), the accounts' real keys and its real routes: per account, zone and mode; 429
+ * `over_capacity` in the v1 error body; the official SDK's back-off gets through. Each test runs on
+ * every store the server uses: `memory` on the embedded database (as the embedded `serve` counts,
+ * one process), and on PostgreSQL `postgres` (`rate_limit_counters`, shared by every server process
+ * on the database) and `redis` (`KESSAI_REDIS_URL`) against the real Redis of KESSAI_TEST_REDIS_URL
+ * (default the machine's, redis://127.0.0.1:6379, which CI has too), with account ids of this run's
+ * own so counters of an earlier run never count. Most tests use a 60-second window so a slow
+ * machine cannot split a burst over two windows; the SDK's back-off uses v1 §8's one second.
  */
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
@@ -14,26 +15,21 @@ import Payjp from 'payjp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type AccountKeys } from '../../src/accounts/accounts';
 import { DEFAULT_RATE_LIMITS, defaultZoneOf, leaseSize, parseRateLimits, type RateLimitOptions } from '../../src/api/rate-limits';
+import { openStore, type Store } from '../../src/db/connect';
+import { migrate } from '../../src/db/migrate';
 import type { Context } from '../../src/engine/context';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, testContext, type TestDatabase } from '../support/database';
-import { call, startPluginApp, type PluginApp } from '../support/plugin-app';
+import { call, serveOn, type Served } from '../support/http-server';
 
-let database: TestDatabase;
-let ctx: Context;
-const opened: PluginApp[] = [];
+const opened: Served[] = [];
 const redisConnections: Redis[] = [];
 const REDIS_URL = process.env.KESSAI_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const RUN = randomBytes(4).toString('hex');
 
-beforeAll(async () => {
-  database = await createTestDatabase();
-  ctx = testContext(database.store, { seed: 61 });
-});
 afterAll(async () => {
   await Promise.all(opened.map((a) => a.close()));
   await Promise.all(redisConnections.map((r) => r.quit()));
-  await database?.drop();
 });
 
 /**
@@ -48,19 +44,8 @@ async function redisConnection(): Promise<Redis> {
   return redis;
 }
 
-async function appOn(store: RateLimitOptions['store'], options: Partial<RateLimitOptions> = {}, on: Context = ctx): Promise<PluginApp> {
-  const started = await startPluginApp(on, { rateLimits: { store, db: on.db, ...(store === 'redis' ? { redis: await redisConnection() } : {}), windowSeconds: 60, ...options } });
-  opened.push(started);
-  return started;
-}
-
-/** A fresh account per test, so counters of one test never reach another (the window is long). */
-let accounts = 0;
-async function freshAccount(options: { live?: boolean } = {}): Promise<AccountKeys & { id: string }> {
-  accounts += 1;
-  const id = `acct_rl${RUN}_${accounts}`;
-  return { id, ...(await createAccount(ctx, { name: `Rate ${accounts}`, id, liveEnabled: options.live ?? false })).keys };
-}
+type RateLimitStore = RateLimitOptions['store'];
+type Limits = Pick<RateLimitOptions, 'limits' | 'accounts' | 'windowSeconds'>;
 
 /** A token made with the public key (zone pk), then a charge with the secret key (zone payment). */
 async function charge(apibase: string, keys: AccountKeys): Promise<string> {
@@ -71,25 +56,61 @@ async function charge(apibase: string, keys: AccountKeys): Promise<string> {
   return created.body.id!;
 }
 
-const STORES: readonly RateLimitOptions['store'][] = [isPostgres() ? 'postgres' : 'memory', 'redis'];
+// The memory store is the embedded database's (its server is one process); the shared stores are PostgreSQL's.
+const STORES: readonly RateLimitStore[] = ['memory', ...(isPostgres() ? (['postgres', 'redis'] as const) : [])];
 for (const store of STORES) describe(`rate limits (${store} store)`, () => {
-  const app = (options: Partial<RateLimitOptions> = {}, on: Context = ctx) => appOn(store, options, on);
+  let database: TestDatabase | undefined;
+  let embedded: Store | undefined;
+  let ctx: Context;
+
+  beforeAll(async () => {
+    if (store === 'memory') {
+      embedded = await openStore({ dataDir: 'memory://' });
+      await migrate(embedded);
+      ctx = testContext(embedded, { seed: 61 });
+    } else {
+      database = await createTestDatabase();
+      ctx = testContext(database.store, { seed: 61 });
+    }
+  });
+  afterAll(async () => {
+    await Promise.all(opened.splice(0).map((a) => a.close()));
+    await embedded?.close();
+    await database?.drop();
+  });
+
+  /** A server process on this store's database (on `on`, its own pool, when given). */
+  const app = async (options: Limits = {}, on: Context = ctx): Promise<Served> => {
+    const served = await serveOn(on, store === 'memory' ? 'pglite' : 'postgres', { rateLimits: { windowSeconds: 60, ...options }, ...(store === 'redis' ? { redis: await redisConnection() } : {}) });
+    opened.push(served);
+    return served;
+  };
+  /** Another server process on the same PostgreSQL database, with a pool of its own. */
+  const secondProcess = async (seed: number): Promise<Context> => testContext(await database!.openAnother(), { seed });
+
+  /** A fresh account per test, so counters of one test never reach another (the window is long). */
+  let accounts = 0;
+  async function freshAccount(options: { live?: boolean } = {}): Promise<AccountKeys & { id: string }> {
+    accounts += 1;
+    const id = `acct_rl${RUN}_${store}_${accounts}`;
+    return { id, ...(await createAccount(ctx, { name: `Rate ${accounts}`, id, liveEnabled: options.live ?? false })).keys };
+  }
+  const customersOf = async (account: string) => (await ctx.db.selectFrom('customers').select('customer_id').where('account_id', '=', account).execute()).length;
 
   it('v1 §8 defaults: live pk 10, payment 14, sk 30; test 2 each', () => {
     expect(DEFAULT_RATE_LIMITS).toEqual({ live: { pk: 10, payment: 14, sk: 30 }, test: { pk: 2, payment: 2, sk: 2 } });
   });
 
-  it('the zone\'s budget + 1 requests: the last is 429 over_capacity in the v1 error body, before any work', async () => {
+  it("the zone's budget + 1 requests: the last is 429 over_capacity in the v1 error body, before any work", async () => {
     const keys = await freshAccount();
-    const limited = await app({ limits: { test: { payment: 5, sk: 5 } } });
-    const id = await charge(limited.apibase, keys); // pk 1, payment 1
-    // sk (test mode, 2 by default; here 5): the retrieves.
-    for (let i = 0; i < 5; i += 1) expect((await call(limited.apibase, keys.test.secret, 'GET', `/charges/${id}`)).status).toBe(200);
-    const refused = await call(limited.apibase, keys.test.secret, 'GET', `/charges/${id}`);
+    const limited = await app({ limits: { test: { sk: 5 } } });
+    // sk (test mode, 2 by default; here 5): customer creations, each of which writes a row.
+    for (let i = 0; i < 5; i += 1) expect((await call(limited.apibase, keys.test.secret, 'POST', '/customers', { email: `c${i}@example.com` })).status).toBe(200);
+    const refused = await call(limited.apibase, keys.test.secret, 'POST', '/customers', { email: 'refused@example.com' });
     expect(refused.status).toBe(429);
     expect(refused.body).toEqual({ error: { status: 429, type: 'client_error', code: 'over_capacity', message: expect.stringContaining('sk zone') } });
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-    expect(limited.handled.get('charges.retrieve')).toBe(5);
+    expect(await customersOf(keys.id)).toBe(5);
   });
 
   it('zones, modes and accounts are counted apart', async () => {
@@ -139,13 +160,18 @@ for (const store of STORES) describe(`rate limits (${store} store)`, () => {
     const payjp = Payjp(keys.test.secret, { apibase: limited.apibase, maxRetry: 10, retryInitialDelay: 200, retryMaxDelay: 1000 });
     const retrieved = await Promise.all([1, 2, 3, 4, 5].map(() => payjp.charges.retrieve(id)));
     expect(retrieved.map((c) => c.id)).toEqual([id, id, id, id, id]);
-    // Without retries the SDK surfaces the 429 with the v1 body (6 requests in well under a second
-    // cannot all fit: at most 2 in the current window and 2 in the next).
+  });
+
+  it('the official SDK without retries surfaces the 429 with the v1 body: 6 requests at once on a budget of 2, 4 refused', async () => {
+    const keys = await freshAccount();
+    const limited = await app();
+    const id = await charge(limited.apibase, keys);
     const impatient = Payjp(keys.test.secret, { apibase: limited.apibase });
     const outcomes = await Promise.allSettled([1, 2, 3, 4, 5, 6].map(() => impatient.charges.retrieve(id)));
+    expect(outcomes.filter((o) => o.status === 'fulfilled').map((o) => o.value.id)).toEqual([id, id]);
     const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
-    expect(refused.length).toBeGreaterThan(0);
-    expect(refused[0]!.reason).toMatchObject({ status: 429, response: { body: { error: { code: 'over_capacity', status: 429 } } } });
+    expect(refused).toHaveLength(4);
+    for (const r of refused) expect(r.reason).toMatchObject({ status: 429, response: { body: { error: { code: 'over_capacity', status: 429 } } } });
   });
 
   /** The shared store's count of an account's test-mode sk zone this window. */
@@ -154,7 +180,7 @@ for (const store of STORES) describe(`rate limits (${store} store)`, () => {
     if (store === 'redis') return Number((await (await redisConnection()).get(key)) ?? 0);
     return (await ctx.db.selectFrom('rate_limit_counters').select('points').where('key', '=', key).executeTakeFirst())?.points ?? 0;
   };
-  const statusesOf = async (instances: readonly PluginApp[], key: string, n: number): Promise<number[]> => {
+  const statusesOf = async (instances: readonly Served[], key: string, n: number): Promise<number[]> => {
     const out: number[] = [];
     for (let i = 0; i < n; i += 1) out.push((await call(instances[i % instances.length]!.apibase, key, 'GET', '/charges/ch_none')).status);
     return out;
@@ -164,7 +190,7 @@ for (const store of STORES) describe(`rate limits (${store} store)`, () => {
     expect([leaseSize(2), leaseSize(199), leaseSize(200), leaseSize(1_000_000)]).toEqual([1, 1, 2, 10_000]);
     const keys = await freshAccount();
     const one = await app({ limits: { test: { sk: 200 } } });
-    const two = await app({ limits: { test: { sk: 200 } } }, isPostgres() ? testContext(await database.openAnother(), { seed: 63 }) : ctx);
+    const two = await app({ limits: { test: { sk: 200 } } }, await secondProcess(63));
     expect(await statusesOf([one], keys.test.secret, 1)).toEqual([404]);
     expect(await storedCount(keys.id)).toBe(2); // one lease of 2 points, one handed out
     expect(await statusesOf([one], keys.test.secret, 1)).toEqual([404]);
@@ -210,7 +236,7 @@ for (const store of STORES) describe(`rate limits (${store} store)`, () => {
     expect(statuses).toEqual([404, 404, 404, 429]);
     expect(await (await redisConnection()).get(`kessai:${keys.id}:test:sk`)).toBe('4');
     // Nothing went to the PostgreSQL store.
-    if (isPostgres()) expect(await ctx.db.selectFrom('rate_limit_counters').select('key').where('key', 'like', `kessai:${keys.id}:%`).execute()).toEqual([]);
+    expect(await ctx.db.selectFrom('rate_limit_counters').select('key').where('key', 'like', `kessai:${keys.id}:%`).execute()).toEqual([]);
   });
 
   it.runIf(store === 'redis')('Redis unreachable: the in-memory insurance limiter counts instead of refusing every request', async () => {
@@ -218,7 +244,7 @@ for (const store of STORES) describe(`rate limits (${store} store)`, () => {
     // A port nothing listens on; no offline queue, so each consume fails at once and the insurance answers.
     const down = new Redis('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
     down.on('error', () => undefined);
-    const started = await startPluginApp(ctx, { rateLimits: { store: 'redis', db: ctx.db, redis: down, windowSeconds: 60, limits: { test: { sk: 2 } } } });
+    const started = await serveOn(ctx, 'postgres', { redis: down, rateLimits: { windowSeconds: 60, limits: { test: { sk: 2 } } } });
     opened.push(started);
     const statuses = [];
     for (let i = 0; i < 3; i += 1) statuses.push((await call(started.apibase, keys.test.secret, 'GET', '/charges/ch_none')).status);
@@ -228,7 +254,7 @@ for (const store of STORES) describe(`rate limits (${store} store)`, () => {
 
   it.runIf(store === 'postgres')('two app instances on two pools (two server processes) share one count on PostgreSQL', async () => {
     const keys = await freshAccount();
-    const otherCtx = testContext(await database.openAnother(), { seed: 62 });
+    const otherCtx = await secondProcess(62);
     const one = await app({ limits: { test: { sk: 3 } } });
     const two = await app({ limits: { test: { sk: 3 } } }, otherCtx);
     const statuses = [];

@@ -4,13 +4,15 @@
  */
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
 import Payjp from 'payjp';
 import { createAccount, type AccountKeys } from '../../src/accounts/accounts';
+import type { IdempotencyOptions } from '../../src/api/idempotency';
 import { serverPolicies, type ServerPolicyOptions } from '../../src/api/request-policies';
 import { buildServer } from '../../src/api/server';
 import { openStore, type Store } from '../../src/db/connect';
 import { migrate } from '../../src/db/migrate';
-import type { EngineConfig } from '../../src/engine/context';
+import type { Context, EngineConfig } from '../../src/engine/context';
 import { createTestDatabase, testContext, REFERENCE_INSTANT } from './database';
 
 export type Backend = 'harness' | 'pglite';
@@ -28,7 +30,48 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(backend: Backend, options: { seed?: number; config?: Partial<EngineConfig>; bodyLimit?: number; rateLimits?: ServerPolicyOptions['rateLimits']; idempotency?: ServerPolicyOptions['idempotency']; extraRoutes?: (app: FastifyInstance) => Promise<void> } = {}): Promise<TestServer> {
+export interface ServeOptions {
+  readonly bodyLimit?: number;
+  readonly rateLimits?: ServerPolicyOptions['rateLimits'];
+  /** On PostgreSQL: count rate limits in this Redis, as `KESSAI_REDIS_URL` makes `kessai serve` do. */
+  readonly redis?: Redis;
+  readonly idempotency?: ServerPolicyOptions['idempotency'];
+  readonly extraRoutes?: (app: FastifyInstance) => Promise<void>;
+}
+
+export interface Served {
+  readonly baseUrl: string;
+  /** `<baseUrl>/v1`, the v1 SDK's `apibase`. */
+  readonly apibase: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The real server (buildServer with the server's own policies, as `kessai serve` wires them) on
+ * `ctx` — its store, clock and card network — on an ephemeral port. `storeKind` is the database's
+ * kind, which picks the rate-limit store as serve does (memory on the embedded database). Several
+ * servers on one database are several server processes (give each its own store for its own pool).
+ */
+export async function serveOn(ctx: Context, storeKind: 'postgres' | 'pglite', options: ServeOptions = {}): Promise<Served> {
+  // Limits raised unless a test gives its own, so tests that do not test rate limits are not throttled.
+  const policies = serverPolicies({
+    ctx,
+    storeKind,
+    rateLimits: options.rateLimits ?? { limits: { live: UNTHROTTLED, test: UNTHROTTLED } },
+    ...(options.redis ? { redis: options.redis } : {}),
+    ...(options.idempotency ? { idempotency: options.idempotency } : {}),
+  });
+  const requestPolicies = async (app: FastifyInstance): Promise<void> => {
+    await policies(app);
+    await options.extraRoutes?.(app);
+  };
+  const app = await buildServer({ ctx, requestPolicies, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }) });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  return { baseUrl, apibase: `${baseUrl}/v1`, close: () => app.close() };
+}
+
+export async function startTestServer(backend: Backend, options: ServeOptions & { seed?: number; config?: Partial<EngineConfig> } = {}): Promise<TestServer> {
   let store: Store;
   let drop: () => Promise<void>;
   let kind: string;
@@ -46,21 +89,8 @@ export async function startTestServer(backend: Backend, options: { seed?: number
   const ctx = testContext(store, { seed: options.seed ?? 15, at: REFERENCE_INSTANT, config: { statementUrlSecret: 'http-test-statement-secret', ...options.config } });
   const a = await createAccount(ctx, { name: 'HTTP Shop A', id: 'acct_http_a', liveEnabled: true });
   const b = await createAccount(ctx, { name: 'HTTP Shop B', id: 'acct_http_b' });
-  // The server's own policies (src/api/request-policies.ts), as `kessai serve` wires them; limits
-  // raised unless a test gives its own, so tests that do not test rate limits are not throttled.
-  const policies = serverPolicies({
-    ctx,
-    storeKind: kind === 'postgres' ? 'postgres' : 'pglite',
-    rateLimits: options.rateLimits ?? { limits: { live: UNTHROTTLED, test: UNTHROTTLED } },
-    ...(options.idempotency ? { idempotency: options.idempotency } : {}),
-  });
-  const requestPolicies = async (app: FastifyInstance): Promise<void> => {
-    await policies(app);
-    await options.extraRoutes?.(app);
-  };
-  const app = await buildServer({ ctx, requestPolicies, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }) });
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  const baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  const served = await serveOn(ctx, kind === 'postgres' ? 'postgres' : 'pglite', options);
+  const { baseUrl } = served;
   return {
     kind,
     baseUrl,
@@ -68,7 +98,7 @@ export async function startTestServer(backend: Backend, options: { seed?: number
     keys: { a: a.keys, b: b.keys },
     sdk: (key, sdkOptions = {}) => Payjp(key, { apibase: `${baseUrl}/v1`, ...sdkOptions }),
     async close() {
-      await app.close();
+      await served.close();
       await drop();
     },
   };
@@ -94,4 +124,31 @@ export async function sdkError(promise: Promise<unknown>): Promise<{ status: num
     return { status: e.status, type: body.type, code: body.code, param: body.param, charge: body.charge };
   }
   throw new Error('expected the SDK call to be refused');
+}
+
+/** One v1 request with a Basic key and a form body, answered as status, headers and parsed JSON body. */
+export async function call(apibase: string, key: string, method: string, path: string, body?: Record<string, string>, headers: Record<string, string> = {}) {
+  const response = await fetch(`${apibase}${path}`, {
+    method,
+    headers: {
+      authorization: `Basic ${Buffer.from(`${key}:`).toString('base64')}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/x-www-form-urlencoded' }),
+      ...headers,
+    },
+    ...(body === undefined ? {} : { body: new URLSearchParams(body).toString() }),
+  });
+  return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> & { id?: string; error?: { status: number; type: string; code: string; param?: string } } };
+}
+
+/** An idempotency fault that makes the next keyed request's final commit fail, once. */
+export function commitFailsOnce(): NonNullable<IdempotencyOptions['fault']> {
+  let failNext = true;
+  return {
+    point: 'before-operation-commit',
+    act: () => {
+      if (!failNext) return;
+      failNext = false;
+      throw new Error('the commit never happens');
+    },
+  };
 }

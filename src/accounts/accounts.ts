@@ -80,6 +80,31 @@ export function checkedFeeRates(input: Readonly<Record<string, string>>): Record
   return feeRates;
 }
 
+/** A key as made, before it is stored: only its digest (and a public key in clear) is kept. */
+export interface NewKey {
+  readonly key: string;
+  readonly kind: 'secret' | 'public';
+  readonly livemode: boolean;
+}
+
+/** A new random key of a kind and mode (`sk_test_…`, `pk_live_…`). */
+export function newApiKey(kind: 'secret' | 'public', livemode: boolean): string {
+  const prefix = kind === 'secret' ? (livemode ? ID_PREFIX.secretKeyLive : ID_PREFIX.secretKeyTest) : livemode ? ID_PREFIX.publicKeyLive : ID_PREFIX.publicKeyTest;
+  return newKey(prefix);
+}
+
+/** Stores keys of an account: their rows in `api_keys` and the digest → account directory that authenticate reads first (sql/000042). */
+export async function insertKeys(executor: Kysely<Database>, accountId: string, keys: readonly NewKey[], now: Date): Promise<void> {
+  await executor
+    .insertInto('api_keys')
+    .values(keys.map((row) => ({ account_id: accountId, key_digest: digestKey(row.key), kind: row.kind, livemode: row.livemode, key_hint: row.key.slice(0, 12), public_key: row.kind === 'public' ? row.key : null, created_at: now })))
+    .execute();
+  await executor
+    .insertInto('api_key_directory')
+    .values(keys.map((row) => ({ key_digest: digestKey(row.key), account: accountId })))
+    .execute();
+}
+
 export async function createAccount(ctx: Pick<Context, 'db' | 'clock' | 'ids'>, input: CreateAccountInput): Promise<{ account: Account; keys: AccountKeys }> {
   const name = input.name.trim();
   if (name.length === 0 || name.length > 100) throw new KessaiError('invalid_string_length', { param: 'name', message: 'name must be 1 to 100 characters' });
@@ -92,14 +117,14 @@ export async function createAccount(ctx: Pick<Context, 'db' | 'clock' | 'ids'>, 
   const feeRates: Record<string, string> = { ...DEFAULT_FEE_RATES, ...checkedFeeRates(input.feeRates ?? {}) };
   const now = ctx.clock.now();
   const keys: AccountKeys = {
-    test: { secret: newKey(ID_PREFIX.secretKeyTest), public: newKey(ID_PREFIX.publicKeyTest) },
-    live: { secret: newKey(ID_PREFIX.secretKeyLive), public: newKey(ID_PREFIX.publicKeyLive) },
+    test: { secret: newApiKey('secret', false), public: newApiKey('public', false) },
+    live: { secret: newApiKey('secret', true), public: newApiKey('public', true) },
   };
-  const keyRows = [
-    { key: keys.test.secret, kind: 'secret' as const, livemode: false },
-    { key: keys.test.public, kind: 'public' as const, livemode: false },
-    { key: keys.live.secret, kind: 'secret' as const, livemode: true },
-    { key: keys.live.public, kind: 'public' as const, livemode: true },
+  const keyRows: NewKey[] = [
+    { key: keys.test.secret, kind: 'secret', livemode: false },
+    { key: keys.test.public, kind: 'public', livemode: false },
+    { key: keys.live.secret, kind: 'secret', livemode: true },
+    { key: keys.live.public, kind: 'public', livemode: true },
   ];
   await ctx.db.transaction().execute(async (trx) => {
     const inserted = await trx
@@ -110,15 +135,7 @@ export async function createAccount(ctx: Pick<Context, 'db' | 'clock' | 'ids'>, 
       .executeTakeFirst();
     if (!inserted) throw new KessaiError('already_exist_id', { param: 'id', message: `account ${id} already exists` });
     await trx.insertInto('account_fee_rates').values(Object.entries(feeRates).map(([brand, fee_rate]) => ({ account_id: id, brand, fee_rate }))).execute();
-    await trx
-      .insertInto('api_keys')
-      .values(keyRows.map((row) => ({ account_id: id, key_digest: digestKey(row.key), kind: row.kind, livemode: row.livemode, key_hint: row.key.slice(0, 12), public_key: row.kind === 'public' ? row.key : null, created_at: now })))
-      .execute();
-    // The digest → account directory that authenticate reads first (sql/000042).
-    await trx
-      .insertInto('api_key_directory')
-      .values(keyRows.map((row) => ({ key_digest: digestKey(row.key), account: id })))
-      .execute();
+    await insertKeys(trx, id, keyRows, now);
   });
   return { account: { id, name, liveEnabled: input.liveEnabled ?? false, termCycle, feeRates, createdAt: now }, keys };
 }

@@ -55,6 +55,11 @@ export interface ServerOptions {
    * `request.caller` set (rate limits per account, zone and mode; Idempotency-Key handling).
    */
   readonly requestPolicies?: (app: FastifyInstance) => Promise<void>;
+  /**
+   * THE OPERATOR SURFACES GO HERE (src/api/admin/operator-surfaces.ts): /admin, /console, /metrics
+   * and the API metrics hooks, registered before every other route, with their own credential.
+   */
+  readonly operate?: (app: FastifyInstance) => Promise<void>;
 }
 
 /**
@@ -136,6 +141,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   app.decorateRequest('caller', null);
   // First of all: a query string that could not be read is refused (v1 body or problem document).
   app.addHook('onRequest', async (request) => throwQueryRefusal(request.query));
+  if (options.operate) await options.operate(app);
   // This server's memory of the keys it authenticated (a busy key is looked up once a second; see KeyCache).
   const keys = new KeyCache();
   // Browser calls from a merchant's page (the browser script with the public key, v2 §4.8) are

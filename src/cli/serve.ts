@@ -17,6 +17,7 @@ import { listenForStop } from '../engine/stop-signal';
 import { systemClock } from '../engine/system-clock';
 import { environmentConfig } from './environment';
 import { startWorkerLoop, type WorkerLoop } from './worker-loop';
+import { operatorSetup } from './serve-operator';
 
 interface ServeOptions {
   readonly port: number;
@@ -114,7 +115,8 @@ export function registerServe(program: Command): void {
           throw error;
         }
         const requestPolicies = serverPolicies({ ctx: rt.ctx, storeKind: rt.store.kind, rateLimits, ...(redis === undefined ? {} : { redis }), ...(idempotencyFault === undefined ? {} : { idempotency: { fault: { point: idempotencyFault, act: fault!.act } } }) });
-        const app = await buildServer({ ctx: rt.ctx, log, requestPolicies, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }), ...(https ? { https } : {}) });
+        const operator = operatorSetup(rt.ctx, rt.store.kind, g.dataDir ?? '.kessai', stop.signal);
+        const app = await buildServer({ ctx: rt.ctx, log, requestPolicies, operate: operator.surfaces, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }), ...(https ? { https } : {}) });
         let loop: WorkerLoop | null = null;
         try {
           await app.listen({ port: options.port, host: options.host });
@@ -128,10 +130,13 @@ export function registerServe(program: Command): void {
         }
         const address = app.server.address();
         const port = typeof address === 'object' && address !== null ? address.port : options.port;
-        console.log(`kessai v1 API on ${tls ? 'https' : 'http'}://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}/v1 (${rt.store.kind} ${rt.store.location}${loop ? ', worker in this process' : ''})`);
+        const origin = `${tls ? 'https' : 'http'}://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
+        console.log(`kessai v1 API on ${origin}/v1 (${rt.store.kind} ${rt.store.location}${loop ? ', worker in this process' : ''})`);
+        const serveFile = operator.started(origin);
         const signal = await stop.stopped;
         log.info({ signal }, 'stopping: finishing in-flight requests and the current batch');
         // Fastify stops accepting, answers what is in flight, then closes; the worker finishes its batch.
+        serveFile?.remove();
         await Promise.all([app.close(), loop?.stop()]);
         await redis?.quit();
         await rt.close();

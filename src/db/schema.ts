@@ -272,6 +272,16 @@ export interface KessaiMigrationsTable {
   name: string;
 }
 
+export interface OperatorAuditTable {
+  account: string | null;
+  action: string;
+  at: Date;
+  audit_id: Generated<number>;
+  detail: Generated<JsonColumn>;
+  operator: string;
+  target: string | null;
+}
+
 export interface PaymentFlowsTable {
   account_id: string;
   amount: number;
@@ -663,6 +673,16 @@ export interface WebhookEndpointsTable {
   url: string;
 }
 
+export interface WebhookResendsTable {
+  account_id: string;
+  attempt: number;
+  endpoint_id: string;
+  event_id: string;
+  operator: string;
+  request_key: string;
+  requested_at: Date;
+}
+
 export interface Database {
   account_fee_rates: AccountFeeRatesTable;
   accounts: AccountsTable;
@@ -681,6 +701,7 @@ export interface Database {
   job_runs: JobRunsTable;
   job_schedule: JobScheduleTable;
   kessai_migrations: KessaiMigrationsTable;
+  operator_audit: OperatorAuditTable;
   payment_flows: PaymentFlowsTable;
   payment_method_configurations: PaymentMethodConfigurationsTable;
   payment_methods: PaymentMethodsTable;
@@ -705,4 +726,5 @@ export interface Database {
   webhook_attempts: WebhookAttemptsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_endpoints: WebhookEndpointsTable;
+  webhook_resends: WebhookResendsTable;
 }

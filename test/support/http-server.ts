@@ -10,6 +10,9 @@ import { createAccount, type AccountKeys } from '../../src/accounts/accounts';
 import type { IdempotencyOptions } from '../../src/api/idempotency';
 import { serverPolicies, type ServerPolicyOptions } from '../../src/api/request-policies';
 import { buildServer } from '../../src/api/server';
+import { operatorSurfaces } from '../../src/api/admin/operator-surfaces';
+import { OperatorTokens, type NamedToken } from '../../src/api/admin/operator-tokens';
+import { ALL_JOBS } from '../../jobs/index';
 import { openStore, type Store } from '../../src/db/connect';
 import { migrate } from '../../src/db/migrate';
 import type { Context, EngineConfig } from '../../src/engine/context';
@@ -37,6 +40,8 @@ export interface ServeOptions {
   readonly redis?: Redis;
   readonly idempotency?: ServerPolicyOptions['idempotency'];
   readonly extraRoutes?: (app: FastifyInstance) => Promise<void>;
+  /** The operator surfaces (/admin, /console, /metrics) with these tokens, as `kessai serve` wires them. */
+  readonly operatorTokens?: readonly NamedToken[];
 }
 
 export interface Served {
@@ -65,7 +70,8 @@ export async function serveOn(ctx: Context, storeKind: 'postgres' | 'pglite', op
     await policies(app);
     await options.extraRoutes?.(app);
   };
-  const app = await buildServer({ ctx, requestPolicies, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }) });
+  const operate = options.operatorTokens === undefined ? undefined : operatorSurfaces({ ctx, tokens: new OperatorTokens(options.operatorTokens), jobs: ALL_JOBS, owner: 'test-server', ledgerClock: ctx.clock });
+  const app = await buildServer({ ctx, requestPolicies, ...(operate === undefined ? {} : { operate }), ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }) });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   return { baseUrl, apibase: `${baseUrl}/v1`, close: () => app.close() };

@@ -1,0 +1,214 @@
+/**
+ * What an operator can do while kessai runs, in one implementation with two front ends: the
+ * operator API (/admin, admin-routes.ts, and the console on top of it) and the CLI (src/cli),
+ * which calls it directly, or through a running server's operator API when the embedded database
+ * is held by `kessai serve` (operator-client.ts implements this same interface over HTTP).
+ *
+ * Every change is recorded in `operator_audit` with who (the operator token's name, or `cli` for a
+ * command run on the database directly) and when. Secrets made here (API keys, endpoint tokens) are
+ * returned once and never recorded.
+ *
+ * ADJUSTMENTS GO HERE: booking a `misc` statement adjustment (service rules, settlement) belongs in
+ * this interface as `adjustments.book/list`, calling the settlement code's own function, audited
+ * like every change here, with a route in admin-routes.ts and a form on the console's account page.
+ */
+import type { Kysely } from 'kysely';
+import { createAccount, listAccounts, type Account, type AccountKeys, type CreateAccountInput, type TermCycle } from '../../accounts/accounts';
+import { createApiKey, listApiKeys, revokeApiKey, type ApiKeySummary } from '../../accounts/api-keys';
+import type { JobRunStatus } from '../../db/column-types';
+import type { Database } from '../../db/schema';
+import { KessaiError } from '../../domain/errors';
+import { FixedClock, type Clock } from '../../engine/clock';
+import type { Context } from '../../engine/context';
+import { nextSlotAfter } from '../../engine/cron';
+import type { JobDefinition } from '../../engine/job';
+import { jobStates, LEDGER_STATUSES, ledgerSlots, type JobState, type LedgerSlot } from '../../engine/job-ledger';
+import { Scheduler, type SlotOutcome } from '../../engine/scheduler';
+import { sendTestEvent } from '../../webhooks/delivery';
+import { addEndpoint, listEndpoints, removeEndpoint, rotateEndpointToken, setEndpointEnabled, type AddEndpointInput, type EndpointCounts, type WebhookEndpoint } from '../../webhooks/endpoints';
+import { deliveryAttempts, listDeliveries, resendGivenUp, type Delivery, type DeliveryAttempt, type ResendResult } from '../../webhooks/resend';
+
+export type AccountSummary = { readonly id: string; readonly name: string; readonly liveEnabled: boolean; readonly termCycle: TermCycle; readonly createdAt: Date };
+export type ListedEndpoint = WebhookEndpoint & { readonly counts: EndpointCounts };
+export interface TestSendResult {
+  readonly eventId: string;
+  readonly ok: boolean;
+  readonly status: number | null;
+  readonly error: string | null;
+  readonly durationMs: number;
+}
+
+export interface Operator {
+  readonly accounts: {
+    create(input: CreateAccountInput): Promise<{ account: Account; keys: AccountKeys }>;
+    list(): Promise<AccountSummary[]>;
+    keys(accountId: string): Promise<ApiKeySummary[]>;
+    createKey(accountId: string, input: { kind: 'secret' | 'public'; livemode: boolean }): Promise<{ key: ApiKeySummary; secret: string }>;
+    revokeKey(accountId: string, keyId: string): Promise<ApiKeySummary>;
+  };
+  readonly webhooks: {
+    add(input: AddEndpointInput): Promise<{ endpoint: WebhookEndpoint; token: string }>;
+    list(accountId: string): Promise<ListedEndpoint[]>;
+    setEnabled(accountId: string, endpointId: string, enabled: boolean): Promise<WebhookEndpoint>;
+    rotateToken(accountId: string, endpointId: string): Promise<{ endpoint: WebhookEndpoint; token: string }>;
+    remove(accountId: string, endpointId: string): Promise<WebhookEndpoint>;
+    test(accountId: string, endpointId: string): Promise<TestSendResult>;
+    deliveries(accountId: string, endpointId: string, options?: { status?: string; limit?: number }): Promise<Delivery[]>;
+    attempts(accountId: string, endpointId: string, eventId: string): Promise<DeliveryAttempt[]>;
+    /** Re-sends one given-up delivery (`eventId`) or every given-up delivery of the endpoint. */
+    resend(accountId: string, endpointId: string, options: { eventId?: string; requestKey: string }): Promise<ResendResult>;
+  };
+  readonly jobs: {
+    states(): Promise<JobState[]>;
+    slots(options: { job?: string; status?: string; limit?: number }): Promise<LedgerSlot[]>;
+    /** Runs (or replays) one slot now, as `kessai jobs run` does; an abandoned slot is run again this way. */
+    run(job: string, slot: Date): Promise<SlotOutcome>;
+    /** The nightly statement generation now: the daily slot of terms.close, then of balances.close, at or before `at`. */
+    runStatements(at?: Date): Promise<SlotOutcome[]>;
+  };
+}
+
+export interface LocalOperatorOptions {
+  readonly ctx: Context;
+  /** Recorded as who made each change. */
+  readonly who: string;
+  readonly jobs: readonly JobDefinition[];
+  /** Names this process in the run ledger (`host:pid`). */
+  readonly owner: string;
+  /** The clock of the run ledger's leases (the real clock), whatever instant a slot acts as of. */
+  readonly ledgerClock: Clock;
+  /** Stops a slot run by this operator (the server's or the command's stop signal). */
+  readonly stopSignal?: AbortSignal;
+  /** Slots later than the context clock's now may run (the CLI's what-if `--at`); the server refuses them. */
+  readonly futureSlots?: boolean;
+}
+
+/** One audit row: who did what to which account and object, when. */
+export async function recordAudit(db: Kysely<Database>, row: { at: Date; operator: string; action: string; account?: string | null; target?: string | null; detail?: Record<string, unknown> }): Promise<void> {
+  await db
+    .insertInto('operator_audit')
+    .values({ at: row.at, operator: row.operator, action: row.action, account: row.account ?? null, target: row.target ?? null, detail: JSON.stringify(row.detail ?? {}) })
+    .execute();
+}
+
+/** The latest audit rows, newest first. */
+export async function recentAudit(db: Kysely<Database>, limit = 50) {
+  return db.selectFrom('operator_audit').selectAll().orderBy('audit_id', 'desc').limit(limit).execute();
+}
+
+/** The jobs statements run runs, in order. */
+export const STATEMENT_JOBS = ['terms.close', 'balances.close'] as const;
+
+export function localOperator(options: LocalOperatorOptions): Operator {
+  const { ctx, who } = options;
+  const audit = (action: string, account: string | null, target: string | null, detail: Record<string, unknown> = {}) => recordAudit(ctx.db, { at: ctx.clock.now(), operator: who, action, account, target, detail });
+  const scheduler = (at: Date) => new Scheduler({ ...ctx, clock: new FixedClock(at) }, options.jobs, { owner: options.owner, ledgerClock: options.ledgerClock, ...(options.stopSignal ? { stopSignal: options.stopSignal } : {}) });
+  const checkSlotTime = (slot: Date) => {
+    if (Number.isNaN(slot.getTime())) throw new KessaiError('invalid_param_key', { param: 'slot', message: 'slot must be an instant' });
+    if (!options.futureSlots && slot.getTime() > ctx.clock.now().getTime()) throw new KessaiError('invalid_param_key', { param: 'slot', message: `slot ${slot.toISOString()} is in the future; a slot runs once its instant has come` });
+  };
+  const jobNamed = (name: string) => {
+    const job = options.jobs.find((candidate) => candidate.name === name);
+    if (!job) throw new KessaiError('invalid_param_key', { param: 'job', message: `no job named ${JSON.stringify(name)}; jobs: ${options.jobs.map((j) => j.name).join(', ')}` });
+    return job;
+  };
+  const outcomeDetail = (outcome: SlotOutcome) => ({ job: outcome.job, slot: outcome.slot.toISOString(), status: outcome.status, attempt: outcome.attempt });
+  return {
+    accounts: {
+      async create(input) {
+        const created = await createAccount(ctx, input);
+        await audit('account.create', created.account.id, created.account.id, { name: created.account.name, liveEnabled: created.account.liveEnabled, termCycle: created.account.termCycle });
+        return created;
+      },
+      list: () => listAccounts(ctx),
+      keys: (accountId) => listApiKeys(ctx, accountId),
+      async createKey(accountId, input) {
+        const created = await createApiKey(ctx, accountId, input);
+        await audit('api_key.create', accountId, created.key.id, { kind: created.key.kind, livemode: created.key.livemode, hint: created.key.hint });
+        return created;
+      },
+      async revokeKey(accountId, keyId) {
+        const key = await revokeApiKey(ctx, accountId, keyId);
+        await audit('api_key.revoke', accountId, key.id, { kind: key.kind, livemode: key.livemode, hint: key.hint });
+        return key;
+      },
+    },
+    webhooks: {
+      async add(input) {
+        const added = await addEndpoint(ctx, input);
+        await audit('webhook_endpoint.add', input.accountId, added.endpoint.id, { url: added.endpoint.url, livemode: added.endpoint.livemode });
+        return added;
+      },
+      list: (accountId) => listEndpoints(ctx.db, accountId),
+      async setEnabled(accountId, endpointId, enabled) {
+        const endpoint = await setEndpointEnabled(ctx, accountId, endpointId, enabled);
+        await audit(enabled ? 'webhook_endpoint.enable' : 'webhook_endpoint.disable', accountId, endpointId);
+        return endpoint;
+      },
+      async rotateToken(accountId, endpointId) {
+        const rotated = await rotateEndpointToken(ctx, accountId, endpointId);
+        await audit('webhook_endpoint.rotate_token', accountId, endpointId);
+        return rotated;
+      },
+      async remove(accountId, endpointId) {
+        const endpoint = await removeEndpoint(ctx, accountId, endpointId);
+        await audit('webhook_endpoint.remove', accountId, endpointId);
+        return endpoint;
+      },
+      async test(accountId, endpointId) {
+        const { event, result } = await sendTestEvent(ctx, accountId, endpointId);
+        await audit('webhook_endpoint.test', accountId, endpointId, { event: event.id, ok: result.ok, status: result.status });
+        return { eventId: String(event.id), ok: result.ok, status: result.status, error: result.error ?? null, durationMs: result.durationMs };
+      },
+      deliveries: (accountId, endpointId, listOptions = {}) => listDeliveries(ctx, accountId, endpointId, listOptions),
+      attempts: (accountId, endpointId, eventId) => deliveryAttempts(ctx, accountId, endpointId, eventId),
+      async resend(accountId, endpointId, resendOptions) {
+        const result = await resendGivenUp(ctx, { accountId, endpointId, requestKey: resendOptions.requestKey, operator: who, ...(resendOptions.eventId === undefined ? {} : { eventId: resendOptions.eventId }) });
+        // Recorded once per re-send that happened: a retried request (nothing put back) adds no row.
+        if (result.resent > 0) await audit('webhook_delivery.resend', accountId, endpointId, { events: result.deliveries.map((d) => d.eventId), resent: result.resent, requestKey: resendOptions.requestKey });
+        return result;
+      },
+    },
+    jobs: {
+      states: () => jobStates(ctx, options.jobs, ctx.clock.now()),
+      async slots(slotOptions) {
+        if (slotOptions.job !== undefined) jobNamed(slotOptions.job);
+        if (slotOptions.status !== undefined && !(LEDGER_STATUSES as readonly string[]).includes(slotOptions.status)) {
+          throw new KessaiError('invalid_param_key', { param: 'status', message: `status must be one of ${LEDGER_STATUSES.join(', ')}` });
+        }
+        const limit = slotOptions.limit ?? 50;
+        if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new KessaiError('invalid_param_key', { param: 'limit', message: 'limit must be a whole number from 1 to 500' });
+        return ledgerSlots(ctx, { ...(slotOptions.job === undefined ? {} : { job: slotOptions.job }), ...(slotOptions.status === undefined ? {} : { status: slotOptions.status as JobRunStatus }), limit });
+      },
+      async run(jobName, slot) {
+        jobNamed(jobName);
+        checkSlotTime(slot);
+        let outcome: SlotOutcome;
+        try {
+          outcome = await scheduler(slot).runSlot(jobName, slot);
+        } catch (error) {
+          // The scheduler's refusals (not a slot of the job, held by another worker) are the caller's to fix.
+          if (error instanceof Error && !(error instanceof KessaiError) && /is not a slot of|is being run by|is in the future/.test(error.message)) throw new KessaiError('invalid_param_key', { param: 'slot', message: error.message });
+          throw error;
+        }
+        await audit('job.run', null, `${jobName}@${slot.toISOString()}`, outcomeDetail(outcome));
+        return outcome;
+      },
+      async runStatements(at) {
+        const instant = at ?? ctx.clock.now();
+        checkSlotTime(instant);
+        const runner = scheduler(instant);
+        const outcomes: SlotOutcome[] = [];
+        for (const name of STATEMENT_JOBS) {
+          // Stopped: the slot that was running has been handed back; the next one is not started.
+          if (runner.stopping) break;
+          const job = jobNamed(name);
+          // The latest slot at or before `at`: the first one strictly after `at` − 1 day (daily schedules).
+          outcomes.push(await runner.runSlot(name, nextSlotAfter(job.schedule, new Date(instant.getTime() - 24 * 60 * 60 * 1000))));
+        }
+        await audit('statements.run', null, instant.toISOString(), { slots: outcomes.map(outcomeDetail) });
+        return outcomes;
+      },
+    },
+  };
+}

@@ -11,6 +11,7 @@ import type { Context } from '../engine/context';
 import { inAccounts } from '../db/account-scope';
 import { dueAccounts } from '../engine/account-batches';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
+import { inBothApis } from './v2-settlement-objects';
 import { recordEvents } from '../events/outbox';
 import { balanceObjects, type BalanceRow } from './statements';
 import { ROW_KEYS } from '../db/bulk-rows';
@@ -60,7 +61,7 @@ export async function closeBalanceBatch(trx: Kysely<Database>, ctx: Pick<Context
   await recordEvents(
     trx,
     ctx.ids,
-    closed.map((b, i) => ({ accountId: b.account_id, livemode: b.livemode, type: 'balance.closed', data: objects[i]!, at: b.due_at! })),
+    inBothApis(closed.map((b, i) => ({ accountId: b.account_id, livemode: b.livemode, type: 'balance.closed', data: objects[i]!, at: b.due_at! }))),
   );
   return closed.length;
 }

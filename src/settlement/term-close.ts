@@ -27,6 +27,7 @@ import type { Context } from '../engine/context';
 import { inAccounts } from '../db/account-scope';
 import { dueAccounts } from '../engine/account-batches';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
+import { inBothApis } from './v2-settlement-objects';
 import { recordEvents, type EventInput } from '../events/outbox';
 import { balanceObjects, type BalanceRow, type StatementRow } from './statements';
 import { planTermClose, type ChargeAggregateRow, type RefundAggregateRow, type DisputeAggregateRow, type TenantMinimumRow, type TermCloseInput, type TermClosePlan } from './term-close-plan';
@@ -230,7 +231,7 @@ async function writeTermClose(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, 
       events.push({ accountId: row.account_id, livemode: row.livemode, type, data: { ...object, state: row.state, net: row.net, closed: row.closed, closed_date: row.closed_date, due_date: row.due_date }, at });
     }
   }
-  await recordEvents(trx, ctx.ids, events);
+  await recordEvents(trx, ctx.ids, inBothApis(events));
   await openTerms(
     trx,
     ctx.ids,

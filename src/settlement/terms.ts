@@ -12,6 +12,7 @@ import type { IdGenerator } from '../domain/ids';
 import { termContaining, type TermBounds, type TermCycle } from '../domain/terms';
 import { JST_OFFSET_MS, MS_PER_DAY, toUnixSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
+import { inBothApis } from './v2-settlement-objects';
 import { recordEvents, type EventInput } from '../events/outbox';
 import { cursorOf, inListPage, type ListPage } from '../operations/list-page';
 import { bulkColumns, compositeKey, ROW_KEYS } from '../db/bulk-rows';
@@ -148,7 +149,7 @@ export async function openTerms(trx: Kysely<Database>, ids: IdGenerator, wants: 
   const events: EventInput[] = inserted.rows
     .sort((x, y) => x.start_at.getTime() - y.start_at.getTime() || (x.account_id < y.account_id ? -1 : x.account_id > y.account_id ? 1 : 0))
     .map((row) => ({ accountId: row.account_id, livemode: row.livemode, type: 'term.created', data: renderTerm(row, { charges: 0, refunds: 0, disputes: 0 }), at: row.created_at }));
-  await recordEvents(trx, ids, events);
+  await recordEvents(trx, ids, inBothApis(events));
 }
 
 /** The distinct containing terms of wanted instants (termLookups), and which one each want has. */

@@ -269,8 +269,9 @@ describe('balances (service rules §4 "Balance")', () => {
     expect(fee.items).toEqual([{ subject: 'transfer_fee', name: expect.any(String), amount: -250, tax_rate: '10.00' }]);
     expect(balance.statements.map((s) => s.type)).toEqual(['sales', 'sales', 'transfer_fee']);
     expect(balance.net).toBe(balance.statements.reduce((sum, s) => sum + s.net, 0));
-    const types = (await listEvents(ctx.db, caller.accountId)).filter((e) => e.type.startsWith('balance.')).map((e) => e.type);
-    expect(types).toEqual(['balance.created', 'balance.merged', 'balance.fixed']);
+    const balanceEvents = (await listEvents(ctx.db, caller.accountId)).filter((e) => e.type.startsWith('balance.'));
+    // Each in v1, then its v2 twin (v2 §6.1 "other").
+    expect(balanceEvents.map((e) => `${e.apiVersion} ${e.type}`)).toEqual(['v1 balance.created', 'v2 balance.created', 'v1 balance.merged', 'v2 balance.merged', 'v1 balance.fixed', 'v2 balance.fixed']);
     // The balance close job closes it on its due date (00:00 JST), with balance.closed.
     await runSlot(balanceCloseJob, jst('2027-03-30T00:00:00'));
     expect((await balances(caller))[0]).toMatchObject({ closed: false });
@@ -368,7 +369,10 @@ describe('exactly once and at the item\'s own instant', () => {
     expect(list.length).toBeGreaterThan(0);
     for (const s of list) expect(s.created).toBe(jst('2027-02-01T00:00:00').getTime() / 1000);
     const closedEvents = await listEvents(ctx.db, caller.accountId, { type: 'term.closed' });
-    expect(closedEvents.map((e) => e.createdAt)).toEqual([jst('2027-02-01T00:00:00')]);
+    expect(closedEvents.map((e) => [e.apiVersion, e.createdAt])).toEqual([
+      ['v1', jst('2027-02-01T00:00:00')],
+      ['v2', jst('2027-02-01T00:00:00')],
+    ]);
     await closeTerms(jst('2027-02-05T00:00:00'), jst('2027-02-06T00:00:00'));
     await closeTerms(jst('2027-02-05T00:00:00'), jst('2027-02-06T00:00:00'));
     expect(await ctx.db.transaction().execute((trx) => closeTermBatch(trx, ctx, [caller.accountId], jst('2027-02-05T00:00:00'), 100))).toMatchObject({ selected: 0 });

@@ -9,7 +9,7 @@
  * fields differ from the SDK's.
  */
 import { reject } from '../../domain/errors';
-import { toIsoSeconds } from '../../domain/time';
+import { v2Instants } from '../../settlement/v2-settlement-objects';
 import type { HttpMethod } from '../v1/routes';
 import { renameFields, withSdkNames, type FieldRenames, type V2Route } from './codec';
 
@@ -70,24 +70,6 @@ const SESSION_NAMES: FieldRenames = { customer_id: 'customer', payment_flow_id: 
 const encodeSession = sdkNames(SESSION_NAMES, withLineItemPriceIds);
 const sessionRoute = (extra: Partial<V2Route> = {}): Partial<V2Route> => ({ renames: { customer_id: 'customer' }, encode: encodeSession, ...extra });
 
-/** v1 instants (UNIX seconds) and their v2 names (official-sdks.md §1 "Timestamps"). */
-const V1_INSTANTS: Readonly<Record<string, string>> = { created: 'created_at', updated: 'updated_at', start_at: 'start_at', end_at: 'end_at', expires: 'expires' };
-
-/**
- * A settlement object of the v1 operations (statement, balance, term, statement URL) as v2 shows
- * it: every UNIX-seconds instant an ISO 8601 UTC string, under its v2 name, nested objects too.
- */
-export function v2Instants(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(v2Instants);
-  if (value === null || typeof value !== 'object') return value;
-  const out: Record<string, unknown> = {};
-  for (const [key, field] of Object.entries(value)) {
-    const v2Name = V1_INSTANTS[key];
-    if (v2Name !== undefined && typeof field === 'number') out[v2Name] = toIsoSeconds(new Date(field * 1000));
-    else out[key] = v2Instants(field);
-  }
-  return out;
-}
 const settlement = (extra: Partial<V2Route> = {}): Partial<V2Route> => ({ encode: (result) => v2Instants(result) as object, ...extra });
 
 export const V2_ROUTES: readonly V2Route[] = [

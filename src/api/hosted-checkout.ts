@@ -174,6 +174,20 @@ function refusal(reply: FastifyReply, error: unknown): FastifyReply {
   return sendPage(reply, error.status, renderRefusalPage('お手続きできません / This cannot be done', error.message));
 }
 
+/**
+ * Any refusal on a page route (`config.page`), as a page: a request the page cannot read (its
+ * query string, a path parameter) answered in the page's style, as src/api/refusal.ts decides; a
+ * fault is a page too, logged, with nothing of its internals.
+ */
+export function sendRefusalPage(request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply {
+  if (error instanceof KessaiError) {
+    request.log.info({ code: error.code, param: error.param }, 'request refused');
+    return refusal(reply, error);
+  }
+  request.log.error({ err: error }, 'request failed');
+  return sendPage(reply, 500, renderRefusalPage('エラーが発生しました / Something went wrong', 'An unexpected error occurred.'));
+}
+
 /** Runs an operation of the buyer's; a card refusal (402) is an answer, not an error. */
 async function outcome(run: () => Promise<unknown>): Promise<RedirectStatus> {
   try {
@@ -187,6 +201,7 @@ async function outcome(run: () => Promise<unknown>): Promise<RedirectStatus> {
 
 export async function registerHostedCheckout(app: FastifyInstance, ctx: Context, contextOf: (request: FastifyRequest) => Context): Promise<void> {
   const publicRoute = { config: { public: true } } as const;
+  const pageRoute = { config: { public: true, page: true } } as const;
 
   // Browsers ask every origin for an icon: none, and no 401 for asking.
   app.get('/favicon.ico', publicRoute, async (_request, reply) => reply.code(204).header('cache-control', 'max-age=86400').send());
@@ -197,7 +212,7 @@ export async function registerHostedCheckout(app: FastifyInstance, ctx: Context,
     );
   }
 
-  app.get(`${CHECKOUT_PAGE_PATH}/:id`, publicRoute, async (request, reply) => {
+  app.get(`${CHECKOUT_PAGE_PATH}/:id`, pageRoute, async (request, reply) => {
     const pageCtx = contextOf(request);
     const { id } = request.params as { id: string };
     let found: HostedSession;
@@ -246,7 +261,7 @@ export async function registerHostedCheckout(app: FastifyInstance, ctx: Context,
     );
   });
 
-  app.get(`${CHECKOUT_PAGE_PATH}/:id/return`, publicRoute, async (request, reply) => {
+  app.get(`${CHECKOUT_PAGE_PATH}/:id/return`, pageRoute, async (request, reply) => {
     const pageCtx = contextOf(request);
     const { id } = request.params as { id: string };
     const query = request.query as Query;
@@ -308,7 +323,7 @@ function redirectPage(
   handlers: { readonly show: (handed: HandedOver, fields: Query) => Promise<string | RedirectStatus>; readonly answer: (handed: HandedOver, fields: Query) => Promise<RedirectStatus> },
 ): void {
   const back = (reply: FastifyReply, { view }: HandedOver, status: RedirectStatus) => reply.redirect(returnAddress(view.returnUrl, view.flowId, view.clientSecret, status, view.flow), 303);
-  app.get(path, { config: { public: true } }, async (request, reply) => {
+  app.get(path, { config: { public: true, page: true } }, async (request, reply) => {
     try {
       const fields = request.query as Query;
       const handed = await handedOver(ctx, fields);
@@ -319,7 +334,7 @@ function redirectPage(
       return refusal(reply, error);
     }
   });
-  app.post(path, { config: { public: true } }, async (request, reply) => {
+  app.post(path, { config: { public: true, page: true } }, async (request, reply) => {
     try {
       const fields = request.body as Query;
       const handed = await handedOver(ctx, fields);

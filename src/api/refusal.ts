@@ -1,9 +1,11 @@
 /**
  * How a refusal leaves the server, whoever refuses (the error handlers, the rate limits, the
  * Idempotency-Key handling): as the v1 error body (v1 §7) on v1 URLs, as a problem document
- * (src/api/v2/codec.ts) on v2 URLs. One place decides, so a v2 client never sees a v1 body.
+ * (src/api/v2/codec.ts) on v2 URLs, as a page on the buyer's pages (src/api/hosted-checkout.ts).
+ * One place decides, so a v2 client never sees a v1 body.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { sendRefusalPage } from './hosted-checkout';
 import { toV1Error } from './v1/codec';
 import { PROBLEM_MEDIA_TYPE } from '../domain/problem-details';
 import { problemOf, V2_PREFIX } from './v2/codec';
@@ -25,6 +27,7 @@ export function refusalOf(request: FastifyRequest, error: unknown): { readonly s
 }
 
 export function sendRefusal(request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply {
+  if (request.routeOptions.config?.page === true) return sendRefusalPage(request, reply, error);
   const refusal = refusalOf(request, error);
   return reply.status(refusal.status).type(refusal.contentType).send(refusal.body);
 }

@@ -16,6 +16,7 @@ import { CHECKOUT_PAGE_PATH } from '../checkout/checkout-sessions';
 import { KessaiError } from '../domain/errors';
 import type { Context } from '../engine/context';
 import { silentLogger, type Logger } from '../engine/logger';
+import { checkParameterText } from '../operations/params';
 import { runOperation } from '../operations/registry';
 import { balanceStatementsCsv } from '../settlement/balance-statement-urls';
 import { claimedKindOf, statementCsv } from '../settlement/statement-urls';
@@ -24,7 +25,7 @@ import { registerHostedCheckout } from './hosted-checkout';
 import { registerV1ThreeDSecurePage } from './v1-three-d-secure-page';
 import { operationContext } from './idempotency';
 import { sendRefusal } from './refusal';
-import { decodeV1Input, parseForm, parseQuery, throwQueryRefusal } from './v1/codec';
+import { bodyText, decodeV1Input, parseForm, parseQuery, throwQueryRefusal } from './v1/codec';
 import { registerV2Routes, V2_PREFIX } from './v2/codec';
 import { V2_ROUTES } from './v2/routes';
 import { methodsAt, STATEMENT_DOWNLOAD_PATH, TENANT_APPLICATION_PATH, V1_ROUTES, type V1Route } from './v1/routes';
@@ -37,6 +38,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** True on the routes that need no API key. */
     readonly public?: boolean;
+    /** True on the routes that answer a browser with a page: their refusals are pages too (src/api/refusal.ts). */
+    readonly page?: boolean;
   }
 }
 
@@ -130,17 +133,20 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
 
   // Only form bodies: a JSON or any other body is refused (FST_ERR_CTP_INVALID_MEDIA_TYPE → 400).
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, (_request, body, done) => {
     try {
-      done(null, parseForm(body as string));
+      done(null, parseForm(bodyText(body as Buffer)));
     } catch (error) {
       done(error as Error, undefined);
     }
   });
 
   app.decorateRequest('caller', null);
-  // First of all: a query string that could not be read is refused (v1 body or problem document).
-  app.addHook('onRequest', async (request) => throwQueryRefusal(request.query));
+  // First of all: a query string or path parameter that could not be read is refused (v1 body or problem document).
+  app.addHook('onRequest', async (request) => {
+    throwQueryRefusal(request.query);
+    checkParameterText(request.params);
+  });
   if (options.operate) await options.operate(app);
   // This server's memory of the keys it authenticated (a busy key is looked up once a second; see KeyCache).
   const keys = new KeyCache();

@@ -110,7 +110,7 @@ function refusal(reply: FastifyReply, error: unknown, backUrl: URL | null): Fast
 }
 
 export function registerV1ThreeDSecurePage(app: FastifyInstance, ctx: Context): void {
-  const publicRoute = { config: { public: true } } as const;
+  const publicRoute = { config: { public: true, page: true } } as const;
   // Back to the merchant exactly as the merchant wrote it (v1 §4.3: no extra parameters).
   const back = (reply: FastifyReply, backUrl: URL) => reply.redirect(backUrl.toString(), 303);
 

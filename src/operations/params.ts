@@ -37,6 +37,36 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
   return prototype === Object.prototype || prototype === null;
 }
 
+/** A lone surrogate: a string that is not Unicode text (it has no UTF-8 encoding). */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Refuses text no parameter may carry, wherever it sits in `value` (strings and the names of
+ * nested parameters): a NUL character (PostgreSQL stores no NUL in text) or a lone surrogate (not
+ * Unicode text). The one check of every request's parameters — form bodies and query strings,
+ * JSON bodies, path parameters — made when they are read (src/api/v1/codec.ts, src/api/v2/codec.ts,
+ * src/api/server.ts), so no operation meets such text. `invalid_querystring` naming the parameter
+ * in form syntax (`card[name]`, `line_items[0][price]`). Recursion is bounded by the parsers'
+ * nesting limits.
+ */
+export function checkParameterText(value: unknown, name?: string): void {
+  if (typeof value === 'string') {
+    if (value.includes('\0')) reject('invalid_querystring', name, `${name ?? 'a parameter'} contains a NUL character`);
+    if (LONE_SURROGATE.test(value)) reject('invalid_querystring', name, `${name ?? 'a parameter'} is not valid Unicode text`);
+    return;
+  }
+  if (Array.isArray(value)) {
+    value.forEach((item, i) => checkParameterText(item, `${name ?? ''}[${i}]`));
+    return;
+  }
+  if (typeof value !== 'object' || value === null) return;
+  for (const [key, item] of Object.entries(value)) {
+    const itemName = paramName(key, name);
+    checkParameterText(key, itemName);
+    checkParameterText(item, itemName);
+  }
+}
+
 /**
  * Checks that `input` is a plain object whose keys are all in `allowed` and returns it. Absent
  * parameters (undefined or null) read as `{}`, so operations without parameters accept no argument.

@@ -47,9 +47,16 @@ export interface TokenPayload {
   readonly k?: DownloadKind;
 }
 
-function secretOf(config: EngineConfig): string {
+/** The configured URL secret, or undefined when none (or one too short to sign with) is set. */
+function configuredSecret(config: EngineConfig): string | undefined {
   const secret = config.statementUrlSecret;
-  if (secret === undefined || secret.length < 16) throw new Error('statement URLs need config.statementUrlSecret (at least 16 characters)');
+  return secret === undefined || secret.length < 16 ? undefined : secret;
+}
+
+/** The secret to issue URLs with: without one, issuing is a configuration error (a 500; `serve` warns at start-up). */
+function secretOf(config: EngineConfig): string {
+  const secret = configuredSecret(config);
+  if (secret === undefined) throw new Error('statement URLs need config.statementUrlSecret (at least 16 characters)');
   return secret;
 }
 
@@ -140,8 +147,11 @@ export function claimedKindOf(token: string): DownloadKind {
  * replaced it, and that it is of kind `kind`. Anything else is `not_found` on `token`.
  */
 export async function payloadOfToken(ctx: Pick<Context, 'db' | 'clock' | 'config'>, token: string, kind: DownloadKind): Promise<TokenPayload> {
-  const secret = secretOf(ctx.config);
   const notFound = (): never => reject('not_found', 'token', 'This URL does not exist or has expired.');
+  // Without a secret no URL was ever issued: whatever is asked for does not exist (the caller
+  // needs no key, so this is no fault of the server's to log).
+  const secret = configuredSecret(ctx.config);
+  if (secret === undefined) return notFound();
   const [body, signature, extra] = token.split('.');
   if (body === undefined || signature === undefined || extra !== undefined) return notFound();
   const expected = Buffer.from(sign(secret, body));

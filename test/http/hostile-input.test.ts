@@ -8,7 +8,11 @@
  * rows are counted from beside the server, which the embedded database (one process's files) does
  * not allow; the parsing and refusals are the same code on both.
  */
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { V1_ROUTES } from '../../src/api/v1/routes';
+import { V2_PREFIX } from '../../src/api/v2/codec';
+import { V2_ROUTES } from '../../src/api/v2/routes';
 import { createTestDatabase, isPostgres, type TestDatabase } from '../support/database';
 import { spawnKessai, startServe, type SpawnedWorker } from '../support/spawn-worker';
 
@@ -78,6 +82,37 @@ function expectProblem(answer: Answer, status: number, field?: string): void {
   if (field !== undefined) expect(problem.errors?.map((e) => e.field)).toContain(field);
 }
 
+/**
+ * Rows of every table but the request bookkeeping (rate-limit counters; Idempotency-Key rows,
+ * which keep a keyed request's refusal as its answer): a refusal leaves these unchanged.
+ */
+async function rowCounts(): Promise<Record<string, number>> {
+  const tables = await sql<{ table_name: string }>`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' AND table_name NOT IN ('rate_limit_counters', 'idempotency_keys') ORDER BY table_name`.execute(database.store.db);
+  const counts: Record<string, number> = {};
+  for (const { table_name: table } of tables.rows) {
+    const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM ${sql.table(table)}`.execute(database.store.db);
+    counts[table] = Number(rows[0]!.n);
+  }
+  return counts;
+}
+
+/** Every route of both tables as a client reaches it: method, path pattern (`:param`), v1 or v2. */
+const ROUTES = [...V1_ROUTES.map((r) => ({ method: r.method, path: r.path, v2: false })), ...V2_ROUTES.map((r) => ({ method: r.method, path: `${V2_PREFIX}${r.path}`, v2: true }))];
+const pathParamsOf = (path: string): string[] => [...path.matchAll(/:([a-z_]+)/g)].map((m) => m[1]!);
+
+/** A request to a route of either API with the secret key: v1 form or query, v2 JSON or query. */
+function callRoute(route: (typeof ROUTES)[number], path: string, fields: { form: string; json: string }): Promise<Answer> {
+  const options = { key: secret, bearer: route.v2 };
+  if (route.method !== 'POST') return send(route.method, `${path}?${fields.form}`, options);
+  return route.v2 ? send('POST', path, { ...options, body: fields.json, contentType: 'application/json' }) : send('POST', path, { ...options, body: fields.form });
+}
+
+/** The refusal of `route`'s API naming `param` (v1: 400 `invalid_querystring`; v2: a 422 problem naming the field). */
+function expectParamRefused(route: (typeof ROUTES)[number], answer: Answer, param: string): void {
+  if (route.v2) expectProblem(answer, 422, param.replace(/\[([^\]]*)\]/g, '.$1'));
+  else expectV1Refusal(answer, 400, 'invalid_querystring', param);
+}
+
 const DEEP_QUERY = 'a[b][c][d][e][f][g]=1';
 const WIDE_QUERY = Array.from({ length: 1_001 }, (_, i) => `p${i}=1`).join('&');
 
@@ -97,6 +132,134 @@ describe.runIf(isPostgres())('hostile requests to kessai serve', () => {
       expectProblem(await send('GET', `/v2/customers?${query}`, { key: secret, bearer: true }), 422);
       await expectAlive();
     }
+  });
+
+  it('a NUL character in each path parameter of every route, and in a parameter, a nested parameter and a parameter name of every route, is refused naming it; nothing is stored', async () => {
+    const before = await rowCounts();
+    let sent = 0;
+    for (const route of ROUTES) {
+      const plain = route.path.replace(/:[a-z_]+/g, 'x_1');
+      for (const param of pathParamsOf(route.path)) {
+        expectParamRefused(route, await callRoute(route, route.path.replace(`:${param}`, 'a%00b').replace(/:[a-z_]+/g, 'x_1'), { form: '', json: '{}' }), param);
+        sent++;
+      }
+      expectParamRefused(route, await callRoute(route, plain, { form: 'description=a%00b', json: '{"description":"a\\u0000b"}' }), 'description');
+      expectParamRefused(route, await callRoute(route, plain, { form: 'metadata[k]=%00', json: '{"metadata":{"k":"\\u0000"}}' }), 'metadata[k]');
+      expectParamRefused(route, await callRoute(route, plain, { form: 'metadata[a%00b]=1', json: '{"metadata":{"a\\u0000b":"1"}}' }), 'metadata[a\0b]');
+      sent += 3;
+      expect(server.child.exitCode).toBeNull();
+    }
+    // The buyer's pages answer with a page, the unauthenticated downloads with the v1 body.
+    for (const path of ['/checkout/pay/a%00b', '/checkout/pay/a%00b/return', '/v2/js/three_d_secure?client_secret=%00', '/v2/js/wallet?key=%00', '/v1/tds/a%00b/start', '/v1/tds/ch_1/start?back_url=%ED%A0%80']) {
+      const answer = await send('GET', path);
+      expect(answer.status, path).toBe(400);
+      expect(answer.contentType).toContain('text/html');
+    }
+    expectV1Refusal(await send('GET', '/v1/statements/download?token=%00'), 400, 'invalid_querystring', 'token');
+    expectV1Refusal(await send('GET', '/v1/tenant_application?token=a%00'), 400, 'invalid_querystring', 'token');
+    // Every route was tried (both tables), with each of its path parameters.
+    expect(ROUTES.length).toBeGreaterThan(100);
+    expect(sent).toBe(ROUTES.length * 3 + ROUTES.reduce((n, r) => n + pathParamsOf(r.path).length, 0));
+    await expectAlive();
+    expect(await rowCounts()).toEqual(before);
+  }, 120_000);
+
+  it('invalid UTF-8 — percent-encoded in a form or a query, raw bytes in a body, a lone surrogate in JSON — is refused naming the parameter, never stored as other text', async () => {
+    const before = await rowCounts();
+    expectV1Refusal(await send('POST', '/v1/customers', { key: secret, body: 'description=%ED%A0%80x' }), 400, 'invalid_querystring', 'description');
+    expectV1Refusal(await send('POST', '/v1/customers', { key: secret, body: 'metadata[k]=%C3' }), 400, 'invalid_querystring', 'metadata[k]');
+    expectV1Refusal(await send('POST', '/v1/customers', { key: secret, body: '%FF=1' }), 400, 'invalid_querystring');
+    expectV1Refusal(await send('GET', '/v1/customers?email=%E0%A4', { key: secret }), 400, 'invalid_querystring', 'email');
+    const rawBytes = Buffer.concat([Buffer.from('{"description":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
+    const raw = await fetch(`${base}/v2/customers`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: rawBytes });
+    expectProblem({ status: raw.status, contentType: raw.headers.get('content-type') ?? '', text: await raw.text() }, 422);
+    const rawForm = await fetch(`${base}/v1/customers`, { method: 'POST', headers: { authorization: `Basic ${Buffer.from(`${secret}:`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' }, body: Buffer.from([0x64, 0x3d, 0xc3]) });
+    expect(rawForm.status).toBe(400);
+    expectProblem(await send('POST', '/v2/customers', { key: secret, bearer: true, body: '{"description":"\\ud800x"}', contentType: 'application/json' }), 422, 'description');
+    await expectAlive();
+    expect(await rowCounts()).toEqual(before);
+  });
+
+  it('a JSON body nested 12,000 levels deep is refused at parse time, with an Idempotency-Key and without, and leaves no key', async () => {
+    const before = await rowCounts();
+    const deep = `{"metadata":{"k":${'['.repeat(12_000)}${']'.repeat(12_000)}}}`;
+    for (const headers of [{}, { 'idempotency-key': 'deep-json-key' }] as Record<string, string>[]) {
+      const answer = await send('POST', '/v2/customers', { key: secret, bearer: true, body: deep, contentType: 'application/json', headers });
+      expectProblem(answer, 422);
+      expect(JSON.parse(answer.text).detail).toContain('deeper than');
+      await expectAlive();
+    }
+    // Just past the bound: refused the same; at it, read (and refused for what it says).
+    expectProblem(await send('POST', '/v2/customers', { key: secret, bearer: true, body: `{"metadata":${'['.repeat(16)}${']'.repeat(16)}}`, contentType: 'application/json' }), 422);
+    const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM idempotency_keys WHERE idempotency_key = 'deep-json-key'`.execute(database.store.db);
+    expect(Number(rows[0]!.n)).toBe(0);
+    // A form body as deep as the query string of the first test.
+    expectV1Refusal(await send('POST', '/v1/customers', { key: secret, body: DEEP_QUERY }), 400, 'invalid_querystring');
+    expect(await rowCounts()).toEqual(before);
+  });
+
+  it('huge numbers are refused naming the amount; a tax rate of exactly 100 is stored, above it refused', async () => {
+    const before = await rowCounts();
+    for (const amount of ['1e400', '99999999999999999999', '-0', 'NaN', 'Infinity', '0x10']) {
+      expectV1Refusal(await send('POST', '/v1/charges', { key: secret, body: `amount=${amount}&currency=jpy&card=tok_x` }), 400, 'invalid_amount', 'amount');
+    }
+    for (const amount of ['1e400', '99999999999999999999', '1.5', '"NaN"']) {
+      expectProblem(await send('POST', '/v2/payment_flows', { key: secret, bearer: true, body: `{"amount":${amount},"currency":"jpy"}`, contentType: 'application/json' }), 422, 'amount');
+    }
+    expectProblem(await send('POST', '/v2/tax_rates', { key: secret, bearer: true, body: '{"display_name":"All","percentage":"100.0001","inclusive":false}', contentType: 'application/json' }), 422, 'percentage');
+    expect(await rowCounts()).toEqual(before);
+    const hundred = await send('POST', '/v2/tax_rates', { key: secret, bearer: true, body: '{"display_name":"All","percentage":"100","inclusive":false}', contentType: 'application/json' });
+    expect(hundred.status, hundred.text).toBe(200);
+    expect(JSON.parse(hundred.text)).toMatchObject({ object: 'tax_rate', percentage: '100.0000' });
+    await expectAlive();
+  });
+
+  it('cousins: empty and prototype keys, duplicates, arrays for scalars, invalid JSON, wrong content types, long headers and URLs end in a 4xx', async () => {
+    const before = await rowCounts();
+    const refusals: [string, string, Parameters<typeof send>[2]][] = [
+      ['POST', '/v1/customers', { key: secret, body: 'constructor=1' }],
+      ['POST', '/v1/customers', { key: secret, body: 'email=a@example.com&email=b@example.com' }],
+      ['POST', '/v1/customers', { key: secret, body: 'email[]=a@example.com' }],
+      ['POST', '/v1/customers', { key: secret, body: 'metadata=text&metadata[k]=v' }],
+      ['POST', '/v1/customers', { key: secret, body: '{}', contentType: 'application/json' }],
+      ['POST', '/v1/customers', { key: secret, body: '--x--', contentType: 'multipart/form-data; boundary=x' }],
+      ['POST', '/v1/customers', { key: secret, body: 'x', contentType: 'text/plain' }],
+      ['POST', '/v2/customers', { key: secret, bearer: true, body: '{"__proto__":{"email":"a@example.com"}}', contentType: 'application/json' }],
+      ['POST', '/v2/customers', { key: secret, bearer: true, body: '{"constructor":{"prototype":{}}}', contentType: 'application/json' }],
+      ['POST', '/v2/customers', { key: secret, bearer: true, body: '{"email":["a@example.com"]}', contentType: 'application/json' }],
+      ['POST', '/v2/customers', { key: secret, bearer: true, body: '{"email":', contentType: 'application/json' }],
+      ['POST', '/v2/customers', { key: secret, bearer: true, body: '[]', contentType: 'application/json' }],
+      ['POST', '/v2/customers', { key: secret, bearer: true, body: '"text"', contentType: 'application/json' }],
+      ['POST', '/v2/customers', { key: secret, bearer: true, body: 'email=a', contentType: 'application/x-www-form-urlencoded' }],
+      ['GET', '/v1/customers', { key: secret, headers: { 'x-long': 'a'.repeat(20_000) } }],
+      ['GET', `/v1/customers?${'q'.repeat(20_000)}=1`, { key: secret }],
+      ['GET', `/v1/customers/${'c'.repeat(5_000)}`, { key: secret }],
+      ['GET', '/v1/customers', { headers: { authorization: `Basic ${'!'.repeat(5_000)}` } }],
+      ['GET', '/v1/customers', { headers: { authorization: 'Bearer' } }],
+    ];
+    for (const [method, path, options] of refusals) {
+      const answer = await send(method, path, options);
+      expect(answer.status, `${method} ${path.slice(0, 60)}: ${answer.text.slice(0, 200)}`).toBeGreaterThanOrEqual(400);
+      expect(answer.status, `${method} ${path.slice(0, 60)}: ${answer.text.slice(0, 200)}`).toBeLessThan(500);
+      expect(server.child.exitCode).toBeNull();
+    }
+    await expectAlive();
+    expect(await rowCounts()).toEqual(before);
+  });
+
+  it('without KESSAI_STATEMENT_URL_SECRET a download request is the unknown URL it must be (404), not a fault', async () => {
+    for (const path of ['/v1/statements/download?token=abc.def', '/v1/statements/download?token=eyJrIjoiYmFsYW5jZSJ9.x', '/v1/tenant_application?token=abc.def']) {
+      expectV1Refusal(await send('GET', path), 404, 'not_found', 'token');
+    }
+    await expectAlive();
+  });
+
+  it('the whole run logged no fault: not one error-level line', () => {
+    // pino level 50 is error, 60 fatal.
+    const faults = server.errors().split('\n').filter((line) => /"level":(50|60)/.test(line));
+    expect(faults).toEqual([]);
+    // The log is the process's: it holds this run's request lines (the grep above can see them).
+    expect(server.errors()).toMatch(/"msg":"request"/);
   });
 
   it('a URL Fastify cannot decode is the catalogue not_found, not a framework body', async () => {

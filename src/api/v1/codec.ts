@@ -8,17 +8,53 @@
  *
  * The v2 API adds its own codec beside this one; the operations stay the same.
  */
+import { isUtf8 } from 'node:buffer';
 import qs from 'qs';
 import { KessaiError, reject } from '../../domain/errors';
 import { PAGINATION_PARAMS, readPage, type Page } from '../../operations/pagination';
-import { isPlainObject, optionalString, readParams, requireString, type Params } from '../../operations/params';
+import { checkParameterText, isPlainObject, optionalString, readParams, requireString, type Params } from '../../operations/params';
 
-/** Form and query decoding: nested keys, no arrays (`a[0]` stays a key), no prototype keys. */
+/**
+ * Form and query decoding: nested keys, no arrays (`a[0]` stays a key), no prototype keys; every
+ * name and value percent-encoded UTF-8 (qs would keep `%ED%A0%80` as that text) and without NUL
+ * (checkParameterText), else `invalid_querystring` naming the parameter.
+ */
 export function parseForm(text: string): Record<string, unknown> {
+  let parsed: Record<string, unknown>;
   try {
-    return qs.parse(text, { depth: 5, parseArrays: false, plainObjects: true, allowPrototypes: false, parameterLimit: 1000, throwOnLimitExceeded: true, strictDepth: true }) as Record<string, unknown>;
+    parsed = qs.parse(text, { depth: 5, parseArrays: false, plainObjects: true, allowPrototypes: false, parameterLimit: 1000, throwOnLimitExceeded: true, strictDepth: true }) as Record<string, unknown>;
   } catch (error) {
     return reject('invalid_querystring', undefined, `the parameters could not be read: ${(error as Error).message}`);
+  }
+  checkPercentEncoding(text);
+  checkParameterText(parsed);
+  return parsed;
+}
+
+/** A request body as text: UTF-8, else refused (decoding would replace the bad bytes silently). */
+export function bodyText(body: Buffer): string {
+  if (!isUtf8(body)) reject('invalid_querystring', undefined, 'the request body is not valid UTF-8');
+  return body.toString('utf8');
+}
+
+/** Decoded form text (`+` is a space), or undefined when the escapes are not UTF-8. */
+function decodeFormText(text: string): string | undefined {
+  try {
+    return decodeURIComponent(text.replaceAll('+', ' '));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every name and value of a form decodes as UTF-8, else `invalid_querystring` naming the parameter. */
+function checkPercentEncoding(text: string): void {
+  // Most forms have no escape that could be wrong.
+  if (!text.includes('%')) return;
+  for (const part of text.split('&')) {
+    const equals = part.indexOf('=');
+    const name = decodeFormText(equals === -1 ? part : part.slice(0, equals));
+    if (name === undefined) reject('invalid_querystring', undefined, 'a parameter name is not valid percent-encoded UTF-8');
+    if (equals !== -1 && decodeFormText(part.slice(equals + 1)) === undefined) reject('invalid_querystring', name, `${name} is not valid percent-encoded UTF-8`);
   }
 }
 

@@ -21,8 +21,8 @@ import { KessaiError, reject } from '../../domain/errors';
 import { PROBLEM_MEDIA_TYPE, toProblemDocument } from '../../domain/problem-details';
 import type { Context } from '../../engine/context';
 import { runOperation } from '../../operations/registry';
-import { isPlainObject } from '../../operations/params';
-import { decodeV1Input, toV1Error } from '../v1/codec';
+import { checkParameterText, isPlainObject } from '../../operations/params';
+import { bodyText, decodeV1Input, toV1Error } from '../v1/codec';
 import type { HttpMethod } from '../v1/routes';
 
 export const V2_PREFIX = '/v2';
@@ -55,9 +55,38 @@ declare module 'fastify' {
   }
 }
 
-/** A JSON body: empty is `{}`; anything but a JSON object is refused, naming no field. */
+/**
+ * How deep a JSON body may nest (objects and arrays): far above any v2 request (a checkout
+ * session's line items nest 4 levels), far below what would exhaust the stack of anything that
+ * walks a body (the Idempotency-Key request hash, the parameter checks).
+ */
+export const MAX_JSON_DEPTH = 16;
+
+/** True when `text` nests objects and arrays deeper than `limit` (brackets inside strings do not count). */
+function nestsDeeperThan(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: the next character is escaped
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > limit) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
+}
+
+/**
+ * A JSON body: empty is `{}`; anything but a JSON object is refused, naming no field, and so is
+ * one nested deeper than MAX_JSON_DEPTH; its text is checked as every parameter is
+ * (checkParameterText: no NUL, no lone surrogate).
+ */
 export function parseJsonBody(text: string): Record<string, unknown> {
   if (text.trim() === '') return {};
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) return reject('invalid_querystring', undefined, `the request body nests objects and arrays deeper than ${MAX_JSON_DEPTH} levels`);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -65,6 +94,7 @@ export function parseJsonBody(text: string): Record<string, unknown> {
     return reject('invalid_querystring', undefined, `the request body is not valid JSON: ${(error as Error).message}`);
   }
   if (!isPlainObject(parsed)) return reject('invalid_querystring', undefined, 'the request body must be a JSON object');
+  checkParameterText(parsed);
   return parsed;
 }
 
@@ -156,9 +186,9 @@ export interface V2RouteOptions {
 export async function registerV2Routes(app: FastifyInstance, options: V2RouteOptions): Promise<void> {
   const { ctx, routes } = options;
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
     try {
-      done(null, parseJsonBody(body as string));
+      done(null, parseJsonBody(bodyText(body as Buffer)));
     } catch (error) {
       done(error as Error, undefined);
     }

@@ -112,6 +112,8 @@ export const ERROR_CATALOGUE = {
   not_found: client('target does not exist', 404),
   not_allowed_method: { status: 405, type: 'not_allowed_method_error', message: 'HTTP method not allowed' },
   over_capacity: client('rate limit reached', 429),
+  // Not in v1 §7, which names no refusal of a body's size: HTTP's own status and name.
+  payload_too_large: client('the request body is too large', 413),
   refund_limit_exceeded: client('refund after the allowed period'),
   cannot_prorated_refund_of_subscription: client('pro-rata refund period passed'),
   three_d_secure_incompleted: client('another operation before 3-D Secure was completed'),

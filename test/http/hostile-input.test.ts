@@ -8,13 +8,17 @@
  * rows are counted from beside the server, which the embedded database (one process's files) does
  * not allow; the parsing and refusals are the same code on both.
  */
+import { createClient, createProduct } from '@payjp/payjpv2';
 import { sql } from 'kysely';
+import Payjp from 'payjp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { V1_ROUTES } from '../../src/api/v1/routes';
 import { V2_PREFIX } from '../../src/api/v2/codec';
 import { V2_ROUTES } from '../../src/api/v2/routes';
 import { createTestDatabase, isPostgres, type TestDatabase } from '../support/database';
+import { sdkError } from '../support/http-server';
 import { spawnKessai, startServe, type SpawnedWorker } from '../support/spawn-worker';
+import { problem } from '../support/v2-sdk';
 
 let database: TestDatabase;
 let server: SpawnedWorker;
@@ -243,6 +247,16 @@ describe.runIf(isPostgres())('hostile requests to kessai serve', () => {
       expect(answer.status, `${method} ${path.slice(0, 60)}: ${answer.text.slice(0, 200)}`).toBeLessThan(500);
       expect(server.child.exitCode).toBeNull();
     }
+    await expectAlive();
+    expect(await rowCounts()).toEqual(before);
+  });
+
+  it('a body over the limit (64 KiB) is 413 through both SDKs: the v1 error body and a problem document; nothing stored', async () => {
+    const before = await rowCounts();
+    const v1 = await sdkError(Payjp(secret, { apibase: `${base}/v1` }).customers.create({ description: 'x'.repeat(70_000) }));
+    expect(v1).toMatchObject({ status: 413, type: 'client_error', code: 'payload_too_large' });
+    const v2 = await problem(createProduct({ client: createClient({ apiKey: secret, baseUrl: base }), body: { name: 'x'.repeat(70_000) } }));
+    expect(v2).toMatchObject({ status: 413, title: 'Payload Too Large', code: 'payload_too_large', contentType: 'application/problem+json; charset=utf-8' });
     await expectAlive();
     expect(await rowCounts()).toEqual(before);
   });

@@ -57,8 +57,8 @@ describe('v2 conventions through @payjp/payjpv2', () => {
     expect(await raw('POST', '/v2/products', { key, body: 'name=Mug', contentType: 'application/x-www-form-urlencoded' })).toMatchObject({ status: 422, body: { title: 'Validation Error' } });
     expect(await raw('POST', '/v2/products', { key, body: '{"name":' })).toMatchObject({ status: 422, body: { title: 'Validation Error', detail: expect.stringContaining('JSON') } });
     expect(await raw('POST', '/v2/products', { key, body: '["Mug"]' })).toMatchObject({ status: 422 });
-    // Bodies are bounded (64 KiB by default), as on v1.
-    expect(await raw('POST', '/v2/products', { key, body: JSON.stringify({ name: 'x'.repeat(70_000) }) })).toMatchObject({ status: 422, contentType: 'application/problem+json; charset=utf-8', body: { detail: expect.stringContaining('too large') } });
+    // Bodies are bounded (64 KiB by default), as on v1: 413, a problem document.
+    expect(await raw('POST', '/v2/products', { key, body: JSON.stringify({ name: 'x'.repeat(70_000) }) })).toMatchObject({ status: 413, contentType: 'application/problem+json; charset=utf-8', body: { status: 413, title: 'Payload Too Large', code: 'payload_too_large', detail: expect.stringContaining('too large') } });
   });
 
   it('422 Validation Error names each field as the SDK sends it; 404 Not Found names the path parameter', async () => {

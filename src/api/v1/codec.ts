@@ -96,7 +96,7 @@ export function decodeV1Input(pathParams: Readonly<Record<string, string>>, fiel
 
 /** Fastify's own refusals (routing, body reading) in the catalogue's terms. */
 const FRAMEWORK_ERRORS: Readonly<Record<string, (error: Error) => KessaiError>> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: () => new KessaiError('invalid_querystring', { message: 'the request body is too large' }),
+  FST_ERR_CTP_BODY_TOO_LARGE: () => new KessaiError('payload_too_large', { message: 'the request body is too large' }),
   FST_ERR_CTP_INVALID_MEDIA_TYPE: () => new KessaiError('invalid_querystring', { message: 'the request body must be a form (application/x-www-form-urlencoded)' }),
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => new KessaiError('invalid_querystring', { message: 'the request body does not match its Content-Length' }),
   FST_ERR_CTP_EMPTY_TYPE: () => new KessaiError('invalid_querystring', { message: 'the request body has an empty Content-Type' }),

@@ -5,6 +5,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema';
 import { packDueAccounts, type DueAccount } from './account-batches';
+import type { Clock } from './clock';
 import type { Context } from './context';
 
 /**
@@ -18,6 +19,13 @@ export interface SlotRun {
   readonly slot: Date;
   /** 1 for the first claim of the slot; more when a failed or lapsed run is tried again. */
   readonly attempt: number;
+  /**
+   * The clock leases follow: the scheduler's ledger clock (real time in a worker, `--once --at`
+   * included; the virtual clock in a simulation). A job that leases rows of its own (webhook
+   * deliveries) takes and reads those leases by it, so they lapse with the worker that took them,
+   * in real time, as the slot's lease does — never by the engine clock a replay fixes.
+   */
+  readonly leaseClock: Clock;
   /**
    * Aborted when the worker is asked to stop, or when this run lost its claim (another worker took
    * the slot over): finish or abandon the current batch, then return.

@@ -324,6 +324,7 @@ export class Scheduler {
     const run: SlotRun = {
       slot: claim.slot,
       attempt: claim.attempt,
+      leaseClock: this.#ledgerClock,
       signal: runAbort.signal,
       assertClaim: (executor) => this.#assertClaim(executor, claim),
       recordBatch: async (executor, counts) => {

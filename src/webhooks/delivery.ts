@@ -16,14 +16,23 @@
  * At least once: a worker that dies after sending and before recording leaves a lease that
  * lapses; the delivery is claimed again and sent again (receivers dedupe by event id). Two live
  * workers never claim the same row, so they never send the same attempt twice.
+ *
+ * Leases follow the lease clock (SlotRun.leaseClock: real time in a worker, `--once --at`
+ * included), attempts the engine clock: a take-over at the same engine instant resends what a dead
+ * worker held as soon as its leases lapse, dated at that instant. In the `webhooks.deliver` job
+ * each flush that records attempts is one of the slot's batches, so a crash loop that keeps
+ * delivering completes its slot (docs/decisions.md, "Webhook delivery: recorded deliveries are the
+ * slot's progress").
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema';
 import { instantFromEpochMs } from '../db/epoch-ms';
 import { bulkColumns } from '../db/bulk-rows';
 import { toError } from '../domain/errors';
+import type { Clock } from '../engine/clock';
 import type { Context } from '../engine/context';
 import { accountsWithDueRows } from '../engine/account-batches';
+import type { SlotRun } from '../engine/job';
 import { EVENT_TEXT_SQL, renderEvent } from '../events/outbox';
 import { endpointForSending } from './endpoints';
 import { httpWebhookTransport, simulatedWebhookTransport, type WebhookResult, type WebhookTransport } from './transport';
@@ -38,6 +47,12 @@ export interface DeliveryPassOptions {
   readonly owner: string;
   /** Aborted: claim nothing more, finish what is in flight, record it, release the rest. */
   readonly signal?: AbortSignal;
+  /**
+   * The slot run this pass is (the `webhooks.deliver` job): each flush is then one of its batches
+   * (recordFlush) and the leases follow its lease clock. Without it (the running worker's poller,
+   * benchmarks) flushes are recorded alone and leases follow the context's clock.
+   */
+  readonly run?: SlotRun;
   /** Requests in flight at most (default 256). */
   readonly concurrency?: number;
   /** Requests in flight per endpoint at most (default 16). */
@@ -101,17 +116,21 @@ export async function closeDefaultWebhookTransport(): Promise<void> {
   await transport?.close();
 }
 
-/** The due-delivery predicate on a `webhook_deliveries` row `d` (for claimDue's list of accounts). */
-const dueDelivery = (now: Date) => sql`d.status = 'pending' AND d.next_attempt_at <= ${now} AND (d.lease_until IS NULL OR d.lease_until < ${now})`;
+/**
+ * The due-delivery predicate on a `webhook_deliveries` row `d` (for claimDue's list of accounts):
+ * due by the engine clock's `now`, and not leased, or its lease lapsed by the lease clock's `leaseNow`.
+ */
+const dueDelivery = (now: Date, leaseNow: Date) => sql`d.status = 'pending' AND d.next_attempt_at <= ${now} AND (d.lease_until IS NULL OR d.lease_until < ${leaseNow})`;
 
 /**
  * Claims up to `limit` due deliveries of one account, not of the `excluded` endpoints, under a
- * lease; commits at once. Account by account like every job (issue 18): on Citus the locking
- * statement is routed to the account's shard.
+ * lease on `leaseClock`; commits at once. Account by account like every job (issue 18): on Citus
+ * the locking statement is routed to the account's shard.
  */
-async function claimDue(ctx: Context, accountId: string, owner: string, limit: number, excluded: readonly string[]): Promise<Claimed[]> {
+async function claimDue(ctx: Context, leaseClock: Clock, accountId: string, owner: string, limit: number, excluded: readonly string[]): Promise<Claimed[]> {
   const now = ctx.clock.now();
-  const leaseUntil = new Date(now.getTime() + ctx.config.leaseMs);
+  const leaseNow = leaseClock.now();
+  const leaseUntil = new Date(leaseNow.getTime() + ctx.config.leaseMs);
   const result = await sql<{ account_id: string; endpoint_id: string; event_id: string; claims: number; attempts: number; next_attempt_at: Date; seq: number; url: string; token: string; body: string }>`
     UPDATE webhook_deliveries d SET claims = d.claims + 1, lease_owner = ${owner}, lease_until = ${leaseUntil}
     FROM webhook_endpoints w, events e
@@ -120,7 +139,7 @@ async function claimDue(ctx: Context, accountId: string, owner: string, limit: n
     WHERE d.ctid = ANY(ARRAY(
         SELECT dd.ctid FROM webhook_deliveries dd
         JOIN webhook_endpoints w ON w.account_id = dd.account_id AND w.endpoint_id = dd.endpoint_id AND w.status = 'enabled'
-        WHERE dd.account_id = ${accountId} AND dd.status = 'pending' AND dd.next_attempt_at <= ${now} AND (dd.lease_until IS NULL OR dd.lease_until < ${now})
+        WHERE dd.account_id = ${accountId} AND dd.status = 'pending' AND dd.next_attempt_at <= ${now} AND (dd.lease_until IS NULL OR dd.lease_until < ${leaseNow})
           AND dd.endpoint_id <> ALL(${excluded}::text[])
         ORDER BY dd.next_attempt_at
         LIMIT ${limit}
@@ -160,8 +179,38 @@ const OUTCOME_COLUMNS = bulkColumns<Outcome>()({
   t: ['bigint', 'at'],
 });
 
-/** Records outcomes in one statement (retried on a deadlock with another worker's flush). */
-async function recordOutcomes(db: Kysely<Database>, owner: string, outcomes: readonly Outcome[]): Promise<{ delivered: number; retrying: number; given_up: number; released: number; recorded: RecordedOutcome[] }> {
+type FlushCounts = DeliveryCounts & { readonly recorded: RecordedOutcome[] };
+
+/**
+ * Records one flush of outcomes, retried whole on a deadlock with another worker's flush (two
+ * flushes touching the same events' `pending_webhooks`); past three tries the leases lapse and the
+ * deliveries are sent again (at least once).
+ *
+ * In a slot run the flush is one of the run's batches, made as runBatches makes every job's: one
+ * transaction, the claim asserted first (a run that lost its slot records nothing; the deliveries
+ * are sent again), the batch, its counts recorded last. So a flush that recorded attempts is
+ * progress under the rule every job's committed batch follows; one that only gave back unsent
+ * claims moved no delivery forward and is not.
+ */
+async function recordFlush(ctx: Context, owner: string, outcomes: readonly Outcome[], run: SlotRun | undefined): Promise<FlushCounts> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      if (run === undefined) return await recordOutcomes(ctx.db, owner, outcomes);
+      return await ctx.db.transaction().execute(async (trx) => {
+        await run.assertClaim(trx);
+        const flushed = await recordOutcomes(trx, owner, outcomes);
+        const { delivered, retrying, given_up, released } = flushed;
+        if (delivered + retrying + given_up > 0) await run.recordBatch(trx, { delivered, retrying, given_up, released });
+        return flushed;
+      });
+    } catch (error) {
+      if ((error as { code?: string }).code !== '40P01' || attempt >= 3) throw error;
+    }
+  }
+}
+
+/** Records outcomes in one statement: only a claim that still holds its row records. */
+async function recordOutcomes(db: Kysely<Database>, owner: string, outcomes: readonly Outcome[]): Promise<FlushCounts> {
   const o = OUTCOME_COLUMNS.table('o', outcomes);
   const statement = sql<{ account_id: string; endpoint_id: string; event_id: string; attempts: number; status: string; r: boolean; ok: boolean; ms: number }>`
     WITH o AS (
@@ -187,25 +236,16 @@ async function recordOutcomes(db: Kysely<Database>, owner: string, outcomes: rea
       WHERE e.account_id = g.account_id AND e.event_id = g.event_id
     )
     SELECT account_id, endpoint_id, event_id, attempts, status, r, ok, ms FROM u`;
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      const result = await statement.execute(db);
-      const counts = { delivered: 0, retrying: 0, given_up: 0, released: 0, recorded: [] as RecordedOutcome[] };
-      for (const row of result.rows) {
-        if (row.r) counts.released += 1;
-        else if (row.ok) counts.delivered += 1;
-        else if (row.status === 'failed') counts.given_up += 1;
-        else counts.retrying += 1;
-        if (!row.r) counts.recorded.push({ endpointId: row.endpoint_id, eventId: row.event_id, attempt: row.attempts, ok: row.ok, durationMs: row.ms });
-      }
-      return counts;
-    } catch (error) {
-      // Two workers' flushes touching the same events (pending_webhooks) can deadlock; one is
-      // rolled back and simply runs again. Past three tries the leases lapse and the deliveries
-      // are sent again (at least once).
-      if ((error as { code?: string }).code !== '40P01' || attempt >= 3) throw error;
-    }
+  const result = await statement.execute(db);
+  const counts = { delivered: 0, retrying: 0, given_up: 0, released: 0, recorded: [] as RecordedOutcome[] };
+  for (const row of result.rows) {
+    if (row.r) counts.released += 1;
+    else if (row.ok) counts.delivered += 1;
+    else if (row.status === 'failed') counts.given_up += 1;
+    else counts.retrying += 1;
+    if (!row.r) counts.recorded.push({ endpointId: row.endpoint_id, eventId: row.event_id, attempt: row.attempts, ok: row.ok, durationMs: row.ms });
   }
+  return counts;
 }
 
 /**
@@ -217,6 +257,7 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
   const concurrency = options.concurrency ?? 256;
   const perEndpoint = options.perEndpoint ?? 16;
   const claimSize = options.claimSize ?? Math.min(ctx.config.batchSize, 1_000);
+  const leaseClock = options.run?.leaseClock ?? ctx.clock;
   // Claimed and not yet sent, per endpoint; in flight per endpoint; endpoints out for this pass.
   const queues = new Map<string, Claimed[]>();
   const inFlight = new Map<string, number>();
@@ -226,8 +267,10 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
   let exhausted = false;
   const totals = { delivered: 0, retrying: 0, given_up: 0, released: 0 };
   let buffer: Outcome[] = [];
-  // Two flushes may run at once (two connections): recording is most of the database's work.
-  const lanes: Promise<void>[] = [Promise.resolve(), Promise.resolve()];
+  // Two flushes may run at once (two connections): recording is most of the database's work. Not
+  // in a slot run: each of its flushes share-locks the slot's ledger row (assertClaim) and then
+  // updates it (recordBatch), so two at once would deadlock on that row; they take turns.
+  const lanes: Promise<void>[] = options.run ? [Promise.resolve()] : [Promise.resolve(), Promise.resolve()];
   let lane = 0;
   let flushError: unknown;
   let wake: (() => void) | undefined;
@@ -244,7 +287,7 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
     lane = (lane + 1) % lanes.length;
     lanes[lane] = lanes[lane]!.then(async () => {
       try {
-        const counts = await recordOutcomes(ctx.db, options.owner, batch);
+        const counts = await recordFlush(ctx, options.owner, batch, options.run);
         totals.delivered += counts.delivered;
         totals.retrying += counts.retrying;
         totals.given_up += counts.given_up;
@@ -336,11 +379,10 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
       // Accounts take turns, one claim each; the list is asked for again when it runs out, without
       // the accounts finished in this pass (what they still have due is another worker's).
       if (accounts.length === 0) {
-        const now = ctx.clock.now();
-        accounts = (await accountsWithDueRows(ctx.db, 'webhook_deliveries', dueDelivery(now))).filter((a) => !finished.has(a));
+        accounts = (await accountsWithDueRows(ctx.db, 'webhook_deliveries', dueDelivery(ctx.clock.now(), leaseClock.now()))).filter((a) => !finished.has(a));
       }
       const accountId = accounts.shift();
-      const claimed = accountId === undefined ? [] : await claimDue(ctx, accountId, options.owner, limit, excluded);
+      const claimed = accountId === undefined ? [] : await claimDue(ctx, leaseClock, accountId, options.owner, limit, excluded);
       // Fewer than asked: nothing more of this account is due, unless endpoints were left out for
       // having their share already; then claim again once a send has finished.
       if (accountId === undefined) exhausted = true;

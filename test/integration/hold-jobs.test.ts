@@ -160,7 +160,7 @@ describe('charges.expire_holds (service rules §2: "After expired_at the hold is
     const worker = (db: Context['db'], seed: number) => {
       const base = testContext(database.store, { at: t('2027-04-02T01:00:00Z'), seed, config: { batchSize: 2 } });
       const wctx: Context = { ...base, db, processor: { ...base.processor, release: async (r) => (released.push(...r), base.processor.release(r)) } };
-      const run: SlotRun = { slot: t('2027-04-02T01:00:00Z'), attempt: 1, signal: new AbortController().signal, assertClaim: async () => {}, recordBatch: async () => {} };
+      const run: SlotRun = { slot: t('2027-04-02T01:00:00Z'), attempt: 1, leaseClock: base.clock, signal: new AbortController().signal, assertClaim: async () => {}, recordBatch: async () => {} };
       return expireHolds(wctx, run);
     };
     const [one, two] = await Promise.all([worker(ctx.db, 901), worker(other.db, 902)]);
@@ -268,7 +268,7 @@ describe('charges.reauthorize (service rules §2 Decision: scheduled reauthoriza
     const slot = t('2027-07-11T06:00:00Z');
     const worker = (db: Context['db'], seed: number) => {
       const base = testContext(database.store, { at: slot, seed, config: { batchSize: 2 } });
-      const run: SlotRun = { slot, attempt: 1, signal: new AbortController().signal, assertClaim: async () => {}, recordBatch: async () => {} };
+      const run: SlotRun = { slot, attempt: 1, leaseClock: base.clock, signal: new AbortController().signal, assertClaim: async () => {}, recordBatch: async () => {} };
       return holdReauthorizationsJob.run({ ...base, db }, run);
     };
     const [one, two] = await Promise.all([worker(ctx.db, 911), worker(other.db, 912)]);

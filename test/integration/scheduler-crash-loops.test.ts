@@ -6,7 +6,11 @@
  * - the killed attempts run one tick of a real job in test/support/renewal-worker-process.ts, at
  *   a fixed instant that also drives their leases, so a take-over needs no waiting;
  * - the last word is the real `kessai` command, whose leases follow the real clock: the slots are
- *   therefore in the past of any real clock (2020), where the killed workers' leases have lapsed.
+ *   therefore in the past of any real clock (2020), where the killed workers' leases have lapsed;
+ * - the webhook delivery slot's crash loop is real `kessai worker --once --at SLOT` processes
+ *   throughout, sending to a real receiver on 127.0.0.1; each starts with its wall clock a lease
+ *   (and a second) ahead of the one before it (clock-ahead.mjs), so every take-over finds the dead
+ *   worker's real-time leases lapsed without waiting for them.
  */
 import { fileURLToPath } from 'node:url';
 import { sql, type Kysely } from 'kysely';
@@ -14,7 +18,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/schema';
 import { seedDueSubscriptions, tallyRenewals } from '../support/renewal-seed';
 import { createTestDatabase, isPostgres, type TestDatabase } from '../support/database';
-import { spawnKessai, spawnWorker, type SpawnedWorker } from '../support/spawn-worker';
+import { spawnKessai, spawnWorker, until, type SpawnedWorker } from '../support/spawn-worker';
+import { startReceiver, type Receiver } from '../support/webhook-receiver';
 
 const MINUTE = 60_000;
 /** Slot 0 of these tests: 2020-01-01 09:00 JST, before any real clock the tests run under. */
@@ -33,33 +38,19 @@ beforeEach(async () => {
 });
 afterEach(async () => database?.drop());
 
-const kessai = (args: readonly string[]): SpawnedWorker => spawnKessai(args, { DATABASE_URL: database.url!, KESSAI_LOG_LEVEL: 'warn' });
-
-/** Resolves once `ready` holds for the process's stdout and stderr (checked every 10 ms). */
-function when(proc: SpawnedWorker, ready: (stdout: string, stderr: string) => boolean): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const poll = setInterval(() => {
-      if (ready(proc.output(), proc.errors())) {
-        clearInterval(poll);
-        resolve();
-      } else if (proc.child.exitCode !== null) {
-        clearInterval(poll);
-        reject(new Error(`exited (${proc.child.exitCode}) before it was ready:\n${proc.output()}\n${proc.errors()}`));
-      }
-    }, 10);
-  });
-}
+const kessai = (args: readonly string[], clockAheadMs?: number): SpawnedWorker =>
+  spawnKessai(args, { DATABASE_URL: database.url!, KESSAI_LOG_LEVEL: 'warn' }, clockAheadMs === undefined ? {} : { clockAheadMs });
 
 /** One attempt of slot 0 by a worker killed with SIGKILL once `killAt` shows on its stdout. */
 async function killedAttempt(k: number, env: Record<string, string>, killAt: string): Promise<void> {
   const victim = spawnWorker(workerScript, database.url!, { ...env, KESSAI_OWNER: `victim-${k}`, KESSAI_AT: at(6 * k).toISOString() });
-  await when(victim, (stdout) => stdout.includes(killAt));
+  await until(victim, () => victim.output().includes(killAt));
   victim.child.kill('SIGKILL');
   expect(await victim.exited).toMatchObject({ signal: 'SIGKILL' });
 }
 
 async function ledgerRow(job: string, slot: Date) {
-  return db.selectFrom('job_runs').select(['status', 'attempt', 'attempts_without_progress', 'counts', 'error']).where('job', '=', job).where('slot', '=', slot).executeTakeFirst();
+  return db.selectFrom('job_runs').select(['status', 'attempt', 'attempts_without_progress', 'progress_attempt', 'counts', 'error']).where('job', '=', job).where('slot', '=', slot).executeTakeFirst();
 }
 
 describe.runIf(isPostgres())('a slot under a crash loop (issue 20)', () => {
@@ -139,6 +130,98 @@ describe.runIf(isPostgres())('a slot under a crash loop (issue 20)', () => {
   });
 });
 
+describe.runIf(isPostgres())('the webhook delivery slot under a crash loop', () => {
+  const DELIVER = 'webhooks.deliver';
+  /** The shortest lease the worker takes: the slot's and every delivery's, in real time. */
+  const LEASE_SECONDS = 10;
+  /** Worker k runs k leases and k seconds ahead: every lease of the workers before it has lapsed. */
+  const deliverer = (k: number): SpawnedWorker =>
+    kessai(['worker', '--once', '--at', SLOT.toISOString(), '--lease-seconds', String(LEASE_SECONDS)], k * (LEASE_SECONDS + 1) * 1000);
+
+  let receiver: Receiver;
+  beforeEach(async () => {
+    receiver = await startReceiver();
+  });
+  afterEach(async () => receiver?.close());
+
+  it('five workers SIGKILLed while delivering, each after recording a batch: the slot completes; every event arrives, each delivery is recorded once, at the slot', async () => {
+    const n = 1_500;
+    const eventIds = await seedDueDeliveries(db, n, receiver.url, SLOT);
+    // Each worker gets 300 answers, then none: its first flush (256 outcomes) is recorded, its next
+    // 44 wait in its buffer, and its following sends hang here — sent, and never recorded.
+    let answers = 300;
+    let answered = 0;
+    let hanging = 0;
+    receiver.respond = (_request, res) => {
+      if (answered >= answers) {
+        hanging += 1;
+        return 'hang';
+      }
+      answered += 1;
+      res.writeHead(200);
+      res.end();
+    };
+    for (let k = 0; k < 5; k += 1) {
+      answered = 0;
+      hanging = 0;
+      const before = (await deliveryTally(SLOT)).recorded;
+      const victim = deliverer(k);
+      await until(victim, async () => hanging > 0 && (await deliveryTally(SLOT)).recorded > before);
+      victim.child.kill('SIGKILL');
+      expect(await victim.exited).toMatchObject({ signal: 'SIGKILL' });
+      // The recorded flush was one of the slot's batches: progress, and its counts, in the ledger.
+      const { recorded } = await deliveryTally(SLOT);
+      expect(await ledgerRow(DELIVER, SLOT)).toMatchObject({ status: 'running', attempt: k + 1, attempts_without_progress: 0, progress_attempt: k + 1, counts: { delivered: recorded } });
+    }
+
+    // A sixth worker at the same instant takes the slot over and finishes it.
+    answers = Number.POSITIVE_INFINITY;
+    const last = deliverer(5);
+    expect(await last.exited, last.errors()).toEqual({ code: 0, signal: null });
+    const total = `{"delivered":${n},"retrying":0,"given_up":0,"released":0}`;
+    expect(last.output()).toMatch(
+      new RegExp(`^${DELIVER} @ ${SLOT.toISOString()} \\(taken over from a worker that stopped, attempt 6\\): succeeded \\{"delivered":\\d+,"retrying":0,"given_up":0,"released":0\\}; slot total over all attempts ${total.replace(/[{}]/g, '\\$&')}$`, 'm'),
+    );
+    expect(last.output()).not.toContain('ABANDONED');
+    expect(await ledgerRow(DELIVER, SLOT)).toMatchObject({ status: 'succeeded', attempt: 6, attempts_without_progress: 0, counts: JSON.parse(total) });
+    // One recorded attempt per delivery, each the first, each at the slot's instant.
+    expect(await deliveryTally(SLOT)).toEqual({ delivered: n, attempts: n, recorded: n, first_at_slot: n, pending_webhooks: 0 });
+    const ids = receivedEventIds(receiver);
+    expect(new Set(ids)).toEqual(new Set(eventIds));
+    // At least once: what each dead worker sent and had not recorded was sent again.
+    expect(ids.length).toBeGreaterThan(n);
+  });
+
+  it('five workers SIGKILLed while delivering, none having recorded a delivery: each take-over at the same instant sends the dead worker\'s deliveries again at once; the slot is abandoned, `worker --once` exits 1', async () => {
+    const eventIds = await seedDueDeliveries(db, 100, receiver.url, SLOT);
+    receiver.respond = () => 'hang';
+    // 16 at once to one endpoint, in the order the events were written: always these 16.
+    const held = new Set(eventIds.slice(0, 16));
+    for (let k = 0; k < 5; k += 1) {
+      const seen = receiver.received.length;
+      const victim = deliverer(k);
+      await until(victim, () => receiver.received.length > seen);
+      victim.child.kill('SIGKILL');
+      expect(await victim.exited).toMatchObject({ signal: 'SIGKILL' });
+      // From the second worker on, the ones the worker before it held under lapsed leases.
+      expect(receivedEventIds(receiver).slice(seen).filter((id) => !held.has(id))).toEqual([]);
+      expect(await ledgerRow(DELIVER, SLOT)).toMatchObject({ status: 'running', attempt: k + 1, attempts_without_progress: k, progress_attempt: null, counts: null });
+    }
+    expect((await deliveryTally(SLOT)).recorded).toBe(0);
+
+    const last = deliverer(5);
+    expect(await last.exited, last.errors()).toEqual({ code: 1, signal: null });
+    expect(last.output()).toContain(
+      `${DELIVER} @ ${SLOT.toISOString()}: ABANDONED: the worker died on attempt 5 without committing a batch: 5 attempts in a row made no progress; ` +
+        `re-run it with: kessai jobs run ${DELIVER} --at ${SLOT.toISOString()}\n`,
+    );
+    const abandoned = await ledgerRow(DELIVER, SLOT);
+    expect(abandoned).toMatchObject({ status: 'abandoned', attempt: 5, attempts_without_progress: 5 });
+    expect(abandoned?.error).toMatch(/^the lease lapsed on attempt 5 before it committed a batch \(5 attempts in a row without progress\)/);
+    expect(await deliveryTally(SLOT)).toMatchObject({ delivered: 0, recorded: 0, pending_webhooks: 100 });
+  });
+});
+
 describe.runIf(isPostgres())('SIGTERM and SIGINT mid-batch (issue 20)', () => {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     for (const command of [
@@ -196,7 +279,7 @@ describe.runIf(isPostgres())('SIGTERM and SIGINT mid-batch (issue 20)', () => {
  */
 async function stopMidBatch(args: readonly string[], signal: NodeJS.Signals): Promise<SpawnedWorker> {
   const proc = spawnKessai([...args, '--log-level', 'debug'], { DATABASE_URL: database.url! });
-  await when(proc, (_stdout, stderr) => stderr.includes('"msg":"batch committed"'));
+  await until(proc, () => proc.errors().includes('"msg":"batch committed"'));
   proc.child.kill(signal);
   expect(await proc.exited, proc.errors()).toEqual({ code: 0, signal: null });
   expect(proc.errors()).toContain(`"signal":"${signal}"`);
@@ -237,4 +320,46 @@ async function seedEndedTerms(target: Kysely<Database>, count: number, end: Date
 async function closedTerms(end: Date): Promise<number> {
   const result = await sql<{ n: number }>`SELECT count(*)::int AS n FROM terms WHERE end_at = ${end} AND closed`.execute(db);
   return result.rows[0]!.n;
+}
+
+/**
+ * `count` events of one account, each with one delivery to one endpoint at `url`, due at `slot`;
+ * returns the event ids in the order they were written.
+ */
+async function seedDueDeliveries(target: Kysely<Database>, count: number, url: string, slot: Date): Promise<string[]> {
+  const created = new Date(slot.getTime() - 60 * MINUTE);
+  await sql`INSERT INTO accounts (account_id, name, term_cycle, created_at) VALUES ('acct_w', 'Webhooks', 'monthly', ${created})`.execute(target);
+  await sql`
+    INSERT INTO webhook_endpoints (account_id, endpoint_id, livemode, url, token, created_at, updated_at)
+    VALUES ('acct_w', 'we_w', false, ${`${url}/hooks`}, 'whook_w', ${created}, ${created})`.execute(target);
+  await sql`
+    INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks)
+    SELECT 'acct_w', 'evnt_w' || lpad(i::text, 5, '0'), false, 'v1', 'customer.created', 'customer', 'cus_w' || i,
+           json_build_object('id', 'cus_w' || i, 'object', 'customer', 'livemode', false), ${slot}, 1
+    FROM generate_series(1, ${count}) AS i`.execute(target);
+  await sql`
+    INSERT INTO webhook_deliveries (account_id, endpoint_id, event_id, next_attempt_at, created_at)
+    SELECT 'acct_w', 'we_w', event_id, ${slot}, ${slot} FROM events WHERE account_id = 'acct_w'`.execute(target);
+  const events = await sql<{ event_id: string }>`SELECT event_id FROM events WHERE account_id = 'acct_w' ORDER BY seq`.execute(target);
+  return events.rows.map((row) => row.event_id);
+}
+
+/**
+ * Where the deliveries stand: `delivered` deliveries, their `attempts` summed, the attempts
+ * `recorded` (webhook_attempts), how many of those are a successful first attempt at `slot`, and
+ * the events' `pending_webhooks` summed.
+ */
+async function deliveryTally(slot: Date) {
+  const result = await sql<{ delivered: number; attempts: number; recorded: number; first_at_slot: number; pending_webhooks: number }>`
+    SELECT (SELECT count(*) FROM webhook_deliveries WHERE status = 'delivered')::int AS delivered,
+           (SELECT coalesce(sum(attempts), 0) FROM webhook_deliveries)::int AS attempts,
+           (SELECT count(*) FROM webhook_attempts)::int AS recorded,
+           (SELECT count(*) FROM webhook_attempts WHERE attempt = 1 AND succeeded AND attempted_at = ${slot})::int AS first_at_slot,
+           (SELECT coalesce(sum(pending_webhooks), 0) FROM events)::int AS pending_webhooks`.execute(db);
+  return result.rows[0]!;
+}
+
+/** The event ids of every request the receiver got, in order of arrival. */
+function receivedEventIds(receiver: Receiver): string[] {
+  return receiver.received.map((request) => (JSON.parse(request.body) as { id: string }).id);
 }

@@ -4,6 +4,7 @@
  * grandchild that a SIGKILL of the child does not reach.
  */
 import { spawn } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 
 export interface SpawnedWorker {
@@ -19,9 +20,26 @@ export function spawnWorker(script: string, databaseUrl: string, env: Record<str
 
 const KESSAI_BIN = fileURLToPath(new URL('../../bin/kessai.mjs', import.meta.url));
 
+const CLOCK_AHEAD = fileURLToPath(new URL('./clock-ahead.mjs', import.meta.url));
+
 /** The real `kessai` command (bin/kessai.mjs, which loads tsx itself) in its own process. */
 export function spawnKessai(args: readonly string[], env: Record<string, string>, options: SpawnOptions = {}): SpawnedWorker {
-  return spawnNode([...(options.nodeArgs ?? []), KESSAI_BIN, ...args], env, options);
+  if (options.clockAheadMs === undefined) return spawnNode([...(options.nodeArgs ?? []), KESSAI_BIN, ...args], env, options);
+  return spawnNode([...(options.nodeArgs ?? []), '--import', CLOCK_AHEAD, KESSAI_BIN, ...args], { ...env, KESSAI_TEST_CLOCK_AHEAD_MS: String(options.clockAheadMs) }, options);
+}
+
+/**
+ * Resolves once `ready` holds — state the test observes: the process's output, rows written, a
+ * receiver's requests — checked every 10 ms; rejects if the process exits first.
+ */
+export async function until(proc: SpawnedWorker, ready: () => boolean | Promise<boolean>): Promise<void> {
+  for (;;) {
+    if (await ready()) return;
+    if (proc.child.exitCode !== null || proc.child.signalCode !== null) {
+      throw new Error(`exited (${proc.child.exitCode ?? proc.child.signalCode}) before it was ready:\n${proc.output()}\n${proc.errors()}`);
+    }
+    await sleep(10);
+  }
 }
 
 export interface SpawnOptions {
@@ -29,6 +47,11 @@ export interface SpawnOptions {
   readonly discardLogs?: boolean;
   /** Options for node itself, before the script (`--cpu-prof`, which NODE_OPTIONS does not take on Node 20). */
   readonly nodeArgs?: readonly string[];
+  /**
+   * Runs the process's wall clock this far ahead of the machine's (clock-ahead.mjs): it acts as a
+   * process started that much later, e.g. once a killed worker's real-time leases have lapsed.
+   */
+  readonly clockAheadMs?: number;
 }
 
 function spawnNode(args: readonly string[], env: Record<string, string>, options: SpawnOptions = {}): SpawnedWorker {

@@ -138,6 +138,9 @@ describe.runIf(isPostgres())('the webhook delivery slot under a crash loop', () 
   const deliverer = (k: number): SpawnedWorker =>
     kessai(['worker', '--once', '--at', SLOT.toISOString(), '--lease-seconds', String(LEASE_SECONDS)], k * (LEASE_SECONDS + 1) * 1000);
 
+  /** Six `kessai` processes start one after another (seconds each on a loaded machine). */
+  const CRASH_LOOP_TIMEOUT_MS = 120_000;
+
   let receiver: Receiver;
   beforeEach(async () => {
     receiver = await startReceiver();
@@ -190,7 +193,7 @@ describe.runIf(isPostgres())('the webhook delivery slot under a crash loop', () 
     expect(new Set(ids)).toEqual(new Set(eventIds));
     // At least once: what each dead worker sent and had not recorded was sent again.
     expect(ids.length).toBeGreaterThan(n);
-  });
+  }, CRASH_LOOP_TIMEOUT_MS);
 
   it('five workers SIGKILLed while delivering, none having recorded a delivery: each take-over at the same instant sends the dead worker\'s deliveries again at once; the slot is abandoned, `worker --once` exits 1', async () => {
     const eventIds = await seedDueDeliveries(db, 100, receiver.url, SLOT);
@@ -219,7 +222,7 @@ describe.runIf(isPostgres())('the webhook delivery slot under a crash loop', () 
     expect(abandoned).toMatchObject({ status: 'abandoned', attempt: 5, attempts_without_progress: 5 });
     expect(abandoned?.error).toMatch(/^the lease lapsed on attempt 5 before it committed a batch \(5 attempts in a row without progress\)/);
     expect(await deliveryTally(SLOT)).toMatchObject({ delivered: 0, recorded: 0, pending_webhooks: 100 });
-  });
+  }, CRASH_LOOP_TIMEOUT_MS);
 });
 
 describe.runIf(isPostgres())('SIGTERM and SIGINT mid-batch (issue 20)', () => {

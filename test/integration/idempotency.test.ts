@@ -1,9 +1,11 @@
 /**
- * Idempotency keys (issue 15, point 7) through a real Fastify app with the plugin, the accounts'
- * real keys and real routes that write charges: a retry returns the same response without doing
- * the work again, the same key with another request is refused, two concurrent requests with one
- * key do the work once (on PostgreSQL from two app instances on two pools, as two server
- * processes), server faults are not kept, and keys expire after 24 hours and are purged.
+ * Idempotency keys on the real server (buildServer with the server's own policies, as `kessai
+ * serve` wires them), the accounts' real keys and its real routes that write charges: a retry
+ * returns the same response without doing the work again, the same key with another request is
+ * refused, two concurrent requests with one key do the work once (on PostgreSQL from two server
+ * instances on two pools, as two server processes), server faults are not kept, and keys expire
+ * after 24 hours and are purged. Requests in flight are held at a gated card network, and a retry
+ * is known to wait once the server has read the key's row `pending`: nothing is ordered by sleeps.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type AccountKeys } from '../../src/accounts/accounts';
@@ -11,22 +13,18 @@ import { IDEMPOTENCY_TTL_MS, purgeExpiredIdempotencyKeys, requestHash } from '..
 import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card-network';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
-import { call, commitFailsOnce, startPluginApp, type PluginApp } from '../support/plugin-app';
+import { call, commitFailsOnce, serveOn, type Served, type ServeOptions } from '../support/http-server';
+import { watchPendingKeys } from '../support/pending-key-watch';
+import { gatedNetwork } from '../support/recording-network';
 
 type Ctx = ReturnType<typeof testContext>;
 let database: TestDatabase;
 let ctx: Ctx;
 let keys: AccountKeys;
-let server: PluginApp;
-const opened: PluginApp[] = [];
+let server: Served;
+const opened: Served[] = [];
 const ACCOUNT = 'acct_idempotent';
-
-/** The simulator answering every authorization 300 ms late: a request stays in flight that long. */
-function slowNetwork(): CardNetwork {
-  const network = simulatedCardNetwork();
-  const later = <T>(work: () => Promise<T>) => new Promise<T>((resolve, reject) => setTimeout(() => work().then(resolve, reject), 300));
-  return { ...network, authorize: (requests) => later(() => network.authorize(requests)) };
-}
+let seed = 71;
 
 beforeAll(async () => {
   database = await createTestDatabase();
@@ -39,10 +37,18 @@ afterAll(async () => {
   await database?.drop();
 });
 
-async function open(on: Ctx): Promise<PluginApp> {
-  const started = await startPluginApp(on, { idempotency: { purgeIntervalMs: 0 } });
+/** A server process on `on` (its database handle, clock and card network). */
+async function open(on: Ctx, idempotency: ServeOptions['idempotency'] = {}): Promise<Served> {
+  const started = await serveOn(on, database.kind, { idempotency: { purgeIntervalMs: 0, ...idempotency } });
   opened.push(started);
   return started;
+}
+
+/** A context on the file's database with its own seeded ids (and, on PostgreSQL with `pool`, its own pool: another server process). */
+async function contextWith(processor: CardNetwork = simulatedCardNetwork(), options: { pool?: boolean } = {}): Promise<Ctx> {
+  seed += 1;
+  const store = options.pool && isPostgres() ? await database.openAnother() : database.store;
+  return { ...testContext(store, { seed }), processor };
 }
 
 async function customer(apibase = server.apibase): Promise<string> {
@@ -53,8 +59,10 @@ async function customer(apibase = server.apibase): Promise<string> {
 async function chargesOf(customerId: string) {
   return ctx.db.selectFrom('charges').select(['charge_id', 'amount', 'paid']).where('account_id', '=', ACCOUNT).where('customer_id', '=', customerId).orderBy('charge_id').execute();
 }
+const chargeCount = async () => (await ctx.db.selectFrom('charges').select('charge_id').where('account_id', '=', ACCOUNT).execute()).length;
+const customerCount = async () => (await ctx.db.selectFrom('customers').select('customer_id').where('account_id', '=', ACCOUNT).execute()).length;
 
-const key = (name: string) => ({ 'idempotency-key': `${name}-${Math.random().toString(36).slice(2)}` });
+const key = (name: string) => ({ 'idempotency-key': `${name}-${(seed += 1)}` });
 
 describe('Idempotency-Key on POST', () => {
   it('a retry returns the same response without doing the work again', async () => {
@@ -93,21 +101,21 @@ describe('Idempotency-Key on POST', () => {
 
   it('a refusal from inside the operation\'s own transaction (rolled back to its savepoint) is kept and replayed', async () => {
     const header = key('inside');
-    const before = server.handled.get('charges.create') ?? 0;
+    const before = await chargeCount();
     const body = { amount: '500', currency: 'jpy', customer: 'cus_does_not_exist' };
     const first = await call(server.apibase, keys.test.secret, 'POST', '/charges', body, header);
     expect(first).toMatchObject({ status: 404, body: { error: { status: 404, param: 'customer' } } });
     const second = await call(server.apibase, keys.test.secret, 'POST', '/charges', body, header);
     expect(second).toMatchObject({ status: 404, body: first.body });
     expect(second.headers.get('idempotent-replayed')).toBe('true');
-    expect(server.handled.get('charges.create')).toBe(before + 1);
+    expect(await chargeCount()).toBe(before);
   });
 
   it('the same key with another request is refused (400 already_exist_id on Idempotency-Key) and changes nothing', async () => {
     const cus = await customer();
     const header = key('conflict');
     await call(server.apibase, keys.test.secret, 'POST', '/charges', { amount: '1000', currency: 'jpy', customer: cus }, header);
-    const customersBefore = server.handled.get('customers.create');
+    const customersBefore = await customerCount();
     for (const [path, body] of [
       ['/charges', { amount: '1001', currency: 'jpy', customer: cus }],
       ['/customers', {}],
@@ -116,7 +124,7 @@ describe('Idempotency-Key on POST', () => {
       expect(refused).toMatchObject({ status: 400, body: { error: { status: 400, type: 'client_error', code: 'already_exist_id', param: 'Idempotency-Key' } } });
     }
     expect(await chargesOf(cus)).toHaveLength(1);
-    expect(server.handled.get('customers.create')).toBe(customersBefore);
+    expect(await customerCount()).toBe(customersBefore);
   });
 
   it('keys are per account and mode: the same key in live mode is another key', async () => {
@@ -130,65 +138,80 @@ describe('Idempotency-Key on POST', () => {
   });
 
   it('a malformed key is refused (invalid_param_key on Idempotency-Key) before any work', async () => {
-    const before = server.handled.get('customers.create');
+    const before = await customerCount();
     for (const bad of ['has space', 'x'.repeat(256), 'semi;colon']) {
       const refused = await call(server.apibase, keys.test.secret, 'POST', '/customers', {}, { 'idempotency-key': bad });
       expect(refused.body.error).toMatchObject({ status: 400, code: 'invalid_param_key', param: 'Idempotency-Key' });
     }
-    expect(server.handled.get('customers.create')).toBe(before);
+    expect(await customerCount()).toBe(before);
   });
 
   it('a server fault (5xx) is not kept: the retry does the work', async () => {
-    const header = key('flaky');
-    const first = await call(server.apibase, keys.test.secret, 'POST', '/flaky', {}, header);
-    expect(first.body.error).toMatchObject({ status: 500, code: 'payjp_wrong' });
-    const second = await call(server.apibase, keys.test.secret, 'POST', '/flaky', {}, header);
-    expect(second).toMatchObject({ status: 200, body: { calls: 2 } });
-    const third = await call(server.apibase, keys.test.secret, 'POST', '/flaky', {}, header);
-    expect(third).toMatchObject({ status: 200, body: { calls: 2 } });
-    expect(server.handled.get('flaky')).toBe(2);
+    // A card network that fails its first authorization with a fault (not a decline): a 500.
+    const network = simulatedCardNetwork();
+    let authorizations = 0;
+    const faulty = await open(await contextWith({ ...network, authorize: async (requests) => ((authorizations += 1) === 1 ? Promise.reject(new Error('the card network broke')) : network.authorize(requests)) }));
+    const cus = await customer();
+    const header = key('fault');
+    const body = { amount: '600', currency: 'jpy', customer: cus };
+    const first = await call(faulty.apibase, keys.test.secret, 'POST', '/charges', body, header);
+    expect(first).toMatchObject({ status: 500, body: { error: { status: 500, code: 'payjp_wrong' } } });
+    expect(await chargesOf(cus)).toEqual([]);
+    const second = await call(faulty.apibase, keys.test.secret, 'POST', '/charges', body, header);
+    expect(second).toMatchObject({ status: 200, body: { object: 'charge', amount: 600, paid: true } });
+    expect(second.headers.get('idempotent-replayed')).toBeNull();
+    const asked = authorizations;
+    const third = await call(faulty.apibase, keys.test.secret, 'POST', '/charges', body, header);
+    expect(third).toMatchObject({ status: 200, body: second.body });
+    expect(third.headers.get('idempotent-replayed')).toBe('true');
+    expect(authorizations).toBe(asked);
+    expect(await chargesOf(cus)).toEqual([{ charge_id: second.body.id, amount: 600, paid: true }]);
   });
 
   it('two concurrent requests with one key do the work once; the second waits and gets the same response', async () => {
-    // PostgreSQL: two app instances on two pools, as two server processes. PGlite: one app (one process owns the data).
-    const slowCtx = { ...testContext(database.store, { seed: 72 }), processor: slowNetwork() };
-    const slow = await open(slowCtx);
-    const other = isPostgres() ? await open(testContext(await database.openAnother(), { seed: 73 })) : slow;
+    // Two server instances (on PostgreSQL two pools, as two server processes); the first is held at the card network.
+    const gated = gatedNetwork();
+    const first = await open(await contextWith(gated.processor));
+    const watch = watchPendingKeys((await contextWith(simulatedCardNetwork(), { pool: true })).db);
+    const second = await open({ ...(await contextWith(simulatedCardNetwork(), { pool: true })), db: watch.db });
     const cus = await customer();
     const header = key('concurrent');
     const body = { amount: '1500', currency: 'jpy', customer: cus };
-    const first = call(slow.apibase, keys.test.secret, 'POST', '/charges', body, header);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const second = call(other.apibase, keys.test.secret, 'POST', '/charges', body, header);
-    const [a, b] = await Promise.all([first, second]);
-    expect(a.status).toBe(200);
-    expect(b).toMatchObject({ status: 200, body: a.body });
-    expect(b.headers.get('idempotent-replayed')).toBe('true');
+    const a = call(first.apibase, keys.test.secret, 'POST', '/charges', body, header);
+    await gated.atNetwork();
+    const b = call(second.apibase, keys.test.secret, 'POST', '/charges', body, header);
+    // The second has found the key in progress and waits for it; only then does the first get its answer.
+    await watch.waiting;
+    gated.open();
+    const [answered, waited] = await Promise.all([a, b]);
+    expect(answered.status).toBe(200);
+    expect(waited).toMatchObject({ status: 200, body: answered.body });
+    expect(waited.headers.get('idempotent-replayed')).toBe('true');
     expect(await chargesOf(cus)).toHaveLength(1);
-    expect((slow.handled.get('charges.create') ?? 0) + (other === slow ? 0 : (other.handled.get('charges.create') ?? 0))).toBe(1);
+    expect(gated.authorized).toHaveLength(1);
   });
 
-  // On PostgreSQL the second request waits on the first's uncommitted row (lock_timeout). On the
-  // embedded database the first holds the one connection and the second runs after it: no wait to bound.
-  it.runIf(isPostgres())('a request waits for one in flight with its key only up to waitMs (then 429 over_capacity), and the key stays usable', async () => {
-    const slow = await startPluginApp({ ...testContext(database.store, { seed: 74 }), processor: slowNetwork() }, { idempotency: { purgeIntervalMs: 0, waitMs: 50 } });
-    opened.push(slow);
+  it('a request waits for one in flight with its key only up to waitMs (then 429 over_capacity), and the key stays usable', async () => {
+    const gated = gatedNetwork();
+    const slow = await open(await contextWith(gated.processor), { waitMs: 50 });
     const cus = await customer();
     const header = key('impatient');
     const body = { amount: '1300', currency: 'jpy', customer: cus };
     const first = call(slow.apibase, keys.test.secret, 'POST', '/charges', body, header);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await gated.atNetwork();
+    // The first stays at the network until the second has been answered.
     const waited = await call(slow.apibase, keys.test.secret, 'POST', '/charges', body, header);
     expect(waited).toMatchObject({ status: 429, body: { error: { code: 'over_capacity', status: 429 } } });
+    gated.open();
     const done = await first;
     expect(done.status).toBe(200);
     expect(await call(slow.apibase, keys.test.secret, 'POST', '/charges', body, header)).toMatchObject({ status: 200, body: done.body });
     expect(await chargesOf(cus)).toHaveLength(1);
+    expect(gated.authorized).toHaveLength(1);
   });
 
   it('a `pending` row committed by the earlier protocol is 429 until staleMs, then taken over', async () => {
-    const impatient = await startPluginApp(ctx, { idempotency: { purgeIntervalMs: 0, staleMs: 60_000 } });
-    opened.push(impatient);
+    const impatient = await open(ctx, { staleMs: 60_000, waitMs: 50 });
     ctx.clock.set(REFERENCE_INSTANT);
     const body = { email: 'pending@example.com' };
     const header = key('pending');
@@ -197,35 +220,32 @@ describe('Idempotency-Key on POST', () => {
       .insertInto('idempotency_keys')
       .values({ account_id: ACCOUNT, livemode: false, idempotency_key: header['idempotency-key'], request_hash: requestHash('POST', '/v1/customers', body), state: 'pending', created_at: REFERENCE_INSTANT, expires_at: new Date(REFERENCE_INSTANT.getTime() + IDEMPOTENCY_TTL_MS) })
       .execute();
-    const before = impatient.handled.get('customers.create') ?? 0;
+    const before = await customerCount();
     const waited = await call(impatient.apibase, keys.test.secret, 'POST', '/customers', body, header);
     expect(waited).toMatchObject({ status: 429, body: { error: { code: 'over_capacity', status: 429 } } });
-    expect(impatient.handled.get('customers.create') ?? 0).toBe(before);
+    expect(await customerCount()).toBe(before);
     // 60 s later the reservation counts as abandoned: the request does the work and keeps its answer.
     ctx.clock.set(new Date(REFERENCE_INSTANT.getTime() + 60_000));
     const taken = await call(impatient.apibase, keys.test.secret, 'POST', '/customers', body, header);
     expect(taken).toMatchObject({ status: 200, body: { object: 'customer', email: 'pending@example.com' } });
     expect(await call(impatient.apibase, keys.test.secret, 'POST', '/customers', body, header)).toMatchObject({ status: 200, body: taken.body });
-    expect(impatient.handled.get('customers.create')).toBe(before + 1);
+    expect(await customerCount()).toBe(before + 1);
     ctx.clock.set(REFERENCE_INSTANT);
   });
 
   it('the operation\'s writes and the stored response commit together: a failure between them keeps neither, and the retry charges once', async () => {
-    const failing = await startPluginApp(ctx, { idempotency: { purgeIntervalMs: 0, fault: commitFailsOnce() } });
-    opened.push(failing);
+    const failing = await open(ctx, { fault: commitFailsOnce() });
     const cus = await customer();
     const header = key('atomic');
     const body = { amount: '700', currency: 'jpy', customer: cus };
     const first = await call(failing.apibase, keys.test.secret, 'POST', '/charges', body, header);
     expect(first).toMatchObject({ status: 500, body: { error: { code: 'payjp_wrong' } } });
-    expect(failing.handled.get('charges.create')).toBe(1);
     expect(await chargesOf(cus)).toEqual([]);
     expect(await ctx.db.selectFrom('idempotency_keys').select('state').where('idempotency_key', '=', header['idempotency-key']).execute()).toEqual([]);
     const retried = await call(failing.apibase, keys.test.secret, 'POST', '/charges', body, header);
     expect(retried).toMatchObject({ status: 200, body: { object: 'charge', amount: 700 } });
     expect(await chargesOf(cus)).toEqual([{ charge_id: retried.body.id, amount: 700, paid: true }]);
     expect(await call(failing.apibase, keys.test.secret, 'POST', '/charges', body, header)).toMatchObject({ status: 200, body: retried.body });
-    expect(failing.handled.get('charges.create')).toBe(2);
   });
 
   it('keys last 24 hours: an expired key is a new key, and the purge deletes expired keys only', async () => {

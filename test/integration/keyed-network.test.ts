@@ -1,23 +1,28 @@
 /**
- * Keyed requests and the card network ("checkpoint at the network", src/api/idempotency.ts): a POST
+ * Keyed requests and the card network ("checkpoint at the network", src/api/idempotency.ts), on the
+ * real server (buildServer with the server's own policies) with a gated card network: a POST
  * with an Idempotency-Key commits its request transaction before each card-network call (the key
  * row `pending`, stamped, with its recovery point) and goes on in a new one after it. So no row
  * lock is held while the network answers (PostgreSQL: another connection locks the rows FOR
  * UPDATE NOWAIT), the embedded database's one connection is free meanwhile (no deadlock), a retry
  * waits for and replays the answer, a request that dies at the network is taken over after the
  * lease by a retry that first undoes its create intent (authorization released, token given back)
- * and then charges once, and a failed final commit undoes what the checkpoint committed.
+ * and then charges once, and a failed final commit undoes what the checkpoint committed. Nothing
+ * is ordered by sleeps: calls wait at the network gate, a retry is let go once the server has read
+ * the key `pending`, and a late answer is awaited through the server's own end of the request.
  */
-import { sql, type Kysely } from 'kysely';
+import type { FastifyInstance } from 'fastify';
+import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type AccountKeys } from '../../src/accounts/accounts';
 import type { Database } from '../../src/db/schema';
 import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card-network';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
-import { call, commitFailsOnce, startPluginApp, type PluginApp, type PluginAppOptions } from '../support/plugin-app';
-import { startTestServer } from '../support/http-server';
-import { recordingNetwork } from '../support/recording-network';
+import { call, commitFailsOnce, serveOn, startTestServer, type Served, type ServeOptions } from '../support/http-server';
+import { watchPendingKeys, type PendingKeyWatch } from '../support/pending-key-watch';
+import { gatedNetwork, recordingNetwork } from '../support/recording-network';
+import { probeRowLock, whileLocked, type ProbedRow } from '../support/row-locks';
 
 type Ctx = ReturnType<typeof testContext>;
 const ACCOUNT = 'acct_keyed_network';
@@ -25,34 +30,33 @@ let database: TestDatabase;
 let ctx: Ctx;
 let keys: AccountKeys;
 let seed = 400;
-const opened: PluginApp[] = [];
+const opened: Served[] = [];
 
-/** The recording simulator with a gate before every authorization and capture (opened by the test). */
-function gatedNetwork() {
-  let waiting: (() => void) | undefined;
-  let arrived: (() => void) | undefined;
-  let arrival = new Promise<void>((resolve) => (arrived = resolve));
-  const recorded = recordingNetwork(async () => {
-    arrived?.();
-    await new Promise<void>((resolve) => (waiting = resolve));
-  });
+/** Resolves each time the server has finished a request's handling (its onSend hooks run, the idempotency plugin's commit among them), answered or not. */
+function requestsEnded(): { ended: () => Promise<void>; extraRoutes: (app: FastifyInstance) => Promise<void> } {
+  let arrive: () => void = () => undefined;
+  let next = new Promise<void>((resolve) => (arrive = resolve));
   return {
-    ...recorded,
-    /** Resolves once a call waits at the gate. */
-    atNetwork: () => arrival,
-    /** Lets the waiting call through, and re-arms the gate for the next one. */
-    open: () => {
-      arrival = new Promise<void>((resolve) => (arrived = resolve));
-      waiting?.();
+    ended: () => next,
+    extraRoutes: async (app) => {
+      app.addHook('onSend', async (_request, _reply, payload) => {
+        const done = arrive;
+        next = new Promise<void>((resolve) => (arrive = resolve));
+        done();
+        return payload;
+      });
     },
   };
 }
 
-async function open(processor: CardNetwork, options: PluginAppOptions['idempotency'] = {}, at = REFERENCE_INSTANT): Promise<PluginApp> {
+/** A server process on the file's database with `processor` as its card network (and, given `watch`, its database handle watched for pending keys). */
+async function open(processor: CardNetwork, options: ServeOptions['idempotency'] = {}, at = REFERENCE_INSTANT, extra: { watch?: (db: Kysely<Database>) => PendingKeyWatch; extraRoutes?: ServeOptions['extraRoutes'] } = {}): Promise<Served & { watch?: PendingKeyWatch }> {
   seed += 1;
-  const app = await startPluginApp({ ...testContext(database.store, { seed, at }), processor }, { idempotency: { purgeIntervalMs: 0, ...options } });
+  const base = { ...testContext(database.store, { seed, at }), processor };
+  const watch = extra.watch?.(base.db);
+  const app = await serveOn(watch ? { ...base, db: watch.db } : base, database.kind, { idempotency: { purgeIntervalMs: 0, ...options }, ...(extra.extraRoutes ? { extraRoutes: extra.extraRoutes } : {}) });
   opened.push(app);
-  return app;
+  return watch ? { ...app, watch } : app;
 }
 
 beforeAll(async () => {
@@ -95,9 +99,11 @@ describe('keyed requests checkpoint at the card network (PGlite and PostgreSQL)'
     // The one connection of the embedded database is free: an unkeyed request runs to its end meanwhile.
     const customer = await call(app.apibase, keys.test.secret, 'POST', '/customers', { email: 'meanwhile@example.com' });
     expect(customer.status).toBe(200);
-    // A retry with the key waits for the answer (polling the committed pending row)...
-    const retry = call(app.apibase, keys.test.secret, 'POST', '/charges', body, header);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // A retry with the key (to another server process) waits for the answer, polling the committed
+    // pending row; the first is let through only once the retry has found it pending...
+    const other = await open(simulatedCardNetwork(), {}, REFERENCE_INSTANT, { watch: watchPendingKeys });
+    const retry = call(other.apibase, keys.test.secret, 'POST', '/charges', body, header);
+    await other.watch!.waiting;
     gated.open();
     const [a, b] = await Promise.all([first, retry]);
     expect(a).toMatchObject({ status: 200, body: { object: 'charge', id: point.intents[0]!.chargeId, amount: 1500, paid: true } });
@@ -107,7 +113,6 @@ describe('keyed requests checkpoint at the card network (PGlite and PostgreSQL)'
     expect(gated.authorized).toHaveLength(1);
     expect(await intents()).toEqual([]);
     expect(await keyRow(header['idempotency-key'])).toEqual([expect.objectContaining({ state: 'done' })]);
-    expect(app.handled.get('charges.create')).toBe(1);
   });
 
   it('a keyed create whose final commit fails: the authorization is released, the token given back, the key freed; the retry charges once', async () => {
@@ -134,7 +139,8 @@ describe('keyed requests checkpoint at the card network (PGlite and PostgreSQL)'
 
   it('a keyed create that died at the network is taken over after the lease: its authorization released and token given back first, then one charge', async () => {
     const gated = gatedNetwork();
-    const dying = await open(gated.processor);
+    const dyingEnds = requestsEnded();
+    const dying = await open(gated.processor, {}, REFERENCE_INSTANT, { extraRoutes: dyingEnds.extraRoutes });
     const tok = await token(dying.apibase);
     const header = key('died');
     const body = { amount: '2100', currency: 'jpy', card: tok };
@@ -170,18 +176,13 @@ describe('keyed requests checkpoint at the card network (PGlite and PostgreSQL)'
     expect(await call(taker.apibase, keys.test.secret, 'POST', '/charges', body, header)).toMatchObject({ status: 200, body: retried.body });
 
     // The first request's late answer changes nothing: its key was taken over.
+    const lateEnded = dyingEnds.ended();
     gated.open();
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await lateEnded;
     expect(await chargeRows()).toEqual([...before, { charge_id: retried.body.id!, amount: 2100, paid: true }].sort((x, y) => (x.charge_id < y.charge_id ? -1 : 1)));
     expect(gated.released).toEqual([]);
   });
 
-  it('a card-network call inside an open transaction block of a keyed request is refused with networkInBlock: refuse, and made (holding its locks) by default', async () => {
-    const strict = await open(simulatedCardNetwork(), { networkInBlock: 'refuse' });
-    expect(await call(strict.apibase, keys.test.secret, 'POST', '/network_in_block', {}, key('strict'))).toMatchObject({ status: 500, body: { error: { code: 'payjp_wrong' } } });
-    const lenient = await plain();
-    expect(await call(lenient.apibase, keys.test.secret, 'POST', '/network_in_block', {}, key('lenient'))).toMatchObject({ status: 200, body: { answered: 1 } });
-  });
 });
 
 describe.runIf(isPostgres())('no row lock is held while a keyed request is at the card network (PostgreSQL)', () => {
@@ -190,16 +191,20 @@ describe.runIf(isPostgres())('no row lock is held while a keyed request is at th
     prober = (await database.openAnother()).db;
   });
 
-  async function free(table: 'charges' | 'customers' | 'cards' | 'idempotency_keys', column: string, id: string): Promise<string> {
-    try {
-      await prober.transaction().execute(async (trx) => {
-        await sql`SELECT 1 FROM ${sql.table(table)} WHERE account_id = ${ACCOUNT} AND ${sql.ref(column)} = ${id} FOR UPDATE NOWAIT`.execute(trx);
-      });
-      return 'free';
-    } catch (error) {
-      return String((error as { code?: unknown }).code ?? error);
+  const rowOf = (table: ProbedRow['table'], column: string, id: string): ProbedRow => ({ table, key: { account_id: ACCOUNT, [column]: id } });
+  const free = async (row: ProbedRow) => (await probeRowLock(prober, row)).lock;
+
+  it('the probe says "locked" for each row it probes while another connection holds it (so its "free" below means something)', async () => {
+    const setup = await plain();
+    const customer = (await call(setup.apibase, keys.test.secret, 'POST', '/customers', { card: await token(setup.apibase) })).body as { id: string; default_card: string };
+    const header = key('control');
+    const held = (await call(setup.apibase, keys.test.secret, 'POST', '/charges', { amount: '1200', currency: 'jpy', customer: customer.id, capture: 'false' }, header)).body as { id: string };
+    const rows = [rowOf('customers', 'customer_id', customer.id), rowOf('cards', 'card_id', customer.default_card), rowOf('charges', 'charge_id', held.id), rowOf('idempotency_keys', 'idempotency_key', header['idempotency-key'])];
+    for (const row of rows) {
+      expect([row.table, await whileLocked(ctx.db, row, () => free(row))]).toEqual([row.table, 'locked']);
+      expect([row.table, await free(row)]).toEqual([row.table, 'free']);
     }
-  }
+  });
 
   it('keyed charges.create by customer: the customer, its card and the key row are free while the network authorizes', async () => {
     const setup = await plain();
@@ -209,7 +214,7 @@ describe.runIf(isPostgres())('no row lock is held while a keyed request is at th
     const header = key('locks-create');
     const done = call(app.apibase, keys.test.secret, 'POST', '/charges', { amount: '1000', currency: 'jpy', customer: customer.id }, header);
     await gated.atNetwork();
-    expect([await free('customers', 'customer_id', customer.id), await free('cards', 'card_id', customer.default_card), await free('idempotency_keys', 'idempotency_key', header['idempotency-key'])]).toEqual(['free', 'free', 'free']);
+    expect([await free(rowOf('customers', 'customer_id', customer.id)), await free(rowOf('cards', 'card_id', customer.default_card)), await free(rowOf('idempotency_keys', 'idempotency_key', header['idempotency-key']))]).toEqual(['free', 'free', 'free']);
     gated.open();
     expect((await done).status).toBe(200);
   });
@@ -223,7 +228,7 @@ describe.runIf(isPostgres())('no row lock is held while a keyed request is at th
     const header = key('locks-capture');
     const done = call(app.apibase, keys.test.secret, 'POST', `/charges/${held.id}/capture`, {}, header);
     await gated.atNetwork();
-    expect(await free('charges', 'charge_id', held.id)).toBe('free');
+    expect(await free(rowOf('charges', 'charge_id', held.id))).toBe('free');
     gated.open();
     expect(await done).toMatchObject({ status: 200, body: { id: held.id, captured: true, amount: 1200, amount_refunded: 0 } });
     expect(gated.captured).toHaveLength(1);

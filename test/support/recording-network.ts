@@ -44,3 +44,29 @@ export function recordingNetwork(before: () => Promise<void> = async () => {}): 
   };
   return recorded;
 }
+
+export interface GatedNetwork extends RecordingNetwork {
+  /** Resolves once a call waits at the gate. */
+  atNetwork(): Promise<void>;
+  /** Lets the waiting call through, and re-arms the gate for the next one. */
+  open(): void;
+}
+
+/** The recording simulator with a gate before every authorization and capture, opened by the test: a call stays at the network until then. */
+export function gatedNetwork(): GatedNetwork {
+  let waiting: (() => void) | undefined;
+  let arrived: (() => void) | undefined;
+  let arrival = new Promise<void>((resolve) => (arrived = resolve));
+  const recorded = recordingNetwork(async () => {
+    arrived?.();
+    await new Promise<void>((resolve) => (waiting = resolve));
+  });
+  return {
+    ...recorded,
+    atNetwork: () => arrival,
+    open: () => {
+      arrival = new Promise<void>((resolve) => (arrived = resolve));
+      waiting?.();
+    },
+  };
+}

@@ -151,6 +151,8 @@ export interface KessaiErrorOptions {
   readonly param?: string;
   /** The id of the charge a card error happened on (v1 `error.charge`). */
   readonly charge?: string;
+  /** The id of the payment flow a card error happened on (v2 problem `payment_flow_id`). */
+  readonly paymentFlow?: string;
   /** Overrides the catalogue's message with one that names the offending value. */
   readonly message?: string;
   readonly cause?: unknown;
@@ -166,6 +168,7 @@ export class KessaiError extends Error {
   readonly type: ErrorType;
   readonly param: string | undefined;
   readonly charge: string | undefined;
+  readonly paymentFlow: string | undefined;
 
   constructor(code: ErrorCode, options: KessaiErrorOptions = {}) {
     const entry = ERROR_CATALOGUE[code];
@@ -176,6 +179,7 @@ export class KessaiError extends Error {
     this.type = entry.type;
     this.param = options.param;
     this.charge = options.charge;
+    this.paymentFlow = options.paymentFlow;
   }
 
   get retryable(): boolean {

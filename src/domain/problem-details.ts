@@ -17,8 +17,11 @@ import type { KessaiError, ErrorCode } from './errors';
 
 export const PROBLEM_MEDIA_TYPE = 'application/problem+json';
 
-/** The v2 problem `type` URIs are relative to the API documentation; one per `code` below. */
-const PROBLEM_TYPE_BASE = 'https://docs.kessai.dev/v2/errors#';
+/**
+ * The v2 problem `type`: a URN per `code` below (RFC 9457 §3.1.1 allows a URI that is not a
+ * locator), so no link points at a site that does not exist.
+ */
+const PROBLEM_TYPE_BASE = 'urn:kessai:problem:';
 
 export type ProblemCode = string;
 
@@ -29,6 +32,8 @@ export interface ProblemDocument {
   readonly detail: string;
   readonly code: ProblemCode;
   readonly errors: readonly { readonly field: string; readonly message: string }[];
+  /** A card refusal of a payment flow names the flow (created or confirmed): an extension member (RFC 9457 §3.2). */
+  readonly payment_flow_id?: string;
 }
 
 interface Category {
@@ -114,7 +119,7 @@ export function problemCodeOf(error: Pick<KessaiError, 'code' | 'status' | 'type
 export function toProblemDocument(error: KessaiError, renameField: (field: string) => string = (field) => field): ProblemDocument {
   const { code, status, title } = problemCodeOf(error);
   const errors = error.param === undefined ? [] : [{ field: renameField(v2Field(error.param)), message: error.message }];
-  return { type: PROBLEM_TYPE_BASE + code, title, status, detail: error.message, code, errors };
+  return { type: PROBLEM_TYPE_BASE + code, title, status, detail: error.message, code, errors, ...(error.paymentFlow === undefined ? {} : { payment_flow_id: error.paymentFlow }) };
 }
 
 /** `a[b][c]` → `a.b.c`; dotted names pass unchanged. */

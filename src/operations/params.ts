@@ -130,14 +130,15 @@ export function optionalInteger(params: Params, key: string, options: IntegerOpt
 }
 
 /** Service rules §6: "Booleans in form bodies are accepted case-insensitively (true, True, false, False)." */
-const BOOLEAN_TEXT: Readonly<Record<string, boolean>> = { true: true, True: true, false: false, False: false };
+/** Service rules §6: booleans in form bodies are accepted case-insensitively (`true`, `TRUE`, `tRuE`, `False`). */
+const BOOLEAN_TEXT: Readonly<Record<string, boolean>> = { true: true, false: false };
 
 export function optionalBoolean(params: Params, key: string, options: Omit<ParamOptions, 'code'> = {}): boolean | undefined {
   const raw = params[key];
   if (raw === undefined || raw === null) return undefined;
   if (typeof raw === 'boolean') return raw;
   // hasOwn, not `in`: "constructor" must not find Object.prototype's member.
-  if (typeof raw === 'string' && Object.hasOwn(BOOLEAN_TEXT, raw)) return BOOLEAN_TEXT[raw];
+  if (typeof raw === 'string' && Object.hasOwn(BOOLEAN_TEXT, raw.toLowerCase())) return BOOLEAN_TEXT[raw.toLowerCase()];
   return reject('invalid_boolean', paramName(key, options.parent), `${paramName(key, options.parent)} must be true or false, got ${JSON.stringify(raw)}`);
 }
 

@@ -574,7 +574,8 @@ async function finishSettlement(ctx: Context, claim: SettlementClaim, record: (t
 /** Throws the card error of a declined confirmation after its state was committed. */
 function throwIfFailed(outcome: ConfirmOutcome): PaymentFlowObject {
   if (outcome.failure !== null) {
-    throw new KessaiError(outcome.failure.code, { message: outcome.failure.message, param: 'payment_method' });
+    // The flow exists (createPaymentFlow with confirm made it): the refusal names it, as v1 names the charge.
+    throw new KessaiError(outcome.failure.code, { message: outcome.failure.message, param: 'payment_method', paymentFlow: outcome.row.payment_flow_id });
   }
   return renderPaymentFlow(outcome.row);
 }
@@ -684,7 +685,8 @@ export async function capturePaymentFlow(ctx: Context, caller: Caller, input: un
       return reject('capture_amount_gt_net', 'amount_to_capture', `amount_to_capture ${amount} is above the ${remaining} yen still held; the hold cannot be increased`);
     }
     if (flow.capture_count >= 1 && amount !== remaining) {
-      return reject('invalid_amount', 'amount_to_capture', `a partial capture was made already; only the full remaining ${remaining} yen may be captured`);
+      // A wrong state for a partial capture, not a malformed amount: 400 `Invalid Status` in v2.
+      return reject('invalid_status', 'amount_to_capture', `a partial capture was made already; only the full remaining ${remaining} yen may be captured`);
     }
     return claimSettlement(trx, flow, { op: 'capture', amount }, now);
   });

@@ -194,7 +194,7 @@ describe('capture (v2 §3, §4.4, §8)', () => {
     const partial = await capturePaymentFlow(ctx, secret, { id: held.id, amount_to_capture: 3000 });
     // v2 §3: "amount_received = captured part; amount_capturable = remainder".
     expect(partial).toMatchObject({ status: 'requires_capture', amount_received: 3000, amount_capturable: 7000 });
-    await expectRefused('a second partial capture', () => capturePaymentFlow(ctx, secret, { id: held.id, amount_to_capture: 5000 }), 'invalid_amount', 'amount_to_capture', snapshot);
+    await expectRefused('a second partial capture', () => capturePaymentFlow(ctx, secret, { id: held.id, amount_to_capture: 5000 }), 'invalid_status', 'amount_to_capture', snapshot);
     await expectRefused('above the remainder', () => capturePaymentFlow(ctx, secret, { id: held.id, amount_to_capture: 7001 }), 'capture_amount_gt_net', 'amount_to_capture', snapshot);
     const rest = await capturePaymentFlow(ctx, secret, { id: held.id, amount_to_capture: 7000 });
     expect(rest).toMatchObject({ status: 'succeeded', amount_received: 10_000, amount_capturable: 0 });

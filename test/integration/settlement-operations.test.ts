@@ -66,7 +66,7 @@ describe('statements (v1 §4.7)', () => {
   it('an unknown statement is invalid_id on id; a bad filter is invalid_querystring and changes nothing', async () => {
     const snapshot = async () => ctx.db.selectFrom('statement_urls').selectAll().execute();
     await expectRefused('unknown', () => op('statements.retrieve', { id: 'st_nope' }), 'invalid_id', 'id', snapshot);
-    await expectRefused('owner', () => op('statements.list', { owner: 'platformer' }), 'invalid_querystring', 'owner', snapshot);
+    await expectRefused('owner', () => op('statements.list', { owner: 'platformer' }), 'invalid_owner_type', 'owner', snapshot);
     await expectRefused('type', () => op('statements.list', { type: 'refund' }), 'invalid_querystring', 'type', snapshot);
     await expectRefused('url of unknown', () => op('statements.statement_urls', { id: 'st_nope' }), 'invalid_id', 'id', snapshot);
   });
@@ -111,13 +111,13 @@ describe('balances and terms', () => {
     expect((await op<{ data: Json[] }>('balances.list', { state: 'collecting' })).data.length).toBe(1);
   });
 
-  it('balances.list filters by owner and tenant; a bad filter is invalid_querystring and an unknown balance invalid_id', async () => {
+  it('balances.list filters by owner and tenant; a bad owner is invalid_owner_type and an unknown balance invalid_id', async () => {
     const owners = async (params: Record<string, string>) => (await op<{ data: { owner: string }[] }>('balances.list', params)).data.map((b) => b.owner).sort();
     expect(await owners({ owner: 'platform' })).toEqual(['platform']);
     expect(await owners({ tenant: tenantId })).toEqual(['tenant']);
     const snapshot = async () => ctx.db.selectFrom('balances').selectAll().orderBy('balance_id').execute();
     await expectRefused('state', () => op('balances.list', { state: 'closed' }), 'invalid_querystring', 'state', snapshot);
-    await expectRefused('owner', () => op('balances.list', { owner: 'platformer' }), 'invalid_querystring', 'owner', snapshot);
+    await expectRefused('owner', () => op('balances.list', { owner: 'platformer' }), 'invalid_owner_type', 'owner', snapshot);
     await expectRefused('unknown', () => op('balances.retrieve', { id: 'ba_nope' }), 'invalid_id', 'id', snapshot);
   });
 

@@ -20,7 +20,7 @@ export function decodeListBalances(input: unknown): ListBalancesCommand & { read
   return {
     page,
     state: optionalFilter(params, 'state', BALANCE_STATES, 'state must be collecting, transfer or claim'),
-    owner: optionalFilter(params, 'owner', BALANCE_OWNERS, 'owner must be merchant, tenant or platform'),
+    owner: optionalFilter(params, 'owner', BALANCE_OWNERS, 'owner must be merchant, tenant or platform', 'invalid_owner_type'),
     tenant: optionalString(params, 'tenant', { code: 'invalid_querystring' }),
   };
 }

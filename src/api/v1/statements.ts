@@ -28,7 +28,7 @@ export function decodeListStatements(input: unknown): ListStatementsCommand & { 
   const page = readPage(params);
   return {
     page,
-    owner: optionalFilter(params, 'owner', STATEMENT_OWNERS, 'owner must be merchant or tenant'),
+    owner: optionalFilter(params, 'owner', STATEMENT_OWNERS, 'owner must be merchant or tenant', 'invalid_owner_type'),
     type: optionalFilter(params, 'type', STATEMENT_TYPES, `type must be one of ${STATEMENT_TYPES.join(', ')}`),
     tenant: optionalString(params, 'tenant', { code: 'invalid_querystring' }),
     term: optionalString(params, 'term', { code: 'invalid_querystring' }),

@@ -40,6 +40,16 @@ const FLOW_NAMES: FieldRenames = { customer_id: 'customer', payment_method_id: '
 const encodeFlow = sdkNames(FLOW_NAMES);
 const flowRoute = (extra: Partial<V2Route> = {}): Partial<V2Route> => ({ renames: { customer_id: 'customer', payment_method_id: 'payment_method' }, encode: encodeFlow, ...extra });
 
+/**
+ * createPaymentFlow's `currency` is required by the SDK (official-sdks.md §2): the wire refuses a
+ * request without it. The operation keeps `jpy` as its default for scenario files, which call it
+ * without the wire.
+ */
+function decodeFlowCreate(input: Record<string, unknown>): Record<string, unknown> {
+  if (input.currency === undefined || input.currency === null) reject('missing_param', 'currency', 'currency is required (jpy)');
+  return input;
+}
+
 /** `line_items[].price_id` (SDK) or `line_items[].price` (seed), read as `price`. */
 function decodeLineItems(input: Record<string, unknown>): Record<string, unknown> {
   if (!Array.isArray(input.line_items)) return input;
@@ -74,7 +84,7 @@ const settlement = (extra: Partial<V2Route> = {}): Partial<V2Route> => ({ encode
 
 export const V2_ROUTES: readonly V2Route[] = [
   // Payment flows (v2 §4.2–4.4, §4.8).
-  ...crud('/payment_flows', 'payment_flow_id', 'payment_flows', { create: flowRoute(), retrieve: flowRoute(), update: flowRoute(), list: flowRoute() }),
+  ...crud('/payment_flows', 'payment_flow_id', 'payment_flows', { create: flowRoute({ decode: decodeFlowCreate }), retrieve: flowRoute(), update: flowRoute(), list: flowRoute() }),
   route('POST', '/payment_flows/:payment_flow_id/confirm', 'payment_flows.confirm', flowRoute()),
   // The browser's return from a 3-D Secure challenge (not in SDK 1.0.5; docs/decisions.md h6).
   route('POST', '/payment_flows/:payment_flow_id/complete_action', 'payment_flows.complete_action', flowRoute()),

@@ -1,0 +1,64 @@
+/**
+ * Wire rules of the official SDKs and the catalogue, one SDK test each, on the real server: the
+ * states and parameters the SDKs document, answered as the service answers them.
+ */
+import * as v2 from '@payjp/payjpv2';
+import type { Client } from '@payjp/payjpv2';
+import type Payjp from 'payjp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_CARDS } from '../../src/processor/test-cards';
+import { sdkError, startTestServer, type TestServer } from '../support/http-server';
+import { ok, problem, v2CardMethod, v2Client } from '../support/v2-sdk';
+
+describe('wire rules through the official SDKs', () => {
+  let server: TestServer;
+  let client: Client;
+  let payjp: Payjp.Payjp;
+
+  beforeAll(async () => {
+    server = await startTestServer('harness');
+    client = v2Client(server, server.keys.a.test.secret);
+    payjp = server.sdk(server.keys.a.test.secret);
+  });
+  afterAll(async () => server?.close());
+
+  const token = async (number: string = TEST_CARDS.visa.number) =>
+    (await payjp.tokens.create({ card: { number, exp_month: 12, exp_year: 2035, cvc: '123' } } as never, { 'X-Payjp-Direct-Token-Generate': 'true' })).id;
+
+  it('"A partial capture is allowed once": a second partial capture is 400 Invalid Status (urn type) and changes nothing', async () => {
+    const pm = await v2CardMethod(client, TEST_CARDS.visa.number);
+    const flow = await ok(v2.createPaymentFlow({ client, body: { amount: 10_000, currency: 'jpy', payment_method_id: pm.id, capture_method: 'manual', confirm: true } }));
+    expect(await ok(v2.capturePaymentFlow({ client, path: { payment_flow_id: flow.id }, body: { amount_to_capture: 4_000 } }))).toMatchObject({ status: 'requires_capture', amount_capturable: 6_000 });
+    const refused = await problem(v2.capturePaymentFlow({ client, path: { payment_flow_id: flow.id }, body: { amount_to_capture: 1_000 } }));
+    expect(refused).toMatchObject({ status: 400, title: 'Invalid Status', code: 'invalid_status', type: 'urn:kessai:problem:invalid_status', errors: [{ field: 'amount_to_capture' }] });
+    expect(await ok(v2.getPaymentFlow({ client, path: { payment_flow_id: flow.id } }))).toMatchObject({ status: 'requires_capture', amount_received: 4_000, amount_capturable: 6_000 });
+  });
+
+  it('createPaymentFlow without currency (required by the SDK) is refused naming currency; nothing is created', async () => {
+    const before = (await ok(v2.getAllPaymentFlows({ client, query: { limit: 100 } }))).data.length;
+    const refused = await problem(v2.createPaymentFlow({ client, body: { amount: 1_000 } as never }));
+    expect(refused).toMatchObject({ status: 422, code: 'validation_error', type: 'urn:kessai:problem:validation_error', errors: [{ field: 'currency' }] });
+    expect((await ok(v2.getAllPaymentFlows({ client, query: { limit: 100 } }))).data.length).toBe(before);
+    expect(await ok(v2.createPaymentFlow({ client, body: { amount: 1_000, currency: 'jpy' } }))).toMatchObject({ currency: 'jpy', status: 'requires_payment_method' });
+  });
+
+  it('a card declined by createPaymentFlow (confirm=true) answers 402 naming the flow it created', async () => {
+    const pm = await v2CardMethod(client, TEST_CARDS.declinesOnCharge.number);
+    const refused = (await problem(v2.createPaymentFlow({ client, body: { amount: 2_000, currency: 'jpy', payment_method_id: pm.id, confirm: true } }))) as unknown as { status: number; code: string; payment_flow_id: string };
+    expect(refused).toMatchObject({ status: 402, code: 'card_declined', payment_flow_id: expect.stringMatching(/^pfw_/) });
+    expect(await ok(v2.getPaymentFlow({ client, path: { payment_flow_id: refused.payment_flow_id } }))).toMatchObject({ amount: 2_000, status: 'requires_payment_method', last_payment_error: expect.objectContaining({ code: 'card_declined' }) });
+  });
+
+  it('service rules §6: booleans are read case-insensitively (TRUE, tRuE, False); anything else is invalid_boolean', async () => {
+    expect(await payjp.charges.create({ amount: 1_000, currency: 'jpy', card: await token(), capture: 'FALSE' } as never)).toMatchObject({ captured: false, paid: true });
+    expect(await payjp.charges.create({ amount: 1_000, currency: 'jpy', card: await token(), capture: 'tRuE' } as never)).toMatchObject({ captured: true });
+    expect(await payjp.charges.create({ amount: 1_000, currency: 'jpy', card: await token(), capture: 'False' } as never)).toMatchObject({ captured: false });
+    expect(await sdkError(payjp.charges.create({ amount: 1_000, currency: 'jpy', card: await token(), capture: 'yes' } as never))).toMatchObject({ status: 400, code: 'invalid_boolean', param: 'capture' });
+  });
+
+  it('an owner filter that is not an owner is invalid_owner_type (balances and statements)', async () => {
+    expect(await sdkError(payjp.balances.list({ owner: 'bank' } as never))).toMatchObject({ status: 400, code: 'invalid_owner_type', param: 'owner' });
+    expect(await sdkError(payjp.statements.list({ owner: 'platformer' } as never))).toMatchObject({ status: 400, code: 'invalid_owner_type', param: 'owner' });
+    expect(await payjp.balances.list({ owner: 'merchant' } as never)).toMatchObject({ object: 'list' });
+  });
+});

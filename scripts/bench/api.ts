@@ -43,7 +43,7 @@ import { systemClock } from '../../src/engine/system-clock';
 import { runOperation } from '../../src/operations/registry';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { startServe } from '../../test/support/spawn-worker';
-import { admin, log, SERVER, withDatabase } from './bench-support';
+import { admin, ceilingRatioLine, log, SERVER, withDatabase } from './bench-support';
 
 const { values: args } = parseArgs({
   options: {
@@ -285,6 +285,7 @@ async function main(): Promise<void> {
       ['no errors', String(phases.reduce((sum, p) => sum + p.errors, 0)), phases.every((p) => p.errors === 0)],
     ];
     for (const [target, value, met] of targets) log(`${met ? 'pass' : 'FAIL'}  ${target.padEnd(44)} ${value}`);
+    log(`in-process create / plain-SQL ceiling: ${ceilingRatioLine(inProcess.perSecond / ceiling.perSecond)}`);
   } finally {
     if (server !== undefined) {
       server.child.kill('SIGKILL');

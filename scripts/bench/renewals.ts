@@ -10,9 +10,11 @@
  *      that every subscription was renewed exactly once (one charge, two events, new period);
  *   2. ceiling: on the copy, writes the same rows (charges, subscription updates, charge.succeeded
  *      and subscription.renewed events with the resource objects) with plain set-based SQL in
- *      batches of the same size, no engine logic and no data through Node;
+ *      batches of the same size taken account by account through the due index exactly as the
+ *      engine takes them (ceilingBatches), no engine logic and no data through Node;
  *
- * and prints renewals/s, the ratio engine/ceiling and the process's peak RSS. Both databases are
+ * and prints renewals/s, the ratio engine/ceiling (above 1.25 it says the ceiling is wrong) and
+ * the process's peak RSS. Both databases are
  * dropped at the end (also on failure). Not a timed test: targets are read by a person.
  */
 import { parseArgs } from 'node:util';
@@ -20,14 +22,14 @@ import { sql, type Kysely } from 'kysely';
 import { subscriptionRenewalsJob } from '../../jobs/subscription-renewals';
 import { createAccount } from '../../src/accounts/accounts';
 import { inAccounts } from '../../src/db/account-scope';
-import { citusInstalled } from '../../src/db/citus';
+import type { Store } from '../../src/db/connect';
 import type { Database } from '../../src/db/schema';
 import { seededIds } from '../../src/domain/ids';
-import { dueAccounts, packDueAccounts } from '../../src/engine/account-batches';
+import { dueAccounts } from '../../src/engine/account-batches';
 import { FixedClock } from '../../src/engine/clock';
 import { DEFAULT_CONFIG } from '../../src/engine/context';
 import { cardFingerprint } from '../../src/processor/test-cards';
-import { log, runEngineAgainstCeiling, SERVER } from './bench-support';
+import { ceilingBatches, ceilingRatioLine, log, runEngineAgainstCeiling, SERVER } from './bench-support';
 
 const { values: args } = parseArgs({
   options: {
@@ -75,81 +77,64 @@ async function seed(db: Kysely<Database>): Promise<void> {
 }
 
 /**
- * The plain-SQL ceiling: the same rows the job writes, batch by batch, computed in the server. On
- * single PostgreSQL each batch takes the oldest due rows of all accounts; on a Citus coordinator
- * (where a batch must stay on one shard) the batches are the engine's own groups of accounts
- * (dueAccounts, packDueAccounts), and every table the statement reads names them.
+ * The plain-SQL ceiling: the same rows the job writes, computed in the server, batch by batch
+ * through the engine's own loop (ceilingBatches: account by account, the due index), one statement
+ * a batch that names the batch's accounts on every table it reads.
  */
-async function ceiling(db: Kysely<Database>): Promise<number> {
-  if (!(await citusInstalled(db))) return ceilingBatches(db, null);
-  let total = 0;
-  for (;;) {
-    const groups = await packDueAccounts(db, await dueAccounts(db, 'subscriptions', sql`d.renews_at IS NOT NULL AND d.renews_at <= ${SLOT}`, BATCH), BATCH);
-    if (groups.length === 0) return total;
-    for (const group of groups) total += await ceilingBatches(db, group);
-  }
+async function ceiling(store: Store): Promise<number> {
+  return ceilingBatches(store, SLOT, BATCH, (d, cap) => dueAccounts(d, 'subscriptions', sql`d.renews_at IS NOT NULL AND d.renews_at <= ${SLOT}`, cap), ceilingBatch);
 }
 
-/** Ceiling batches until none is due (of `accounts` only, when given). */
-async function ceilingBatches(db: Kysely<Database>, accounts: readonly string[] | null): Promise<number> {
-  const of = (column: string) => (accounts === null ? sql`true` : inAccounts(column, accounts));
-  let total = 0;
-  for (;;) {
-    const rows = await db.transaction().execute(async (trx) => {
-      // The same sort memory as the engine's batch transactions (Scheduler #assertClaim).
-      await sql`SET LOCAL work_mem = '64MB'`.execute(trx);
-      const result = await sql<{ n: number }>`
-        WITH due AS (
-          SELECT s.*, row_number() OVER () AS k FROM (
-            SELECT * FROM subscriptions WHERE ${of('account_id')} AND renews_at IS NOT NULL AND renews_at <= ${SLOT}
-            ORDER BY renews_at, account_id, livemode, subscription_id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED) s
-        ), priced AS (
-          SELECT d.*, p.amount, p.created_at AS plan_created, p.name AS plan_name, p.trial_days, p.billing_day, p.metadata AS plan_metadata,
-                 card.card_id, card.created_at AS card_created, card.brand, card.last4, card.exp_month, card.exp_year, card.fingerprint, card.country, card.cvc_check,
-                 'ch_' || substr(md5(d.subscription_id || 'c'), 1, 30) AS charge_id,
-                 d.current_period_end + interval '1 month' AS new_end
-          FROM due d
-          JOIN plans p ON ${of('p.account_id')} AND p.account_id = d.account_id AND p.livemode = d.livemode AND p.plan_id = d.plan_id
-          JOIN customers cu ON ${of('cu.account_id')} AND cu.account_id = d.account_id AND cu.livemode = d.livemode AND cu.customer_id = d.customer_id AND cu.deleted_at IS NULL
-          JOIN cards card ON ${of('card.account_id')} AND card.account_id = cu.account_id AND card.livemode = cu.livemode AND card.card_id = cu.default_card_id AND card.deleted_at IS NULL
-        ), charged AS (
-          INSERT INTO charges (account_id, livemode, charge_id, amount, currency, paid, captured, captured_at, card_id, customer_id, subscription_id, period_start, fee_rate, created_at, updated_at)
-          SELECT account_id, livemode, charge_id, amount, 'jpy', true, true, renews_at, card_id, customer_id, subscription_id, current_period_end, 3.00, renews_at, renews_at FROM priced
-        ), updated AS (
-          UPDATE subscriptions s SET status = 'active', current_period_start = p.current_period_end, current_period_end = p.new_end, renews_at = p.new_end,
-                 last_charge_id = p.charge_id, updated_at = p.renews_at
-          FROM priced p WHERE ${of('s.account_id')} AND s.account_id = p.account_id AND s.livemode = p.livemode AND s.subscription_id = p.subscription_id
-        ), events_written AS (
-          INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at)
-          SELECT account_id, 'evnt_' || substr(md5(subscription_id || e.type), 1, 30), livemode, 'v1', e.type, e.object, e.id, e.data, renews_at
-          FROM priced p, LATERAL (VALUES
-            (1, 'charge.succeeded', 'charge', p.charge_id, json_build_object(
-              'id', p.charge_id, 'object', 'charge', 'livemode', p.livemode, 'created', extract(epoch FROM p.renews_at)::bigint, 'amount', p.amount, 'currency', 'jpy',
-              'paid', true, 'expired_at', null, 'captured', true, 'captured_at', extract(epoch FROM p.renews_at)::bigint,
-              'card', json_build_object('id', p.card_id, 'object', 'card', 'livemode', p.livemode, 'created', extract(epoch FROM p.card_created)::bigint, 'customer', p.customer_id,
-                'brand', p.brand, 'last4', p.last4, 'exp_month', p.exp_month, 'exp_year', p.exp_year, 'fingerprint', p.fingerprint, 'name', null, 'country', p.country,
-                'address_zip', null, 'address_state', null, 'address_city', null, 'address_line1', null, 'address_line2', null, 'address_zip_check', 'unchecked',
-                'cvc_check', p.cvc_check, 'three_d_secure_status', null, 'email', null, 'phone', null, 'metadata', '{}'::jsonb),
-              'customer', p.customer_id, 'description', null, 'failure_code', null, 'failure_message', null, 'fee_rate', '3.00', 'refunded', false, 'amount_refunded', 0,
-              'refund_reason', null, 'subscription', p.subscription_id, 'metadata', '{}'::jsonb, 'platform_fee', null, 'tenant', null, 'platform_fee_rate', null,
-              'total_platform_fee', 0, 'three_d_secure_status', null, 'term_id', null)),
-            (2, 'subscription.renewed', 'subscription', p.subscription_id, json_build_object(
-              'id', p.subscription_id, 'object', 'subscription', 'livemode', p.livemode, 'created', extract(epoch FROM p.created_at)::bigint,
-              'start', extract(epoch FROM p.start_at)::bigint, 'customer', p.customer_id,
-              'plan', json_build_object('id', p.plan_id, 'object', 'plan', 'livemode', p.livemode, 'created', extract(epoch FROM p.plan_created)::bigint, 'amount', p.amount,
-                'currency', 'jpy', 'interval', 'month', 'name', p.plan_name, 'trial_days', p.trial_days, 'billing_day', p.billing_day, 'metadata', p.plan_metadata),
-              'next_cycle_plan', null, 'status', 'active', 'prorate', p.prorate, 'current_period_start', extract(epoch FROM p.current_period_end)::bigint,
-              'current_period_end', extract(epoch FROM p.new_end)::bigint, 'trial_start', null, 'trial_end', null, 'paused_at', null, 'canceled_at', null,
-              'resumed_at', null, 'metadata', p.metadata))
-          ) AS e(ord, type, object, id, data)
-          ORDER BY p.k, e.ord
-        )
-        SELECT count(*)::int AS n FROM due`.execute(trx);
-      return result.rows[0]!.n;
-    });
-    if (rows === 0) return total;
-    total += rows;
-  }
+/** One batch of the ceiling: the accounts' oldest due subscriptions, renewed with their charges and events. */
+async function ceilingBatch(trx: Kysely<Database>, accountIds: readonly string[], limit: number): Promise<number> {
+  const result = await sql<{ n: number }>`
+    WITH due AS (
+      SELECT s.*, row_number() OVER () AS k FROM (
+        SELECT * FROM subscriptions WHERE ${inAccounts('account_id', accountIds)} AND renews_at IS NOT NULL AND renews_at <= ${SLOT}
+        ORDER BY renews_at, account_id, livemode, subscription_id LIMIT ${limit} FOR UPDATE SKIP LOCKED) s
+    ), priced AS (
+      SELECT d.*, p.amount, p.created_at AS plan_created, p.name AS plan_name, p.trial_days, p.billing_day, p.metadata AS plan_metadata,
+             card.card_id, card.created_at AS card_created, card.brand, card.last4, card.exp_month, card.exp_year, card.fingerprint, card.country, card.cvc_check,
+             'ch_' || substr(md5(d.subscription_id || 'c'), 1, 30) AS charge_id,
+             d.current_period_end + interval '1 month' AS new_end
+      FROM due d
+      JOIN plans p ON ${inAccounts('p.account_id', accountIds)} AND p.account_id = d.account_id AND p.livemode = d.livemode AND p.plan_id = d.plan_id
+      JOIN customers cu ON ${inAccounts('cu.account_id', accountIds)} AND cu.account_id = d.account_id AND cu.livemode = d.livemode AND cu.customer_id = d.customer_id AND cu.deleted_at IS NULL
+      JOIN cards card ON ${inAccounts('card.account_id', accountIds)} AND card.account_id = cu.account_id AND card.livemode = cu.livemode AND card.card_id = cu.default_card_id AND card.deleted_at IS NULL
+    ), charged AS (
+      INSERT INTO charges (account_id, livemode, charge_id, amount, currency, paid, captured, captured_at, card_id, customer_id, subscription_id, period_start, fee_rate, created_at, updated_at)
+      SELECT account_id, livemode, charge_id, amount, 'jpy', true, true, renews_at, card_id, customer_id, subscription_id, current_period_end, 3.00, renews_at, renews_at FROM priced
+    ), updated AS (
+      UPDATE subscriptions s SET status = 'active', current_period_start = p.current_period_end, current_period_end = p.new_end, renews_at = p.new_end,
+             last_charge_id = p.charge_id, updated_at = p.renews_at
+      FROM priced p WHERE ${inAccounts('s.account_id', accountIds)} AND s.account_id = p.account_id AND s.livemode = p.livemode AND s.subscription_id = p.subscription_id
+    ), events_written AS (
+      INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at)
+      SELECT account_id, 'evnt_' || substr(md5(subscription_id || e.type), 1, 30), livemode, 'v1', e.type, e.object, e.id, e.data, renews_at
+      FROM priced p, LATERAL (VALUES
+        (1, 'charge.succeeded', 'charge', p.charge_id, json_build_object(
+          'id', p.charge_id, 'object', 'charge', 'livemode', p.livemode, 'created', extract(epoch FROM p.renews_at)::bigint, 'amount', p.amount, 'currency', 'jpy',
+          'paid', true, 'expired_at', null, 'captured', true, 'captured_at', extract(epoch FROM p.renews_at)::bigint,
+          'card', json_build_object('id', p.card_id, 'object', 'card', 'livemode', p.livemode, 'created', extract(epoch FROM p.card_created)::bigint, 'customer', p.customer_id,
+            'brand', p.brand, 'last4', p.last4, 'exp_month', p.exp_month, 'exp_year', p.exp_year, 'fingerprint', p.fingerprint, 'name', null, 'country', p.country,
+            'address_zip', null, 'address_state', null, 'address_city', null, 'address_line1', null, 'address_line2', null, 'address_zip_check', 'unchecked',
+            'cvc_check', p.cvc_check, 'three_d_secure_status', null, 'email', null, 'phone', null, 'metadata', '{}'::jsonb),
+          'customer', p.customer_id, 'description', null, 'failure_code', null, 'failure_message', null, 'fee_rate', '3.00', 'refunded', false, 'amount_refunded', 0,
+          'refund_reason', null, 'subscription', p.subscription_id, 'metadata', '{}'::jsonb, 'platform_fee', null, 'tenant', null, 'platform_fee_rate', null,
+          'total_platform_fee', 0, 'three_d_secure_status', null, 'term_id', null)),
+        (2, 'subscription.renewed', 'subscription', p.subscription_id, json_build_object(
+          'id', p.subscription_id, 'object', 'subscription', 'livemode', p.livemode, 'created', extract(epoch FROM p.created_at)::bigint,
+          'start', extract(epoch FROM p.start_at)::bigint, 'customer', p.customer_id,
+          'plan', json_build_object('id', p.plan_id, 'object', 'plan', 'livemode', p.livemode, 'created', extract(epoch FROM p.plan_created)::bigint, 'amount', p.amount,
+            'currency', 'jpy', 'interval', 'month', 'name', p.plan_name, 'trial_days', p.trial_days, 'billing_day', p.billing_day, 'metadata', p.plan_metadata),
+          'next_cycle_plan', null, 'status', 'active', 'prorate', p.prorate, 'current_period_start', extract(epoch FROM p.current_period_end)::bigint,
+          'current_period_end', extract(epoch FROM p.new_end)::bigint, 'trial_start', null, 'trial_end', null, 'paused_at', null, 'canceled_at', null,
+          'resumed_at', null, 'metadata', p.metadata))
+      ) AS e(ord, type, object, id, data)
+      ORDER BY p.k, e.ord
+    )
+    SELECT count(*)::int AS n FROM due`.execute(trx);
+  return result.rows[0]!.n;
 }
 
 interface Verification {
@@ -192,6 +177,7 @@ async function main(): Promise<void> {
   const engineRate = N / (engineMs / 1000);
   const rawRate = N / (ceilingMs / 1000);
   log(`renewals/s: ${Math.round(engineRate)} (ceiling ${Math.round(rawRate)}/s, ratio ${(engineRate / rawRate).toFixed(2)})`);
+  log(ceilingRatioLine(engineRate / rawRate));
   log(`peak RSS: ${rssMb.toFixed(0)} MB`);
   log(
     `targets: >= 20000/s ${engineRate >= 20_000 ? 'met' : 'MISSED'}; ratio >= 0.5 ${engineRate / rawRate >= 0.5 ? 'met' : 'MISSED'}; RSS <= 512 MB ${rssMb <= 512 ? 'met' : 'MISSED'}`,

@@ -29,7 +29,7 @@ import { FixedClock } from '../../src/engine/clock';
 import { createContext } from '../../src/engine/context';
 import { silentLogger } from '../../src/engine/logger';
 import { Scheduler } from '../../src/engine/scheduler';
-import { admin, log, SERVER, seconds, withDatabase } from './bench-support';
+import { admin, ceilingRatioLine, log, SERVER, seconds, withDatabase } from './bench-support';
 
 const { values: args } = parseArgs({
   options: {
@@ -146,6 +146,7 @@ async function main(): Promise<void> {
       log(`verify:  ${JSON.stringify(check)}`);
       if (check.closed !== ACCOUNTS || check.unbalanced_terms !== 0 || check.bad_statements !== 0) throw new Error('verification failed');
       log(`close: ${seconds(engineMs)} s for ${CHARGES} charges + ${REFUNDS} refunds; ratio to the raw aggregation ${(engineMs / rawMs).toFixed(2)}×`);
+      log(ceilingRatioLine(rawMs / engineMs));
       log(`target: <= 15 s ${engineMs <= 15_000 ? 'met' : 'MISSED'}`);
     } finally {
       await store.close();

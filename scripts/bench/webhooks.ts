@@ -34,7 +34,7 @@ import { createContext } from '../../src/engine/context';
 import { silentLogger } from '../../src/engine/logger';
 import { deliverDueWebhooks, type RecordedOutcome } from '../../src/webhooks/delivery';
 import { httpWebhookTransport } from '../../src/webhooks/transport';
-import { admin, log, seconds, SERVER, withDatabase } from './bench-support';
+import { admin, ceilingRatioLine, log, seconds, SERVER, withDatabase } from './bench-support';
 
 const { values: args } = parseArgs({
   options: {
@@ -222,6 +222,7 @@ try {
     );
     log('');
     log(`deliveries/s ${Math.round(rate1)} (target >= 2,000), ceiling ${Math.round(ceilingRate)}/s, ratio ${(rate1 / ceilingRate).toFixed(2)}`);
+    log(ceilingRatioLine(rate1 / ceilingRate));
     log(`p99 send latency ${p99(run1.latencies)} ms; peak RSS ${Math.round(rssMb)} MB`);
     log(`with 10 % of endpoints timing out: the others at ${Math.round(rate3)}/s, ratio ${(rate3 / rate1).toFixed(2)} of the run without (target >= 0.80)`);
   } finally {

@@ -22,7 +22,7 @@ import { KessaiError } from '../domain/errors';
 import { v1HoldExpiresAt, V1_EXPIRY_DAYS } from '../domain/hold-periods';
 import type { Context } from '../engine/context';
 import { inAccounts } from '../db/account-scope';
-import { dueAccounts } from '../engine/account-batches';
+import { dueAccounts, earliestDueAt } from '../engine/account-batches';
 import { checkpoint, runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { liveClaimSql } from './charge-claims';
 import { accountsWithLapsedIntents, recoverCreateIntents } from './create-intents';
@@ -107,8 +107,7 @@ export async function expireHoldBatch(trx: Kysely<Database>, ctx: Pick<Context, 
 
 /** The earliest instant after `after` at which a hold is due for release (1 ms past its expired_at). */
 export async function nextHoldExpiryDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
-  const row = await sql<{ due: Date | null }>`SELECT min(expired_at) AS due FROM charges WHERE ${LIVE_HOLD} AND expired_at >= ${after}`.execute(db);
-  const due = row.rows[0]?.due ?? null;
+  const due = await earliestDueAt(db, 'charges', 'expired_at', LIVE_HOLD, after, true);
   return due === null ? null : new Date(due.getTime() + 1);
 }
 
@@ -149,8 +148,7 @@ export async function abandonThreeDSecureBatch(trx: Kysely<Database>, ctx: Pick<
 }
 
 export async function nextThreeDSecureTimeoutAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
-  const row = await sql<{ due: Date | null }>`SELECT min(tds_expires_at) AS due FROM charges WHERE tds_expires_at IS NOT NULL AND tds_expires_at >= ${after}`.execute(db);
-  const due = row.rows[0]?.due ?? null;
+  const due = await earliestDueAt(db, 'charges', 'tds_expires_at', sql`d.tds_expires_at IS NOT NULL`, after, true);
   return due === null ? null : new Date(due.getTime() + 1);
 }
 

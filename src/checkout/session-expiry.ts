@@ -9,7 +9,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema';
-import { dueAccounts } from '../engine/account-batches';
+import { dueAccounts, earliestDueAt } from '../engine/account-batches';
 import type { Context } from '../engine/context';
 import { inAccounts } from '../db/account-scope';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
@@ -29,13 +29,7 @@ export async function expireDueCheckoutSessions(ctx: Context, run: SlotRun): Pro
 
 /** The earliest `expires_at` of an open session strictly after `after`, or null. */
 export async function nextSessionExpiryDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
-  const row = await db
-    .selectFrom('checkout_sessions')
-    .select(({ fn }) => fn.min('expires_at').as('due'))
-    .where('status', '=', 'open')
-    .where('expires_at', '>', after)
-    .executeTakeFirst();
-  return row?.due ?? null;
+  return earliestDueAt(db, 'checkout_sessions', 'expires_at', sql`d.status = 'open'`, after);
 }
 
 /** One batch of the accounts' due sessions (every statement names the accounts: see runBatches in job.ts). */

@@ -33,7 +33,7 @@ import { refundBreakdown, type PlatformSplit } from '../domain/fees';
 import type { Metadata } from '../domain/metadata';
 import type { TermCycle } from '../domain/terms';
 import { toIsoSeconds } from '../domain/time';
-import { dueAccounts } from '../engine/account-batches';
+import { dueAccounts, earliestDueAt } from '../engine/account-batches';
 import type { Context } from '../engine/context';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { recordEvents, type EventInput } from '../events/outbox';
@@ -152,12 +152,7 @@ export async function openDueDisputes(ctx: Context, run: SlotRun): Promise<Dispu
 
 /** The earliest dispute instant of a charge strictly after `after`, or null (none pending: the job idles). */
 export async function nextDisputeDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
-  const row = await db
-    .selectFrom('charges')
-    .select(({ fn }) => fn.min('dispute_due_at').as('due'))
-    .where('dispute_due_at', '>', after)
-    .executeTakeFirst();
-  return row?.due ?? null;
+  return earliestDueAt(db, 'charges', 'dispute_due_at', sql`d.dispute_due_at IS NOT NULL`, after);
 }
 
 interface DueCharge {

@@ -27,6 +27,26 @@ export async function dueAccounts(db: Kysely<Database>, table: keyof Database & 
   return result.rows.map((row) => ({ accountId: row.account_id, due: row.due }));
 }
 
+/**
+ * The earliest `column` of the rows of `table` that match `due` (SQL on the row as `d`) and lie
+ * after `after` (strictly; at or after with `inclusive`), or null: a job's nextDueAt, where the
+ * simulator stops next. One probe of the due index per account, as dueAccounts: the due indexes
+ * lead with account_id, so a min() over the whole table reads every entry of the index (every
+ * active subscription, at every stop of a simulation — a cost of stops × book).
+ */
+export async function earliestDueAt(db: Kysely<Database>, table: keyof Database & string, column: string, due: RawBuilder<unknown>, after: Date, inclusive = false): Promise<Date | null> {
+  const result = await earliestDueQuery(table, column, due, after, inclusive).execute(db);
+  return result.rows[0]?.due ?? null;
+}
+
+/** earliestDueAt's statement. */
+export function earliestDueQuery(table: keyof Database & string, column: string, due: RawBuilder<unknown>, after: Date, inclusive = false): RawBuilder<{ due: Date | null }> {
+  const at = sql.ref(`d.${column}`);
+  return sql<{ due: Date | null }>`
+    SELECT min(n.due) AS due FROM accounts a
+    CROSS JOIN LATERAL (SELECT min(${at}) AS due FROM ${sql.table(table)} d WHERE d.account_id = a.account_id AND ${due} AND ${at} ${inclusive ? sql`>=` : sql`>`} ${after}) n`;
+}
+
 /** The accounts having at least one row of `table` that matches `due` (dueAccounts without counts). */
 export async function accountsWithDueRows(db: Kysely<Database>, table: keyof Database & string, due: RawBuilder<unknown>): Promise<string[]> {
   return (await dueAccounts(db, table, due, 1)).map((account) => account.accountId);

@@ -30,7 +30,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema';
 import type { Context } from '../engine/context';
 import { inAccounts } from '../db/account-scope';
-import { dueAccounts } from '../engine/account-batches';
+import { dueAccounts, earliestDueAt } from '../engine/account-batches';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { recordEvents } from '../events/outbox';
 import { flowEvent } from './payment-flows';
@@ -59,13 +59,7 @@ export async function expireDuePaymentFlows(ctx: Context, run: SlotRun): Promise
 
 /** The earliest `capture_before` of a held flow strictly after `after`, or null. */
 export async function nextFlowExpiryDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
-  const row = await db
-    .selectFrom('payment_flows')
-    .select(({ fn }) => fn.min('capture_before').as('due'))
-    .where('status', '=', 'requires_capture')
-    .where('capture_before', '>', after)
-    .executeTakeFirst();
-  return row?.due ?? null;
+  return earliestDueAt(db, 'payment_flows', 'capture_before', sql`d.status = 'requires_capture'`, after);
 }
 
 /** One batch of the accounts' due flows inside the caller's transaction; `selected` 0 means nothing due is left. */

@@ -9,7 +9,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema';
 import type { Context } from '../engine/context';
 import { inAccounts } from '../db/account-scope';
-import { dueAccounts } from '../engine/account-batches';
+import { dueAccounts, earliestDueAt } from '../engine/account-batches';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { inBothApis } from './v2-settlement-objects';
 import { recordEvents } from '../events/outbox';
@@ -32,14 +32,7 @@ export async function closeDueBalances(ctx: Context, run: SlotRun): Promise<Bala
 }
 
 export async function nextBalanceCloseDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
-  const row = await db
-    .selectFrom('balances')
-    .select(({ fn }) => fn.min('due_at').as('due'))
-    .where('closed', '=', false)
-    .where('due_at', 'is not', null)
-    .where('due_at', '>', after)
-    .executeTakeFirst();
-  return row?.due ?? null;
+  return earliestDueAt(db, 'balances', 'due_at', sql`NOT d.closed AND d.due_at IS NOT NULL`, after);
 }
 
 /** One batch of the accounts' due balances; returns how many it closed (0: none left). */

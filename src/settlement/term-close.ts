@@ -25,7 +25,7 @@ import type { Database } from '../db/schema';
 import type { StatementDraft } from '../domain/sales-statements';
 import type { Context } from '../engine/context';
 import { inAccounts } from '../db/account-scope';
-import { dueAccounts } from '../engine/account-batches';
+import { dueAccounts, earliestDueAt } from '../engine/account-batches';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { inBothApis } from './v2-settlement-objects';
 import { recordEvents, type EventInput } from '../events/outbox';
@@ -106,13 +106,7 @@ export async function closeDueTerms(ctx: Context, run: SlotRun): Promise<TermClo
 
 /** The earliest open term end strictly after `after`, or null. */
 export async function nextTermCloseDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
-  const row = await db
-    .selectFrom('terms')
-    .select(({ fn }) => fn.min('end_at').as('due'))
-    .where('closed', '=', false)
-    .where('end_at', '>', after)
-    .executeTakeFirst();
-  return row?.due ?? null;
+  return earliestDueAt(db, 'terms', 'end_at', sql`NOT d.closed`, after);
 }
 
 /** One batch of the accounts inside the caller's transaction; `selected` 0 means nothing due is left. */

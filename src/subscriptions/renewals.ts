@@ -28,7 +28,7 @@ import { planRenewal, planTrialEnd, type ChargedPeriod, type SubscribablePlan } 
 import { chargeOutcomes, insertPreparedCharges, prepareCharges, voidUnwritten, type ChargeOutcome, type ChargeRequest } from '../charges/charges';
 import type { CardRow } from '../customers/card-object';
 import type { Context } from '../engine/context';
-import { dueAccounts } from '../engine/account-batches';
+import { dueAccounts, earliestDueAt } from '../engine/account-batches';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { prepareEvents, recordPreparedEvents, type EventInput, type PreparedEvents } from '../events/outbox';
 import { renderPlan, type PlanObject, type PlanRow } from '../plans/plan-record';
@@ -68,13 +68,7 @@ export async function renewDueSubscriptions(ctx: Context, run: SlotRun): Promise
 
 /** The earliest `renews_at` strictly after `after`, or null: where the simulator jumps next. */
 export async function nextRenewalDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
-  const row = await db
-    .selectFrom('subscriptions')
-    .select(({ fn }) => fn.min('renews_at').as('due'))
-    .where('renews_at', 'is not', null)
-    .where('renews_at', '>', after)
-    .executeTakeFirst();
-  return row?.due ?? null;
+  return earliestDueAt(db, 'subscriptions', 'renews_at', sql`d.renews_at IS NOT NULL`, after);
 }
 
 /** The new state of one subscription, as the batch UPDATE writes it. */

@@ -23,24 +23,42 @@ type ForecastRun = Pick<SimulationOptions, 'source'> & { readonly header?: Repor
 /** The options once --from is settled (`now` becomes the source's newest instant). */
 type SettledOptions = Omit<SimulateOptions, 'from'> & { readonly from: Date };
 
-/** A progress bar on stderr while the clock moves: simulated date, percent, simulated days per second. */
+/**
+ * A progress bar on stderr while the clock moves: simulated date, percent, simulated days and
+ * renewed subscriptions per second, and the time left at the pace so far (simulated time done
+ * against wall time spent).
+ */
 function progress(from: Date, to: Date, label: string, enabled: boolean) {
   if (!enabled) return { update: () => {}, stop: () => {} };
   const started = performance.now();
   const total = to.getTime() - from.getTime();
   const bar = new cliProgress.SingleBar(
-    { format: `${label} {date} |{bar}| {percentage}% | {rate} days/s | {stops} stops`, hideCursor: true, clearOnComplete: true, stream: process.stderr },
+    { format: `${label} {date} |{bar}| {percentage}% | {rate} days/s | {subscriptions} subscriptions renewed/s | ETA {left} | {stops} stops`, hideCursor: true, clearOnComplete: true, stream: process.stderr },
     cliProgress.Presets.shades_classic,
   );
-  bar.start(total, 0, { date: jstDate(from), rate: '0', stops: 0 });
+  bar.start(total, 0, { date: jstDate(from), rate: '0', subscriptions: '0', left: '-', stops: 0 });
   return {
     update(at: Date, stats: SimulationStats) {
       const done = at.getTime() - from.getTime();
       const seconds = (performance.now() - started) / 1000;
-      bar.update(done, { date: jstDate(at), rate: seconds > 0 ? (done / MS_PER_DAY / seconds).toFixed(1) : '0', stops: stats.stops });
+      bar.update(done, {
+        date: jstDate(at),
+        rate: seconds > 0 ? (done / MS_PER_DAY / seconds).toFixed(1) : '0',
+        subscriptions: seconds > 0 ? Math.round(stats.renewed / seconds).toLocaleString('en-US') : '0',
+        left: done > 0 ? duration((seconds * (total - done)) / done) : '-',
+        stops: stats.stops,
+      });
     },
     stop: () => bar.stop(),
   };
+}
+
+/** Seconds as "42 s", "3 min 05 s" or "1 h 02 min". */
+function duration(seconds: number): string {
+  const s = Math.round(seconds);
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
+  return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')} min`;
 }
 
 async function runOne(scenario: Scenario, steps: readonly Step[], options: SettledOptions, databaseUrl: string | undefined, dir: string, label: string, showProgress: boolean, forecast: ForecastRun, overlay?: Scenario): Promise<WrittenReport & { failed: string[] }> {

@@ -98,6 +98,8 @@ export interface SimulationStats {
   steps: number;
   failedSteps: number;
   jobRuns: number;
+  /** Subscriptions renewed so far (the renewal job's `renewed` counts), for the progress rate. */
+  renewed: number;
 }
 
 export interface SimulatedWorld {
@@ -396,7 +398,7 @@ async function advance(ctx: Context, clock: VirtualClock, options: SimulationOpt
   const outcomes: StepOutcome[] = [];
   const jobRuns: JobRun[] = [];
   const lastRun = new Map<string, Date>();
-  const stats: SimulationStats = { stops: 0, steps: 0, failedSteps: 0, jobRuns: 0 };
+  const stats: SimulationStats = { stops: 0, steps: 0, failedSteps: 0, jobRuns: 0, renewed: 0 };
   // Due work is looked up from before anything kessai dates, not from the range's start: anything
   // not yet processed counts, however old. A scenario starts empty, but a forecast's copied book
   // may hold work the source's worker has not run yet (a renewal due before --from, a hold past
@@ -463,6 +465,7 @@ async function advance(ctx: Context, clock: VirtualClock, options: SimulationOpt
       throw new SimulationError(`job ${first.job.name} at slot ${formatJst(runAt)} did not succeed (${outcome.status}${'error' in outcome ? `: ${outcome.error}` : ''})`);
     }
     jobRuns.push({ job: first.job.name, slot: runAt, counts: outcome.counts });
+    stats.renewed += outcome.counts.renewed ?? 0;
     options.onProgress?.(runAt, stats);
   }
   return { ctx, outcomes, jobRuns, stats, accounts };

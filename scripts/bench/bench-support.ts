@@ -75,6 +75,7 @@ export async function ceilingBatches(
   const run: SlotRun = {
     slot,
     attempt: 1,
+    leaseClock: ctx.clock,
     signal: new AbortController().signal,
     // The engine's batch transactions start with the claim, which also sets their sort memory (Scheduler #assertClaim).
     assertClaim: async (trx) => void (await sql`SET LOCAL work_mem = '64MB'`.execute(trx)),

@@ -13,7 +13,7 @@ import { assertCitus, distributeAccountTables } from '../db/citus';
 import { KessaiError, toError } from '../domain/errors';
 import { formatJst, parseInstant, toUnixSeconds } from '../domain/time';
 import { nextSlotAfter } from '../engine/cron';
-import type { EngineConfig } from '../engine/context';
+import type { EngineConfig, EngineObserver } from '../engine/context';
 import { createLogger, silentLogger, type Logger } from '../engine/logger';
 import { randomIds } from '../engine/random-ids';
 import { openRuntime, workerName } from '../engine/runtime';
@@ -61,6 +61,12 @@ function feeRateArg(value: string, previous: Record<string, string> = {}): Recor
   return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) };
 }
 
+function metricsPortArg(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65_535) throw new InvalidArgumentError(`expected a port from 0 to 65535, got ${JSON.stringify(value)}`);
+  return n;
+}
+
 function integerArg(value: string): number {
   if (!/^-?\d+$/.test(value)) throw new InvalidArgumentError(`expected a whole number, got ${JSON.stringify(value)}`);
   return Number(value);
@@ -74,8 +80,8 @@ function logger(options: GlobalOptions): Logger {
   return options.logLevel === 'silent' ? silentLogger() : createLogger({ level: options.verbose ? 'debug' : options.logLevel });
 }
 
-async function runtime(options: GlobalOptions, log: Logger, clock = systemClock, config: Partial<EngineConfig> = {}) {
-  return openRuntime({ databaseUrl: options.databaseUrl, dataDir: options.dataDir, clock, ids: randomIds(), log, config: { ...environmentConfig(), ...config } });
+async function runtime(options: GlobalOptions, log: Logger, clock = systemClock, config: Partial<EngineConfig> = {}, observer?: EngineObserver) {
+  return openRuntime({ databaseUrl: options.databaseUrl, dataDir: options.dataDir, clock, ids: randomIds(), log, config: { ...environmentConfig(), ...config }, ...(observer ? { observer } : {}) });
 }
 
 /** Engine settings from the options of the commands that run jobs. */
@@ -357,8 +363,10 @@ export function buildProgram(): Command {
     .option('--at <instant>', `with --once: ${AT_HELP}`, instantArg)
     .option('--lease-seconds <n>', 'how long a claimed slot is reserved for this worker (at least 10)', leaseSecondsArg)
     .option('--batch-size <n>', 'rows per batch transaction', positiveIntArg)
+    .option('--metrics-port <n>', 'serve Prometheus metrics at http://HOST:N/metrics while running (0: any free port, printed)', metricsPortArg)
+    .option('--metrics-host <address>', 'address of --metrics-port', '127.0.0.1')
     .addHelpText('after', STOP_HELP)
-    .action(async (options: { once?: boolean; at?: Date; leaseSeconds?: number; batchSize?: number }, command: Command) => {
+    .action(async (options: { once?: boolean; at?: Date; leaseSeconds?: number; batchSize?: number; metricsPort?: number; metricsHost: string }, command: Command) => {
       const g = globals(command);
       if (options.at && !options.once) throw new Error('--at goes with --once (a running worker follows the real clock)');
       // The long-running worker's logs are its output (info by default); `--once` prints a line
@@ -367,13 +375,24 @@ export function buildProgram(): Command {
       // First, before the database is opened: until the handlers exist, a signal kills the process.
       const stop = listenForStop(log);
       try {
-        const rt = await runtime(g, log, options.at ? new FixedClock(options.at) : systemClock, jobConfig(options));
+        // Loaded only when asked for: prom-client is not part of every command's start-up.
+        const metricsModules = options.metricsPort === undefined ? undefined : await Promise.all([import('../metrics/metrics'), import('../metrics/metrics-server')]);
+        const metrics = metricsModules === undefined ? undefined : new metricsModules[0].KessaiMetrics({ jobs: ALL_JOBS });
+        const rt = await runtime(g, log, options.at ? new FixedClock(options.at) : systemClock, jobConfig(options), metrics?.observer);
+        const metricsServer = metrics === undefined ? undefined : await metricsModules![1].startMetricsServer({ metrics, ctx: rt.ctx, clock: systemClock, host: options.metricsHost, port: options.metricsPort! }).catch(async (error: unknown) => {
+          await rt.close();
+          throw error;
+        });
+        if (metricsServer) console.log(`metrics on ${metricsServer.url}`);
         // Leases follow the real clock even when the slots follow --at (docs/decisions.md).
         const scheduler = new Scheduler(rt.ctx, ALL_JOBS, { owner: workerName(), ledgerClock: systemClock, stopSignal: stop.signal });
         if (!options.once) {
           // The running worker also sends new events' webhooks within a second of their commit.
           const poller = startWebhookPoller(rt.ctx, workerName(), log);
-          await runWorker(scheduler, log, stop, () => poller.stop().finally(rt.close));
+          await runWorker(scheduler, log, stop, () => poller.stop().finally(async () => {
+            await metricsServer?.close();
+            await rt.close();
+          }));
           return;
         }
         try {
@@ -383,6 +402,7 @@ export function buildProgram(): Command {
           console.log(`${outcomes.length} slot(s) run for ${ALL_JOBS.length} job(s) on ${rt.store.kind} ${rt.store.location}${stopped}`);
           if (outcomes.some(troubled)) process.exitCode = 1;
         } finally {
+          await metricsServer?.close();
           await rt.close();
         }
       } finally {

@@ -18,6 +18,8 @@ import { systemClock } from '../engine/system-clock';
 import { environmentConfig } from './environment';
 import { startWorkerLoop, type WorkerLoop } from './worker-loop';
 import { operatorSetup } from './serve-operator';
+import { KessaiMetrics } from '../metrics/metrics';
+import { startMetricsServer } from '../metrics/metrics-server';
 
 interface ServeOptions {
   readonly port: number;
@@ -28,6 +30,8 @@ interface ServeOptions {
   readonly insecureHttp?: boolean;
   readonly bodyLimit?: number;
   readonly publicUrl?: string;
+  readonly metricsPort?: number;
+  readonly metricsHost: string;
 }
 
 function portArg(value: string): number {
@@ -75,6 +79,8 @@ export function registerServe(program: Command): void {
     .option('--insecure-http', 'allow plain HTTP on a non-loopback address')
     .option('--public-url <url>', 'the address buyers reach this server at (hosted checkout page URLs; default KESSAI_PUBLIC_URL, else the address each request came to)')
     .option('--body-limit <bytes>', 'largest request body accepted (default 65536)', bytesArg)
+    .option('--metrics-port <n>', 'also serve Prometheus metrics at /metrics on this port, without the operator token (they are always at /metrics here with it)', portArg)
+    .option('--metrics-host <address>', 'address of --metrics-port', '127.0.0.1')
     .action(async (options: ServeOptions, command: Command) => {
       const g = command.optsWithGlobals() as { databaseUrl?: string; dataDir?: string; verbose?: boolean; logLevel: string };
       if ((options.cert === undefined) !== (options.key === undefined)) throw new Error('--cert and --key go together');
@@ -100,7 +106,8 @@ export function registerServe(program: Command): void {
       // First, before the database is opened: until the handlers exist, a signal kills the process.
       const stop = listenForStop(log);
       try {
-        const opened = await openRuntime({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, clock: systemClock, ids: randomIds(), log, config: { ...environmentConfig(), ...(checkoutPageBaseUrl === undefined ? {} : { checkoutPageBaseUrl }) } });
+        const metrics = new KessaiMetrics({ jobs: ALL_JOBS });
+        const opened = await openRuntime({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, clock: systemClock, ids: randomIds(), log, observer: metrics.observer, config: { ...environmentConfig(), ...(checkoutPageBaseUrl === undefined ? {} : { checkoutPageBaseUrl }) } });
         const rt = networkFault === undefined ? opened : { ...opened, ctx: { ...opened.ctx, processor: networkWithFault(opened.ctx.processor, networkFault, fault!.act) } };
         if (rt.ctx.config.statementUrlSecret === undefined) log.warn('KESSAI_STATEMENT_URL_SECRET is not set: statement_urls and application_urls answer 500 until it is');
         // Rate-limit counters in Redis when one is given (PostgreSQL only: the embedded database's
@@ -115,7 +122,7 @@ export function registerServe(program: Command): void {
           throw error;
         }
         const requestPolicies = serverPolicies({ ctx: rt.ctx, storeKind: rt.store.kind, rateLimits, ...(redis === undefined ? {} : { redis }), ...(idempotencyFault === undefined ? {} : { idempotency: { fault: { point: idempotencyFault, act: fault!.act } } }) });
-        const operator = operatorSetup(rt.ctx, rt.store.kind, g.dataDir ?? '.kessai', stop.signal);
+        const operator = operatorSetup(rt.ctx, rt.store.kind, g.dataDir ?? '.kessai', stop.signal, metrics);
         const app = await buildServer({ ctx: rt.ctx, log, requestPolicies, operate: operator.surfaces, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }), ...(https ? { https } : {}) });
         let loop: WorkerLoop | null = null;
         try {
@@ -133,10 +140,13 @@ export function registerServe(program: Command): void {
         const origin = `${tls ? 'https' : 'http'}://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
         console.log(`kessai v1 API on ${origin}/v1 (${rt.store.kind} ${rt.store.location}${loop ? ', worker in this process' : ''})`);
         const serveFile = operator.started(origin);
+        const metricsServer = options.metricsPort === undefined ? undefined : await startMetricsServer({ metrics, ctx: rt.ctx, clock: systemClock, host: options.metricsHost, port: options.metricsPort });
+        if (metricsServer) console.log(`metrics on ${metricsServer.url}`);
         const signal = await stop.stopped;
         log.info({ signal }, 'stopping: finishing in-flight requests and the current batch');
         // Fastify stops accepting, answers what is in flight, then closes; the worker finishes its batch.
         serveFile?.remove();
+        await metricsServer?.close();
         await Promise.all([app.close(), loop?.stop()]);
         await redis?.quit();
         await rt.close();

@@ -39,6 +39,8 @@ export interface Store {
    * on PostgreSQL, `COPY … FROM '/dev/blob'` on PGlite. Returns the number of rows loaded.
    */
   copyIn?(target: string, rows: AsyncIterable<Uint8Array>): Promise<number>;
+  /** PostgreSQL only: the connection pool's connections now (the metrics' database pool gauges). */
+  poolStats?(): { readonly total: number; readonly idle: number; readonly waiting: number };
   /** PGlite only: the whole database as a tarball, to start another in-memory one from. */
   snapshot?(): Promise<Blob>;
   close(): Promise<void>;
@@ -105,6 +107,7 @@ async function openPostgres(url: string, options: OpenStoreOptions): Promise<Sto
     kind: 'postgres',
     db,
     location: redactUrl(url),
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async executeScript(executor, script) {
       // Without parameters pg uses the simple query protocol, which accepts several statements.
       await sql.raw(script).execute(executor);

@@ -10,6 +10,7 @@ import { simulatedCardNetwork, type CardNetwork } from '../processor/card-networ
 import type { Clock } from './clock';
 import type { Logger } from './logger';
 import type { WebhookTransport } from '../webhooks/transport';
+import type { SlotOutcome } from './scheduler';
 
 export interface EngineConfig {
   /** Rows a batch job takes per transaction. */
@@ -60,6 +61,16 @@ export interface Context {
    * transport that records every delivery as answered (src/webhooks/transport.ts).
    */
   readonly webhookTransport?: WebhookTransport;
+  /** What the engine reports as it works (the Prometheus metrics of serve and worker, src/metrics/); absent: nothing is reported. */
+  readonly observer?: EngineObserver;
+}
+
+/** The engine's reports to an observer: called after the fact, never awaited, never allowed to fail a run. */
+export interface EngineObserver {
+  /** A slot run ended (`durationMs` null when it was given up without running: its last worker died). */
+  slotEnded(outcome: SlotOutcome, durationMs: number | null): void;
+  /** A delivery pass recorded outcomes of webhook attempts. */
+  webhookAttempts(counts: { readonly delivered: number; readonly retrying: number; readonly given_up: number }): void;
 }
 
 export function createContext(parts: Omit<Context, 'config' | 'processor'> & { config?: Partial<EngineConfig>; processor?: CardNetwork }): Context {

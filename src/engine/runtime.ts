@@ -7,7 +7,7 @@ import { openStore, type Store } from '../db/connect';
 import { migrate, readMigrations } from '../db/migrate';
 import type { IdGenerator } from '../domain/ids';
 import type { Clock } from './clock';
-import { createContext, type Context, type EngineConfig } from './context';
+import { createContext, type Context, type EngineConfig, type EngineObserver } from './context';
 import type { Logger } from './logger';
 import { closeDefaultWebhookTransport } from '../webhooks/delivery';
 
@@ -23,6 +23,8 @@ export interface RuntimeOptions {
    * shared PostgreSQL is migrated on purpose, with `kessai migrate`.
    */
   readonly autoMigrate?: boolean;
+  /** Reports of the engine's work (the process's metrics). */
+  readonly observer?: EngineObserver;
 }
 
 export class NotMigratedError extends Error {
@@ -44,7 +46,7 @@ export async function openRuntime(options: RuntimeOptions): Promise<{ ctx: Conte
     await store.close();
     throw error;
   }
-  const ctx = createContext({ db: store.db, store, clock: options.clock, ids: options.ids, log: options.log, config: options.config ?? {} });
+  const ctx = createContext({ db: store.db, store, clock: options.clock, ids: options.ids, log: options.log, config: options.config ?? {}, ...(options.observer ? { observer: options.observer } : {}) });
   // Closing also drops the webhook transport's keep-alive connections, if any were opened.
   return { ctx, store, close: () => closeDefaultWebhookTransport().finally(() => store.close()) };
 }

@@ -141,6 +141,7 @@ export class Scheduler {
       }
     }
     const outcomes: SlotOutcome[] = await this.#abandonLapsedLastAttempts();
+    for (const outcome of outcomes) this.#report(outcome, null);
     while (!this.stopping) {
       const claim = await this.#claimNext(cutoff);
       if (!claim) break;
@@ -305,7 +306,23 @@ export class Scheduler {
     return result.rows[0] ?? null;
   }
 
+  /** Runs a claimed slot and reports how it ended to the context's observer. */
   async #execute(claim: Claim): Promise<SlotOutcome> {
+    const started = performance.now();
+    const outcome = await this.#run(claim);
+    this.#report(outcome, performance.now() - started);
+    return outcome;
+  }
+
+  #report(outcome: SlotOutcome, durationMs: number | null): void {
+    try {
+      this.#ctx.observer?.slotEnded(outcome, durationMs);
+    } catch (error) {
+      this.#ctx.log.warn({ err: toError(error), job: outcome.job }, 'the observer failed on a slot outcome; the run stands');
+    }
+  }
+
+  async #run(claim: Claim): Promise<SlotOutcome> {
     const job = this.#job(claim.job);
     // The job's own logger carries job, slot and attempt: every line a job writes says which run.
     const log = this.#ctx.log.child({ job: claim.job, slot: claim.slot.toISOString(), attempt: claim.attempt });

@@ -293,6 +293,11 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
         totals.given_up += counts.given_up;
         totals.released += counts.released;
         options.onRecorded?.(counts.recorded);
+        try {
+          ctx.observer?.webhookAttempts(counts);
+        } catch (error) {
+          ctx.log.warn({ err: toError(error) }, 'the observer failed on webhook outcomes; they stand recorded');
+        }
       } catch (error) {
         // Unrecorded outcomes are not lost: their leases lapse and the deliveries are sent again.
         flushError ??= error;

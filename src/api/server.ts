@@ -46,11 +46,24 @@ declare module 'fastify' {
 /** Default request-body bound: 64 KiB is far above any v1 form (metadata: 20 keys of 500 characters). */
 export const DEFAULT_BODY_LIMIT = 64 * 1024;
 
+/**
+ * Default bound on receiving one whole request, headers and body (`--request-timeout`): a form or
+ * JSON body of at most the body limit arrives in well under a second; a client that drips its body
+ * is cut off here rather than holding a socket (and its buffered body) for ever.
+ */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+/** Bound on receiving a request's headers (never above the request bound). */
+export const HEADERS_TIMEOUT_MS = 10_000;
+/** How often the HTTP server looks for connections past those bounds (Node's default is 30 s, which would triple a short bound). */
+const TIMEOUT_CHECK_INTERVAL_MS = 1_000;
+
 export interface ServerOptions {
   readonly ctx: Context;
   /** Request logs (pino); default: the context's logger. */
   readonly log?: Logger;
   readonly bodyLimit?: number;
+  /** The longest a client may take to send one whole request, headers and body (default DEFAULT_REQUEST_TIMEOUT_MS); past it the connection is closed (408). */
+  readonly requestTimeoutMs?: number;
   /** TLS certificate and key (PEM): the server speaks HTTPS. */
   readonly https?: { readonly cert: string | Buffer; readonly key: string | Buffer };
   /**
@@ -115,6 +128,9 @@ function checkTokenKey(route: V1Route, caller: Caller, request: FastifyRequest):
 export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
   const { ctx } = options;
   const log = options.log ?? ctx.log ?? silentLogger();
+  const requestTimeout = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  // Node's own server options: the headers bound and how often both bounds are checked.
+  const timeouts = { headersTimeout: Math.min(HEADERS_TIMEOUT_MS, requestTimeout), connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS };
   const app = Fastify({
     loggerInstance: log as FastifyBaseLogger,
     bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
@@ -127,7 +143,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     frameworkErrors: (error, request, reply) => sendRefusal(request, reply, error),
     // Fastify's own request lines would log the raw URL; ours (onRequest, onResponse) redact it.
     disableRequestLogging: true,
-    ...(options.https ? { https: { cert: options.https.cert, key: options.https.key } } : {}),
+    requestTimeout,
+    ...(options.https ? { https: { cert: options.https.cert, key: options.https.key, ...timeouts } } : { http: timeouts }),
   }) as unknown as FastifyInstance;
   app.setReplySerializer((payload) => JSON.stringify(payload));
 

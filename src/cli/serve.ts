@@ -29,6 +29,7 @@ interface ServeOptions {
   readonly key?: string;
   readonly insecureHttp?: boolean;
   readonly bodyLimit?: number;
+  readonly requestTimeout?: number;
   readonly publicUrl?: string;
   readonly metricsPort?: number;
   readonly metricsHost: string;
@@ -37,6 +38,12 @@ interface ServeOptions {
 function portArg(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65_535) throw new InvalidArgumentError(`expected a port from 0 to 65535, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+function secondsArg(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 3_600) throw new InvalidArgumentError(`expected a whole number of seconds from 1 to 3600, got ${JSON.stringify(value)}`);
   return n;
 }
 
@@ -81,6 +88,7 @@ export function registerServe(program: Command): void {
     .option('--body-limit <bytes>', 'largest request body accepted (default 65536)', bytesArg)
     .option('--metrics-port <n>', 'also serve Prometheus metrics at /metrics on this port, without the operator token (they are always at /metrics here with it)', portArg)
     .option('--metrics-host <address>', 'address of --metrics-port', '127.0.0.1')
+    .option('--request-timeout <seconds>', 'longest time a client may take to send a whole request, headers and body; its headers get at most 10 s (default 30)', secondsArg)
     .action(async (options: ServeOptions, command: Command) => {
       const g = command.optsWithGlobals() as { databaseUrl?: string; dataDir?: string; verbose?: boolean; logLevel: string };
       if ((options.cert === undefined) !== (options.key === undefined)) throw new Error('--cert and --key go together');
@@ -123,7 +131,7 @@ export function registerServe(program: Command): void {
         }
         const requestPolicies = serverPolicies({ ctx: rt.ctx, storeKind: rt.store.kind, rateLimits, ...(redis === undefined ? {} : { redis }), ...(idempotencyFault === undefined ? {} : { idempotency: { fault: { point: idempotencyFault, act: fault!.act } } }) });
         const operator = operatorSetup(rt.ctx, rt.store.kind, g.dataDir ?? '.kessai', stop.signal, metrics);
-        const app = await buildServer({ ctx: rt.ctx, log, requestPolicies, operate: operator.surfaces, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }), ...(https ? { https } : {}) });
+        const app = await buildServer({ ctx: rt.ctx, log, requestPolicies, operate: operator.surfaces, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }), ...(options.requestTimeout === undefined ? {} : { requestTimeoutMs: options.requestTimeout * 1000 }), ...(https ? { https } : {}) });
         let loop: WorkerLoop | null = null;
         try {
           await app.listen({ port: options.port, host: options.host });

@@ -9,6 +9,7 @@
  * not allow; the parsing and refusals are the same code on both.
  */
 import { createClient, createProduct } from '@payjp/payjpv2';
+import { connect } from 'node:net';
 import { sql } from 'kysely';
 import Payjp from 'payjp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +20,11 @@ import { createTestDatabase, isPostgres, type TestDatabase } from '../support/da
 import { sdkError } from '../support/http-server';
 import { spawnKessai, startServe, type SpawnedWorker } from '../support/spawn-worker';
 import { problem } from '../support/v2-sdk';
+
+/** The server's bound on receiving a whole request (`--request-timeout`), in seconds. */
+const REQUEST_TIMEOUT_S = 2;
+/** What a bound may overrun by: the server looks every second, and this machine is shared. */
+const BOUND_SLACK_MS = 3_000;
 
 let database: TestDatabase;
 let server: SpawnedWorker;
@@ -36,7 +42,8 @@ beforeAll(async () => {
   const { keys } = JSON.parse(created.output()) as { keys: { test: { secret: string; public: string } } };
   secret = keys.test.secret;
   publicKey = keys.test.public;
-  const started = await startServe([], env);
+  // A short request bound, so the slow-body tests wait seconds, not the default 30.
+  const started = await startServe(['--request-timeout', String(REQUEST_TIMEOUT_S)], env);
   server = started.server;
   base = started.apibase.replace(/\/v1$/, '');
 }, 90_000);
@@ -115,6 +122,36 @@ function callRoute(route: (typeof ROUTES)[number], path: string, fields: { form:
 function expectParamRefused(route: (typeof ROUTES)[number], answer: Answer, param: string): void {
   if (route.v2) expectProblem(answer, 422, param.replace(/\[([^\]]*)\]/g, '.$1'));
   else expectV1Refusal(answer, 400, 'invalid_querystring', param);
+}
+
+/**
+ * A client that sends `head`, then one byte of `dripped` every 250 ms for as long as the
+ * connection stays open; resolves when the server closes it, with how long that took and what
+ * the server wrote.
+ */
+function drip(head: string, dripped: string): Promise<{ ms: number; answer: string }> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    let answer = '';
+    let timer: ReturnType<typeof setInterval> | undefined;
+    const socket = connect({ host: hostname, port: Number(port) }, () => {
+      socket.write(head);
+      let i = 0;
+      timer = setInterval(() => socket.write(dripped[i++ % dripped.length]!), 250);
+    });
+    socket.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+    socket.on('error', () => {}); // a reset is a close too
+    socket.on('close', () => {
+      clearInterval(timer);
+      resolve({ ms: performance.now() - started, answer });
+    });
+    // Past any bound the test gives up (and fails on the time below).
+    setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`the server kept a dripping connection open for 30 s: ${answer}`));
+    }, 30_000).unref();
+  });
 }
 
 const DEEP_QUERY = 'a[b][c][d][e][f][g]=1';
@@ -260,6 +297,25 @@ describe.runIf(isPostgres())('hostile requests to kessai serve', () => {
     await expectAlive();
     expect(await rowCounts()).toEqual(before);
   });
+
+  it('a client dripping its body, or its headers, is cut off within the request bound; fifty at once do not stop the server answering', async () => {
+    const authorization = `Basic ${Buffer.from(`${secret}:`).toString('base64')}`;
+    const slowBody = `POST /v1/customers HTTP/1.1\r\nHost: kessai\r\nAuthorization: ${authorization}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\ndescription=`;
+    const slowHeaders = 'GET /health HTTP/1.1\r\nHost: kessai\r\n';
+    const before = await rowCounts();
+    const body = await drip(slowBody, 'x');
+    expect(body.ms, body.answer).toBeLessThan(REQUEST_TIMEOUT_S * 1000 + BOUND_SLACK_MS);
+    expect(body.ms, body.answer).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_S * 1000 - 250);
+    expect(body.answer).toMatch(/^HTTP\/1\.1 408 /);
+    const headers = await drip(slowHeaders, 'X-Drip: y\r\n');
+    expect(headers.ms).toBeLessThan(REQUEST_TIMEOUT_S * 1000 + BOUND_SLACK_MS);
+    // Fifty at once, half of each kind, while an ordinary client is answered.
+    const many = Array.from({ length: 50 }, (_, i) => drip(i % 2 === 0 ? slowBody : slowHeaders, i % 2 === 0 ? 'x' : 'X-Drip: y\r\n'));
+    await expectAlive();
+    for (const { ms } of await Promise.all(many)) expect(ms).toBeLessThan(REQUEST_TIMEOUT_S * 1000 + BOUND_SLACK_MS * 2);
+    await expectAlive();
+    expect(await rowCounts()).toEqual(before);
+  }, 60_000);
 
   it('without KESSAI_STATEMENT_URL_SECRET a download request is the unknown URL it must be (404), not a fault', async () => {
     for (const path of ['/v1/statements/download?token=abc.def', '/v1/statements/download?token=eyJrIjoiYmFsYW5jZSJ9.x', '/v1/tenant_application?token=abc.def']) {

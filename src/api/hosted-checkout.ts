@@ -355,6 +355,6 @@ function walletMethod(fields: Query, view: RedirectPageView): 'paypay' | 'apple_
   const method = text(fields, 'method');
   if (view.flow !== 'payment_flow') throw new KessaiError('invalid_param_key', { param: 'setup_flow_id', message: 'a wallet pays a payment flow; a setup flow saves cards only' });
   if (method !== 'paypay' && method !== 'apple_pay') throw new KessaiError('invalid_param_key', { param: 'method', message: 'method must be paypay or apple_pay' });
-  if (view.livemode) throw new KessaiError('invalid_param_key', { param: 'method', message: `${method} is simulated in test mode only: kessai has no live wallet` });
+  if (view.livemode) throw new KessaiError(method === 'apple_pay' ? 'apple_pay_disabled_in_livemode' : 'invalid_param_key', { param: 'method', message: `${method} is simulated in test mode only: kessai has no live wallet` });
   return method;
 }

@@ -61,6 +61,8 @@ export async function resolvePaymentMethod(
     if (id !== undefined && id !== PAYPAY_METHOD_ID) reject('no_allowed_param', 'payment_method', 'a PayPay payment names no payment method id');
     return { type, id: PAYPAY_METHOD_ID, card: null };
   }
+  // kessai has no live wallet: Apple Pay is simulated in test mode only (v1 §7 `apple_pay_disabled_in_livemode`).
+  if (type === 'apple_pay' && caller.livemode) return reject('apple_pay_disabled_in_livemode', 'payment_method_type', 'Apple Pay payments are not available in live mode');
   if (id === undefined) return reject('missing_param', 'payment_method', `payment_method is required for ${type}`);
   if (id.startsWith(PAYMENT_METHOD_PREFIX)) return paymentMethodSnapshot(trx, caller, id, customerId);
   if (id.startsWith('tok_')) {
@@ -80,7 +82,8 @@ export async function resolvePaymentMethod(
       },
     };
   }
-  if (type === 'apple_pay') return reject('no_allowed_param', 'payment_method', 'an Apple Pay payment is made with its token (tok_)');
+  // An Apple Pay payment is made with the wallet's token (a `tok_` of this account); anything else is no wallet token.
+  if (type === 'apple_pay') return reject('invalid_apple_pay_token', 'payment_method', 'an Apple Pay payment is made with its wallet token (tok_)');
   if (customerId === null) return reject('missing_param', 'customer', 'a stored card can pay only a payment flow that names its customer');
   const card = await requireCustomerCard(trx, caller, customerId, id, 'payment_method');
   return {

@@ -12,7 +12,7 @@
 import type { Kysely, Selectable, Updateable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import { findCustomer, renderV2Customer, type V2CustomerObject } from '../customers/customer-record';
-import { EMAIL_PATTERN } from '../customers/cards';
+import { EMAIL_PATTERN, POSTAL_CODE_PATTERN } from '../customers/cards';
 import type { Database, PaymentMethodsTable } from '../db/schema';
 import { reject } from '../domain/errors';
 import { createMetadata, mergeMetadata, type Metadata } from '../domain/metadata';
@@ -84,7 +84,8 @@ export async function findPaymentMethod(executor: Kysely<Database>, caller: Call
   return row;
 }
 
-const ADDRESS_KEYS = ['line1', 'line2', 'city', 'state', 'postal_code', 'country'] as const;
+/** The SDK's billing address fields (`PaymentMethodBillingAddressRequest`: the postal code is `zip`). */
+const ADDRESS_KEYS = ['line1', 'line2', 'city', 'state', 'zip', 'country'] as const;
 
 /** `billing_details` {name, email, phone, address{…}}: each field optional text; `requireContact` asks for an email or a phone (SDK: "email or phone (one required)"). */
 function readBillingDetails(input: unknown, current: Partial<BillingDetails>, requireContact: boolean): BillingDetails {
@@ -106,6 +107,8 @@ function readBillingDetails(input: unknown, current: Partial<BillingDetails>, re
       const value = optionalString(sent, key, { parent: 'billing_details[address]' });
       return value === undefined || value === '' ? [] : [[key, value] as const];
     });
+    const zip = entries.find(([key]) => key === 'zip')?.[1];
+    if (zip !== undefined && !POSTAL_CODE_PATTERN.test(zip)) reject('invalid_address_zip', 'billing_details[address][zip]', 'billing_details[address][zip] must be 1 to 20 letters, digits, spaces or hyphens');
     address = entries.length === 0 ? null : Object.fromEntries(entries);
   }
   const details = { name: text('name') ?? current.name ?? null, email: email === undefined ? (current.email ?? null) : email, phone: phone === undefined ? (current.phone ?? null) : phone, address };

@@ -61,4 +61,34 @@ describe('wire rules through the official SDKs', () => {
     expect(await sdkError(payjp.statements.list({ owner: 'platformer' } as never))).toMatchObject({ status: 400, code: 'invalid_owner_type', param: 'owner' });
     expect(await payjp.balances.list({ owner: 'merchant' } as never)).toMatchObject({ object: 'list' });
   });
+
+  it('Apple Pay: a payment method that is no wallet token is invalid_apple_pay_token; in live mode apple_pay_disabled_in_livemode', async () => {
+    const customer = await payjp.customers.create({ card: await token() } as never);
+    const flow = await ok(v2.createPaymentFlow({ client, body: { amount: 1_500, currency: 'jpy', customer_id: customer.id, payment_method_types: ['card', 'apple_pay'] } }));
+    const notAToken = await problem(v2.confirmPaymentFlow({ client, path: { payment_flow_id: flow.id }, body: { payment_method_id: customer.default_card, payment_method_type: 'apple_pay' } as never }));
+    expect(notAToken).toMatchObject({ status: 400, code: 'invalid_apple_pay_token', title: 'Invalid Apple Pay Token', errors: [{ field: 'payment_method_id' }] });
+    expect(await ok(v2.getPaymentFlow({ client, path: { payment_flow_id: flow.id } }))).toMatchObject({ status: 'requires_payment_method' });
+
+    const live = v2Client(server, server.keys.a.live.secret);
+    const liveFlow = await ok(v2.createPaymentFlow({ client: live, body: { amount: 1_500, currency: 'jpy', payment_method_types: ['apple_pay'] } }));
+    const disabled = await problem(v2.confirmPaymentFlow({ client: live, path: { payment_flow_id: liveFlow.id }, body: { payment_method_id: 'tok_from_the_wallet', payment_method_type: 'apple_pay' } as never }));
+    expect(disabled).toMatchObject({ status: 400, code: 'apple_pay_disabled_in_livemode', title: 'Apple Pay Disabled In Livemode' });
+  });
+
+  it('charges.create with customer and a token in card: payment_method_duplicate_including_customer, the token unused', async () => {
+    const customer = await payjp.customers.create({ card: await token() } as never);
+    const second = await token(TEST_CARDS.mastercard.number);
+    expect(await sdkError(payjp.charges.create({ amount: 1_000, currency: 'jpy', customer: customer.id, card: second }))).toMatchObject({ status: 400, code: 'payment_method_duplicate_including_customer', param: 'card' });
+    expect(await payjp.tokens.retrieve(second)).toMatchObject({ used: false });
+    expect(await payjp.charges.create({ amount: 1_000, currency: 'jpy', customer: customer.id, card: customer.default_card as string })).toMatchObject({ paid: true });
+  });
+
+  it('a v2 billing address with a postal code that is none is invalid_address_zip; a good one is kept', async () => {
+    const card = { number: TEST_CARDS.visa.number, exp_month: 12, exp_year: 2035, cvc: '123' };
+    const refused = await problem(v2.createPaymentMethod({ client, body: { type: 'card', card, billing_details: { email: 'buyer@example.com', address: { zip: '100<0001>' } } } }));
+    expect(refused).toMatchObject({ status: 422, code: 'validation_error', errors: [{ field: 'billing_details.address.zip' }] });
+    expect(refused.detail).toContain('zip');
+    const made = await ok(v2.createPaymentMethod({ client, body: { type: 'card', card, billing_details: { email: 'buyer@example.com', address: { zip: '100-0001' } } } }));
+    expect(made.billing_details).toMatchObject({ address: { zip: '100-0001' } });
+  });
 });

@@ -10,6 +10,7 @@ import {
   createCard,
   deleteCard,
   EMAIL_PATTERN,
+  POSTAL_CODE_PATTERN,
   listCards,
   retrieveCard,
   updateCard,
@@ -48,7 +49,7 @@ export function decodeCard(input: unknown): CardCommand {
  * (docs/decisions.md). The empty string clears a field.
  */
 const CARD_FIELD_RULES: Readonly<Record<CardUpdateField, { readonly pattern: RegExp; readonly code: Parameters<typeof reject>[0]; readonly rule: string }>> = {
-  address_zip: { pattern: /^[A-Za-z0-9 -]{1,20}$/, code: 'invalid_card_address_zip', rule: '1 to 20 letters, digits, spaces or hyphens' },
+  address_zip: { pattern: POSTAL_CODE_PATTERN, code: 'invalid_card_address_zip', rule: '1 to 20 letters, digits, spaces or hyphens' },
   address_state: { pattern: /^[^\p{Cc}]{1,100}$/u, code: 'invalid_card_address_state', rule: '1 to 100 characters' },
   address_city: { pattern: /^[^\p{Cc}]{1,100}$/u, code: 'invalid_card_address_city', rule: '1 to 100 characters' },
   address_line1: { pattern: /^[^\p{Cc}]{1,200}$/u, code: 'invalid_card_address_line', rule: '1 to 200 characters' },

@@ -28,6 +28,7 @@ import {
 import { renderChargeRecord } from '../../charges/charge-record';
 import { MAX_DESCRIPTION_LENGTH } from '../../customers/customers';
 import { reject } from '../../domain/errors';
+import { ID_PREFIX } from '../../domain/ids';
 import { V1_EXPIRY_DAYS } from '../../domain/hold-periods';
 import { createMetadata } from '../../domain/metadata';
 import { defineCommandOperation } from '../../operations/define';
@@ -69,6 +70,11 @@ export function decodeCreateCharge(input: unknown): CreateChargeCommand {
   const card = optionalString(params, 'card');
   const customer = optionalString(params, 'customer');
   if (card === undefined && customer === undefined) reject('no_payment_method', 'card', 'one of card or customer is required');
+  // With `customer`, `card` selects one of the customer's cards (v1 §4.2); a token there is a
+  // second payment method beside the customer's.
+  if (card !== undefined && customer !== undefined && card.startsWith(ID_PREFIX.token)) {
+    reject('payment_method_duplicate_including_customer', 'card', `with customer, card names one of the customer's cards (car_…), not a token (${card})`);
+  }
   const description = readDescription(params) ?? null;
   const capture = optionalBoolean(params, 'capture') ?? true;
   const expiryDays = readExpiryDays(params);

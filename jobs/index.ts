@@ -11,9 +11,10 @@ import { disputeOpeningJob } from './dispute-opening';
 import { holdExpiryJob } from './hold-expiry';
 import { holdReauthorizationsJob } from './hold-reauthorizations';
 import { paymentFlowExpiryJob } from './payment-flow-expiry';
+import { serviceFeeBillingJob } from './service-fee-billing';
 import { subscriptionRenewalsJob } from './subscription-renewals';
 import { termCloseJob } from './term-close';
 import { threeDSecureTimeoutsJob } from './three-d-secure-timeouts';
 import { webhookDeliveryJob } from './webhook-delivery';
 
-export const ALL_JOBS: readonly JobDefinition[] = [subscriptionRenewalsJob, holdReauthorizationsJob, holdExpiryJob, threeDSecureTimeoutsJob, paymentFlowExpiryJob, checkoutSessionExpiryJob, disputeOpeningJob, termCloseJob, balanceCloseJob, webhookDeliveryJob];
+export const ALL_JOBS: readonly JobDefinition[] = [subscriptionRenewalsJob, holdReauthorizationsJob, holdExpiryJob, threeDSecureTimeoutsJob, paymentFlowExpiryJob, checkoutSessionExpiryJob, disputeOpeningJob, termCloseJob, serviceFeeBillingJob, balanceCloseJob, webhookDeliveryJob];

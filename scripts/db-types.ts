@@ -103,6 +103,10 @@ const COLUMN_OVERRIDES: Record<string, string> = {
   'webhook_endpoints.api_version': "'v1' | 'v2' | null",
   'webhook_endpoints.status': 'Generated<WebhookEndpointStatus>',
   'webhook_deliveries.status': "Generated<'pending' | 'delivered' | 'failed'>",
+  'account_service_plans.subject': "'proplan' | 'plan_fee'",
+  'service_fee_charges.subject': "'proplan' | 'plan_fee'",
+  'adjustments.owner': 'SettlementOwner',
+  'adjustments.subject': "'reallocation' | 'other'",
 };
 
 const COLUMN_TYPE_NAMES = ['JsonColumn', 'JobRunStatus', 'SubscriptionStatus', 'SettlementOwner', 'PaymentFlowStatus', 'PaymentMethodType', 'CheckoutSessionStatus', 'DisplayPreference', 'WebhookEndpointStatus', 'PaymentRefundStatus', 'PaymentRefundReason', 'PaymentDisputeStatus'];

@@ -22,6 +22,7 @@ import { listenForStop, type StopSignal } from '../engine/stop-signal';
 import { systemClock } from '../engine/system-clock';
 import { FixedClock } from '../engine/clock';
 import { environmentConfig } from './environment';
+import { registerAdjustments } from './adjustments';
 import { registerServe } from './serve';
 import { registerSimulate } from './simulate';
 import { registerWebhooks, startWebhookPoller } from './webhooks';
@@ -413,6 +414,7 @@ export function buildProgram(): Command {
   registerSimulate(program);
   registerServe(program);
   registerWebhooks(program, (command) => runtime(globals(command), logger(globals(command))));
+  registerAdjustments(program, accounts, (command) => runtime(globals(command), logger(globals(command))));
   return program;
 }
 

@@ -28,6 +28,31 @@ export interface AccountsTable {
   term_cycle: Generated<"monthly" | "semi_monthly">;
 }
 
+export interface AccountServicePlansTable {
+  account_id: string;
+  created_at: Date;
+  effective_from: Date;
+  livemode: boolean;
+  monthly_fee: number;
+  next_bill_at: Date | null;
+  subject: "proplan" | "plan_fee";
+}
+
+export interface AdjustmentsTable {
+  account_id: string;
+  adjustment_id: string;
+  amount: number;
+  created_at: Date;
+  livemode: boolean;
+  owner: SettlementOwner;
+  owner_ref: string;
+  reason: string;
+  request_key: string | null;
+  subject: "reallocation" | "other";
+  tenant_id: string | null;
+  term_id: string;
+}
+
 export interface ApiKeyDirectoryTable {
   account: string;
   key_digest: string;
@@ -459,6 +484,16 @@ export interface RefundsTable {
   term_id: string | null;
 }
 
+export interface ServiceFeeChargesTable {
+  account_id: string;
+  amount: number;
+  created_at: Date;
+  livemode: boolean;
+  period_start: Date;
+  subject: "proplan" | "plan_fee";
+  term_id: string;
+}
+
 export interface SetupFlowsTable {
   account_id: string;
   canceled_at: Date | null;
@@ -685,7 +720,9 @@ export interface WebhookResendsTable {
 
 export interface Database {
   account_fee_rates: AccountFeeRatesTable;
+  account_service_plans: AccountServicePlansTable;
   accounts: AccountsTable;
+  adjustments: AdjustmentsTable;
   api_key_directory: ApiKeyDirectoryTable;
   api_keys: ApiKeysTable;
   balances: BalancesTable;
@@ -712,6 +749,7 @@ export interface Database {
   rate_limit_counters: RateLimitCountersTable;
   reauthorizations: ReauthorizationsTable;
   refunds: RefundsTable;
+  service_fee_charges: ServiceFeeChargesTable;
   setup_flows: SetupFlowsTable;
   statement_items: StatementItemsTable;
   statement_urls: StatementUrlsTable;

@@ -173,6 +173,12 @@ export interface OwnerCloseInput {
   readonly balance: BalanceState | null;
   /** The net of the closing term's sales statement of the owner; null when the term has none for it. */
   readonly salesNet: number | null;
+  /**
+   * The closing term's other statements of the owner, in order: its plan fees (`service_fee`) and
+   * operator adjustments (`misc`). They join the balance like the sales statement, but only a
+   * sales statement moves the deferral deadline (the spec counts it from "the latest sales statement").
+   */
+  readonly otherStatements?: readonly { readonly type: TermStatementType; readonly net: number }[];
   /** From minimumTransferAmount. */
   readonly minimum: number;
   /** The close instant (the end of the closing term). */
@@ -183,10 +189,13 @@ export interface OwnerCloseInput {
 
 export type BalanceEventType = 'balance.created' | 'balance.merged' | 'balance.fixed' | 'balance.closed';
 
+/** The statements of a term other than sales that join an owner's balance at the close. */
+export type TermStatementType = 'service_fee' | 'misc';
+
 export interface BalanceTransition {
   readonly decision: BalanceDecision;
   /** The statements the close adds to the balance, in order; each adds its net to the balance's. */
-  readonly statements: readonly { readonly type: 'sales' | 'transfer_fee' | 'forfeit'; readonly net: number }[];
+  readonly statements: readonly { readonly type: 'sales' | TermStatementType | 'transfer_fee' | 'forfeit'; readonly net: number }[];
   /** False when the balance is left exactly as it was (deferred with nothing new): nothing is written. */
   readonly changed: boolean;
   /** Events in order, each with the balance as it was at that step; `atClose` false: the balance was not touched yet (its update time stays). */
@@ -198,25 +207,31 @@ export interface BalanceTransition {
 /**
  * One owner's balance through a term close (service-rules §4 "Balance", in order): the term's
  * sales statement joins the balance (opened if the owner had none; merged into a deferred one) and
- * moves the deferral deadline; then decideBalanceAtClose: claim and transfer take the term's
+ * moves the deferral deadline, then its service-fee and misc statements join it (one
+ * `balance.merged` for all of them); then decideBalanceAtClose: claim and transfer take the term's
  * due date, a transfer adds the `transfer_fee` statement, a forfeit adds the `forfeit` statement
  * (none when net is 0) and closes the balance at once; a deferral leaves it collecting.
  */
 export function closeOwnerBalance(input: OwnerCloseInput): BalanceTransition {
   const isNew = input.balance === null;
   let balance: BalanceState = input.balance ?? NEW_BALANCE;
-  const statements: { type: 'sales' | 'transfer_fee' | 'forfeit'; net: number }[] = [];
+  const statements: { type: 'sales' | TermStatementType | 'transfer_fee' | 'forfeit'; net: number }[] = [];
   const events: { type: BalanceEventType; balance: BalanceState; atClose: boolean }[] = [];
   if (isNew) events.push({ type: 'balance.created', balance, atClose: true });
   if (input.salesNet !== null) {
     statements.push({ type: 'sales', net: input.salesNet });
     balance = { ...balance, net: balance.net + input.salesNet, deadline: deferralDeadline(input.closeAt, balance.deadline) };
-    if (!isNew) events.push({ type: 'balance.merged', balance, atClose: false });
   }
+  for (const other of input.otherStatements ?? []) {
+    statements.push({ type: other.type, net: assertYen(other.net, `${other.type} net`) });
+    balance = { ...balance, net: balance.net + other.net };
+  }
+  const joined = statements.length > 0;
+  if (joined && !isNew) events.push({ type: 'balance.merged', balance, atClose: false });
   const decision = decideBalanceAtClose({ net: balance.net, minimum: input.minimum, deadline: balance.deadline, closeAt: input.closeAt });
   switch (decision.outcome) {
     case 'defer':
-      return { decision, statements, changed: input.salesNet !== null || isNew, events, after: balance };
+      return { decision, statements, changed: joined || isNew, events, after: balance };
     case 'claim':
       balance = { ...balance, state: 'claim', dueDate: input.due.date, dueAt: input.due.at };
       break;

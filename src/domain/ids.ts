@@ -26,6 +26,7 @@ export const ID_PREFIX = {
   webhookEndpoint: 'we_',
   refund: 're_',
   reauthorization: 'rea_',
+  adjustment: 'adj_',
   paymentRefund: 'pyre_',
   paymentDispute: 'pydp_',
   product: 'prod_',

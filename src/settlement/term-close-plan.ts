@@ -20,6 +20,7 @@ import {
   type RefundAggregate,
   type StatementDraft,
 } from '../domain/sales-statements';
+import { miscStatements, serviceFeeStatement, type AdjustmentSubject, type ServicePlanSubject } from '../domain/service-statements';
 import type { EventInput } from '../events/outbox';
 import { renderStatement, type BalanceRow, type StatementRow } from './statements';
 import { renderTerm, type TermRow } from './terms';
@@ -60,6 +61,25 @@ export interface DisputeAggregateRow {
   readonly cpfo: number;
 }
 
+/** A term's billed plan fees of one subject, summed by the database. */
+export interface PlanFeeAggregateRow {
+  readonly account_id: string;
+  readonly term_id: string;
+  readonly subject: ServicePlanSubject;
+  readonly amount: number;
+}
+
+/** A term's adjustments of one owner and subject, summed by the database. */
+export interface AdjustmentAggregateRow {
+  readonly account_id: string;
+  readonly term_id: string;
+  readonly owner: SettlementOwner;
+  readonly owner_ref: string;
+  readonly tenant_id: string | null;
+  readonly subject: AdjustmentSubject;
+  readonly amount: number;
+}
+
 export interface TenantMinimumRow {
   readonly account_id: string;
   readonly livemode: boolean;
@@ -73,6 +93,9 @@ export interface TermCloseInput {
   readonly charges: readonly ChargeAggregateRow[];
   readonly refunds: readonly RefundAggregateRow[];
   readonly disputes: readonly DisputeAggregateRow[];
+  /** Optional: a close without plan fees or adjustments may leave them out. */
+  readonly planFees?: readonly PlanFeeAggregateRow[];
+  readonly adjustments?: readonly AdjustmentAggregateRow[];
   /** The collecting balances of the terms' accounts and modes. */
   readonly collecting: readonly BalanceRow[];
   readonly tenants: readonly TenantMinimumRow[];
@@ -124,6 +147,14 @@ export function planTermClose(input: TermCloseInput, ids: IdGenerator): TermClos
     chargebackFeeOffset: row.cfo,
     chargebackPlatformFeeOffset: row.cpfo,
   }));
+  const planFeesOf = groupBy(input.planFees ?? [], (row) => compositeKey(row.account_id, row.term_id), (row) => ({ subject: row.subject, amount: row.amount }));
+  const adjustmentsOf = groupBy(input.adjustments ?? [], (row) => compositeKey(row.account_id, row.term_id), (row) => ({
+    owner: row.owner,
+    ownerRef: row.owner_ref,
+    tenantId: row.tenant_id,
+    subject: row.subject,
+    amount: row.amount,
+  }));
   const balancesOf = new Map<string, Map<string, BalanceRow>>();
   for (const row of input.collecting) {
     const key = compositeKey(row.account_id, row.livemode);
@@ -143,12 +174,21 @@ export function planTermClose(input: TermCloseInput, ids: IdGenerator): TermClos
     const closeAt = term.end_at;
     const termKey = compositeKey(term.account_id, term.term_id);
     const sales = termSalesStatements(chargesOf.get(termKey) ?? [], refundsOf.get(termKey) ?? [], disputesOf.get(termKey) ?? []);
+    // The term's statements that do not come from payments: the merchant's plan fees, and each owner's adjustments.
+    const serviceFee = serviceFeeStatement(planFeesOf.get(termKey) ?? []);
+    const misc = miscStatements(adjustmentsOf.get(termKey) ?? []);
+    const othersOf = (ownerRef: string): StatementDraft[] => [
+      ...(serviceFee !== null && serviceFee.ownerRef === ownerRef ? [serviceFee] : []),
+      ...misc.filter((s) => s.ownerRef === ownerRef),
+    ];
     closedTerms.push({ ...term, closed: true, closed_at: closeAt, charge_count: sales.chargeCount, refund_count: sales.refundCount, dispute_count: sales.disputeCount });
     const due = balanceDueDate({ start: term.start_at, end: term.end_at }, term.cycle);
     const existing = balancesOf.get(compositeKey(term.account_id, term.livemode)) ?? new Map<string, BalanceRow>();
-    // The owners: those with a sales statement this term, then those with a collecting balance.
+    // The owners: those with a statement this term, then those with a collecting balance.
     const owners = new Map<string, OwnerKey>();
-    for (const statement of sales.statements) owners.set(statement.ownerRef, { owner: statement.owner, ownerRef: statement.ownerRef, tenantId: statement.tenantId });
+    for (const statement of [...sales.statements, ...(serviceFee === null ? [] : [serviceFee]), ...misc]) {
+      if (!owners.has(statement.ownerRef)) owners.set(statement.ownerRef, { owner: statement.owner, ownerRef: statement.ownerRef, tenantId: statement.tenantId });
+    }
     for (const balance of [...existing.values()].sort((a, b) => (a.owner_ref < b.owner_ref ? -1 : a.owner_ref > b.owner_ref ? 1 : 0))) {
       if (!owners.has(balance.owner_ref)) owners.set(balance.owner_ref, { owner: balance.owner, ownerRef: balance.owner_ref, tenantId: balance.tenant_id });
     }
@@ -156,7 +196,15 @@ export function planTermClose(input: TermCloseInput, ids: IdGenerator): TermClos
       const salesStatement = sales.statements.find((s) => s.ownerRef === owner.ownerRef);
       const previous = existing.get(owner.ownerRef);
       const minimum = minimumTransferAmount(ownerRule(owner, minimumOf.get(compositeKey(term.account_id, term.livemode, owner.ownerRef))));
-      const transition = closeOwnerBalance({ balance: previous === undefined ? null : stateOf(previous), salesNet: salesStatement?.net ?? null, minimum, closeAt, due });
+      const others = othersOf(owner.ownerRef);
+      const transition = closeOwnerBalance({
+        balance: previous === undefined ? null : stateOf(previous),
+        salesNet: salesStatement?.net ?? null,
+        otherStatements: others.map((s) => ({ type: s.type as 'service_fee' | 'misc', net: s.net })),
+        minimum,
+        closeAt,
+        due,
+      });
       if (!transition.changed) continue;
       const base: BalanceRow = previous ?? {
         account_id: term.account_id,
@@ -180,6 +228,8 @@ export function planTermClose(input: TermCloseInput, ids: IdGenerator): TermClos
         const draft =
           added.type === 'sales'
             ? salesStatement!
+            : added.type === 'service_fee' || added.type === 'misc'
+              ? others.find((s) => s.type === added.type)!
             : added.type === 'transfer_fee'
               ? statementDraft(owner.owner, owner.ownerRef, owner.tenantId, 'transfer_fee', STATEMENT_TITLES.transfer_fee, [{ subject: 'transfer_fee', amount: added.net, taxRate: SERVICE_FEE_TAX_RATE }])
               : statementDraft(owner.owner, owner.ownerRef, owner.tenantId, 'forfeit', STATEMENT_TITLES.forfeit, [{ subject: 'forfeit', amount: added.net, taxRate: '0.00' }]);

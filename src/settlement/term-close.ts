@@ -6,7 +6,8 @@
  *   1. lock the due terms (the earliest open term of each account and mode only, so a late slot
  *      closes an account's terms one after the other, each with the balances the previous left);
  *   2. aggregate the terms' charges, refunds and disputes with three GROUP BY queries (per tenant and
- *      payjp_fee_included: a handful of rows per term, whatever the number of charges);
+ *      payjp_fee_included: a handful of rows per term, whatever the number of charges), and the
+ *      terms' billed plan fees and adjustments with two more (per subject and owner);
  *   3. lock the owners' collecting balances and read the tenants' minimums;
  *   4. plan statements, balances and events in memory (planTermClose, no I/O; the balance rules
  *      are src/domain/balance-rules.ts);
@@ -30,7 +31,17 @@ import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { inBothApis } from './v2-settlement-objects';
 import { recordEvents, type EventInput } from '../events/outbox';
 import { balanceObjects, type BalanceRow, type StatementRow } from './statements';
-import { planTermClose, type ChargeAggregateRow, type RefundAggregateRow, type DisputeAggregateRow, type TenantMinimumRow, type TermCloseInput, type TermClosePlan } from './term-close-plan';
+import {
+  planTermClose,
+  type AdjustmentAggregateRow,
+  type ChargeAggregateRow,
+  type DisputeAggregateRow,
+  type PlanFeeAggregateRow,
+  type RefundAggregateRow,
+  type TenantMinimumRow,
+  type TermCloseInput,
+  type TermClosePlan,
+} from './term-close-plan';
 import { openTerms, type TermRow } from './terms';
 
 export type TermCloseCounts = {
@@ -132,7 +143,7 @@ async function readTermBatch(trx: Kysely<Database>, batchAccounts: readonly stri
     LIMIT ${limit}
     FOR UPDATE OF t`.execute(trx);
   const terms = due.rows;
-  if (terms.length === 0) return { terms, charges: [], refunds: [], disputes: [], collecting: [], tenants: [] };
+  if (terms.length === 0) return { terms, charges: [], refunds: [], disputes: [], planFees: [], adjustments: [], collecting: [], tenants: [] };
   // The terms by id through the terms table rather than a JSON list: the planner then knows how
   // many terms (and so charges) a batch covers and picks index lookups for a few terms, a hash join
   // over a sequential scan for a month-end batch of thousands.
@@ -143,7 +154,7 @@ async function readTermBatch(trx: Kysely<Database>, batchAccounts: readonly stri
 
   // 2. The terms' money, aggregated in the database; 3. collecting balances of the accounts
   //    (locked) and the tenants' minimums.
-  const [charges, refunds, disputes, collecting, tenants] = await Promise.all([
+  const [charges, refunds, disputes, planFees, adjustments, collecting, tenants] = await Promise.all([
     sql<ChargeAggregateRow>`
       SELECT c.account_id, c.term_id, c.tenant_id, coalesce(c.payjp_fee_included, false) AS inc, count(*)::int AS n,
              sum(c.amount_captured)::bigint AS gross, sum(c.fee)::bigint AS fee, coalesce(sum(c.platform_fee), 0)::bigint AS pf
@@ -165,6 +176,18 @@ async function readTermBatch(trx: Kysely<Database>, batchAccounts: readonly stri
       WHERE k.term_id = ANY(${termIds}::text[]) AND k.account_id = ANY(${accountIds}::text[]) AND NOT k.closed
       GROUP BY d.account_id, d.term_id, d.tenant_id, d.payjp_fee_included
       ORDER BY d.account_id, d.term_id, d.tenant_id NULLS FIRST, inc`.execute(trx),
+    sql<PlanFeeAggregateRow>`
+      SELECT f.account_id, f.term_id, f.subject, sum(f.amount)::bigint AS amount
+      FROM terms k JOIN service_fee_charges f ON f.account_id = k.account_id AND f.livemode = k.livemode AND f.term_id = k.term_id
+      WHERE k.term_id = ANY(${termIds}::text[]) AND k.account_id = ANY(${accountIds}::text[]) AND NOT k.closed
+      GROUP BY f.account_id, f.term_id, f.subject
+      ORDER BY f.account_id, f.term_id, f.subject`.execute(trx),
+    sql<AdjustmentAggregateRow>`
+      SELECT j.account_id, j.term_id, j.owner, j.owner_ref, j.tenant_id, j.subject, sum(j.amount)::bigint AS amount
+      FROM terms k JOIN adjustments j ON j.account_id = k.account_id AND j.livemode = k.livemode AND j.term_id = k.term_id
+      WHERE k.term_id = ANY(${termIds}::text[]) AND k.account_id = ANY(${accountIds}::text[]) AND NOT k.closed
+      GROUP BY j.account_id, j.term_id, j.owner, j.owner_ref, j.tenant_id, j.subject
+      ORDER BY j.account_id, j.term_id, j.owner_ref, j.subject`.execute(trx),
     sql<BalanceRow>`
       SELECT b.* FROM ${k.from}
       JOIN balances b ON ${inAccounts('b.account_id', accountIds)} AND b.account_id = ${k.col('a')} AND b.livemode = ${k.col('l')} AND b.state = 'collecting'
@@ -174,7 +197,16 @@ async function readTermBatch(trx: Kysely<Database>, batchAccounts: readonly stri
       SELECT t.account_id, t.livemode, t.tenant_id, t.minimum_transfer_amount FROM ${k.from}
       JOIN tenants t ON t.account_id = ${k.col('a')} AND t.livemode = ${k.col('l')}`.execute(trx),
   ]);
-  return { terms, charges: charges.rows, refunds: refunds.rows, disputes: disputes.rows, collecting: collecting.rows, tenants: tenants.rows };
+  return {
+    terms,
+    charges: charges.rows,
+    refunds: refunds.rows,
+    disputes: disputes.rows,
+    planFees: planFees.rows,
+    adjustments: adjustments.rows,
+    collecting: collecting.rows,
+    tenants: tenants.rows,
+  };
 }
 
 /** Step 5: statements and items, balances, terms, events (balance events with the objects read after the writes), the next terms. */

@@ -24,7 +24,7 @@ function table(head: readonly string[], rows: readonly string[][], total = false
 function monthTable(summary: Summary): string {
   const all = [...summary.months, { ...summary.totals, month: 'total' }];
   return table(
-    ['Month', 'MRR ¥', 'Active', 'Trial', 'Paused', 'Canceled', 'New', 'Churned', 'Recovered', 'Captured ¥', 'Failed renewals', 'Refunded ¥', 'Fees ¥', 'Platform fees ¥', 'Paid out ¥', 'Carried ¥', 'Forfeited ¥'],
+    ['Month', 'MRR ¥', 'Active', 'Trial', 'Paused', 'Canceled', 'New', 'Churned', 'Recovered', 'Captured ¥', 'Failed renewals', 'Refunded ¥', 'Fees ¥', 'Platform fees ¥', 'Plan fees ¥', 'Adjustments ¥', 'Paid out ¥', 'Carried ¥', 'Forfeited ¥'],
     all.map((m) => [
       escape(m.month),
       ...subscriberCells(m),
@@ -33,6 +33,8 @@ function monthTable(summary: Summary): string {
       yen(m.refunded_yen),
       yen(m.fees_yen),
       yen(m.platform_fees_yen),
+      yen(m.service_fees_yen),
+      yen(m.adjustments_yen),
       byName(m.paid_out_by_owner),
       byName(m.carried_by_owner),
       byName(m.forfeited_by_owner),

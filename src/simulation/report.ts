@@ -24,6 +24,7 @@ import { webhookReport } from './webhooks';
 import { EVENT_TEXT_SQL } from '../events/outbox';
 import { findOperation, runOperation } from '../operations/registry';
 import { subscriptionObjects } from '../subscriptions/subscription-record';
+import { renderAdjustment } from '../settlement/adjustments';
 
 const PAGE = 5_000;
 
@@ -40,6 +41,10 @@ export interface MonthMoney {
   fees_yen: number;
   /** Platform fees of the charges captured in the month (platform mode). */
   platform_fees_yen: number;
+  /** The merchant accounts' own paid plans of the service billed for the month (`service_fee` statements). */
+  service_fees_yen: number;
+  /** Operator adjustments booked in the month, signed (positive: paid to the owner; `misc` statements). */
+  adjustments_yen: number;
   /** Failed renewal charges of the month by failure code. */
   failed_renewals_by_reason: Record<string, number>;
   /**
@@ -111,6 +116,8 @@ function emptyMonth(month: string): MonthSummary {
     refunded_yen: 0,
     fees_yen: 0,
     platform_fees_yen: 0,
+    service_fees_yen: 0,
+    adjustments_yen: 0,
     failed_renewals_by_reason: {},
     paid_out_by_owner: {},
     ...emptyMonthEnd(),
@@ -468,6 +475,18 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
     return { id: refund.refund_id, object: 'refund', livemode: refund.livemode, account: refund.account_id, charge: refund.charge_id, amount: refund.amount, reason: refund.reason, created: Math.floor(refund.created_at.getTime() / 1000) };
   });
 
+  // The statements that do not come from payments: plan fees by the month they bill, adjustments by the month booked.
+  const serviceFees = await db.selectFrom('service_fee_charges').selectAll().orderBy('account_id').orderBy('livemode').orderBy('period_start').execute();
+  await json.array('service_fees', single(serviceFees), (fee) => {
+    month(fee.period_start).service_fees_yen += fee.amount;
+    return { account: fee.account_id, livemode: fee.livemode, month: jstMonth(fee.period_start), subject: fee.subject, amount: fee.amount, term_id: fee.term_id };
+  });
+  const adjustments = await db.selectFrom('adjustments').selectAll().orderBy('account_id').orderBy('created_at').orderBy('adjustment_id').execute();
+  await json.array('adjustments', single(adjustments), (row) => {
+    month(row.created_at).adjustments_yen += row.amount;
+    return { ...renderAdjustment(row), account: row.account_id };
+  });
+
   const terms = await listAll(world, 'terms.list');
   await json.array('terms', single(terms));
   const statements = await listAll(world, 'statements.list');
@@ -572,6 +591,8 @@ const FLOW_FIGURES = [
   'refunded_yen',
   'fees_yen',
   'platform_fees_yen',
+  'service_fees_yen',
+  'adjustments_yen',
   'new_subscriptions',
   'churned_subscriptions',
   'recovered_subscriptions',
@@ -582,7 +603,7 @@ function monthEndStates(m: MonthSummary): Pick<MonthSummary, 'mrr_yen' | 'subscr
   return { mrr_yen: m.mrr_yen, subscriptions: { ...m.subscriptions }, carried_by_owner: { ...m.carried_by_owner } };
 }
 
-const METRICS = ['mrr_yen', 'charges', 'captured_yen', 'failed_renewals', 'refunded_yen', 'fees_yen', 'platform_fees_yen', 'new_subscriptions', 'churned_subscriptions', 'recovered_subscriptions'] as const;
+const METRICS = ['mrr_yen', 'charges', 'captured_yen', 'failed_renewals', 'refunded_yen', 'fees_yen', 'platform_fees_yen', 'service_fees_yen', 'adjustments_yen', 'new_subscriptions', 'churned_subscriptions', 'recovered_subscriptions'] as const;
 
 export interface DiffRow {
   readonly month: string;
@@ -632,8 +653,20 @@ const byName = (record: Record<string, number>) =>
 export function formatSummary(summary: Summary, title = 'Simulation'): string {
   const all = [...summary.months, { ...summary.totals, month: 'total' }];
   const money = textTable(
-    ['month', 'charges', 'captured ¥', 'failed renewals', 'refunds', 'refunded ¥', 'fees ¥', 'platform fees ¥', 'paid out by owner ¥'],
-    all.map((m) => [m.month, yen(m.charges), yen(m.captured_yen), yen(m.failed_renewals), yen(m.refunds), yen(m.refunded_yen), yen(m.fees_yen), yen(m.platform_fees_yen), byName(m.paid_out_by_owner)]),
+    ['month', 'charges', 'captured ¥', 'failed renewals', 'refunds', 'refunded ¥', 'fees ¥', 'platform fees ¥', 'plan fees ¥', 'adjustments ¥', 'paid out by owner ¥'],
+    all.map((m) => [
+      m.month,
+      yen(m.charges),
+      yen(m.captured_yen),
+      yen(m.failed_renewals),
+      yen(m.refunds),
+      yen(m.refunded_yen),
+      yen(m.fees_yen),
+      yen(m.platform_fees_yen),
+      yen(m.service_fees_yen),
+      yen(m.adjustments_yen),
+      byName(m.paid_out_by_owner),
+    ]),
   );
   const business = textTable(
     ['month', 'MRR ¥', 'active', 'trial', 'paused', 'canceled', 'new', 'churned', 'recovered', 'holds auth/capt/released/reauth', 'failed renewals by reason'],

@@ -25,11 +25,27 @@ export interface ScenarioAccount {
   readonly term_cycle?: 'monthly' | 'semi_monthly';
   readonly fee_rates?: Readonly<Record<string, string>>;
   readonly options?: Readonly<Record<string, string | number | boolean | null>>;
+  /** The account's own paid plan of the service (test mode), billed monthly into `service_fee` statements. */
+  readonly service_plan?: ScenarioServicePlan;
   /**
-   * In a what-if overlay, for an account of the baseline: the fee rates and options take effect
-   * from this date or instant (JST unless it has a zone) instead of from the start.
+   * In a what-if overlay, for an account of the baseline: the fee rates, options and service plan
+   * take effect from this date or instant (JST unless it has a zone) instead of from the start.
    */
   readonly from?: string;
+}
+
+/** A paid plan of the service: `proplan` or `plan_fee`, at a monthly fee in yen (0: no paid plan). */
+export interface ScenarioServicePlan {
+  readonly subject: 'proplan' | 'plan_fee';
+  readonly monthly_fee: number;
+}
+
+/** A service plan setting of a scenario, in force from an instant (servicePlanSettings). */
+export interface ServicePlanChange {
+  readonly entry: string;
+  readonly account: string;
+  readonly from: Date | undefined;
+  readonly plan: ScenarioServicePlan;
 }
 
 /** An overlay's account settings that take effect from a date (made by overlayScenario, not written in files). */
@@ -39,10 +55,17 @@ export interface AccountChange {
   readonly from: string;
   readonly fee_rates?: Readonly<Record<string, string>>;
   readonly options?: Readonly<Record<string, string | number | boolean | null>>;
+  readonly service_plan?: ScenarioServicePlan;
 }
 
 /** The simulation's own step that changes an account's settings (an AccountChange); not an API operation. */
 export const ACCOUNT_SETTINGS_OP = 'simulation.account_settings';
+
+/**
+ * A timeline entry that books an operator adjustment (src/settlement/adjustments.ts): params
+ * `amount`, `subject` (`reallocation` or `other`), `reason`, optional `owner`. Not an API operation.
+ */
+export const ADJUSTMENT_OP = 'adjustments.add';
 
 interface Placed {
   readonly ref?: string;
@@ -208,9 +231,16 @@ export function overlayScenario(base: Scenario, overlay: Scenario): Scenario {
       if (id === undefined || (at < 0 && !(accounts.length === 0 && id === DEFAULT_ACCOUNT_ID))) {
         throw new ScenarioError(`what-if accounts[${i}].from: only settings of an account of the baseline can take effect from a date`);
       }
-      const others = Object.keys(extra).filter((key) => !['id', 'from', 'fee_rates', 'options'].includes(key));
-      if (others.length > 0) throw new ScenarioError(`what-if accounts[${i}].from: only fee_rates and options can take effect from a date, not ${others.join(', ')}`);
-      changes.push({ entry: `what-if accounts[${i}]`, account: id, from: extra.from, ...(extra.fee_rates ? { fee_rates: extra.fee_rates } : {}), ...(extra.options ? { options: extra.options } : {}) });
+      const others = Object.keys(extra).filter((key) => !['id', 'from', 'fee_rates', 'options', 'service_plan'].includes(key));
+      if (others.length > 0) throw new ScenarioError(`what-if accounts[${i}].from: only fee_rates, options and service_plan can take effect from a date, not ${others.join(', ')}`);
+      changes.push({
+        entry: `what-if accounts[${i}]`,
+        account: id,
+        from: extra.from,
+        ...(extra.fee_rates ? { fee_rates: extra.fee_rates } : {}),
+        ...(extra.options ? { options: extra.options } : {}),
+        ...(extra.service_plan ? { service_plan: extra.service_plan } : {}),
+      });
       continue;
     }
     if (at < 0) {
@@ -391,6 +421,14 @@ export function planSteps(scenario: Scenario, options: PlanOptions): Step[] {
   });
   for (const change of scenario.account_changes ?? []) {
     const { fee_rates, options } = change;
+    // A service plan is dated itself: it is written before the run (servicePlanSettings), not as a step.
+    if (change.service_plan) {
+      const at = instantOf(change.from, `${change.entry}.from`);
+      if (at.getTime() < from.getTime() || at.getTime() >= to.getTime()) {
+        throw new ScenarioError(`${change.entry}.service_plan (from ${formatJst(at)}): the instant is outside the simulated range [${formatJst(from)}, ${formatJst(to)})`);
+      }
+    }
+    if (!fee_rates && !options) continue;
     add({
       entry: change.entry,
       at: instantOf(change.from, `${change.entry}.from`),
@@ -416,7 +454,7 @@ export function planSteps(scenario: Scenario, options: PlanOptions): Step[] {
   });
 
   placed.sort((a, b) => a.step.at.getTime() - b.step.at.getTime() || a.order - b.order);
-  const known = new Set([...options.operations, ACCOUNT_SETTINGS_OP]);
+  const known = new Set([...options.operations, ACCOUNT_SETTINGS_OP, ADJUSTMENT_OP]);
   const defined = new Set<string>();
   const steps = placed.map(({ step }) => step);
   for (const step of steps) {
@@ -437,4 +475,18 @@ export function planSteps(scenario: Scenario, options: PlanOptions): Step[] {
     }
   }
   return steps;
+}
+
+/**
+ * The scenario's service plan settings in the order they are written before the run: each
+ * account's own `service_plan` (in force from the start of the range, `from` undefined), then a
+ * what-if's dated ones (`accounts[].from`) by instant. Plan settings are effective-dated, so they
+ * are stored up front and the billing job reads the one in force at each month's start.
+ */
+export function servicePlanSettings(scenario: Scenario): ServicePlanChange[] {
+  const own: ServicePlanChange[] = scenarioAccounts(scenario).flatMap((account, i) => (account.service_plan ? [{ entry: `accounts[${i}].service_plan`, account: account.id, from: undefined, plan: account.service_plan }] : []));
+  const dated = (scenario.account_changes ?? [])
+    .flatMap((change) => (change.service_plan ? [{ entry: `${change.entry}.service_plan`, account: change.account, from: instantOf(change.from, `${change.entry}.from`), plan: change.service_plan }] : []))
+    .sort((a, b) => a.from.getTime() - b.from.getTime());
+  return [...own, ...dated];
 }

@@ -34,7 +34,9 @@ import { simulatedCardNetwork } from '../processor/card-network';
 import { tokenizedCardOf } from '../customers/tokens';
 import { subscribeNewCustomers, type NewSubscriber, type NewSubscriberResult } from '../subscriptions/new-subscribers';
 import type { SourceSnapshot } from './source-copy';
-import { ACCOUNT_SETTINGS_OP, ITEM_LABEL, parseRef, refsIn, scenarioAccounts, type JsonObject, type Scenario, type Step } from './scenario';
+import { bookAdjustment } from '../settlement/adjustments';
+import { setServicePlan } from '../settlement/service-fees';
+import { ACCOUNT_SETTINGS_OP, ADJUSTMENT_OP, ITEM_LABEL, parseRef, refsIn, scenarioAccounts, servicePlanSettings, type JsonObject, type Scenario, type Step } from './scenario';
 import { VirtualClock } from '../engine/clock';
 import { createContext, type Context } from '../engine/context';
 import { simulatedWebhookTransport, type SimulatedBehaviour } from '../webhooks/transport';
@@ -303,7 +305,32 @@ async function createAccounts(ctx: Context, scenario: Scenario): Promise<string[
     }
     ids.push(account.id);
   }
+  // Plan settings are dated: written now, each in force from its own instant (the start when it has none).
+  for (const setting of servicePlanSettings(scenario)) {
+    try {
+      await setServicePlan(ctx, { accountId: setting.account, livemode: false }, { subject: setting.plan.subject, monthlyFee: setting.plan.monthly_fee, ...(setting.from ? { from: setting.from } : {}) });
+    } catch (error) {
+      if (error instanceof KessaiError) throw new SimulationError(`${setting.entry} (${setting.account}): ${error.param ?? ''} ${error.message}`.replace('  ', ' '));
+      throw error;
+    }
+  }
   return ids;
+}
+
+/** An ADJUSTMENT_OP step: the operator's adjustment, booked as the adjustment command books it. */
+async function addAdjustment(ctx: Context, caller: Caller, params: JsonObject): Promise<Record<string, unknown>> {
+  const text = (name: string): string | undefined => {
+    const value = params[name];
+    if (value === undefined) return undefined;
+    if (typeof value !== 'string') throw new KessaiError('invalid_param_key', { param: name, message: `${name} must be a string` });
+    return value;
+  };
+  const unknown = Object.keys(params).filter((key) => !['amount', 'subject', 'reason', 'owner'].includes(key));
+  if (unknown.length > 0) throw new KessaiError('invalid_param_key', { param: unknown[0]!, message: `unknown parameter of ${ADJUSTMENT_OP}: ${unknown.join(', ')}` });
+  const amount = params.amount;
+  if (typeof amount !== 'number') throw new KessaiError('invalid_amount', { param: 'amount', message: 'amount must be a whole number of yen' });
+  const owner = text('owner');
+  return (await bookAdjustment(ctx, caller, { amount, subject: text('subject') ?? '', reason: text('reason') ?? '', ...(owner === undefined ? {} : { owner }) })) as unknown as Record<string, unknown>;
 }
 
 /**
@@ -688,7 +715,12 @@ async function runOne(
   stats.steps += 1;
   try {
     const params = resolveParams(step.params, results, step.entry) as JsonObject;
-    const result = step.op === ACCOUNT_SETTINGS_OP ? await changeAccountSettings(ctx, step.account, params) : ((await runOperation(ctx, caller, step.op, params)) as Record<string, unknown>);
+    const result =
+      step.op === ACCOUNT_SETTINGS_OP
+        ? await changeAccountSettings(ctx, step.account, params)
+        : step.op === ADJUSTMENT_OP
+          ? await addAdjustment(ctx, caller, params)
+          : ((await runOperation(ctx, caller, step.op, params)) as Record<string, unknown>);
     if (step.ref !== undefined) results.set(step.ref, result);
     outcomes.push({
       entry: step.entry,

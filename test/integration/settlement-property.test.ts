@@ -1,17 +1,23 @@
 /**
  * Property through the database (service rules §4): over random charges, refunds and disputes
- * written through the settlement hooks and the disputes job and closed by the term-close job,
- * money in (captured − refunded − disputed) = all owners' statement nets + the service's fees, and
- * every statement's net is its items' sum.
+ * written through the settlement hooks and the disputes job, a random paid plan billed by the
+ * service-fee job and random operator adjustments, closed by the term-close job: money in
+ * (captured − refunded − disputed) = all owners' sales statement nets + the service's fees; the
+ * service_fee statements bill exactly the plan fees and the misc statements carry exactly the
+ * adjustments; every statement's net is its items' sum, and every balance's net is the sum of its
+ * statements (sales, service_fee, misc, transfer_fee alike).
  */
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { disputeOpeningJob } from '../../jobs/dispute-opening';
+import { serviceFeeBillingJob } from '../../jobs/service-fee-billing';
 import { termCloseJob } from '../../jobs/term-close';
 import { createAccount } from '../../src/accounts/accounts';
 import { Scheduler } from '../../src/engine/scheduler';
 import { runOperation } from '../../src/operations/registry';
+import { bookAdjustment } from '../../src/settlement/adjustments';
+import { setServicePlan } from '../../src/settlement/service-fees';
 import { createTestDatabase, testContext, type TestDatabase } from '../support/database';
 import { captureCharge, refundCharge } from '../support/settlement-seed';
 
@@ -26,7 +32,7 @@ beforeAll(async () => {
 afterAll(async () => database?.drop());
 
 describe('conservation over random charges, refunds and disputes', () => {
-  it('property: captured − refunded − disputed = Σ statement nets + Σ fee − Σ refund_fee_offset − Σ chargeback_fee_offset, for every closed term', async () => {
+  it('property: captured − refunded − disputed = Σ sales statement nets + Σ fee − Σ refund_fee_offset − Σ chargeback_fee_offset; service_fee and misc statements = plan fees and adjustments; each balance = Σ its statements', async () => {
     let run = 0;
     await fc.assert(
       fc.asyncProperty(
@@ -42,7 +48,17 @@ describe('conservation over random charges, refunds and disputes', () => {
           }),
           { minLength: 1, maxLength: 12 },
         ),
-        async (charges) => {
+        fc.option(fc.record({ subject: fc.constantFrom('proplan', 'plan_fee'), fee: fc.integer({ min: 0, max: 50_000 }) }), { nil: null }),
+        fc.array(
+          fc.record({
+            amount: fc.integer({ min: -80_000, max: 80_000 }).filter((n) => n !== 0),
+            subject: fc.constantFrom('reallocation', 'other'),
+            // 0: the merchant, 1: the platform, 2..4: a tenant.
+            owner: fc.integer({ min: 0, max: 4 }),
+          }),
+          { maxLength: 4 },
+        ),
+        async (charges, plan, adjustments) => {
           run += 1;
           const accountId = `acct_prop${run}`;
           await createAccount(ctx, { name: accountId, id: accountId });
@@ -62,6 +78,16 @@ describe('conservation over random charges, refunds and disputes', () => {
               await refundCharge(ctx.db, ctx, { accountId, chargeId, refundId: `re_p${run}_${i}`, amount: refunded, at: jst('2027-03-29T12:00:00') });
             }
             if (c.disputed) await sql`UPDATE charges SET dispute_due_at = ${jst('2027-03-30T12:00:00')} WHERE account_id = ${accountId} AND charge_id = ${chargeId}`.execute(ctx.db);
+          }
+          if (plan !== null) {
+            await setServicePlan(ctx, caller, { subject: plan.subject, monthlyFee: plan.fee, from: jst('2027-03-01T00:00:00') });
+            const billCtx = testContext(database.store, { at: jst('2027-03-01T00:00:00'), seed: 500 + run });
+            expect((await new Scheduler(billCtx, [serviceFeeBillingJob], { owner: 'test' }).runSlot(serviceFeeBillingJob.name, jst('2027-03-01T00:00:00'))).status).toBe('succeeded');
+          }
+          const bookCtx = testContext(database.store, { at: jst('2027-03-20T15:00:00'), seed: 600 + run });
+          for (const a of adjustments) {
+            const owner = a.owner === 0 ? 'merchant' : a.owner === 1 ? 'platform' : tenantIds[a.owner - 1]!;
+            await bookAdjustment(bookCtx, caller, { amount: a.amount, subject: a.subject, reason: 'property test', owner });
           }
           const disputeCtx = testContext(database.store, { at: jst('2027-03-31T00:00:00'), seed: 700 + run });
           const opened = await new Scheduler(disputeCtx, [disputeOpeningJob], { owner: 'test' }).runSlot(disputeOpeningJob.name, jst('2027-03-31T00:00:00'));
@@ -83,6 +109,21 @@ describe('conservation over random charges, refunds and disputes', () => {
           const t = totals.rows[0]!;
           expect(t.money_in).toBe(t.nets + t.service);
           expect(t.bad_items).toBe(0);
+          // The statements that do not come from payments carry exactly what was billed and booked.
+          const others = await sql<{ service_fee: number; billed: number; misc: number; adjusted: number; bad_balances: number }>`
+            SELECT
+              (SELECT coalesce(sum(net), 0) FROM statements WHERE account_id = ${accountId} AND type = 'service_fee')::bigint AS service_fee,
+              (SELECT coalesce(-sum(amount), 0) FROM service_fee_charges WHERE account_id = ${accountId})::bigint AS billed,
+              (SELECT coalesce(sum(net), 0) FROM statements WHERE account_id = ${accountId} AND type = 'misc')::bigint AS misc,
+              (SELECT coalesce(sum(amount), 0) FROM adjustments WHERE account_id = ${accountId})::bigint AS adjusted,
+              (SELECT count(*) FROM balances b WHERE b.account_id = ${accountId}
+                 AND b.net <> (SELECT coalesce(sum(net), 0) FROM statements s WHERE s.account_id = b.account_id AND s.livemode = b.livemode AND s.balance_id = b.balance_id))::int AS bad_balances`.execute(ctx.db);
+          const o = others.rows[0]!;
+          expect(o.service_fee).toBe(plan !== null && plan.fee > 0 ? -plan.fee : 0);
+          expect(o.service_fee).toBe(o.billed);
+          expect(o.misc).toBe(adjustments.reduce((sum, a) => sum + a.amount, 0));
+          expect(o.misc).toBe(o.adjusted);
+          expect(o.bad_balances).toBe(0);
           // Every dispute was booked: the closed term counts them, and their chargebacks are on statements.
           const booked = await sql<{ counted: number; disputed: number; chargeback: number }>`
             SELECT (SELECT coalesce(sum(dispute_count), 0) FROM terms WHERE account_id = ${accountId} AND closed)::int AS counted,

@@ -405,7 +405,7 @@ describe('exactly once and at the item\'s own instant', () => {
 
   it('registers terms.close and balances.close after every other job but webhook delivery (which sends what they write), daily at 00:00 JST', () => {
     const names = ALL_JOBS.map((job) => job.name);
-    expect(names.slice(-3)).toEqual(['terms.close', 'balances.close', 'webhooks.deliver']);
+    expect(names.slice(-4)).toEqual(['terms.close', 'service_fees.bill', 'balances.close', 'webhooks.deliver']);
     expect(termCloseJob.schedule).toBe('0 0 * * *');
   });
 });

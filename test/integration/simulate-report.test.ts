@@ -179,3 +179,61 @@ describe('what-if with dates (issue 14, point 5)', () => {
     );
   });
 });
+
+describe('plan fees and adjustments in a simulation, and a what-if that raises the plan fee', () => {
+  const baseline = parseScenario(
+    JSON.stringify({
+      accounts: [{ id: 'acct_pro', service_plan: { subject: 'proplan', monthly_fee: 10_000 } }],
+      plans: [{ ref: 'monthly', params: { amount: 30_000, currency: 'jpy', interval: 'month' } }],
+      customers: [{ ref: 'a', card: { number: '4242424242424242', exp_month: 12, exp_year: 2032 } }],
+      timeline: [
+        { at: '2027-01-10T10:00', op: 'subscriptions.create', params: { customer: '$a', plan: '$monthly' } },
+        { at: '2027-02-15T10:00', op: 'adjustments.add', params: { amount: 2_000, subject: 'reallocation', reason: 'sales moved from the old account' } },
+        { at: '2027-02-16T10:00', op: 'adjustments.add', params: { amount: -500, subject: 'other', reason: 'bank charge' } },
+      ],
+    }),
+    'plan baseline',
+  );
+
+  it('"what if our plan fee rises in April": the months from April bill the new fee, the diff shows it, statements.csv carries service_fee and misc items', async () => {
+    const overlay = parseScenario(JSON.stringify({ name: 'Pro plan at 12,000 from April', accounts: [{ id: 'acct_pro', from: '2027-04-01', service_plan: { subject: 'proplan', monthly_fee: 12_000 } }] }), 'plan overlay');
+    const variant = overlayScenario(baseline, overlay);
+    const [base, other] = [await run(baseline, '2027-01-01', '2027-06-01'), await run(variant, '2027-01-01', '2027-06-01')];
+    expect(base.summary.months.map((m) => m.service_fees_yen)).toEqual([10_000, 10_000, 10_000, 10_000, 10_000]);
+    expect(other.summary.months.map((m) => m.service_fees_yen)).toEqual([10_000, 10_000, 10_000, 12_000, 12_000]);
+    expect(base.summary.months.map((m) => m.adjustments_yen)).toEqual([0, 1_500, 0, 0, 0]);
+    const diff = diffSummaries(base.summary, other.summary).filter((row) => row.metric === 'service_fees_yen' && row.delta !== 0);
+    expect(diff).toEqual([
+      { month: '2027-04', metric: 'service_fees_yen', baseline: 10_000, variant: 12_000, delta: 2_000 },
+      { month: '2027-05', metric: 'service_fees_yen', baseline: 10_000, variant: 12_000, delta: 2_000 },
+    ]);
+    expect(formatSummary(other.summary)).toMatch(/plan fees ¥\s+adjustments ¥/);
+
+    const rows = csvRows(readFileSync(join(other.dir, 'statements.csv'), 'utf8'));
+    const items = (type: string) => rows.filter((row) => row.type === type).map((row) => [row.term_start!.slice(0, 7), row.subject, Number(row.amount)]);
+    // Terms January to April closed within the range (May's closes on June 1).
+    expect(items('service_fee')).toEqual(
+      expect.arrayContaining([
+        ['2027-01', 'proplan', -10_000],
+        ['2027-03', 'proplan', -10_000],
+        ['2027-04', 'proplan', -12_000],
+      ]),
+    );
+    expect(items('misc')).toEqual([
+      ['2027-02', 'reallocation', 2_000],
+      ['2027-02', 'other', -500],
+    ]);
+    const report = JSON.parse(readFileSync(join(other.dir, 'report.json'), 'utf8')) as { adjustments: { reason: string; amount: number }[]; service_fees: { month: string; amount: number }[] };
+    expect(report.adjustments.map((a) => [a.amount, a.reason])).toEqual([
+      [2_000, 'sales moved from the old account'],
+      [-500, 'bank charge'],
+    ]);
+    expect(report.service_fees.map((f) => [f.month, f.amount])).toEqual([
+      ['2027-01', 10_000],
+      ['2027-02', 10_000],
+      ['2027-03', 10_000],
+      ['2027-04', 12_000],
+      ['2027-05', 12_000],
+    ]);
+  }, 120_000);
+});

@@ -16,7 +16,7 @@ import { KessaiError } from '../domain/errors';
 import { assertServicePlan, type ServicePlanSubject } from '../domain/service-statements';
 import { termContaining } from '../domain/terms';
 import { toUnixSeconds } from '../domain/time';
-import { dueAccounts } from '../engine/account-batches';
+import { dueAccounts, earliestDueAt } from '../engine/account-batches';
 import type { Context } from '../engine/context';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { openTermIdsOpening } from './terms';
@@ -174,13 +174,7 @@ export async function billServiceFees(ctx: Context, run: SlotRun): Promise<Servi
 
 /** The earliest month start after `after` that a plan setting still has to bill, or null. */
 export async function nextServiceFeeDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
-  const row = await db
-    .selectFrom('account_service_plans')
-    .select(({ fn }) => fn.min('next_bill_at').as('due'))
-    .where('next_bill_at', 'is not', null)
-    .where('next_bill_at', '>', after)
-    .executeTakeFirst();
-  return row?.due ? new Date(row.due) : null;
+  return earliestDueAt(db, 'account_service_plans', 'next_bill_at', sql`d.next_bill_at IS NOT NULL`, after);
 }
 
 /**

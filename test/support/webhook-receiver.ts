@@ -20,6 +20,10 @@ export interface Receiver {
   readonly port: number;
   readonly received: ReceivedRequest[];
   respond: Respond;
+  /** Resolves once `count` requests have been received (a gate: no waiting on time). */
+  until(count: number): Promise<void>;
+  /** Drops the connections of the requests left hanging, and of every later one: the sender sees its connection fail. */
+  dropHanging(): void;
   close(): Promise<void>;
 }
 
@@ -33,11 +37,18 @@ export const answer =
 export async function startReceiver(respond: Respond = answer(200, 'ok')): Promise<Receiver> {
   const received: ReceivedRequest[] = [];
   const hanging = new Set<ServerResponse>();
-  const receiver = {
+  const waiters: { count: number; resolve: () => void }[] = [];
+  const receiver: { -readonly [K in keyof Receiver]: Receiver[K] } = {
     url: '',
     port: 0,
     received,
     respond,
+    until: (count) => (received.length >= count ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ count, resolve }))),
+    dropHanging: () => {
+      receiver.respond = (_request, res) => void res.socket?.destroy();
+      for (const res of hanging) res.socket?.destroy();
+      hanging.clear();
+    },
     close: async () => {
       for (const res of hanging) res.destroy();
       server.closeAllConnections();
@@ -51,6 +62,10 @@ export async function startReceiver(respond: Respond = answer(200, 'ok')): Promi
       const request = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
       received.push(request);
       if (receiver.respond(request, res) === 'hang') hanging.add(res);
+      for (const waiter of waiters.filter((w) => received.length >= w.count)) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve();
+      }
     });
   });
   server.keepAliveTimeout = 60_000;

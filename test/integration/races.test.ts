@@ -3,10 +3,12 @@
  * connection pools of one PostgreSQL database, the way two server processes would run them.
  * PostgreSQL only: PGlite is a single session, so nothing there can run at the same time.
  *
- * Where the outcome depends on who takes the row first, the card network of the first caller is
- * slowed down after it has taken its lock, and the second starts a moment later: the test then
- * knows the winner and checks that the loser got the catalogue error and changed nothing.
+ * Where the outcome depends on who takes the row first, the first caller's card network holds its
+ * call at a gate (after it has taken its lock or claim), the second starts only once the first is
+ * there, and the gate opens after: the test then knows the winner, whatever the machine's load,
+ * and checks that the loser got the catalogue error and changed nothing.
  */
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
 import { expireHoldBatch } from '../../src/charges/hold-jobs';
@@ -19,24 +21,42 @@ import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
 
 const caller: Caller = { accountId: 'acct_races', livemode: false, kind: 'secret' };
-const SLOW_MS = 150;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The simulator, with every call answered `SLOW_MS` late: the caller holds its row locks that long. */
-function slowNetwork(): CardNetwork {
+/** The gate of the current race: `reached` once a gated call is at the network, which waits for `opened`. */
+interface Gate {
+  readonly reached: Promise<void>;
+  readonly opened: Promise<void>;
+  arrive(): void;
+  open(): void;
+}
+function newGate(): Gate {
+  let arrive!: () => void;
+  let open!: () => void;
+  const reached = new Promise<void>((resolve) => (arrive = resolve));
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { reached, opened, arrive, open };
+}
+let gate = newGate();
+
+/** The simulator, with every call held at the current race's gate: the caller keeps what it took (lock or claim) until the test opens it. */
+function gatedNetwork(): CardNetwork {
   const network = simulatedCardNetwork();
+  const held = async () => {
+    gate.arrive();
+    await gate.opened;
+  };
   return {
-    authorize: async (requests) => (await sleep(SLOW_MS), network.authorize(requests)),
-    authenticate: async (requests) => (await sleep(SLOW_MS), network.authenticate(requests)),
-    capture: async (requests) => (await sleep(SLOW_MS), network.capture(requests)),
-    release: async (requests) => (await sleep(SLOW_MS), network.release(requests)),
+    authorize: async (requests) => (await held(), network.authorize(requests)),
+    authenticate: async (requests) => (await held(), network.authenticate(requests)),
+    capture: async (requests) => (await held(), network.capture(requests)),
+    release: async (requests) => (await held(), network.release(requests)),
   };
 }
 
 type Ctx = ReturnType<typeof testContext>;
 let database: TestDatabase;
 let other: Store;
-/** Two "processes": each its own pool; `slow` answers from a slowed card network. */
+/** Two "processes": each its own pool; `slow` answers from the gated card network. */
 let first: Ctx;
 let second: Ctx;
 let slowFirst: Ctx;
@@ -51,12 +71,53 @@ interface Charge {
   expired_at: number | null;
 }
 
-/** Settles both calls, the second started `delayMs` after the first. */
-async function race<A, B>(a: () => Promise<A>, b: () => Promise<B>, delayMs = 30): Promise<[PromiseSettledResult<A>, PromiseSettledResult<B>]> {
-  const one = a();
-  await sleep(delayMs);
-  const two = b();
-  return Promise.all([Promise.allSettled([one]).then(([r]) => r!), Promise.allSettled([two]).then(([r]) => r!)]);
+/** Called at every clock read of the plain contexts (`first`, `second`): how a race sees its second caller take its turn. */
+let onClockRead: () => void = () => undefined;
+function watchedClock(ctx: Ctx): Ctx {
+  const clock = new Proxy(ctx.clock, {
+    get(target, property, receiver) {
+      if (property === 'now') {
+        return () => {
+          onClockRead();
+          return target.now();
+        };
+      }
+      const value = Reflect.get(target, property, receiver) as unknown;
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  return { ...ctx, clock };
+}
+
+/** Resolves once a transaction of this database waits for a lock (a second caller blocked behind the first), or when `stop` settles. */
+async function someoneBlocked(stop: Promise<unknown>): Promise<void> {
+  let stopped = false;
+  void stop.then(() => (stopped = true));
+  while (!stopped) {
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted AND a.datname = current_database()`.execute(database.store.db);
+    if (rows[0]!.n > 0) return;
+  }
+}
+
+/**
+ * Settles both calls: `a` (on a gated context) first; `b` once `a` is at the network (or done, if
+ * it never goes there); the gate opens once `b` has read the clock (an operation reads it right
+ * after locking its row, where it finds what `a` took), waits for a lock `a` holds, or is done. So
+ * `a` has taken the row first and `b` meets it there.
+ */
+async function race<A, B>(a: () => Promise<A>, b: () => Promise<B>): Promise<[PromiseSettledResult<A>, PromiseSettledResult<B>]> {
+  gate = newGate();
+  const settle = <T>(p: Promise<T>) => Promise.allSettled([p]).then(([r]) => r!);
+  const one = settle(a());
+  await Promise.race([gate.reached, one]);
+  let turn!: () => void;
+  const tookTurn = new Promise<void>((resolve) => (turn = resolve));
+  onClockRead = turn;
+  const two = settle(b());
+  await Promise.race([tookTurn, someoneBlocked(Promise.race([tookTurn, two])), two]);
+  onClockRead = () => undefined;
+  gate.open();
+  return Promise.all([one, two]);
 }
 
 function codeOf(result: PromiseSettledResult<unknown>): string {
@@ -92,9 +153,11 @@ describe.runIf(isPostgres())('races on one charge or customer, two connection po
     other = await database.openAnother();
     // Distinct seeds: the two "processes" must not draw the same ids.
     first = testContext(database.store, { seed: 151 });
+    first = watchedClock(first);
     second = testContext(other, { seed: 152 });
-    slowFirst = { ...testContext(database.store, { seed: 153 }), processor: slowNetwork() };
-    slowSecond = { ...testContext(other, { seed: 154 }), processor: slowNetwork() };
+    second = watchedClock(second);
+    slowFirst = { ...testContext(database.store, { seed: 153 }), processor: gatedNetwork() };
+    slowSecond = { ...testContext(other, { seed: 154 }), processor: gatedNetwork() };
     await createAccount(first, { name: 'Races Shop', id: caller.accountId });
   });
   afterAll(async () => database?.drop());
@@ -120,8 +183,9 @@ describe.runIf(isPostgres())('races on one charge or customer, two connection po
 
   it('two refunds that together exceed the amount: one is refused (refund_amount_gt_net), never over-refunded', async () => {
     const paid = await op(first, 'charges.create', { amount: '1000', currency: 'jpy', customer: await customer() });
-    const [a, b] = await race(() => op(slowFirst, 'charges.refund', { id: paid.id, amount: '600' }), () => op(second, 'charges.refund', { id: paid.id, amount: '600' }));
-    expect([codeOf(a), codeOf(b)]).toEqual(['ok', 'refund_amount_gt_net']);
+    // A refund of captured money does not ask the card network: the two are started together.
+    const both = await Promise.allSettled([op(first, 'charges.refund', { id: paid.id, amount: '600' }), op(second, 'charges.refund', { id: paid.id, amount: '600' })]);
+    expect(both.map(codeOf).sort()).toEqual(['ok', 'refund_amount_gt_net']);
     const refunds = await first.db.selectFrom('refunds').select('amount').where('account_id', '=', caller.accountId).where('charge_id', '=', paid.id).execute();
     expect(refunds.map((r) => r.amount)).toEqual([600]);
     expect(await chargeRow(paid.id)).toMatchObject({ amount_refunded: 600, refunded: false });
@@ -191,7 +255,7 @@ describe.runIf(isPostgres())('races on one charge or customer, two connection po
     expect(onPremium).toEqual([{ subscription_id: held.id }]);
   });
 
-  it('a capture racing a refund of the same hold: one outcome, never both', async () => {
+  it('a capture racing a refund of the same hold: the second waits for the first — a captured hold is then refunded in full, a cancelled one cannot be captured', async () => {
     const held = await heldCharge();
     const [capture, refund] = await race(() => op(slowFirst, 'charges.capture', { id: held.id }), () => op(second, 'charges.refund', { id: held.id }));
     expect(codeOf(capture)).toBe('ok');

@@ -46,8 +46,9 @@ import type { PaymentFlowObject } from '../payment-flows/payment-flow-object';
 import { findPrices } from '../prices/prices';
 import { TEST_CARDS } from '../processor/test-cards';
 import type { SetupFlowObject } from '../setup-flows/setup-flows';
+import { packagePath } from '../package-root';
 
-const script = (name: string): string => readFileSync(new URL(`../checkout/browser/${name}`, import.meta.url), 'utf8');
+const script = (name: string): string => readFileSync(packagePath(`src/checkout/browser/${name}`), 'utf8');
 const SCRIPTS: Readonly<Record<string, string>> = { [BROWSER_SCRIPT_PATH]: script('kessai.js'), [CHECKOUT_SCRIPT_PATH]: script('checkout.js') };
 
 /** What the buyer is told when the browser script brings them back without the money taken. */

@@ -9,11 +9,13 @@ import { KessaiError } from '../domain/errors';
 import { ADJUSTMENT_SUBJECTS, SERVICE_PLAN_SUBJECTS } from '../domain/service-statements';
 import { formatJst, fromUnixSeconds, parseInstant } from '../domain/time';
 import type { Context } from '../engine/context';
-import { bookAdjustment, listAdjustments, type AdjustmentObject } from '../settlement/adjustments';
-import { listServicePlans, setServicePlan, type ServicePlanObject } from '../settlement/service-fees';
+import type { AdjustmentObject } from '../settlement/adjustments';
+import type { ServicePlanObject } from '../settlement/service-fees';
+import type { GlobalOptions } from './command-runtime';
 
-type Runtime = { ctx: Context; close(): Promise<void> };
-type OpenRuntime = (command: Command) => Promise<Runtime>;
+// Loaded when a command runs, not for every command's start-up (main.ts).
+const adjustmentFeatures = () => import('../settlement/adjustments');
+const servicePlanFeatures = () => import('../settlement/service-fees');
 
 /** A whole number of yen, signed; `--amount -500` and `--amount=-500` both work. */
 function yenArg(value: string): number {
@@ -29,8 +31,10 @@ function instantArg(value: string): Date {
   }
 }
 
-async function withRuntime(open: OpenRuntime, command: Command, action: (ctx: Context) => Promise<void>): Promise<void> {
-  const rt = await open(command);
+async function withRuntime(command: Command, action: (ctx: Context) => Promise<void>): Promise<void> {
+  const { logger, runtime } = await import('./command-runtime');
+  const g = command.optsWithGlobals() as GlobalOptions;
+  const rt = await runtime(g, logger(g));
   try {
     await action(rt.ctx);
   } catch (error) {
@@ -51,7 +55,7 @@ function describePlan(p: ServicePlanObject): string {
   return `from ${formatJst(fromUnixSeconds(p.effective_from))}\t${p.subject}\t${p.monthly_fee} yen/month\t${next}`;
 }
 
-export function registerAdjustments(program: Command, accounts: Command, open: OpenRuntime): void {
+export function registerAdjustments(program: Command, accounts: Command): void {
   const adjustments = program.command('adjustments').description("operator adjustments of a balance: shown on the term's misc statement (v1 §2.6)");
   adjustments
     .command('add')
@@ -65,7 +69,8 @@ export function registerAdjustments(program: Command, accounts: Command, open: O
     .option('--key <key>', 'idempotency key: the same key books once and prints the first booking')
     .option('--json', 'print the adjustment as JSON')
     .action(async (accountId: string, options: { amount: number; subject: string; reason: string; owner: string; live: boolean; key?: string; json?: boolean }, command: Command) => {
-      await withRuntime(open, command, async (ctx) => {
+      await withRuntime(command, async (ctx) => {
+        const { bookAdjustment } = await adjustmentFeatures();
         const adjustment = await bookAdjustment(ctx, { accountId, livemode: options.live }, {
           amount: options.amount,
           subject: options.subject,
@@ -83,7 +88,8 @@ export function registerAdjustments(program: Command, accounts: Command, open: O
     .option('--live', 'live mode (default: test mode)', false)
     .option('--json', 'print JSON')
     .action(async (accountId: string, options: { live: boolean; json?: boolean }, command: Command) => {
-      await withRuntime(open, command, async (ctx) => {
+      await withRuntime(command, async (ctx) => {
+        const { listAdjustments } = await adjustmentFeatures();
         const list = await listAdjustments(ctx, { accountId, livemode: options.live });
         if (options.json) console.log(JSON.stringify(list, null, 2));
         else if (list.length === 0) console.log(`no adjustments of ${accountId} in ${options.live ? 'live' : 'test'} mode`);
@@ -102,7 +108,8 @@ export function registerAdjustments(program: Command, accounts: Command, open: O
     .option('--json', 'print JSON')
     .action(async (accountId: string, options: { subject?: string; fee?: number; from?: Date; live: boolean; json?: boolean }, command: Command) => {
       if ((options.subject === undefined) !== (options.fee === undefined)) throw new Error('--subject and --fee go together (both to set the plan, neither to show it)');
-      await withRuntime(open, command, async (ctx) => {
+      await withRuntime(command, async (ctx) => {
+        const { listServicePlans, setServicePlan } = await servicePlanFeatures();
         const caller = { accountId, livemode: options.live };
         if (options.subject !== undefined) {
           const set = await setServicePlan(ctx, caller, { subject: options.subject, monthlyFee: options.fee!, ...(options.from ? { from: options.from } : {}) });

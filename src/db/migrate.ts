@@ -8,12 +8,12 @@
  */
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
+import { packagePath } from '../package-root';
 import type { Store } from './connect';
 import { splitStatements } from './sql-statements';
 
-export const SQL_DIR = fileURLToPath(new URL('../../sql/', import.meta.url));
+export const SQL_DIR = packagePath('sql/');
 
 const MIGRATION_FILE = /^(\d{6})_[a-z0-9_]+\.sql$/;
 /** Arbitrary, fixed: the advisory lock key that serialises migrators. */

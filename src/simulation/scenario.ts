@@ -6,15 +6,14 @@
  * at fault in every error.
  */
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { Ajv, type ErrorObject } from 'ajv';
 import { seededWords } from '../domain/ids';
 import { formatJst, parseInstant } from '../domain/time';
 import { TEST_CARDS } from '../processor/test-cards';
+import { packagePath } from '../package-root';
 
-const require = createRequire(import.meta.url);
 /** The committed schema is the single definition of the file format; it is read, not copied. */
-export const SCENARIO_SCHEMA_PATH = require.resolve('../../scripts/scenarios/scenario.schema.json');
+export const SCENARIO_SCHEMA_PATH = packagePath('scripts/scenarios/scenario.schema.json');
 
 export type JsonObject = Record<string, unknown>;
 

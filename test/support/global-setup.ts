@@ -1,5 +1,7 @@
 /**
- * Runs once per test run: picks the backend (backend.ts) and, on PostgreSQL, prepares a migrated
+ * Runs once per test run: builds dist/ when it is not a build of the current sources (the tests
+ * that spawn bin/kessai.mjs run the built command, as users do; scripts/build.ts), picks the
+ * backend (backend.ts) and, on PostgreSQL, prepares a migrated
  * template database that every test file clones (CREATE DATABASE … TEMPLATE is much faster than
  * migrating each time). The template's name carries the migrations' checksum, so an added
  * migration makes a new template.
@@ -7,6 +9,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
+import { ensureBuilt } from '../../scripts/build';
 import { openStore } from '../../src/db/connect';
 import { migrate, readMigrations } from '../../src/db/migrate';
 import { containerRuntimeAnswers, withDatabase, type TestBackend } from './backend';
@@ -29,6 +32,7 @@ async function pickBackend(): Promise<{ backend: TestBackend; teardown?: () => P
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  if ((await ensureBuilt()) === 'built') console.log('[kessai tests] built dist/ (bin/kessai.mjs) from the current sources');
   const { backend, teardown } = await pickBackend();
   project.provide('kessaiBackend', backend);
   if (backend.kind === 'pglite') {

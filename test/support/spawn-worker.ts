@@ -22,7 +22,7 @@ const KESSAI_BIN = fileURLToPath(new URL('../../bin/kessai.mjs', import.meta.url
 
 const CLOCK_AHEAD = fileURLToPath(new URL('./clock-ahead.mjs', import.meta.url));
 
-/** The real `kessai` command (bin/kessai.mjs, which loads tsx itself) in its own process. */
+/** The real `kessai` command (bin/kessai.mjs, which runs the build in dist/) in its own process. */
 export function spawnKessai(args: readonly string[], env: Record<string, string>, options: SpawnOptions = {}): SpawnedWorker {
   if (options.clockAheadMs === undefined) return spawnNode([...(options.nodeArgs ?? []), KESSAI_BIN, ...args], env, options);
   return spawnNode([...(options.nodeArgs ?? []), '--import', CLOCK_AHEAD, KESSAI_BIN, ...args], { ...env, KESSAI_TEST_CLOCK_AHEAD_MS: String(options.clockAheadMs) }, options);

@@ -1,0 +1,200 @@
+/**
+ * `kessai jobs …`, `kessai statements run` and `kessai worker`: what they run, loaded by main.ts
+ * only when one of them runs (the options and help stay in main.ts).
+ */
+import { ALL_JOBS } from '../../jobs/index';
+import { formatJst } from '../domain/time';
+import { FixedClock } from '../engine/clock';
+import type { EngineConfig } from '../engine/context';
+import { nextSlotAfter } from '../engine/cron';
+import { createLogger, type Logger } from '../engine/logger';
+import { workerName } from '../engine/runtime';
+import { Scheduler, abandonedRuns, recentRuns, type SlotOutcome } from '../engine/scheduler';
+import { listenForStop, type StopSignal } from '../engine/stop-signal';
+import { systemClock } from '../engine/system-clock';
+import { logger, runtime, type GlobalOptions } from './command-runtime';
+import { startWebhookPoller } from './webhook-commands';
+import { startWorkerLoop } from './worker-loop';
+
+/** Engine settings from the options of the commands that run jobs. */
+const jobConfig = (options: { leaseSeconds?: number; batchSize?: number }): Partial<EngineConfig> => ({
+  ...(options.leaseSeconds === undefined ? {} : { leaseMs: options.leaseSeconds * 1000 }),
+  ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
+});
+
+/** What kind of run an outcome was, in words (a first run says nothing). */
+function runKind(outcome: SlotOutcome): string {
+  switch (outcome.claimedFrom) {
+    case 'succeeded':
+      return ' (replayed)';
+    case 'abandoned':
+      return ' (re-run of an abandoned slot)';
+    case 'failed':
+      return ` (retry, attempt ${outcome.attempt})`;
+    case 'lapsed':
+      return ` (taken over from a worker that stopped, attempt ${outcome.attempt})`;
+    case 'pending':
+      return outcome.attempt > 1 ? ` (resumed, attempt ${outcome.attempt})` : '';
+    case null:
+      return '';
+  }
+}
+
+const sameCounts = (a: Readonly<Record<string, number>>, b: Readonly<Record<string, number>>): boolean =>
+  Object.keys(a).length === Object.keys(b).length && Object.entries(a).every(([name, value]) => b[name] === value);
+
+/** One line per slot run: what ran, what it did, and what an operator may have to do. */
+function describeOutcome(outcome: SlotOutcome): string {
+  const head = `${outcome.job} @ ${outcome.slot.toISOString()}${runKind(outcome)}`;
+  const counts = JSON.stringify(outcome.counts);
+  switch (outcome.status) {
+    case 'succeeded':
+      return `${head}: succeeded ${counts}${sameCounts(outcome.counts, outcome.slotCounts) ? '' : `; slot total over all attempts ${JSON.stringify(outcome.slotCounts)}`}`;
+    case 'released':
+      return `${head}: stopped after committing ${counts}; the slot is pending again and resumes on the next run`;
+    case 'lost':
+      return `${head}: lost its claim to another worker, which records the outcome`;
+    case 'failed':
+      return `${head}: failed: ${outcome.error} (retried later; ${outcome.attemptsWithoutProgress} attempt(s) in a row without progress)`;
+    case 'abandoned':
+      return `${head}: ABANDONED: ${outcome.error}; re-run it with: kessai jobs run ${outcome.job} --at ${outcome.slot.toISOString()}`;
+  }
+}
+
+/** Statuses after which a command that runs jobs exits non-zero. */
+const troubled = (outcome: SlotOutcome): boolean => outcome.status === 'failed' || outcome.status === 'abandoned' || outcome.status === 'lost';
+
+export async function listJobsCommand(options: { at?: Date }, g: GlobalOptions): Promise<void> {
+  const now = options.at ?? systemClock.now();
+  const rt = await runtime(g, logger(g));
+  try {
+    if (ALL_JOBS.length === 0) console.log('no jobs registered');
+    for (const job of ALL_JOBS) {
+      const next: Date[] = [];
+      let after = now;
+      for (let i = 0; i < 3; i += 1) next.push((after = nextSlotAfter(job.schedule, after)));
+      const [last] = await recentRuns(rt.ctx, job.name, 1);
+      const lastText = last ? `${formatJst(last.slot)} ${last.status}` : 'never run';
+      console.log(`${job.name}  "${job.schedule}"  ${job.description}`);
+      console.log(`  next: ${next.map(formatJst).join(', ')}`);
+      console.log(`  last: ${lastText}`);
+      const abandoned = await abandonedRuns(rt.ctx, job.name);
+      if (abandoned.total > 0) {
+        console.log(`  ABANDONED: ${abandoned.total} slot(s) given up; run each again with: kessai jobs run ${job.name} --at SLOT`);
+        for (const run of abandoned.rows) {
+          console.log(`    ${run.slot.toISOString()}  attempt ${run.attempt}, ${run.attempts_without_progress} in a row without progress: ${(run.error ?? '').split('\n')[0]}`);
+        }
+        if (abandoned.total > abandoned.rows.length) console.log(`    … and ${abandoned.total - abandoned.rows.length} older`);
+      }
+    }
+  } finally {
+    await rt.close();
+  }
+}
+
+export async function runJobCommand(jobName: string, options: { at: Date; batchSize?: number }, g: GlobalOptions): Promise<void> {
+  const log = logger(g);
+  const stop = listenForStop(log);
+  try {
+    const rt = await runtime(g, log, new FixedClock(options.at), jobConfig(options));
+    try {
+      const scheduler = new Scheduler(rt.ctx, ALL_JOBS, { owner: workerName(), ledgerClock: systemClock, stopSignal: stop.signal });
+      const outcome = await scheduler.runSlot(jobName, options.at);
+      console.log(describeOutcome(outcome));
+      if (troubled(outcome)) process.exitCode = 1;
+    } finally {
+      await rt.close();
+    }
+  } finally {
+    stop.dispose();
+  }
+}
+
+// Settlement (service rules §4): the nightly statement generation on demand. Runs the daily slot
+// of terms.close, then of balances.close, at or before --at (default now), as `jobs run` would.
+export async function runStatementsCommand(options: { at?: Date; batchSize?: number }, g: GlobalOptions): Promise<void> {
+  const log = logger(g);
+  const stop = listenForStop(log);
+  // As `worker --once --at`: the engine acts as if it were --at (a past or a what-if instant);
+  // the run ledger's leases follow the real clock.
+  const at = options.at ?? systemClock.now();
+  try {
+    const rt = await runtime(g, log, new FixedClock(at), jobConfig(options));
+    try {
+      const scheduler = new Scheduler(rt.ctx, ALL_JOBS, { owner: workerName(), ledgerClock: systemClock, stopSignal: stop.signal });
+      for (const name of ['terms.close', 'balances.close']) {
+        // Stopped: the slot that was running has been handed back; the next one is not started.
+        if (scheduler.stopping) break;
+        const job = ALL_JOBS.find((candidate) => candidate.name === name)!;
+        // The latest slot at or before `at`: the first one strictly after `at` − 1 day (daily schedules).
+        const outcome = await scheduler.runSlot(name, nextSlotAfter(job.schedule, new Date(at.getTime() - 24 * 60 * 60 * 1000)));
+        console.log(describeOutcome(outcome));
+        if (troubled(outcome)) process.exitCode = 1;
+      }
+    } finally {
+      await rt.close();
+    }
+  } finally {
+    stop.dispose();
+  }
+}
+
+export interface WorkerOptions {
+  readonly once?: boolean;
+  readonly at?: Date;
+  readonly leaseSeconds?: number;
+  readonly batchSize?: number;
+  readonly metricsPort?: number;
+  readonly metricsHost: string;
+}
+
+export async function workerCommand(options: WorkerOptions, g: GlobalOptions): Promise<void> {
+  // The long-running worker's logs are its output (info by default); `--once` prints a line
+  // per slot on stdout and logs only warnings and errors unless asked for more.
+  const log = createLogger({ level: g.verbose ? 'debug' : g.logLevel === 'warn' && !options.once ? 'info' : g.logLevel });
+  // First, before the database is opened: until the handlers exist, a signal kills the process.
+  const stop = listenForStop(log);
+  try {
+    // Loaded only when asked for: prom-client is not part of every command's start-up.
+    const metricsModules = options.metricsPort === undefined ? undefined : await Promise.all([import('../metrics/metrics'), import('../metrics/metrics-server')]);
+    const metrics = metricsModules === undefined ? undefined : new metricsModules[0].KessaiMetrics({ jobs: ALL_JOBS });
+    const rt = await runtime(g, log, options.at ? new FixedClock(options.at) : systemClock, jobConfig(options), metrics?.observer);
+    const metricsServer = metrics === undefined ? undefined : await metricsModules![1].startMetricsServer({ metrics, ctx: rt.ctx, clock: systemClock, host: options.metricsHost, port: options.metricsPort! }).catch(async (error: unknown) => {
+      await rt.close();
+      throw error;
+    });
+    if (metricsServer) console.log(`metrics on ${metricsServer.url}`);
+    // Leases follow the real clock even when the slots follow --at (docs/decisions.md).
+    const scheduler = new Scheduler(rt.ctx, ALL_JOBS, { owner: workerName(), ledgerClock: systemClock, stopSignal: stop.signal });
+    if (!options.once) {
+      // The running worker also sends new events' webhooks within a second of their commit.
+      const poller = startWebhookPoller(rt.ctx, workerName(), log);
+      await runWorker(scheduler, log, stop, () => poller.stop().finally(async () => {
+        await metricsServer?.close();
+        await rt.close();
+      }));
+      return;
+    }
+    try {
+      const outcomes = await scheduler.tick();
+      for (const outcome of outcomes) console.log(describeOutcome(outcome));
+      const stopped = stop.signal.aborted ? `; stopped by ${String(stop.signal.reason)}` : '';
+      console.log(`${outcomes.length} slot(s) run for ${ALL_JOBS.length} job(s) on ${rt.store.kind} ${rt.store.location}${stopped}`);
+      if (outcomes.some(troubled)) process.exitCode = 1;
+    } finally {
+      await metricsServer?.close();
+      await rt.close();
+    }
+  } finally {
+    stop.dispose();
+  }
+}
+
+/** The long-running worker: a tick now, then one per minute until SIGTERM or SIGINT. */
+async function runWorker(scheduler: Scheduler, log: Logger, stop: StopSignal, close: () => Promise<void>): Promise<void> {
+  const loop = startWorkerLoop(scheduler, log);
+  await stop.stopped;
+  await loop.stop();
+  await close();
+  log.info('worker stopped');
+}

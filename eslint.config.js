@@ -20,7 +20,7 @@ const clockAndRandomness = [
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.kessai/**', 'sim-out/**', 'coverage/**', 'scratch/**'] },
+  { ignores: ['node_modules/**', 'dist/**', '.kessai/**', 'sim-out/**', 'coverage/**', 'scratch/**'] },
   { files: ['bin/**/*.mjs'], languageOptions: { globals: { process: 'readonly', console: 'readonly' } } },
   {
     // The browser scripts kessai serves (src/checkout/browser/): plain scripts for the buyer's browser.

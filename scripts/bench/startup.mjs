@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import process from 'node:process';
 import { fileURLToPath, URL } from 'node:url';
 import pg from 'pg';
@@ -55,9 +56,9 @@ async function timeServe(env) {
     void exited.then((code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
   });
   for (;;) {
-    const answer = await fetch(`${base}/health`).catch(() => undefined);
+    const answer = await globalThis.fetch(`${base}/health`).catch(() => undefined);
     if (answer?.status === 200) break;
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    await sleep(10);
   }
   const ms = performance.now() - started;
   child.kill('SIGTERM');

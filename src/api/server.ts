@@ -94,13 +94,6 @@ export function apiKeyOf(header: string | undefined): string | undefined {
   return colon === -1 ? decoded : decoded.slice(0, colon);
 }
 
-/** A request URL for logs: the statement download token and a payment flow's client secret are credentials, never logged. */
-function loggedUrl(url: string): string {
-  // Most URLs name none of these parameters: nothing to replace (every request's access line calls this).
-  if (!url.includes('token=') && !url.includes('secret=')) return url;
-  return url.replace(/([?&](?:token|client_secret|payment_flow_client_secret|setup_flow_client_secret)=)[^&]*/g, '$1[redacted]');
-}
-
 /**
  * The bases of the URLs kessai serves: configured (the checkout page: `--public-url` /
  * KESSAI_PUBLIC_URL), or this server's own address as the caller reached it.
@@ -141,7 +134,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     return503OnClosing: true,
     // A path Fastify cannot decode (`/v1/charges/%`) or an over-long path parameter: the catalogue's refusal, not Fastify's body.
     frameworkErrors: (error, request, reply) => sendRefusal(request, reply, error),
-    // Fastify's own request lines would log the raw URL; ours (onRequest, onResponse) redact it.
+    // Fastify's own request lines (whose `req.url` the logger would not redact) are replaced by ours (onRequest, onResponse).
     disableRequestLogging: true,
     requestTimeout,
     ...(options.https ? { https: { cert: options.https.cert, key: options.https.key, ...timeouts } } : { http: timeouts }),
@@ -185,14 +178,15 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   app.addHook('onRequest', async (request) => {
     // The access line is written when the request ends (onResponse); this one only at debug level
     // (its fields are not even built below that level: this hook runs for every request).
-    if (request.log.level === 'debug' || request.log.level === 'trace') request.log.debug({ method: request.method, url: loggedUrl(request.url) }, 'request received');
+    if (request.log.level === 'debug' || request.log.level === 'trace') request.log.debug({ method: request.method, url: request.url }, 'request received');
     if (request.routeOptions.config.public === true) return;
     request.caller = await authenticate(ctx, apiKeyOf(request.headers.authorization), keys);
   });
 
   app.addHook('onResponse', async (request, reply) => {
-    // One line a request, written at its end as an access log is: method, redacted URL, status, time.
-    request.log.info({ method: request.method, url: loggedUrl(request.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+    // One line a request, written at its end as an access log is: method, URL (the logger redacts
+    // it: src/engine/redact-url.ts), status, time.
+    request.log.info({ method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
   });
 
   app.setErrorHandler((error, request, reply) => {

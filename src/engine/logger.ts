@@ -1,8 +1,10 @@
 /**
  * Structured logs (pino), one event per line, with `job`, `slot` and `account` fields where they
- * apply. Secret keys, passwords and connection strings are redacted wherever they appear.
+ * apply. Secret keys, passwords and connection strings are redacted wherever they appear, and
+ * every `url` field goes through redactUrl (card data, keys, tokens, client secrets).
  */
 import { pino, type Logger, type DestinationStream } from 'pino';
+import { redactUrl } from './redact-url';
 
 export type { Logger };
 
@@ -39,6 +41,8 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       level: options.level ?? 'info',
       base: { app: 'kessai' },
       redact: { paths: [...REDACTED_PATHS], censor: '[redacted]' },
+      // Every `url` field (the access log's, any other) without the credentials a URL may carry.
+      serializers: { url: (url: unknown) => (typeof url === 'string' ? redactUrl(url) : url) },
       // Log lines carry the wall-clock time they were written; business instants go in fields.
       timestamp: pino.stdTimeFunctions.isoTime,
     },

@@ -12,7 +12,7 @@ import { createClient, createProduct } from '@payjp/payjpv2';
 import { connect } from 'node:net';
 import { sql } from 'kysely';
 import Payjp from 'payjp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { V1_ROUTES } from '../../src/api/v1/routes';
 import { V2_PREFIX } from '../../src/api/v2/codec';
 import { V2_ROUTES } from '../../src/api/v2/routes';
@@ -20,6 +20,20 @@ import { createTestDatabase, isPostgres, type TestDatabase } from '../support/da
 import { sdkError } from '../support/http-server';
 import { spawnKessai, startServe, type SpawnedWorker } from '../support/spawn-worker';
 import { problem } from '../support/v2-sdk';
+
+/** Card data this run sends (the test cards' numbers, in URLs and bodies), a CVC no log line can hold by chance. */
+const CARD_NUMBERS = ['4242424242424242', '5555555555554444', '378282246310005'];
+const CVC = '7391';
+/** A value sent in a URL that is no secret: the log must show it (the search below can say yes). */
+const LOG_CONTROL = 'plain-log-control-31f7';
+/** Every secret this run sends (keys, card data, client secrets, tokens): none may reach the log. */
+const secretsSent: string[] = [...CARD_NUMBERS, CVC];
+
+/** True when `value` is in `log`, not as part of a longer word or number (a CVC inside a port or a request id does not count). */
+function logHas(log: string, value: string): boolean {
+  const escaped = value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`(?<![0-9A-Za-z-])${escaped}(?![0-9A-Za-z-])`).test(log);
+}
 
 /** The server's bound on receiving a whole request (`--request-timeout`), in seconds. */
 const REQUEST_TIMEOUT_S = 2;
@@ -42,6 +56,8 @@ beforeAll(async () => {
   const { keys } = JSON.parse(created.output()) as { keys: { test: { secret: string; public: string } } };
   secret = keys.test.secret;
   publicKey = keys.test.public;
+  // Sent in every authenticated request's header, and in URLs below.
+  secretsSent.push(secret, publicKey);
   // A short request bound, so the slow-body tests wait seconds, not the default 30.
   const started = await startServe(['--request-timeout', String(REQUEST_TIMEOUT_S)], env);
   server = started.server;
@@ -65,7 +81,7 @@ async function send(method: string, path: string, options: { key?: string; beare
   const headers: Record<string, string> = { ...options.headers };
   if (options.key !== undefined) headers.authorization = options.bearer ? `Bearer ${options.key}` : `Basic ${Buffer.from(`${options.key}:`).toString('base64')}`;
   if (options.body !== undefined) headers['content-type'] = options.contentType ?? 'application/x-www-form-urlencoded';
-  const response = await fetch(`${base}${path}`, { method, headers, ...(options.body === undefined ? {} : { body: options.body }) });
+  const response = await fetch(`${base}${path}`, { method, headers, redirect: 'manual', ...(options.body === undefined ? {} : { body: options.body }) });
   return { status: response.status, contentType: response.headers.get('content-type') ?? '', text: await response.text() };
 }
 
@@ -173,6 +189,13 @@ describe.runIf(isPostgres())('hostile requests to kessai serve', () => {
       expectProblem(await send('GET', `/v2/customers?${query}`, { key: secret, bearer: true }), 422);
       await expectAlive();
     }
+  });
+
+  it('a URL Fastify cannot decode is the catalogue not_found, not a framework body', async () => {
+    expectV1Refusal(await send('GET', '/v1/charges/%'), 404, 'not_found');
+    expectV1Refusal(await send('GET', `/v1/charges/${'x'.repeat(200)}`, { key: secret }), 404, 'not_found');
+    expectProblem(await send('GET', '/v2/customers/%E0%A4%A', { key: secret, bearer: true }), 404);
+    await expectAlive();
   });
 
   it('a NUL character in each path parameter of every route, and in a parameter, a nested parameter and a parameter name of every route, is refused naming it; nothing is stored', async () => {
@@ -324,18 +347,53 @@ describe.runIf(isPostgres())('hostile requests to kessai serve', () => {
     await expectAlive();
   });
 
-  it('the whole run logged no fault: not one error-level line', () => {
+  it('credentials and card data sent in URLs (by mistake or by design) and bodies reach no log line', async () => {
+    const flow = JSON.parse((await send('POST', '/v2/payment_flows', { key: secret, bearer: true, body: '{"amount":1000,"currency":"jpy"}', contentType: 'application/json' })).text) as { id: string; client_secret: string };
+    expect(flow.client_secret).toContain('_secret_');
+    const token = JSON.parse((await send('POST', '/v1/tokens', { key: publicKey, body: `card[number]=${CARD_NUMBERS[0]}&card[exp_month]=12&card[exp_year]=2035&card[cvc]=${CVC}` })).text) as { id: string };
+    expect(token.id).toMatch(/^tok_/);
+    const webhookToken = 'whook_5e5e7a1c0ffee0ddba11';
+    secretsSent.push(flow.client_secret, token.id, webhookToken);
+    const urls: [string, string, Parameters<typeof send>[2]][] = [
+      ['GET', `/v1/charges?card[number]=${CARD_NUMBERS[1]}&card[cvc]=${CVC}&card[exp_month]=12`, { key: secret }],
+      ['GET', `/v1/charges?card%5Bnumber%5D=${CARD_NUMBERS[2]}&card%5Bcvc%5D=${CVC}`, { key: secret }],
+      ['POST', `/v1/tokens?card[number]=${CARD_NUMBERS[0]}&card[cvc]=${CVC}`, { key: publicKey, body: 'card[exp_month]=12' }],
+      ['GET', `/v1/charges?key=${secret}&limit=3`, { key: secret }],
+      ['GET', `/v1/charges/${secret}`, { key: secret }],
+      ['GET', `/v1/customers/${publicKey}/cards`, { key: secret }],
+      ['GET', `/v1/customers?${secret}`, {}],
+      ['GET', `/v1/customers?description=${encodeURIComponent(`mine ${secret}`)}`, { key: secret }],
+      ['GET', `/v2/payment_flows/${flow.id}?client_secret=${flow.client_secret}`, { key: publicKey, bearer: true }],
+      ['GET', `/v2/payment_flows/${flow.client_secret}`, { key: secret, bearer: true }],
+      ['GET', `/v2/payment_flows?reference=${flow.client_secret}`, { key: secret, bearer: true }],
+      ['GET', `/v1/tokens/${token.id}`, { key: secret }],
+      ['GET', `/v1/events?hook=${webhookToken}`, { key: secret }],
+      ['GET', `/v2/js/three_d_secure?key=${publicKey}&payment_flow_id=${flow.id}&client_secret=${flow.client_secret}&return_url=https%3A%2F%2Fshop.example%2Fback`, {}],
+      ['GET', `/v1/tds/${token.id}/start?publickey=${publicKey}&back_url=https%3A%2F%2Fshop.example%2Fback`, {}],
+      ['GET', `/v1/charges?limit=3&note=${LOG_CONTROL}`, { key: secret }],
+    ];
+    for (const [method, path, options] of urls) {
+      const answer = await send(method, path, options);
+      expect(answer.status, `${method} ${path}`).toBeLessThan(500);
+    }
+    await expectAlive();
+  });
+
+  it("the process's log holds none of the secrets sent during the whole run, and the same search finds what it must", async () => {
+    // The control, sent last of the URLs above: a value sent the same way and not secret is found
+    // by the same search. Once its line is in, every earlier line is (one process writes them in order).
+    await vi.waitFor(() => expect(logHas(server.errors(), LOG_CONTROL)).toBe(true), { timeout: 10_000 });
+    const log = server.errors();
+    expect(logHas(log, '/v1/charges')).toBe(true);
+    expect(secretsSent.length).toBe(9);
+    for (const value of secretsSent) expect(logHas(log, value), value).toBe(false);
+  });
+
+  it('the whole run logged no fault: not one error-level line (after the log caught up, above)', () => {
     // pino level 50 is error, 60 fatal.
     const faults = server.errors().split('\n').filter((line) => /"level":(50|60)/.test(line));
     expect(faults).toEqual([]);
-    // The log is the process's: it holds this run's request lines (the grep above can see them).
-    expect(server.errors()).toMatch(/"msg":"request"/);
-  });
-
-  it('a URL Fastify cannot decode is the catalogue not_found, not a framework body', async () => {
-    expectV1Refusal(await send('GET', '/v1/charges/%'), 404, 'not_found');
-    expectV1Refusal(await send('GET', `/v1/charges/${'x'.repeat(200)}`, { key: secret }), 404, 'not_found');
-    expectProblem(await send('GET', '/v2/customers/%E0%A4%A', { key: secret, bearer: true }), 404);
-    await expectAlive();
+    // The search can say yes: the same field finds the info-level request lines (30).
+    expect(server.errors()).toMatch(/"level":30,.*"msg":"request"/);
   });
 });

@@ -6,12 +6,14 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { Database, TokensTable } from '../db/schema';
-import { reject } from '../domain/errors';
+import { CARD_CAUSED_ERRORS } from '../domain/card-flags';
+import { KessaiError, reject } from '../domain/errors';
 import { toUnixSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
 import { readParams } from '../operations/params';
-import { tokenizeTestCard, type CardDataInput, type TokenizedCard } from '../processor/test-cards';
+import { findTestCard, tokenizeTestCard, type CardDataInput, type TokenizedCard } from '../processor/test-cards';
+import { assertCardNotFlagged, recordCardError } from './card-flags';
 import { renderCard, type CardObject } from './card-object';
 import { assertTokenUsable, startTokenThreeDSecure, withTokenThreeDSecure } from './token-three-d-secure';
 
@@ -95,7 +97,16 @@ export interface CreateTokenCommand {
 export async function createToken(ctx: Context, caller: Caller, command: CreateTokenCommand): Promise<TokenObject> {
   const now = ctx.clock.now();
   const { threeDSecure } = command;
-  const row = tokenRowOfCard(ctx, caller, command.card, now);
+  // card_flagged: a card locked out after repeated refusals is not sent to the network again.
+  const fingerprint = typeof command.card.number === 'string' ? findTestCard(command.card.number)?.fingerprint : undefined;
+  if (fingerprint !== undefined) await assertCardNotFlagged(ctx.db, caller, fingerprint, now);
+  let row: TokenRow;
+  try {
+    row = tokenRowOfCard(ctx, caller, command.card, now);
+  } catch (error) {
+    if (fingerprint !== undefined && error instanceof KessaiError && CARD_CAUSED_ERRORS.has(error.code)) await recordCardError(ctx.db, caller, fingerprint, now);
+    throw error;
+  }
   const token = withTokenThreeDSecure(renderToken(row), threeDSecure ? { status: 'unverified' } : undefined);
   await ctx.db.transaction().execute(async (trx) => {
     await trx.insertInto('tokens').values(row).execute();

@@ -88,6 +88,16 @@ export interface BalancesTable {
   updated_at: Date;
 }
 
+export interface CardErrorWindowsTable {
+  account_id: string;
+  errors: number;
+  fingerprint: string;
+  flagged_until: Date | null;
+  livemode: boolean;
+  updated_at: Date;
+  window_start: Date;
+}
+
 export interface CardsTable {
   account_id: string;
   address_city: string | null;
@@ -726,6 +736,7 @@ export interface Database {
   api_key_directory: ApiKeyDirectoryTable;
   api_keys: ApiKeysTable;
   balances: BalancesTable;
+  card_error_windows: CardErrorWindowsTable;
   cards: CardsTable;
   charges: ChargesTable;
   checkout_session_directory: CheckoutSessionDirectoryTable;

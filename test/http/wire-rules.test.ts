@@ -91,4 +91,22 @@ describe('wire rules through the official SDKs', () => {
     const made = await ok(v2.createPaymentMethod({ client, body: { type: 'card', card, billing_details: { email: 'buyer@example.com', address: { zip: '100-0001' } } } }));
     expect(made.billing_details).toMatchObject({ address: { zip: '100-0001' } });
   });
+
+  it('card_flagged: after 5 refusals of one card within 30 minutes the card is locked out for 30 minutes, for that account and card only', async () => {
+    const declined = { number: TEST_CARDS.declined.number, exp_month: 12, exp_year: 2035, cvc: '123' };
+    const create = (sdk: Payjp.Payjp) => sdkError(sdk.tokens.create({ card: declined } as never, { 'X-Payjp-Direct-Token-Generate': 'true' }));
+    for (let attempt = 1; attempt <= 5; attempt += 1) {
+      expect(await create(payjp), `attempt ${attempt}`).toMatchObject({ status: 402, code: 'card_declined' });
+      server.ctx.clock.advance(60_000);
+    }
+    expect(await create(payjp)).toMatchObject({ status: 402, type: 'card_error', code: 'card_flagged' });
+    // Another card of the account, and the same card at another account, are not locked out.
+    expect(await token()).toMatch(/^tok_/);
+    expect(await create(server.sdk(server.keys.b.test.secret))).toMatchObject({ code: 'card_declined' });
+    // The lockout ends 30 minutes after the fifth refusal (the clock is a minute past it now); the issuer is asked again.
+    server.ctx.clock.advance(28 * 60_000);
+    expect(await create(payjp)).toMatchObject({ code: 'card_flagged' });
+    server.ctx.clock.advance(60_000);
+    expect(await create(payjp)).toMatchObject({ code: 'card_declined' });
+  });
 });

@@ -189,9 +189,8 @@ const createdChargeWrite = fixedStatement((db, shape: { readonly columns: readon
     WITH p AS (${pendingWebhooksSql('x', 'x.account_id', 'x.livemode', "'v1'", 'x.t', [accountId])})
     INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks)
     SELECT x.account_id, x.eid, x.livemode, 'v1', x.t, 'charge', x.charge_id, x.data, x.at, coalesce(p.pending, 0) FROM x LEFT JOIN p ON p.n = x.n`,
+    [accountId],
     {
-      // The statement locks the term: every table it reads names the account (account-scope.ts).
-      accountIds: [accountId],
       before: sql`term_lock AS (${term}), intent_dropped AS (${drop}), c AS (${insert}),
       x AS MATERIALIZED (
         SELECT c.account_id, ${v.eventId}::text AS eid, c.livemode, ${v.type}::text AS t, c.charge_id, 1 AS n, ${CHARGE_OBJECT_SQL} AS data, c.created_at AS at
@@ -227,8 +226,8 @@ export async function recordChargeEvents(executor: Kysely<Database>, ids: IdGene
     -- accounts' charges per key); joined, the ANY filters and the keys probe the primary key.
     JOIN charges c ON ${inAccounts('c.account_id', accountIds)} AND c.account_id = k.a AND c.livemode = k.l AND c.charge_id = k.id
     ${chargeCardJoins(accountIds)}),
-    p AS (${pendingWebhooksSql('x', 'x.account_id', 'x.livemode', "'v1'", 'x.t')})
+    p AS (${pendingWebhooksSql('x', 'x.account_id', 'x.livemode', "'v1'", 'x.t', accountIds)})
     INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks)
     SELECT x.account_id, x.eid, x.livemode, 'v1', x.t, 'charge', x.charge_id, x.data, x.at, coalesce(p.pending, 0) FROM x LEFT JOIN p ON p.n = x.n
-    ORDER BY x.n`).execute(executor);
+    ORDER BY x.n`, accountIds).execute(executor);
 }

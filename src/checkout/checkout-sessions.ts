@@ -164,7 +164,7 @@ export async function lineItemsOf(executor: Kysely<Database>, sessions: readonly
   const result = await sql<LineItemRow>`
     SELECT li.* FROM checkout_session_line_items li
     JOIN unnest(${sessions.map((s) => s.account_id)}::text[], ${sessions.map((s) => s.livemode)}::boolean[], ${sessions.map((s) => s.checkout_session_id)}::text[]) AS k(a, l, id)
-      ON li.account_id = k.a AND li.livemode = k.l AND li.checkout_session_id = k.id
+      ON ${inAccounts('li.account_id', accountsOf(sessions, (s) => s.account_id))} AND li.account_id = k.a AND li.livemode = k.l AND li.checkout_session_id = k.id
     ORDER BY li.position`.execute(executor);
   for (const item of result.rows) {
     const key = sessionKey(item);

@@ -114,9 +114,9 @@ function disputeEvent(row: DisputeRow): EventInput {
  * The fingerprint of the card a charge (row alias `c`) was made with: the v2 flow's card for a
  * flow's capture, else the stored card or the token's card (v1). Null for PayPay.
  */
-export function chargeCardFingerprint(c: string): RawBuilder<string | null> {
+export function chargeCardFingerprint(c: string, accountIds: readonly string[]): RawBuilder<string | null> {
   const col = (name: string) => sql.ref(`${c}.${name}`);
-  const same = (alias: string) => sql`${sql.ref(`${alias}.account_id`)} = ${col('account_id')} AND ${sql.ref(`${alias}.livemode`)} = ${col('livemode')}`;
+  const same = (alias: string) => sql`${inAccounts(`${alias}.account_id`, accountIds)} AND ${sql.ref(`${alias}.account_id`)} = ${col('account_id')} AND ${sql.ref(`${alias}.livemode`)} = ${col('livemode')}`;
   return sql<string | null>`coalesce(
     (SELECT f.card_fingerprint FROM payment_flows f WHERE ${same('f')} AND f.payment_flow_id = ${col('payment_flow_id')}),
     (SELECT cd.fingerprint FROM cards cd WHERE ${same('cd')} AND cd.card_id = ${col('card_id')}),
@@ -220,11 +220,11 @@ export async function openDisputeBatch(
   const keys = ROW_KEYS.table('k', locked.rows.map((row) => ({ accountId: row.a, livemode: row.l, id: row.id })));
   const due = await sql<DueCharge>`
     SELECT c.account_id, c.livemode, c.charge_id, c.payment_flow_id, c.amount_captured, c.fee_rate, c.tenant_id, c.platform_fee,
-           c.payjp_fee_included, c.dispute_due_at, ${chargeCardFingerprint('c')} AS fingerprint, a.term_cycle,
-           coalesce((SELECT sum(r.amount) FROM refunds r WHERE r.account_id = c.account_id AND r.livemode = c.livemode AND r.charge_id = c.charge_id), 0)::bigint AS refunded
+           c.payjp_fee_included, c.dispute_due_at, ${chargeCardFingerprint('c', accountIds)} AS fingerprint, a.term_cycle,
+           coalesce((SELECT sum(r.amount) FROM refunds r WHERE ${inAccounts('r.account_id', accountIds)} AND r.account_id = c.account_id AND r.livemode = c.livemode AND r.charge_id = c.charge_id), 0)::bigint AS refunded
     FROM ${keys.from}
     JOIN charges c ON ${inAccounts('c.account_id', accountIds)} AND c.account_id = ${keys.col('a')} AND c.livemode = ${keys.col('l')} AND c.charge_id = ${keys.col('id')}
-    JOIN accounts a ON a.account_id = c.account_id
+    JOIN accounts a ON ${inAccounts('a.account_id', accountIds)} AND a.account_id = c.account_id
     ORDER BY c.dispute_due_at, c.account_id, c.livemode, c.charge_id`.execute(trx);
   if (due.rows.length === 0) return { selected: 0, opened: 0, skipped: 0 };
 

@@ -10,7 +10,7 @@ import { bulkColumns, type BulkDocument, type ColumnsOf } from '../db/bulk-rows'
 import type { IdGenerator } from '../domain/ids';
 import { toIsoSeconds, toUnixSeconds } from '../domain/time';
 import { instantFromEpochMs } from '../db/epoch-ms';
-import { inAccounts } from '../db/account-scope';
+import { accountsOf, inAccounts } from '../db/account-scope';
 
 export type ApiVersion = 'v1' | 'v2';
 
@@ -69,6 +69,8 @@ export interface PreparedEvents {
   readonly columns: BulkDocument<ColumnsOf<typeof EVENT_COLUMNS>>;
   /** The documents, newline-separated (JSON.stringify never emits a raw newline). */
   readonly documents: string;
+  /** The events' accounts (account-scope.ts): the statement writing them reads only those accounts' endpoints. */
+  readonly accountIds: readonly string[];
 }
 
 /**
@@ -80,6 +82,7 @@ export function prepareEvents(events: readonly EventInput[]): PreparedEvents {
     kinds: events.map((event) => ((event.apiVersion ?? 'v1') === 'v1' ? 'eventV1' : 'eventV2')),
     columns: EVENT_COLUMNS.document(events),
     documents: events.map((e) => JSON.stringify(e.data)).join('\n'),
+    accountIds: events.length === 0 ? [] : accountsOf(events, (e) => e.accountId),
   };
 }
 
@@ -100,23 +103,21 @@ export async function recordPreparedEvents(executor: Kysely<Database>, ids: IdGe
         string_to_table(${eventIds.join('\n')}, E'\\n'),
         string_to_table(${utf8Text(prepared.documents)}, E'\\n')
       ) WITH ORDINALITY AS x(a, l, v, t, o, r, c, id, d, n)),
-    p AS (${pendingWebhooksSql('x', 'x.a', 'x.l', 'x.v', 'x.t')})
+    p AS (${pendingWebhooksSql('x', 'x.a', 'x.l', 'x.v', 'x.t', prepared.accountIds)})
     SELECT x.a, x.id, x.l, x.v, x.t, x.o, x.r, x.d::json, ${instantFromEpochMs('x.c')}, coalesce(p.pending, 0)
     FROM x LEFT JOIN p ON p.n = x.n
-    ORDER BY x.n`).execute(executor);
+    ORDER BY x.n`, prepared.accountIds).execute(executor);
   return eventIds;
 }
 
 /**
  * Whether the endpoint row `w` receives an event of the given account, mode, API version and type
- * (SQL expressions). `accountIds`: the events' accounts, bound as parameters too, for a statement
- * that locks rows (account-scope.ts: Citus routes a locking statement only when every table it
- * reads names its account).
+ * (SQL expressions). `accountIds`: the events' accounts, bound as parameters too (account-scope.ts:
+ * on Citus the statement is routed to their shard, not sent to every node).
  */
-function endpointReceives(account: string, livemode: string, version: string, type: string, accountIds?: readonly string[]): RawBuilder<boolean> {
+function endpointReceives(account: string, livemode: string, version: string, type: string, accountIds: readonly string[]): RawBuilder<boolean> {
   const [a, l, v, t] = [account, livemode, version, type].map((column) => sql.raw(column));
-  const bound = accountIds === undefined ? sql`` : sql`${inAccounts('w.account_id', accountIds)} AND `;
-  return sql<boolean>`${bound}w.account_id = ${a} AND w.livemode = ${l} AND w.status = 'enabled'
+  return sql<boolean>`${inAccounts('w.account_id', accountIds)} AND w.account_id = ${a} AND w.livemode = ${l} AND w.status = 'enabled'
     AND (w.api_version IS NULL OR w.api_version = ${v}) AND (w.event_types IS NULL OR ${t} = ANY(w.event_types))`;
 }
 
@@ -128,7 +129,7 @@ function endpointReceives(account: string, livemode: string, version: string, ty
  * their sequence numbers). An aggregate joined by row, not a correlated subquery: Citus refuses
  * those when FROM holds a set-returning function (ROWS FROM, unnest).
  */
-export function pendingWebhooksSql(rows: string, account: string, livemode: string, version: string, type: string, accountIds?: readonly string[]): RawBuilder<{ n: number; pending: number }> {
+export function pendingWebhooksSql(rows: string, account: string, livemode: string, version: string, type: string, accountIds: readonly string[]): RawBuilder<{ n: number; pending: number }> {
   return sql`SELECT ${sql.raw(rows)}.n, count(*)::int AS pending
     FROM ${sql.raw(rows)} JOIN webhook_endpoints w ON ${endpointReceives(account, livemode, version, type, accountIds)}
     GROUP BY ${sql.raw(rows)}.n`;
@@ -141,11 +142,11 @@ export function pendingWebhooksSql(rows: string, account: string, livemode: stri
  * deliveries exist exactly when their event does: no reader of the outbox can miss one (an
  * outbox cursor could skip an event whose transaction commits after a later one's).
  */
-export function withWebhookDeliveries(insertEvents: RawBuilder<unknown>, around?: AroundEvents): RawBuilder<unknown> {
+export function withWebhookDeliveries(insertEvents: RawBuilder<unknown>, accountIds: readonly string[], around?: AroundEvents): RawBuilder<unknown> {
   const written = sql`written AS (${insertEvents} RETURNING account_id, event_id, livemode, api_version, type, created_at)`;
   const deliveries = sql`INSERT INTO webhook_deliveries (account_id, endpoint_id, event_id, next_attempt_at, created_at)
     SELECT e.account_id, w.endpoint_id, e.event_id, e.created_at, e.created_at
-    FROM written e JOIN webhook_endpoints w ON ${endpointReceives('e.account_id', 'e.livemode', 'e.api_version', 'e.type', around?.accountIds)}`;
+    FROM written e JOIN webhook_endpoints w ON ${endpointReceives('e.account_id', 'e.livemode', 'e.api_version', 'e.type', accountIds)}`;
   if (around === undefined) return sql`WITH ${written} ${deliveries}`;
   return sql`WITH ${around.before}, ${written}, deliveries AS (${deliveries}) ${around.select}`;
 }
@@ -159,8 +160,6 @@ export function withWebhookDeliveries(insertEvents: RawBuilder<unknown>, around?
 export interface AroundEvents {
   readonly before: RawBuilder<unknown>;
   readonly select: RawBuilder<unknown>;
-  /** The events' accounts, bound in the deliveries' read of the endpoints (endpointReceives), when the statement locks rows. */
-  readonly accountIds?: readonly string[];
 }
 
 /** Writes one event; see recordEvents. */

@@ -137,13 +137,14 @@ export function captureAmounts(c: NewCapture): Omit<CaptureSettlement, 'term_id'
 export async function settleCaptured(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'clock'>, charges: readonly ChargeKey[]): Promise<void> {
   if (charges.length === 0) return;
   const k = ROW_KEYS.table('k', charges.map((c) => ({ accountId: c.accountId, livemode: c.livemode, id: c.chargeId })));
+  const accountIds = accountsOf(charges, (c) => c.accountId);
   // No row lock here: the UPDATE below re-checks `term_id IS NULL` under its own lock, so two
   // concurrent settlements of one charge write it once (and would write the same values anyway).
   const due = await sql<UnsettledCharge>`
     SELECT c.account_id, c.livemode, c.charge_id, c.amount, c.amount_captured, c.captured_at, c.fee_rate, c.tenant_id, c.platform_fee,
-           c.platform_fee_rate, c.payjp_fee_included, ${chargeCardFingerprint('c')} AS fingerprint
+           c.platform_fee_rate, c.payjp_fee_included, ${chargeCardFingerprint('c', accountIds)} AS fingerprint
     FROM ${k.from}
-    JOIN charges c ON c.account_id = ${k.col('a')} AND c.livemode = ${k.col('l')} AND c.charge_id = ${k.col('id')}
+    JOIN charges c ON ${inAccounts('c.account_id', accountIds)} AND c.account_id = ${k.col('a')} AND c.livemode = ${k.col('l')} AND c.charge_id = ${k.col('id')}
     WHERE c.term_id IS NULL AND c.amount_captured IS NOT NULL AND c.captured_at IS NOT NULL
     ORDER BY c.account_id, c.livemode, c.charge_id`.execute(trx);
   if (due.rows.length === 0) return;
@@ -171,7 +172,7 @@ export async function settleCaptured(trx: Kysely<Database>, ctx: Pick<Context, '
     UPDATE charges c SET fee = ${u.col('fee')}, platform_fee = ${u.col('pf')}, total_platform_fee = coalesce(${u.col('pf')}, 0), term_id = ${u.col('t')},
       dispute_due_at = ${u.col('dd')}
     FROM ${u.from}
-    WHERE c.account_id = ${u.col('a')} AND c.livemode = ${u.col('l')} AND c.charge_id = ${u.col('id')} AND c.term_id IS NULL`.execute(trx);
+    WHERE ${inAccounts('c.account_id', accountIds)} AND c.account_id = ${u.col('a')} AND c.livemode = ${u.col('l')} AND c.charge_id = ${u.col('id')} AND c.term_id IS NULL`.execute(trx);
 }
 
 const SETTLED_CHARGE_COLUMNS = bulkColumns<{ readonly row: UnsettledCharge; readonly settled: CaptureSettlement }>()({
@@ -230,7 +231,7 @@ export async function settleRefunds(trx: Kysely<Database>, ctx: Pick<Context, 'i
     SELECT r.account_id, r.livemode, r.refund_id, r.charge_id, r.amount, r.created_at, c.amount_captured, c.fee_rate, c.tenant_id,
            c.platform_fee, c.payjp_fee_included, a.term_cycle
     FROM ${k.from}
-    JOIN refunds r ON r.account_id = ${k.col('a')} AND r.livemode = ${k.col('l')} AND r.refund_id = ${k.col('id')}
+    JOIN refunds r ON ${inAccounts('r.account_id', accountIds)} AND r.account_id = ${k.col('a')} AND r.livemode = ${k.col('l')} AND r.refund_id = ${k.col('id')}
     JOIN charges c ON ${inAccounts('c.account_id', accountIds)} AND c.account_id = r.account_id AND c.livemode = r.livemode AND c.charge_id = r.charge_id
     JOIN accounts a ON ${inAccounts('a.account_id', accountIds)} AND a.account_id = r.account_id
     WHERE ${inAccounts('r.account_id', accountIds)} AND r.term_id IS NULL AND c.amount_captured IS NOT NULL
@@ -251,6 +252,6 @@ export async function settleRefunds(trx: Kysely<Database>, ctx: Pick<Context, 'i
     UPDATE refunds r SET tenant_id = ${u.col('ten')}, payjp_fee_included = ${u.col('inc')}, refund_fee_offset = ${u.col('rfo')},
       refund_platform_fee_offset = ${u.col('rpfo')}, term_id = ${u.col('t')}
     FROM ${u.from}
-    WHERE r.account_id = ${u.col('a')} AND r.livemode = ${u.col('l')} AND r.refund_id = ${u.col('id')}`.execute(trx);
+    WHERE ${inAccounts('r.account_id', accountIds)} AND r.account_id = ${u.col('a')} AND r.livemode = ${u.col('l')} AND r.refund_id = ${u.col('id')}`.execute(trx);
 }
 

@@ -14,6 +14,7 @@ import type { Context } from '../engine/context';
 import { cursorOf, inListPage, type ListPage } from '../operations/list-page';
 import { renderTerm, type TermObject, type TermRow } from './terms';
 import { bulkColumns, compositeKey, ROW_KEYS } from '../db/bulk-rows';
+import { accountsOf, inAccounts } from '../db/account-scope';
 
 export const STATEMENTS_URL = '/v1/statements';
 export const BALANCES_URL = '/v1/balances';
@@ -119,14 +120,15 @@ export function renderStatementRecord(record: StatementRecord): StatementObject 
 export async function statementRecords(executor: Kysely<Database>, rows: readonly StatementRow[]): Promise<StatementRecord[]> {
   if (rows.length === 0) return [];
   const k = STATEMENT_KEYS.table('k', rows);
+  const accountIds = accountsOf(rows, (row) => row.account_id);
   const [items, terms] = await Promise.all([
     sql<StatementItemRow>`
       SELECT i.* FROM ${k.from}
-      JOIN statement_items i ON i.account_id = ${k.col('a')} AND i.livemode = ${k.col('l')} AND i.statement_id = ${k.col('s')}
+      JOIN statement_items i ON ${inAccounts('i.account_id', accountIds)} AND i.account_id = ${k.col('a')} AND i.livemode = ${k.col('l')} AND i.statement_id = ${k.col('s')}
       ORDER BY i.statement_id, i.position`.execute(executor),
     sql<TermRow>`
       SELECT DISTINCT t.* FROM ${k.from}
-      JOIN terms t ON t.account_id = ${k.col('a')} AND t.livemode = ${k.col('l')} AND t.term_id = ${k.col('t')}`.execute(executor),
+      JOIN terms t ON ${inAccounts('t.account_id', accountIds)} AND t.account_id = ${k.col('a')} AND t.livemode = ${k.col('l')} AND t.term_id = ${k.col('t')}`.execute(executor),
   ]);
   const itemsOf = new Map<string, StatementItemRow[]>();
   for (const item of items.rows) {
@@ -163,7 +165,7 @@ export async function balanceRecords(executor: Kysely<Database>, rows: readonly 
   const k = ROW_KEYS.table('k', rows.map((r) => ({ accountId: r.account_id, livemode: r.livemode, id: r.balance_id })));
   const statements = await sql<StatementRow>`
     SELECT s.* FROM ${k.from}
-    JOIN statements s ON s.account_id = ${k.col('a')} AND s.livemode = ${k.col('l')} AND s.balance_id = ${k.col('id')}
+    JOIN statements s ON ${inAccounts('s.account_id', accountsOf(rows, (row) => row.account_id))} AND s.account_id = ${k.col('a')} AND s.livemode = ${k.col('l')} AND s.balance_id = ${k.col('id')}
     -- A close writes the sales statement before the transfer fee or forfeit it leads to.
     ORDER BY s.created_at, CASE s.type WHEN 'sales' THEN 0 WHEN 'service_fee' THEN 1 WHEN 'misc' THEN 2 ELSE 3 END, s.statement_id`.execute(executor);
   const records = await statementRecords(executor, statements.rows);

@@ -25,7 +25,7 @@ import { bulkColumns, compositeKey } from '../db/bulk-rows';
 import type { Database } from '../db/schema';
 import type { StatementDraft } from '../domain/sales-statements';
 import type { Context } from '../engine/context';
-import { inAccounts } from '../db/account-scope';
+import { accountsOf, inAccounts } from '../db/account-scope';
 import { dueAccounts, earliestDueAt } from '../engine/account-batches';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { inBothApis } from './v2-settlement-objects';
@@ -158,21 +158,21 @@ async function readTermBatch(trx: Kysely<Database>, batchAccounts: readonly stri
     sql<ChargeAggregateRow>`
       SELECT c.account_id, c.term_id, c.tenant_id, coalesce(c.payjp_fee_included, false) AS inc, count(*)::int AS n,
              sum(c.amount_captured)::bigint AS gross, sum(c.fee)::bigint AS fee, coalesce(sum(c.platform_fee), 0)::bigint AS pf
-      FROM terms k JOIN charges c ON c.account_id = k.account_id AND c.livemode = k.livemode AND c.term_id = k.term_id
+      FROM terms k JOIN charges c ON ${inAccounts('c.account_id', accountIds)} AND c.account_id = k.account_id AND c.livemode = k.livemode AND c.term_id = k.term_id
       WHERE k.term_id = ANY(${termIds}::text[]) AND k.account_id = ANY(${accountIds}::text[]) AND NOT k.closed
       GROUP BY c.account_id, c.term_id, c.tenant_id, coalesce(c.payjp_fee_included, false)
       ORDER BY c.account_id, c.term_id, c.tenant_id NULLS FIRST, inc`.execute(trx),
     sql<RefundAggregateRow>`
       SELECT r.account_id, r.term_id, r.tenant_id, coalesce(r.payjp_fee_included, false) AS inc, count(*)::int AS n,
              sum(r.amount)::bigint AS refunded, sum(r.refund_fee_offset)::bigint AS rfo, coalesce(sum(r.refund_platform_fee_offset), 0)::bigint AS rpfo
-      FROM terms k JOIN refunds r ON r.account_id = k.account_id AND r.livemode = k.livemode AND r.term_id = k.term_id
+      FROM terms k JOIN refunds r ON ${inAccounts('r.account_id', accountIds)} AND r.account_id = k.account_id AND r.livemode = k.livemode AND r.term_id = k.term_id
       WHERE k.term_id = ANY(${termIds}::text[]) AND k.account_id = ANY(${accountIds}::text[]) AND NOT k.closed
       GROUP BY r.account_id, r.term_id, r.tenant_id, coalesce(r.payjp_fee_included, false)
       ORDER BY r.account_id, r.term_id, r.tenant_id NULLS FIRST, inc`.execute(trx),
     sql<DisputeAggregateRow>`
       SELECT d.account_id, d.term_id, d.tenant_id, d.payjp_fee_included AS inc, count(*)::int AS n,
              sum(d.amount)::bigint AS disputed, sum(d.chargeback_fee_offset)::bigint AS cfo, sum(d.chargeback_platform_fee_offset)::bigint AS cpfo
-      FROM terms k JOIN disputes d ON d.account_id = k.account_id AND d.livemode = k.livemode AND d.term_id = k.term_id
+      FROM terms k JOIN disputes d ON ${inAccounts('d.account_id', accountIds)} AND d.account_id = k.account_id AND d.livemode = k.livemode AND d.term_id = k.term_id
       WHERE k.term_id = ANY(${termIds}::text[]) AND k.account_id = ANY(${accountIds}::text[]) AND NOT k.closed
       GROUP BY d.account_id, d.term_id, d.tenant_id, d.payjp_fee_included
       ORDER BY d.account_id, d.term_id, d.tenant_id NULLS FIRST, inc`.execute(trx),
@@ -195,7 +195,7 @@ async function readTermBatch(trx: Kysely<Database>, batchAccounts: readonly stri
       FOR UPDATE OF b`.execute(trx),
     sql<TenantMinimumRow>`
       SELECT t.account_id, t.livemode, t.tenant_id, t.minimum_transfer_amount FROM ${k.from}
-      JOIN tenants t ON t.account_id = ${k.col('a')} AND t.livemode = ${k.col('l')}`.execute(trx),
+      JOIN tenants t ON ${inAccounts('t.account_id', accountIds)} AND t.account_id = ${k.col('a')} AND t.livemode = ${k.col('l')}`.execute(trx),
   ]);
   return {
     terms,
@@ -242,7 +242,7 @@ async function writeTermClose(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, 
   await sql`
     UPDATE terms t SET closed = true, closed_at = t.end_at, charge_count = ${x.col('cc')}, refund_count = ${x.col('rc')}, dispute_count = ${x.col('dc')}
     FROM ${x.from}
-    WHERE t.account_id = ${x.col('a')} AND t.livemode = ${x.col('l')} AND t.term_id = ${x.col('id')} AND NOT t.closed`.execute(trx);
+    WHERE ${inAccounts('t.account_id', accountsOf(closedTerms, (t) => t.account_id))} AND t.account_id = ${x.col('a')} AND t.livemode = ${x.col('l')} AND t.term_id = ${x.col('id')} AND NOT t.closed`.execute(trx);
 
   const events: EventInput[] = [...plan.events];
   if (balanceEvents.length > 0) {

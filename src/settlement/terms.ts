@@ -134,7 +134,7 @@ export async function openTerms(trx: Kysely<Database>, ids: IdGenerator, wants: 
   const k = NEW_TERM_COLUMNS.table('k', candidates);
   const existing = await sql<{ account_id: string; livemode: boolean; start_at: Date }>`
     SELECT t.account_id, t.livemode, t.start_at FROM ${k.from}
-    JOIN terms t ON t.account_id = ${k.col('a')} AND t.livemode = ${k.col('l')} AND t.start_at = ${k.col('s')}`.execute(trx);
+    JOIN terms t ON ${inAccounts('t.account_id', accountsOf(candidates, (c) => c.accountId))} AND t.account_id = ${k.col('a')} AND t.livemode = ${k.col('l')} AND t.start_at = ${k.col('s')}`.execute(trx);
   const have = new Set(existing.rows.map((row) => compositeKey(row.account_id, row.livemode, row.start_at.getTime())));
   const fresh = candidates.filter((c) => !have.has(compositeKey(c.accountId, c.livemode, c.start.getTime())));
   if (fresh.length === 0) return;

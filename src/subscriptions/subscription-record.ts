@@ -159,6 +159,7 @@ export async function defaultCardOf(executor: Kysely<Database>, caller: Caller, 
     .where('cu.livemode', '=', caller.livemode)
     .where('cu.customer_id', '=', customerId)
     .where('cu.deleted_at', 'is', null)
+    .where('card.account_id', '=', caller.accountId)
     .where('card.deleted_at', 'is', null)
     .executeTakeFirst();
 }

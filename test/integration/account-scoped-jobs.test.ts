@@ -9,10 +9,10 @@
  * always has PostgreSQL.
  */
 import { sql } from 'kysely';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { idleJobs, simulateEveryJob } from '../support/every-job-accounts';
 import { isPostgres } from '../support/database';
+import { captureStatements, unscopedStatements, type SentStatement } from '../support/statement-capture';
 
 const ENGINE_TABLES = /\b(job_runs|job_schedule|kessai_migrations)\b/;
 const LOCKS = /\bFOR\s+(UPDATE|NO KEY UPDATE|SHARE|KEY SHARE)\b/i;
@@ -29,31 +29,24 @@ function boundAccounts(text: string): number {
   return [...text.matchAll(new RegExp(BOUND_ACCOUNT.source, 'g'))].length;
 }
 
-describe.runIf(isPostgres())('every statement that locks account rows names one account', () => {
-  const sent: string[] = [];
-  const original = pg.Client.prototype.query;
-  beforeAll(() => {
-    // Records the text of every statement sent through the pg driver in this process.
-    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-      const config = args[0];
-      if (typeof config === 'string') sent.push(config);
-      else if (config && typeof (config as { text?: unknown }).text === 'string') sent.push((config as { text: string }).text);
-      return (original as (...a: unknown[]) => unknown).apply(this, args);
-    } as typeof original;
-  });
-  afterAll(() => {
-    pg.Client.prototype.query = original;
-  });
-
+describe.runIf(isPostgres())('every statement on account rows names its accounts', () => {
   it('over a simulation in which every job works on three accounts', async () => {
     // The tables of account data: those with an account_id column (as `migrate --citus` finds them).
     const accountTables = new Set<string>();
-    const idle = await simulateEveryJob(process.env.DATABASE_URL!, async (world) => {
-      const tables = await sql<{ table_name: string }>`
-        SELECT table_name FROM information_schema.columns WHERE table_schema = 'public' AND column_name = 'account_id'`.execute(world.ctx.db);
-      for (const { table_name: table } of tables.rows) accountTables.add(table);
-      return idleJobs(world);
-    });
+    const stop = captureStatements();
+    let idle: string[];
+    let captured: SentStatement[];
+    try {
+      idle = await simulateEveryJob(process.env.DATABASE_URL!, async (world) => {
+        const tables = await sql<{ table_name: string }>`
+          SELECT table_name FROM information_schema.columns WHERE table_schema = 'public' AND column_name = 'account_id'`.execute(world.ctx.db);
+        for (const { table_name: table } of tables.rows) accountTables.add(table);
+        return idleJobs(world);
+      });
+    } finally {
+      captured = stop();
+    }
+    const sent = captured.map((statement) => statement.text);
     expect(accountTables.has('charges')).toBe(true);
     expect(idle).toEqual([]);
     const locking = [...new Set(sent.filter((text) => LOCKS.test(text) && !ENGINE_TABLES.test(text)))];
@@ -68,5 +61,11 @@ describe.runIf(isPostgres())('every statement that locks account rows names one 
     expect(locking.filter((text) => tableReferences(text, accountTables) > boundAccounts(text))).toEqual([]);
     // Statements addressing rows by tuple id must stay on one account's shard as well.
     expect(sent.filter((text) => /\bctid\b/.test(text) && !BOUND_ACCOUNT.test(text))).toEqual([]);
+    // Every statement, locking or not, of every batch and every operation (inside a transaction)
+    // names its accounts on every account table it reads or changes: on Citus one batch, one
+    // request, is one shard's work and a one-phase commit. Only the lock-free look for the accounts
+    // with due work, before the batches, reads across accounts.
+    expect(captured.filter((statement) => statement.inTransaction).length).toBeGreaterThan(100);
+    expect(unscopedStatements(captured, accountTables, { discovery: true })).toEqual([]);
   });
 });

@@ -178,13 +178,13 @@ async function readTermBatch(trx: Kysely<Database>, batchAccounts: readonly stri
       ORDER BY d.account_id, d.term_id, d.tenant_id NULLS FIRST, inc`.execute(trx),
     sql<PlanFeeAggregateRow>`
       SELECT f.account_id, f.term_id, f.subject, sum(f.amount)::bigint AS amount
-      FROM terms k JOIN service_fee_charges f ON f.account_id = k.account_id AND f.livemode = k.livemode AND f.term_id = k.term_id
+      FROM terms k JOIN service_fee_charges f ON ${inAccounts('f.account_id', accountIds)} AND f.account_id = k.account_id AND f.livemode = k.livemode AND f.term_id = k.term_id
       WHERE k.term_id = ANY(${termIds}::text[]) AND k.account_id = ANY(${accountIds}::text[]) AND NOT k.closed
       GROUP BY f.account_id, f.term_id, f.subject
       ORDER BY f.account_id, f.term_id, f.subject`.execute(trx),
     sql<AdjustmentAggregateRow>`
       SELECT j.account_id, j.term_id, j.owner, j.owner_ref, j.tenant_id, j.subject, sum(j.amount)::bigint AS amount
-      FROM terms k JOIN adjustments j ON j.account_id = k.account_id AND j.livemode = k.livemode AND j.term_id = k.term_id
+      FROM terms k JOIN adjustments j ON ${inAccounts('j.account_id', accountIds)} AND j.account_id = k.account_id AND j.livemode = k.livemode AND j.term_id = k.term_id
       WHERE k.term_id = ANY(${termIds}::text[]) AND k.account_id = ANY(${accountIds}::text[]) AND NOT k.closed
       GROUP BY j.account_id, j.term_id, j.owner, j.owner_ref, j.tenant_id, j.subject
       ORDER BY j.account_id, j.term_id, j.owner_ref, j.subject`.execute(trx),

@@ -37,16 +37,31 @@ async function chargeWithKey(server: TestServer, key: string, body: string): Pro
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
-describe('rate limits on the real server (v1 §8 defaults: 2 per second per zone in test mode)', () => {
+describe('rate limits on the real server (v1 §8 defaults: 2 per window per zone in test mode)', () => {
   let server: TestServer;
+  let longWindow: TestServer;
+  /** The statuses the server answered to customer lists, in order. */
+  const answered: number[] = [];
   beforeAll(async () => {
     // The defaults, explicitly: test mode sk = 2 per second (as KESSAI_RATE_LIMITS would leave them).
-    server = await startTestServer('harness', { rateLimits: {} });
+    server = await startTestServer('harness', {
+      rateLimits: {},
+      extraRoutes: async (app) => {
+        app.addHook('onResponse', async (request, reply) => {
+          if (request.url.startsWith('/v1/customers')) answered.push(reply.statusCode);
+        });
+      },
+    });
+    // The same budget of 2 over 60 seconds: a burst cannot straddle two windows on a slow machine.
+    longWindow = await startTestServer('harness', { rateLimits: { windowSeconds: 60 } });
   });
-  afterAll(async () => server?.close());
+  afterAll(async () => {
+    await server?.close();
+    await longWindow?.close();
+  });
 
   it("the zone's budget + 1 requests at once: one is 429 over_capacity through the SDK's error object", async () => {
-    const payjp = server.sdk(server.keys.a.test.secret);
+    const payjp = longWindow.sdk(longWindow.keys.a.test.secret);
     const results = await Promise.allSettled([0, 1, 2].map(() => payjp.customers.list()));
     const refused = results.filter((r) => r.status === 'rejected');
     expect(refused).toHaveLength(1);
@@ -54,10 +69,14 @@ describe('rate limits on the real server (v1 §8 defaults: 2 per second per zone
     expect(error).toMatchObject({ status: 429, type: 'client_error', code: 'over_capacity' });
   });
 
-  it('the SDK with maxRetry gets every request through its own back-off', async () => {
+  it('the SDK with maxRetry gets 5 requests at once through a budget of 2 a second: every 429 the server answered was retried', async () => {
     const payjp = server.sdk(server.keys.a.test.secret, { maxRetry: 8, retryInitialDelay: 250, retryMaxDelay: 2_000 });
+    answered.length = 0;
     const lists = await Promise.all([0, 1, 2, 3, 4].map(() => payjp.customers.list()));
     expect(lists.every((list) => list.object === 'list')).toBe(true);
+    // Five answered 200, and every refusal was followed by a retry (one more request each).
+    expect(answered.filter((status) => status === 200)).toHaveLength(5);
+    expect(answered.filter((status) => status !== 200 && status !== 429)).toEqual([]);
   });
 });
 

@@ -38,7 +38,7 @@ const baseline = {
 const overlay = { name: 'Visa 2 % from March', accounts: [{ id: 'acct_shop', from: '2027-03-01', fee_rates: { Visa: '2.00' } }] };
 
 describe('report.html in Chromium (issue 14, point 4)', () => {
-  it('loads offline with no console error and no network request; every chart has its axes\' titles; a screenshot is kept', async () => {
+  it('loads offline with no console error and no network request; every chart has its axes\' titles; the daily chart has a bar for every day, evenly spaced; a screenshot is kept', async () => {
     writeFileSync(join(scratch, 'baseline.json'), JSON.stringify(baseline));
     writeFileSync(join(scratch, 'overlay.json'), JSON.stringify(overlay));
     const out = join(scratch, 'sim-out');
@@ -84,7 +84,18 @@ describe('report.html in Chromium (issue 14, point 4)', () => {
       expect(titles).toEqual(expect.arrayContaining(['MRR at month end (¥)', 'Active subscribers (count)', 'Day (JST)', 'Captured (¥ a day)', 'Failed charges (count a day)', 'Holds (count)', 'Paid out (¥)']));
       expect(await page.textContent('body')).toContain('What-if "Visa 2 % from March" against the baseline');
 
-      // The daily chart is on a true time axis: every day of the range is a point, captures or not.
+      // The daily chart is on a true time axis: every day of the range (2027-01-01 to 2027-04-30, 120
+      // days) is a bar in each panel, captures or not, and the bars are evenly spaced.
+      const panels = await page.$$eval('figure#daily-captures svg g.mark-rect', (groups) =>
+        groups.map((group) => [...group.querySelectorAll('path')].map((path) => Number(/^M\s*(-?[\d.]+)/.exec(path.getAttribute('d') ?? '')?.[1]))),
+      );
+      expect(panels.map((xs) => xs.length)).toEqual([120, 120]);
+      for (const xs of panels) {
+        const gaps = xs.slice(1).map((x, i) => x - xs[i]!);
+        expect(Math.max(...gaps) - Math.min(...gaps)).toBeLessThan(0.01);
+        expect(Math.min(...gaps)).toBeGreaterThan(0);
+      }
+
       const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as { what_if: string; diff: { metric: string; delta: number }[] };
       expect(summary.what_if).toBe('Visa 2 % from March');
       expect(summary.diff.some((row) => row.metric === 'fees_yen' && row.delta < 0)).toBe(true);

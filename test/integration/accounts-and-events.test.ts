@@ -109,13 +109,13 @@ describe('event outbox', () => {
 
   it('an event written in a transaction that rolls back does not exist, like the change it reports', async () => {
     const ctx = testContext(database.store);
-    await ctx.db
-      .transaction()
-      .execute(async (trx) => {
-        await recordEvent(trx, ctx.ids, { accountId: 'acct_ev', livemode: false, type: 'customer.created', data: resource, at: ctx.clock.now() });
-        throw new Error('the state change failed');
-      })
-      .catch(() => {});
+    const rolledBack = ctx.db.transaction().execute(async (trx) => {
+      await recordEvent(trx, ctx.ids, { accountId: 'acct_ev', livemode: false, type: 'customer.created', data: resource, at: ctx.clock.now() });
+      // Written inside the transaction: the rollback below is what takes it away.
+      expect(await listEvents(trx, 'acct_ev')).toHaveLength(1);
+      throw new Error('the state change failed');
+    });
+    await expect(rolledBack).rejects.toThrow('the state change failed');
     expect(await listEvents(ctx.db, 'acct_ev')).toEqual([]);
     await ctx.db.transaction().execute((trx) => recordEvent(trx, ctx.ids, { accountId: 'acct_ev', livemode: false, type: 'customer.created', data: resource, at: ctx.clock.now() }));
     expect(await listEvents(ctx.db, 'acct_ev')).toHaveLength(1);

@@ -90,13 +90,13 @@ describe('charging stored cards in bulk', () => {
   it('writes nothing when the surrounding transaction rolls back', async () => {
     const card = await customerWithCard('cus_rollback', TEST_CARDS.jcb.number);
     const at = new Date('2027-04-01T00:00:00Z');
-    await ctx.db
-      .transaction()
-      .execute(async (trx) => {
-        await chargeCards(trx, ctx, [{ accountId: caller.accountId, livemode: false, customerId: 'cus_rollback', card, amount: 500, at, kind: 'charge' }]);
-        throw new Error('the subscription change failed');
-      })
-      .catch(() => {});
+    const rolledBack = ctx.db.transaction().execute(async (trx) => {
+      await chargeCards(trx, ctx, [{ accountId: caller.accountId, livemode: false, customerId: 'cus_rollback', card, amount: 500, at, kind: 'charge' }]);
+      // Written inside the transaction: the rollback below is what takes it away.
+      expect(await trx.selectFrom('charges').select('charge_id').where('customer_id', '=', 'cus_rollback').execute()).toHaveLength(1);
+      throw new Error('the subscription change failed');
+    });
+    await expect(rolledBack).rejects.toThrow('the subscription change failed');
     expect(await ctx.db.selectFrom('charges').select('charge_id').where('customer_id', '=', 'cus_rollback').execute()).toEqual([]);
   });
 });

@@ -168,17 +168,28 @@ describe('charges.create', () => {
 });
 
 describe('settlement hooks', () => {
-  it('every capture and every refund row is settled in the same transaction ("a charge belongs to the term in which it is captured")', async () => {
+  it('a capture and a refund row get, as they are written, the term their own instant falls in ("a charge belongs to the term in which it is captured")', async () => {
+    ctx.clock.set(REFERENCE_INSTANT);
     const immediate = await charge();
-    const held = await charge({ capture: false });
+    const held = await charge({ capture: false, expiry_days: 60 });
     expect(held).toMatchObject({ term_id: null });
+    const term = async (id: string | null) => ctx.db.selectFrom('terms').select(['term_id', 'start_at', 'end_at']).where('term_id', '=', id!).executeTakeFirstOrThrow();
+    const contains = (t: { start_at: Date; end_at: Date }, at: Date) => t.start_at.getTime() <= at.getTime() && at.getTime() < t.end_at.getTime();
+    // Captured 40 days after it was authorized: the capture's term, not the authorization's.
+    const later = new Date(REFERENCE_INSTANT.getTime() + 40 * MS_PER_DAY);
+    ctx.clock.set(later);
     const captured = await op<Charge & { term_id: string | null }>('charges.capture', { id: held.id, amount: 700 });
-    expect(captured.term_id).toMatch(/^tm_/);
-    expect((await op<Charge & { term_id: string | null }>('charges.retrieve', { id: immediate.id })).term_id).toMatch(/^tm_/);
+    const capturedTerm = await term(captured.term_id);
+    expect(contains(capturedTerm, later)).toBe(true);
+    const immediateTerm = await term((await op<Charge & { term_id: string | null }>('charges.retrieve', { id: immediate.id })).term_id);
+    expect(contains(immediateTerm, REFERENCE_INSTANT)).toBe(true);
+    expect(immediateTerm.term_id).not.toBe(capturedTerm.term_id);
+    // The refund of the earlier charge, made later, is in the refund's term.
     await op('charges.refund', { id: immediate.id, amount: 100 });
     const refunds = await ctx.db.selectFrom('refunds').select(['term_id']).where('charge_id', '=', immediate.id).execute();
     expect(refunds).toHaveLength(1);
-    expect(refunds[0]!.term_id).toMatch(/^tm_/);
+    expect(contains(await term(refunds[0]!.term_id), later)).toBe(true);
+    ctx.clock.set(REFERENCE_INSTANT);
   });
 });
 

@@ -21,6 +21,7 @@ import { runOperation } from '../operations/registry';
 import { balanceStatementsCsv } from '../settlement/balance-statement-urls';
 import { claimedKindOf, statementCsv } from '../settlement/statement-urls';
 import { tenantApplicationPage } from '../tenants/application-urls';
+import { browserRoutes, CORS_HEADERS, preflightHeaders } from './cors';
 import { registerHostedCheckout } from './hosted-checkout';
 import { registerV1ThreeDSecurePage } from './v1-three-d-secure-page';
 import { operationContext } from './idempotency';
@@ -160,27 +161,26 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   if (options.operate) await options.operate(app);
   // This server's memory of the keys it authenticated (a busy key is looked up once a second; see KeyCache).
   const keys = new KeyCache();
-  // Browser calls from a merchant's page (the browser script with the public key, v2 §4.8) are
-  // cross-origin: any origin may call, credentials are the key in the Authorization header (no
-  // cookies). A preflight is answered here, before authentication.
+  // Browser calls from a merchant's page are cross-origin: CORS only on the routes of what the
+  // public key may do (./cors.ts); a preflight for one is answered here, before authentication.
+  const browserCallable = browserRoutes([...V1_ROUTES, ...V2_ROUTES.map((route) => ({ ...route, path: `${V2_PREFIX}${route.path}` }))]);
   app.addHook('onRequest', async (request, reply) => {
     if (request.headers.origin === undefined) return;
-    reply.header('access-control-allow-origin', '*');
-    if (request.method === 'OPTIONS' && request.headers['access-control-request-method'] !== undefined) {
-      return reply
-        .code(204)
-        .header('access-control-allow-methods', 'GET, POST, DELETE')
-        .header('access-control-allow-headers', 'Authorization, Content-Type, Idempotency-Key, X-Payjp-Direct-Token-Generate')
-        .header('access-control-max-age', '600')
-        .send();
+    const asked = request.headers['access-control-request-method'];
+    if (request.method === 'OPTIONS' && typeof asked === 'string') {
+      if (browserCallable.allows(asked.toUpperCase(), request.url)) return reply.code(204).headers(preflightHeaders(asked.toUpperCase())).send();
+      return;
     }
+    if (browserCallable.allows(request.method, request.url)) reply.headers(CORS_HEADERS);
   });
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', async (request, reply) => {
     // The access line is written when the request ends (onResponse); this one only at debug level
     // (its fields are not even built below that level: this hook runs for every request).
     if (request.log.level === 'debug' || request.log.level === 'trace') request.log.debug({ method: request.method, url: request.url }, 'request received');
     if (request.routeOptions.config.public === true) return;
     request.caller = await authenticate(ctx, apiKeyOf(request.headers.authorization), keys);
+    // A secret key sent from a browser gets no CORS answer, even on a route the public key may call.
+    if (request.caller.kind === 'secret') reply.removeHeader('access-control-allow-origin');
   });
 
   app.addHook('onResponse', async (request, reply) => {

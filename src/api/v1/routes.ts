@@ -69,11 +69,12 @@ export const STATEMENT_DOWNLOAD_PATH = '/v1/statements/download';
  * /v1/tenants/, where a tenant's chosen id could be `application`). */
 export const TENANT_APPLICATION_PATH = '/v1/tenant_application';
 
-function patternOf(path: string): RegExp {
+/** The paths a route pattern (`/v1/charges/:id`) answers, as a regular expression of the path. */
+export function routePattern(path: string): RegExp {
   return new RegExp(`^${path.replace(/:[a-z_]+/g, '[^/]+')}/?$`);
 }
 
-const PATTERNS = V1_ROUTES.map((r) => ({ method: r.method, pattern: patternOf(r.path) }));
+const PATTERNS = V1_ROUTES.map((r) => ({ method: r.method, pattern: routePattern(r.path) }));
 
 /** The methods some route answers at `url` (path only): a non-empty answer makes a miss a 405. */
 export function methodsAt(url: string): HttpMethod[] {

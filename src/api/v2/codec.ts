@@ -23,7 +23,7 @@ import type { Context } from '../../engine/context';
 import { runOperation } from '../../operations/registry';
 import { checkParameterText, isPlainObject } from '../../operations/params';
 import { bodyText, decodeV1Input, toV1Error } from '../v1/codec';
-import type { HttpMethod } from '../v1/routes';
+import { routePattern, type HttpMethod } from '../v1/routes';
 
 export const V2_PREFIX = '/v2';
 export const V2_JSON = 'application/json; charset=utf-8';
@@ -194,7 +194,7 @@ export async function registerV2Routes(app: FastifyInstance, options: V2RouteOpt
     }
   });
   app.setErrorHandler((error, request, reply) => sendProblem(request, reply, error));
-  const patterns = routes.map((r) => ({ method: r.method, pattern: new RegExp(`^${V2_PREFIX}${r.path.replace(/:[a-z_]+/g, '[^/]+')}/?$`) }));
+  const patterns = routes.map((r) => ({ method: r.method, pattern: routePattern(`${V2_PREFIX}${r.path}`) }));
   app.setNotFoundHandler(async (request) => {
     const path = request.url.split('?')[0]!;
     if (patterns.some((p) => p.pattern.test(path))) throw new KessaiError('not_allowed_method', { message: `${request.method} is not allowed on this URL` });

@@ -10,7 +10,7 @@
  * documents, after the same authentication and request policies.
  */
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { authenticate, KeyCache, type Caller } from '../accounts/accounts';
 import { CHECKOUT_PAGE_PATH } from '../checkout/checkout-sessions';
 import { KessaiError } from '../domain/errors';
@@ -129,14 +129,13 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     loggerInstance: log as FastifyBaseLogger,
     bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
     genReqId: () => `req_${randomUUID()}`,
-    requestIdLogLabel: 'request_id',
     // Never throws: it runs while Fastify routes (see parseQuery; the first hook below refuses).
     routerOptions: { querystringParser: parseQuery },
     return503OnClosing: true,
     // A path Fastify cannot decode (`/v1/charges/%`) or an over-long path parameter: the catalogue's refusal, not Fastify's body.
     frameworkErrors: (error, request, reply) => sendRefusal(request, reply, error),
     // Fastify's own request lines (whose `req.url` the logger would not redact) are replaced by ours (onRequest, onResponse).
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
     requestTimeout,
     ...(options.https ? { https: { cert: options.https.cert, key: options.https.key, ...timeouts } } : { http: timeouts }),
   }) as unknown as FastifyInstance;

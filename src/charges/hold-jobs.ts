@@ -2,7 +2,10 @@
  * The scheduled work on v1 holds (service rules §2), set-based like the renewal job:
  *
  * - hold expiry: uncaptured holds past `expired_at` are released through the network in bulk and
- *   marked `released_at` = their own `expired_at`, with a `charge.updated` event at that instant;
+ *   marked `released_at` = their own `expired_at`, with a `charge.updated` event at that instant; a
+ *   debit or prepaid card was debited at authorization, so its release refunds the debit (service
+ *   rules §2.1): the charge is also `refunded` with `amount_refunded` = amount, and the event is
+ *   `charge.refunded`;
  * - 3-D Secure timeouts: charges left pending past their 30-minute window are abandoned
  *   (`failure_code` = `three_d_secure_expired`), with `charge.failed` at the window's end;
  * - scheduled reauthorization (service rules §2 Decision): on accounts that opted in, credit-card
@@ -28,6 +31,9 @@ import { liveClaimSql } from './charge-claims';
 import { accountsWithLapsedIntents, recoverCreateIntents } from './create-intents';
 import { recordChargeEvents, type ChargeEventKey } from './charge-record';
 import { bulkColumns, ROW_KEYS } from '../db/bulk-rows';
+
+/** A charge whose card moved the money at authorization (service rules §2.1): releasing it refunds the debit. */
+const DEBITED_AT_AUTHORIZATION = sql`(card_funding IN ('debit', 'prepaid'))`;
 
 /** The columns that make a hold live: authorized, not captured, not cancelled, not yet released. */
 const LIVE_HOLD = sql`paid AND NOT captured AND NOT refunded AND released_at IS NULL AND expired_at IS NOT NULL`;
@@ -71,8 +77,8 @@ async function recoverLapsedCreateIntents(ctx: Context, run: SlotRun): Promise<n
 }
 
 export async function expireHoldBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'clock'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<{ selected: number; released: number }> {
-  const due = await sql<{ t: string; a: string; l: boolean; id: string; amount: number; code: string | null; e: number }>`
-    SELECT ctid::text AS t, account_id AS a, livemode AS l, charge_id AS id, amount, authorization_code AS code,
+  const due = await sql<{ t: string; a: string; l: boolean; id: string; amount: number; code: string | null; e: number; debited: boolean }>`
+    SELECT ctid::text AS t, account_id AS a, livemode AS l, charge_id AS id, amount, authorization_code AS code, ${DEBITED_AT_AUTHORIZATION} AS debited,
            (extract(epoch from expired_at) * 1000)::bigint AS e
     FROM charges WHERE ${inAccounts('account_id', accountIds)} AND ${LIVE_HOLD} AND expired_at < ${asOf} AND NOT ${liveClaimSql('charges', accountIds, ctx.clock.now())}
     ORDER BY expired_at, account_id, livemode, charge_id LIMIT ${limit}
@@ -90,7 +96,8 @@ export async function expireHoldBatch(trx: Kysely<Database>, ctx: Pick<Context, 
   // ids would repeat across partitions). The accounts bind the statement to one shard on Citus,
   // where a tuple id means something on one shard only.
   const updated = await sql<{ charge_id: string }>`
-    UPDATE charges c SET released_at = c.expired_at, updated_at = c.expired_at
+    UPDATE charges c SET released_at = c.expired_at, updated_at = c.expired_at,
+      refunded = c.refunded OR ${DEBITED_AT_AUTHORIZATION}, amount_refunded = CASE WHEN ${DEBITED_AT_AUTHORIZATION} THEN c.amount ELSE c.amount_refunded END
     WHERE ${inAccounts('c.account_id', accountIds)} AND c.ctid = ANY(${rows.map((r) => r.t)}::tid[]) AND c.released_at IS NULL
     RETURNING c.charge_id`.execute(trx);
   // Every row was locked live and unreleased, so every one must have been written; if an
@@ -100,7 +107,7 @@ export async function expireHoldBatch(trx: Kysely<Database>, ctx: Pick<Context, 
     throw new Error(`hold expiry: ${rows.length} holds locked but ${updated.rows.length} released; the batch is rolled back`);
   }
   // Every locked hold was released: its event, in the order the holds were due.
-  const events: ChargeEventKey[] = rows.map((r) => ({ accountId: r.a, livemode: r.l, chargeId: r.id, type: 'charge.updated', at: new Date(Number(r.e)) }));
+  const events: ChargeEventKey[] = rows.map((r) => ({ accountId: r.a, livemode: r.l, chargeId: r.id, type: r.debited ? 'charge.refunded' : 'charge.updated', at: new Date(Number(r.e)) }));
   await recordChargeEvents(trx, ctx.ids, events);
   return { selected: rows.length, released: events.length };
 }

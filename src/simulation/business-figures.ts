@@ -30,7 +30,12 @@ export interface MonthEndFigures {
   churned_subscriptions: number;
   /** Resumed in the month (after a pause, typically a failed renewal). */
   recovered_subscriptions: number;
-  holds: { authorized: number; captured: number; released_at_expiry: number; reauthorized: number };
+  /**
+   * Holds of the month; a debit or prepaid card moves the money at authorization (service rules
+   * §2.1): `debited_yen` is what such holds took from buyers, `debit_refunded_yen` what went back to
+   * them (the rest at a partial capture, all at a cancel or a lapse).
+   */
+  holds: { authorized: number; captured: number; released_at_expiry: number; reauthorized: number; debited_yen: number; debit_refunded_yen: number };
   /** Per owner, the net of balances still collecting at month end (deferred below the minimum). */
   carried_by_owner: Record<string, number>;
   /** Per owner, balances closed in the month without a payout date: forfeited past their deadline. */
@@ -44,7 +49,7 @@ export function emptyMonthEnd(): MonthEndFigures {
     new_subscriptions: 0,
     churned_subscriptions: 0,
     recovered_subscriptions: 0,
-    holds: { authorized: 0, captured: 0, released_at_expiry: 0, reauthorized: 0 },
+    holds: { authorized: 0, captured: 0, released_at_expiry: 0, reauthorized: 0, debited_yen: 0, debit_refunded_yen: 0 },
     carried_by_owner: {},
     forfeited_by_owner: {},
   };
@@ -145,7 +150,7 @@ export async function monthEndFigures(
   // Holds: a charge whose capture came later than its authorization (or never).
   const holds = await db
     .selectFrom('charges')
-    .select(['created_at', 'captured_at', 'released_at'])
+    .select(['created_at', 'captured_at', 'released_at', 'updated_at', 'card_funding', 'amount', 'amount_captured', 'refunded'])
     .where('paid', '=', true)
     .where((eb) => eb.or([eb('captured_at', 'is', null), eb('captured_at', '>', eb.ref('created_at'))]))
     .execute();
@@ -159,6 +164,13 @@ export async function monthEndFigures(
     if (hold.released_at) {
       const released = monthOf(hold.released_at);
       if (released) released.holds.released_at_expiry += 1;
+    }
+    if (hold.card_funding === 'debit' || hold.card_funding === 'prepaid') {
+      if (created && hold.created_at.getTime() >= range.from.getTime()) created.holds.debited_yen += hold.amount;
+      // Given back: the rest at a partial capture, everything at a lapse or a cancel (refund of the uncaptured charge).
+      const back = hold.captured_at !== null ? { at: hold.captured_at, yen: hold.amount - (hold.amount_captured ?? hold.amount) } : hold.released_at !== null ? { at: hold.released_at, yen: hold.amount } : hold.refunded ? { at: hold.updated_at, yen: hold.amount } : null;
+      const month = back && back.yen > 0 ? monthOf(back.at) : undefined;
+      if (month && back) month.holds.debit_refunded_yen += back.yen;
     }
   }
   const reauthorized = await db.selectFrom('reauthorizations').select('attempted_at').where('outcome', '=', 'succeeded').execute();

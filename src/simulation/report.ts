@@ -563,7 +563,7 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
     for (const key of ['failed_renewals_by_reason', 'paid_out_by_owner', 'forfeited_by_owner'] as const) {
       for (const [name, amount] of Object.entries(m[key])) addTo(totals[key], name, amount);
     }
-    for (const key of ['authorized', 'captured', 'released_at_expiry', 'reauthorized'] as const) totals.holds[key] += m.holds[key];
+    for (const key of ['authorized', 'captured', 'released_at_expiry', 'reauthorized', 'debited_yen', 'debit_refunded_yen'] as const) totals.holds[key] += m.holds[key];
   }
   const { month: _total, ...totalFields } = totals;
   const summary: Summary = {

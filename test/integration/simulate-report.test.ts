@@ -237,3 +237,25 @@ describe('plan fees and adjustments in a simulation, and a what-if that raises t
     ]);
   }, 120_000);
 });
+
+describe('debit cards in a simulation (service rules §2.1: debited at authorization)', () => {
+  it('the month shows what debit holds took from buyers and gave back: the rest at a partial capture, all at a lapse or a cancel', async () => {
+    const scenario = parseScenario(
+      JSON.stringify({
+        customers: [{ ref: 'd', card: { number: '4000056655665556', exp_month: 12, exp_year: 2032 } }],
+        timeline: [
+          { at: '2027-01-05T10:00', op: 'charges.create', ref: 'lapses', params: { amount: 5_000, currency: 'jpy', customer: '$d', capture: false, expiry_days: 2 } },
+          { at: '2027-01-06T10:00', op: 'charges.create', ref: 'part', params: { amount: 8_000, currency: 'jpy', customer: '$d', capture: false } },
+          { at: '2027-01-07T10:00', op: 'charges.capture', params: { id: '$part', amount: 6_000 } },
+          { at: '2027-01-08T10:00', op: 'charges.create', ref: 'canceled', params: { amount: 3_000, currency: 'jpy', customer: '$d', capture: false } },
+          { at: '2027-01-09T10:00', op: 'charges.refund', params: { id: '$canceled' } },
+        ],
+      }),
+      'debit holds',
+    );
+    const { summary } = await run(scenario, '2027-01-01', '2027-02-01');
+    expect(summary.failed_steps).toBe(0);
+    expect(summary.months[0]!.holds).toMatchObject({ authorized: 3, captured: 1, released_at_expiry: 1, debited_yen: 16_000, debit_refunded_yen: 5_000 + 2_000 + 3_000 });
+    expect(summary.months[0]!.captured_yen).toBe(6_000);
+  }, 120_000);
+});

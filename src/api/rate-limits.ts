@@ -37,25 +37,11 @@ import type { Redis } from 'ioredis';
 import type { Caller } from '../accounts/accounts';
 import type { Database } from '../db/schema';
 import { KessaiError } from '../domain/errors';
+import { DEFAULT_RATE_LIMITS, RATE_LIMIT_PROFILES, RATE_LIMIT_ZONES, type RateLimitOverrides, type RateLimitProfile, type RateLimitTable, type RateLimitZone, type ZoneLimits } from './rate-limit-profiles';
 import { sendRefusal } from './refusal';
 
-export const RATE_LIMIT_ZONES = ['pk', 'payment', 'sk'] as const;
-export type RateLimitZone = (typeof RATE_LIMIT_ZONES)[number];
-
-/** Requests per window of each zone. */
-export type ZoneLimits = Readonly<Record<RateLimitZone, number>>;
-export interface RateLimitTable {
-  readonly live: ZoneLimits;
-  readonly test: ZoneLimits;
-}
-/** Some zones of some modes, laid over the defaults (or over the server's table, for an account). */
-export type RateLimitOverrides = { readonly live?: Partial<ZoneLimits>; readonly test?: Partial<ZoneLimits> };
-
-/** v1 §8's table. "Limit values may change without notice": every value can be configured. */
-export const DEFAULT_RATE_LIMITS: RateLimitTable = {
-  live: { pk: 10, payment: 14, sk: 30 },
-  test: { pk: 2, payment: 2, sk: 2 },
-};
+export { DEFAULT_RATE_LIMITS, RATE_LIMIT_PROFILES, RATE_LIMIT_PROFILE_NAMES, RATE_LIMIT_ZONES } from './rate-limit-profiles';
+export type { RateLimitOverrides, RateLimitProfile, RateLimitTable, RateLimitZone, ZoneLimits } from './rate-limit-profiles';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -74,7 +60,9 @@ export interface RateLimitOptions {
   readonly db?: Kysely<Database>;
   /** The Redis connection (ioredis) that holds the counters (store `redis`); its owner closes it. */
   readonly redis?: Redis;
-  /** Server-wide values laid over v1 §8's defaults. */
+  /** The table the limits start from (default `spec`, v1 §8's). */
+  readonly profile?: RateLimitProfile;
+  /** Server-wide values laid over the profile's table. */
   readonly limits?: RateLimitOverrides;
   /** Per account id, values laid over the server-wide table (a benchmark account raised, say). */
   readonly accounts?: Readonly<Record<string, RateLimitOverrides>>;
@@ -315,7 +303,7 @@ async function rateLimitsPlugin(app: FastifyInstance, options: RateLimitOptions)
   if (options.store === 'redis' && options.redis === undefined) throw new Error('rate limits on the redis store need redis');
   const windowSeconds = options.windowSeconds ?? 1;
   if (!Number.isInteger(windowSeconds) || windowSeconds < 1) throw new Error(`rate limit windowSeconds must be a whole number of seconds of at least 1, got ${windowSeconds}`);
-  const table = applyOverrides(DEFAULT_RATE_LIMITS, options.limits, 'limits');
+  const table = applyOverrides(RATE_LIMIT_PROFILES[options.profile ?? 'spec'], options.limits, 'limits');
   const perAccount = new Map(Object.entries(options.accounts ?? {}).map(([account, overrides]) => [account, applyOverrides(table, overrides, `accounts.${account}`)]));
   const limiters = new Limiters(options, windowSeconds);
   const leases = new LeasedBudgets();

@@ -19,8 +19,12 @@ export interface ServerPolicyOptions {
   readonly storeKind: 'postgres' | 'pglite';
   /** On PostgreSQL: count rate limits in this Redis (openRateLimitRedis) instead of `rate_limit_counters`. */
   readonly redis?: Redis;
-  /** Limits laid over v1 §8's defaults (`parseRateLimits` of `KESSAI_RATE_LIMITS`); `windowSeconds` (v1 §8: 1) is lengthened only by tests, so a burst cannot straddle two windows. */
-  readonly rateLimits?: Pick<RateLimitOptions, 'limits' | 'accounts' | 'windowSeconds'>;
+  /**
+   * Limits laid over the profile's table (`parseRateLimits` of `KESSAI_RATE_LIMITS`), the profile
+   * (default `spec`), and `windowSeconds` (v1 §8: 1), lengthened only by tests, so a burst cannot
+   * straddle two windows.
+   */
+  readonly rateLimits?: Pick<RateLimitOptions, 'profile' | 'limits' | 'accounts' | 'windowSeconds'>;
   /** Idempotency tuning (tests shorten the waits; `kessai serve` passes KESSAI_FAULT's fault point); db and clock are the context's. */
   readonly idempotency?: Omit<IdempotencyOptions, 'db' | 'clock' | 'onStoreError' | 'onWarning'>;
 }

@@ -22,6 +22,7 @@ import { balanceStatementsCsv } from '../settlement/balance-statement-urls';
 import { claimedKindOf, statementCsv } from '../settlement/statement-urls';
 import { tenantApplicationPage } from '../tenants/application-urls';
 import { browserRoutes, CORS_HEADERS, preflightHeaders } from './cors';
+import { installDrain } from './drain';
 import { registerHostedCheckout } from './hosted-checkout';
 import { registerV1ThreeDSecurePage } from './v1-three-d-secure-page';
 import { operationContext } from './idempotency';
@@ -151,6 +152,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     }
   });
 
+  // Before every other hook: once the server stops (drainServer), a new request is refused before anything runs.
+  installDrain(app);
   app.decorateRequest('caller', null);
   // First of all: a query string or path parameter that could not be read is refused (v1 body or problem document).
   app.addHook('onRequest', async (request) => {

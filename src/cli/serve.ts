@@ -5,7 +5,8 @@
  * loaded; what it runs is serve-run.ts, loaded once they pass.
  */
 import { createServer, isIP } from 'node:net';
-import { InvalidArgumentError, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { RATE_LIMIT_PROFILE_NAMES } from '../api/rate-limit-profiles';
 import type { GlobalOptions } from './command-runtime';
 import type { ServeOptions } from './serve-run';
 
@@ -68,6 +69,11 @@ export function registerServe(program: Command): void {
     .option('--metrics-port <n>', 'also serve Prometheus metrics at /metrics on this port, without the operator token (they are always at /metrics here with it)', portArg)
     .option('--metrics-host <address>', 'address of --metrics-port', '127.0.0.1')
     .option('--request-timeout <seconds>', 'longest time a client may take to send a whole request, headers and body; its headers get at most 10 s (default 30)', secondsArg)
+    .addOption(
+      new Option('--rate-limits <profile>', 'rate-limit profile: spec (v1 §8\'s values; the default on PostgreSQL) or development (1,000 requests/s a zone; the default on the embedded database); KESSAI_RATE_LIMITS refines either')
+        .choices(RATE_LIMIT_PROFILE_NAMES)
+        .env('KESSAI_RATE_LIMIT_PROFILE'),
+    )
     .action(async (options: ServeOptions, command: Command) => {
       if ((options.cert === undefined) !== (options.key === undefined)) throw new Error('--cert and --key go together');
       const tls = options.cert !== undefined && options.key !== undefined;

@@ -101,6 +101,7 @@ export function problemCodeOf(error: Pick<KessaiError, 'code' | 'status' | 'type
   if (error.status === 405) return { code: 'method_not_allowed', status: 405, title: 'Method Not Allowed' };
   if (error.status === 413) return { code: 'payload_too_large', status: 413, title: 'Payload Too Large' };
   if (error.status === 429) return { code: 'rate_limited', status: 429, title: 'Too Many Requests' };
+  if (error.status === 503) return { code: 'service_unavailable', status: 503, title: 'Service Unavailable' };
   if (error.status >= 500) return { code: 'server_error', status: error.status, title: 'Internal Server Error' };
   // A card refusal keeps its own code (card_declined, expired_card, …): it is what the buyer is told.
   if (error.status === 402) return { code: error.code, status: 402, title: 'Payment Failed' };

@@ -8,7 +8,9 @@
  * Install it before anything else (opening the database included): until the handlers exist, the
  * signal's default action kills the process mid-batch. The handlers stay until `dispose()`, so a
  * repeated signal — an impatient operator, or a supervisor that sends SIGTERM then SIGINT — never
- * cuts the batch short.
+ * cuts the batch short; unless the command asks for `onRepeat: 'exit'` (`kessai serve`, whose
+ * operator may not want to wait for slow requests): then a second signal exits at once with status
+ * 1, which the engine survives as it survives a crash (leases lapse, transactions roll back).
  */
 import type { Logger } from './logger';
 
@@ -24,12 +26,21 @@ export interface StopSignal {
 /** The signals that ask kessai to stop politely. */
 export const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT'];
 
-export function listenForStop(log: Logger, signals: readonly NodeJS.Signals[] = STOP_SIGNALS): StopSignal {
+export interface StopOptions {
+  /** What a second signal does: `wait` (the default: nothing, the work finishes) or `exit` at once. */
+  readonly onRepeat?: 'wait' | 'exit';
+}
+
+export function listenForStop(log: Logger, signals: readonly NodeJS.Signals[] = STOP_SIGNALS, options: StopOptions = {}): StopSignal {
   const controller = new AbortController();
   let resolveStopped: (signal: NodeJS.Signals) => void = () => {};
   const stopped = new Promise<NodeJS.Signals>((resolve) => (resolveStopped = resolve));
   const onSignal = (signal: NodeJS.Signals): void => {
     if (controller.signal.aborted) {
+      if (options.onRepeat === 'exit') {
+        log.warn({ signal }, 'second stop signal: exiting now, without waiting for the requests in flight');
+        process.exit(1);
+      }
       log.warn({ signal }, 'already stopping: the current batch finishes first');
       return;
     }

@@ -4,7 +4,7 @@
  * `@payjp/payjpv2`; its output must be what its comments say.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -18,6 +18,12 @@ function snippet(markdown: string, name: string): string {
   const block = [...markdown.matchAll(/```js\n([\s\S]*?)```/g)].map((match) => match[1]!).find((code) => code.startsWith(`// ${name}`));
   if (block === undefined) throw new Error(`README.md has no js block starting with // ${name}`);
   return block;
+}
+
+/** Where the README's flow keeps the keys: in the data folder (.kessai/, ignored by git), never in the checkout itself. */
+function writeKeys(dir: string, keys: unknown): void {
+  mkdirSync(join(dir, '.kessai'), { recursive: true });
+  writeFileSync(join(dir, '.kessai', 'demo-keys.json'), JSON.stringify({ keys }));
 }
 
 describe('README v2 snippet', () => {
@@ -38,7 +44,7 @@ describe('README v2 snippet', () => {
     const code = snippet(readFileSync(join(ROOT, 'README.md'), 'utf8'), 'demo-v2.mjs');
     expect(code).toContain("baseUrl: 'http://127.0.0.1:4010'");
     writeFileSync(join(dir, 'demo-v2.mjs'), code.replace('http://127.0.0.1:4010', server.baseUrl));
-    writeFileSync(join(dir, 'demo-keys.json'), JSON.stringify({ keys: server.keys.a }));
+    writeKeys(dir, server.keys.a);
     const { stdout } = await promisify(execFile)(process.execPath, ['demo-v2.mjs'], { cwd: dir, timeout: 60_000 });
     const promised = [...code.matchAll(/console\.log\(.*\); \/\/ (.*)$/gm)].map((match) => match[1]);
     expect(stdout.trim().split('\n')).toEqual(promised);
@@ -49,7 +55,7 @@ describe('README v2 snippet', () => {
     const code = snippet(readFileSync(join(ROOT, 'README.md'), 'utf8'), 'demo-checkout.mjs');
     expect(code.match(/http:\/\/127\.0\.0\.1:4010/g)).toHaveLength(2);
     writeFileSync(join(dir, 'demo-checkout.mjs'), code.replaceAll('http://127.0.0.1:4010', server.baseUrl));
-    writeFileSync(join(dir, 'demo-keys.json'), JSON.stringify({ keys: server.keys.a }));
+    writeKeys(dir, server.keys.a);
     const { stdout } = await promisify(execFile)(process.execPath, ['demo-checkout.mjs'], { cwd: dir, timeout: 60_000 });
     const promised = [...code.matchAll(/console\.log\(.*\); \/\/ (.*)$/gm)].map((match) => match[1]);
     expect(promised).toEqual(['2400 true']);

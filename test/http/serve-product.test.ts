@@ -1,0 +1,173 @@
+/**
+ * `kessai` as a product: commands run the build without a TypeScript loader; `serve` says at once
+ * when its port is taken; on the embedded database it is a development server (the development
+ * rate-limit profile lets the SDKs run flat out, `spec` still limits at v1 §8's values, webhooks
+ * go out within about a second); SIGTERM drains: every request received is answered as usual,
+ * a later one is refused cleanly, and the money is exactly as without the signal.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { createClient, createPaymentMethod } from '@payjp/payjpv2';
+import Payjp from 'payjp';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startServe } from '../support/spawn-worker';
+import { startReceiver } from '../support/webhook-receiver';
+
+const BIN = fileURLToPath(new URL('../../bin/kessai.mjs', import.meta.url));
+const dataDir = mkdtempSync(join(tmpdir(), 'kessai-product-'));
+const env = { DATABASE_URL: '', KESSAI_DATA_DIR: dataDir, KESSAI_LOG_LEVEL: 'info', KESSAI_RATE_LIMITS: '' };
+let keys: { test: { secret: string } };
+let accountId: string;
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+/**
+ * Preloaded into a child: records every module-loader hook registered (tsx registers one) and, at
+ * exit, prints the process's argv, execArgv and those registrations on stderr.
+ */
+const LOADER_PROBE =
+  "data:text/javascript,import module from 'node:module'; const hooks = []; const register = module.register; module.register = (...a) => { hooks.push(String(a[0])); return register(...a); };" +
+  " process.on('exit', () => process.stderr.write('\\nPROBE ' + JSON.stringify({ argv: process.argv, execArgv: process.execArgv, hooks }) + '\\n'));";
+
+function kessai(args: readonly string[], extra: Record<string, string> = {}) {
+  const result = spawnSync(process.execPath, ['--import', LOADER_PROBE, BIN, ...args], { env: { ...process.env, ...env, ...extra }, encoding: 'utf8', timeout: 120_000 });
+  const probe = JSON.parse(/PROBE (.*)/.exec(result.stderr)![1]!) as { argv: string[]; execArgv: string[]; hooks: string[] };
+  return { ...result, probe };
+}
+
+beforeAll(() => {
+  // --json without a redirect still prints the keys (shown once).
+  const created = kessai(['accounts', 'create', '--name', 'Product Shop', '--json']);
+  expect(created.status).toBe(0);
+  const parsed = JSON.parse(created.stdout) as { account: { id: string }; keys: typeof keys };
+  keys = parsed.keys;
+  accountId = parsed.account.id;
+}, 180_000);
+
+it('--help and a database command run the build in dist/, with no TypeScript loader in the process', () => {
+  // The probe can say "yes": a process that registers tsx shows its hook.
+  const withTsx = spawnSync(process.execPath, ['--import', LOADER_PROBE, '--import', 'tsx', '-e', '0'], { encoding: 'utf8' });
+  expect(/PROBE (.*)/.exec(withTsx.stderr)![1]).toMatch(/tsx/);
+  for (const args of [['--help'], ['accounts', 'list']]) {
+    const run = kessai(args);
+    expect(run.status, run.stderr).toBe(0);
+    expect(JSON.stringify(run.probe)).not.toMatch(/tsx|\.ts\b/);
+    expect(run.probe.hooks).toEqual([]);
+  }
+  expect(kessai(['--help']).stdout).toContain('Usage: kessai');
+  expect(kessai(['accounts', 'list']).stdout).toContain(accountId);
+}, 180_000);
+
+it('a port in use: serve exits non-zero with one clear line, before loading anything slow', async () => {
+  const holder = createServer();
+  await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+  const port = (holder.address() as { port: number }).port;
+  try {
+    const floor = performance.now();
+    spawnSync(process.execPath, ['-e', '0']);
+    const nodeAlone = performance.now() - floor;
+    const started = performance.now();
+    const run = spawnSync(process.execPath, [BIN, 'serve', '--port', String(port)], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
+    const took = performance.now() - started;
+    expect(run.status).toBe(1);
+    expect(run.stderr.trim().split('\n')).toEqual([`kessai: port ${port} on 127.0.0.1 is in use (another kessai serve?): stop that process or choose another --port`]);
+    // Within a second of a bare node start (the machine's load is in both).
+    expect(took - nodeAlone).toBeLessThan(1_000);
+  } finally {
+    holder.close();
+  }
+}, 60_000);
+
+it('embedded serve: the development profile lets 50 SDK calls of each SDK through; a webhook reaches a local receiver within 2 s', async () => {
+  const receiver = await startReceiver();
+  const added = kessai(['webhooks', 'add', accountId, '--url', `${receiver.url}/hook`]);
+  expect(added.status, added.stderr).toBe(0);
+  const { server, apibase } = await startServe([], env);
+  try {
+    await expect.poll(() => server.output(), { timeout: 30_000, interval: 20 }).toContain('Development server on the embedded database');
+    expect(server.output()).toContain(`apibase: '${apibase}'`);
+    expect(server.output()).toContain('rate limits:      development');
+    const payjp = Payjp(keys.test.secret, { apibase, maxRetry: 0 });
+    const client = createClient({ apiKey: keys.test.secret, baseUrl: apibase.replace(/\/v1$/, '') });
+    const statuses: number[] = [];
+    for (let i = 0; i < 50; i += 1) {
+      const { response } = await createPaymentMethod({ client, body: { type: 'card', card: { number: '4242424242424242', exp_month: 12, exp_year: 2035, cvc: '123' }, billing_details: { email: 'buyer@example.com' } } });
+      statuses.push(response.status);
+    }
+    await Promise.all(Array.from({ length: 50 }, () => payjp.plans.list({ limit: 1 }).then(() => statuses.push(200), (error: { status: number }) => statuses.push(error.status))));
+    expect(statuses.filter((status) => status !== 200)).toEqual([]);
+    // A new event goes out within about a second (the in-process poller), not on the minute.
+    const before = receiver.received.length;
+    const sent = performance.now();
+    const customer = await payjp.customers.create({ email: 'hook@example.com' });
+    await receiver.until(before + 1);
+    const latency = performance.now() - sent;
+    expect(receiver.received.some((request) => request.body.includes(customer.id))).toBe(true);
+    expect(latency).toBeLessThan(2_000);
+    server.child.kill('SIGTERM');
+    expect((await server.exited).code).toBe(0);
+  } finally {
+    server.child.kill('SIGKILL');
+    await receiver.close();
+  }
+}, 240_000);
+
+it('embedded serve --rate-limits spec still limits test mode at v1 §8\'s 2 requests a second (over_capacity)', async () => {
+  const { server, apibase } = await startServe(['--rate-limits', 'spec', '--no-worker'], env);
+  try {
+    const payjp = Payjp(keys.test.secret, { apibase, maxRetry: 0 });
+    const outcomes = await Promise.all(Array.from({ length: 6 }, () => payjp.plans.list({ limit: 1 }).then(() => 'ok', (error: { status: number; response: { body: { error: { code: string } } } }) => `${error.status} ${error.response.body.error.code}`)));
+    expect(outcomes).toContain('429 over_capacity');
+    server.child.kill('SIGTERM');
+    expect((await server.exited).code).toBe(0);
+  } finally {
+    server.child.kill('SIGKILL');
+  }
+}, 240_000);
+
+it('SIGTERM drains: 40 charges held at the card network are all answered as usual, a request after the signal is refused cleanly, the money is exact', async () => {
+  const gate = join(dataDir, 'gate-open');
+  const { server, apibase } = await startServe(['--no-worker'], { ...env, KESSAI_TEST_NETWORK_GATE: gate });
+  const origin = apibase.replace(/\/v1$/, '');
+  const payjp = Payjp(keys.test.secret, { apibase, maxRetry: 0 });
+  try {
+    const token = await payjp.tokens.create({ card: { number: '4242424242424242', exp_month: 12, exp_year: 2035, cvc: '123' } }, { 'X-Payjp-Direct-Token-Generate': 'true' });
+    const customer = await payjp.customers.create({ card: token.id });
+    const charges = Array.from({ length: 40 }, (_, i) => payjp.charges.create({ amount: 1000 + i, currency: 'jpy', customer: customer.id }).then((charge) => ({ ok: true as const, charge }), (error: unknown) => ({ ok: false as const, error })));
+    // All 40 received and waiting at the network (a gate, not a timer).
+    await expect.poll(() => server.errors().split('network gate: authorization waiting').length - 1, { timeout: 120_000, interval: 50 }).toBe(40);
+    server.child.kill('SIGTERM');
+    await expect.poll(() => server.errors(), { timeout: 30_000, interval: 20 }).toContain('stopping: answering the requests already received');
+    // After the signal: refused by the operating system, or 503 with Retry-After — never a reset mid-request.
+    const late = await fetch(`${origin}/v1/charges`, { headers: { authorization: `Bearer ${keys.test.secret}`, connection: 'close' } }).then(
+      (response) => `${response.status} ${response.headers.get('retry-after')}`,
+      (error: Error & { cause?: { code?: string } }) => error.cause?.code ?? error.message,
+    );
+    expect(['ECONNREFUSED', '503 1']).toContain(late);
+    writeFileSync(gate, 'open');
+    const answered = await Promise.all(charges);
+    expect(answered.filter((outcome) => !outcome.ok)).toEqual([]);
+    expect(answered.map((outcome) => (outcome.ok ? outcome.charge.captured && outcome.charge.paid : false))).toEqual(Array(40).fill(true));
+    expect((await server.exited).code).toBe(0);
+  } finally {
+    server.child.kill('SIGKILL');
+  }
+  // The money and the events are exactly what 40 charges make: one charge and one charge.succeeded each.
+  rmSync(gate, { force: true });
+  const again = await startServe(['--no-worker'], env);
+  try {
+    const payjp2 = Payjp(keys.test.secret, { apibase: again.apibase, maxRetry: 0 });
+    const list = await payjp2.charges.list({ limit: 100 });
+    expect(list.data.map((charge) => charge.amount).sort((a, b) => a - b)).toEqual(Array.from({ length: 40 }, (_, i) => 1000 + i));
+    const events = await payjp2.events.list({ type: 'charge.succeeded', limit: 100 });
+    expect(events.data.length).toBe(40);
+    again.server.child.kill('SIGTERM');
+    await again.server.exited;
+  } finally {
+    again.server.child.kill('SIGKILL');
+  }
+}, 400_000);

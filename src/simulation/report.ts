@@ -8,7 +8,7 @@
 import { once } from 'node:events';
 import { createWriteStream, mkdirSync, writeFileSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import { cardKey, chargeCardsOf } from '../charges/charge-record';
 import { CHARGE_OBJECT_COLUMNS, chargeText, type ChargeRow } from '../charges/charges';
@@ -24,6 +24,7 @@ import { webhookReport } from './webhooks';
 import { EVENT_TEXT_SQL } from '../events/outbox';
 import { findOperation, runOperation } from '../operations/registry';
 import { subscriptionObjects } from '../subscriptions/subscription-record';
+import type { SubscriptionRow } from '../subscriptions/subscription-object';
 import { renderAdjustment } from '../settlement/adjustments';
 
 const PAGE = 5_000;
@@ -259,6 +260,39 @@ function chargePages(db: Kysely<Database>): Pages<{ row: ReportCharge; cardText:
     });
 }
 
+/** The rows of `query`, a page at a time through one cursor (in its own transaction). */
+function cursorPages<R>(db: Kysely<Database>, query: RawBuilder<unknown>): Pages<R> {
+  return (emit) => db.transaction().execute((trx) => readCursor<R>(trx, query, emit));
+}
+
+/** Reads `query` through a cursor of the caller's transaction, a page at a time, and closes it. */
+async function readCursor<R>(trx: Kysely<Database>, query: RawBuilder<unknown>, emit: (page: readonly R[]) => Promise<void>): Promise<void> {
+  await sql`DECLARE report_rows NO SCROLL CURSOR FOR ${query}`.execute(trx);
+  const fetchPage = async () => (await sql<R>`FETCH ${sql.raw(String(PAGE))} FROM report_rows`.execute(trx)).rows;
+  await prefetching(fetchPage, (page) => page.length === 0, emit);
+  await sql`CLOSE report_rows`.execute(trx);
+}
+
+/**
+ * Every subscription of the accounts as it stands at the end (deleted ones too, marked), account
+ * by account, test mode first, oldest first: the API's objects, a page at a time (their plans read
+ * in the cursor's transaction: the embedded database has one connection).
+ */
+function subscriptionPages(db: Kysely<Database>, accounts: readonly string[]): Pages<Record<string, unknown>> {
+  return (emit) =>
+    db.transaction().execute(async (trx) => {
+      for (const accountId of accounts) {
+        for (const livemode of [false, true]) {
+          const query = sql`SELECT * FROM subscriptions WHERE account_id = ${accountId} AND livemode = ${livemode} ORDER BY created_at, subscription_id`;
+          await readCursor<SubscriptionRow>(trx, query, async (page) => {
+            const objects = await subscriptionObjects(trx, { accountId, livemode, kind: 'secret' }, page);
+            await emit(objects.map((object, i) => ({ ...object, deleted: page[i]!.deleted_at !== null })));
+          });
+        }
+      }
+    });
+}
+
 /**
  * Hands pages to `emit` until `last` says a page is the end, asking for the next page before
  * emitting the current one: the database reads page k+1 while this process renders and writes
@@ -384,25 +418,13 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   await json.array('steps', single(world.outcomes), (step) => ({ ...step, at: toIsoSeconds(step.at) }));
   await json.array('job_runs', single(world.jobRuns), (run) => ({ job: run.job, slot: toIsoSeconds(run.slot), counts: run.counts }));
 
-  // Subscriptions as they stand at the end (deleted ones too), then every state change.
-  const subscriptions: Record<string, unknown>[] = [];
-  for (const accountId of world.accounts) {
-    for (const livemode of [false, true]) {
-      const rows = await db.selectFrom('subscriptions').selectAll().where('account_id', '=', accountId).where('livemode', '=', livemode).orderBy('created_at').orderBy('subscription_id').execute();
-      const objects = await subscriptionObjects(db, { accountId, livemode, kind: 'secret' }, rows);
-      objects.forEach((object, i) => subscriptions.push({ ...object, deleted: rows[i]!.deleted_at !== null }));
-    }
-  }
-  await json.array('subscriptions', single(subscriptions));
-  const changes = await db
-    .selectFrom('events')
-    .select(['account_id', 'created_at', 'type', 'resource_id'])
-    .select(sql<string | null>`data->>'status'`.as('status'))
-    .where('type', 'like', 'subscription.%')
-    .orderBy('account_id')
-    .orderBy('seq')
-    .execute();
-  await json.array('subscription_changes', single(changes), (change) => ({
+  // Subscriptions as they stand at the end (deleted ones too), then every state change; both a
+  // page at a time, never the whole book in memory.
+  await json.array('subscriptions', subscriptionPages(db, world.accounts));
+  await json.array('subscription_changes', cursorPages<{ account_id: string; created_at: Date; type: string; resource_id: string; status: string | null }>(
+    db,
+    sql`SELECT account_id, created_at, type, resource_id, data->>'status' AS status FROM events WHERE type LIKE 'subscription.%' ORDER BY account_id, seq`,
+  ), (change) => ({
     at: toIsoSeconds(change.created_at),
     account: change.account_id,
     subscription: change.resource_id,

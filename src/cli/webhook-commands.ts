@@ -4,22 +4,20 @@
  */
 import type { Context } from '../engine/context';
 import type { Logger } from '../engine/logger';
-import { deliverDueWebhooks, sendTestEvent } from '../webhooks/delivery';
-import { addEndpoint, listEndpoints, removeEndpoint, rotateEndpointToken, setEndpointEnabled, type WebhookEndpoint } from '../webhooks/endpoints';
-import { logger, runtime, type GlobalOptions } from './command-runtime';
+import type { Operator } from '../api/admin/operator';
+import { deliverDueWebhooks } from '../webhooks/delivery';
+import type { WebhookEndpoint } from '../webhooks/endpoints';
+import { logger, type GlobalOptions } from './command-runtime';
+import { withOperator } from './operator-access';
 
 function describe(endpoint: WebhookEndpoint): string {
   const types = endpoint.eventTypes ? endpoint.eventTypes.join(',') : 'all events';
   return `${endpoint.id}\t${endpoint.livemode ? 'live' : 'test'}\t${endpoint.status}\t${endpoint.url}\t${endpoint.apiVersion ?? 'v1+v2'}\t${types}`;
 }
 
-async function withRuntime(g: GlobalOptions, action: (ctx: Context) => Promise<void>): Promise<void> {
-  const rt = await runtime(g, logger(g));
-  try {
-    await action(rt.ctx);
-  } finally {
-    await rt.close();
-  }
+/** The operator's actions: through a running serve's operator API when it holds the embedded database, else on the database (operator-access.ts). */
+function withRuntime(g: GlobalOptions, action: (operator: Operator) => Promise<void>): Promise<void> {
+  return withOperator({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, log: logger(g) }, action);
 }
 
 export interface AddEndpointOptions {
@@ -31,8 +29,8 @@ export interface AddEndpointOptions {
 }
 
 export async function addEndpointCommand(accountId: string, options: AddEndpointOptions, g: GlobalOptions): Promise<void> {
-  await withRuntime(g, async (ctx) => {
-    const { endpoint, token } = await addEndpoint(ctx, { accountId, url: options.url, livemode: options.live, apiVersion: options.apiVersion ?? null, eventTypes: options.eventType ?? null });
+  await withRuntime(g, async (operator) => {
+    const { endpoint, token } = await operator.webhooks.add({ accountId, url: options.url, livemode: options.live, apiVersion: options.apiVersion ?? null, eventTypes: options.eventType ?? null });
     if (options.json) {
       console.log(JSON.stringify({ endpoint, token }, null, 2));
       return;
@@ -44,8 +42,8 @@ export async function addEndpointCommand(accountId: string, options: AddEndpoint
 }
 
 export async function listEndpointsCommand(accountId: string, options: { json?: boolean }, g: GlobalOptions): Promise<void> {
-  await withRuntime(g, async (ctx) => {
-    const endpoints = await listEndpoints(ctx.db, accountId);
+  await withRuntime(g, async (operator) => {
+    const endpoints = await operator.webhooks.list(accountId);
     if (options.json) {
       console.log(JSON.stringify(endpoints, null, 2));
       return;
@@ -61,25 +59,25 @@ export async function listEndpointsCommand(accountId: string, options: { json?: 
 export type EndpointChange = 'disable' | 'enable' | 'remove';
 
 export async function changeEndpointCommand(change: EndpointChange, accountId: string, endpointId: string, g: GlobalOptions): Promise<void> {
-  await withRuntime(g, async (ctx) => {
-    const endpoint = change === 'remove' ? await removeEndpoint(ctx, accountId, endpointId) : await setEndpointEnabled(ctx, accountId, endpointId, change === 'enable');
+  await withRuntime(g, async (operator) => {
+    const endpoint = change === 'remove' ? await operator.webhooks.remove(accountId, endpointId) : await operator.webhooks.setEnabled(accountId, endpointId, change === 'enable');
     console.log(change === 'remove' ? `${endpoint.id} removed` : describe(endpoint));
   });
 }
 
 export async function rotateTokenCommand(accountId: string, endpointId: string, g: GlobalOptions): Promise<void> {
-  await withRuntime(g, async (ctx) => {
-    const { endpoint, token } = await rotateEndpointToken(ctx, accountId, endpointId);
+  await withRuntime(g, async (operator) => {
+    const { endpoint, token } = await operator.webhooks.rotateToken(accountId, endpointId);
     console.log(describe(endpoint));
     console.log(`token: ${token}`);
   });
 }
 
 export async function testEndpointCommand(accountId: string, endpointId: string, g: GlobalOptions): Promise<void> {
-  await withRuntime(g, async (ctx) => {
-    const { event, result } = await sendTestEvent(ctx, accountId, endpointId);
+  await withRuntime(g, async (operator) => {
+    const result = await operator.webhooks.test(accountId, endpointId);
     const answer = result.status === null ? result.error : `HTTP ${result.status}`;
-    console.log(`${String(event.id)} → ${endpointId}: ${answer} in ${result.durationMs} ms (${result.ok ? 'delivered' : 'failed'})`);
+    console.log(`${result.eventId} → ${endpointId}: ${answer} in ${result.durationMs} ms (${result.ok ? 'delivered' : 'failed'})`);
     if (!result.ok) process.exitCode = 1;
   });
 }

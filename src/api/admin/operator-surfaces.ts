@@ -11,6 +11,7 @@ import type { Context } from '../../engine/context';
 import type { JobDefinition } from '../../engine/job';
 import type { Clock } from '../../engine/clock';
 import { ADMIN_PREFIX, registerOperatorApi } from './admin-routes';
+import { CONSOLE_PREFIX, registerConsole } from './console';
 import { localOperator, type Operator } from './operator';
 import { operatorOf, type OperatorTokens } from './operator-tokens';
 
@@ -62,5 +63,6 @@ export function operatorSurfaces(options: OperatorSurfaceOptions): (app: Fastify
       });
     }
     await app.register(registerOperatorApi, { prefix: ADMIN_PREFIX, tokens: options.tokens, operatorFor: (who) => serverOperator(options, who) });
+    await app.register(registerConsole, { prefix: CONSOLE_PREFIX, tokens: options.tokens, operatorFor: (who) => serverOperator(options, who) });
   };
 }

@@ -1,0 +1,65 @@
+/**
+ * The CLI through a running server: on the embedded database held by `kessai serve`, management
+ * commands go through the server's operator API (serve.json in the data folder, readable by its
+ * owner only) and print what they print on the database directly; once serve stops they open the
+ * database themselves again.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, expect, it } from 'vitest';
+import { startServe } from '../support/spawn-worker';
+
+const BIN = fileURLToPath(new URL('../../bin/kessai.mjs', import.meta.url));
+const dataDir = mkdtempSync(join(tmpdir(), 'kessai-operator-cli-'));
+const env = { DATABASE_URL: '', KESSAI_DATA_DIR: dataDir, KESSAI_LOG_LEVEL: 'warn', KESSAI_OPERATOR_TOKEN: '' };
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+const kessai = (...args: string[]) => spawnSync(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
+
+it('kessai webhooks add while an embedded serve runs succeeds through the server, audited as cli; after serve stops it works directly', async () => {
+  expect(kessai('accounts', 'create', '--name', 'CLI Shop', '--id', 'acct_cli_shop').status).toBe(0);
+  const { server, apibase } = await startServe(['--no-worker'], env);
+  try {
+    const origin = apibase.replace(/\/v1$/, '');
+    // The server holds the folder: opening the database directly would be refused.
+    expect(existsSync(join(dataDir, 'serve.json'))).toBe(true);
+    expect(statSync(join(dataDir, 'serve.json')).mode & 0o077).toBe(0);
+    expect(statSync(join(dataDir, 'operator-token')).mode & 0o077).toBe(0);
+    expect(server.output()).toContain(`operator API on ${origin}/admin`);
+
+    const added = kessai('webhooks', 'add', 'acct_cli_shop', '--url', 'https://shop.example/hooks', '--json');
+    expect(added.stderr).toBe('');
+    expect(added.status).toBe(0);
+    const { endpoint, token } = JSON.parse(added.stdout) as { endpoint: { id: string; url: string }; token: string };
+    expect(endpoint.url).toBe('https://shop.example/hooks');
+    expect(token).toMatch(/^whook_/);
+    const listed = kessai('webhooks', 'list', 'acct_cli_shop');
+    expect(listed.status).toBe(0);
+    expect(listed.stdout).toContain(`${endpoint.id}\ttest\tenabled\thttps://shop.example/hooks`);
+    expect(listed.stdout).toContain('delivered 0, failing 0, waiting 0, given up 0');
+    // Refusals come back as the CLI prints them.
+    const refused = kessai('webhooks', 'add', 'acct_cli_shop', '--url', 'ftp://x');
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain('invalid_param_key (url)');
+    const accounts = kessai('accounts', 'list');
+    expect(accounts.stdout).toMatch(/acct_cli_shop\tCLI Shop\tmonthly\ttest only\t\d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})? \+09:00/);
+
+    // The server recorded the change as the CLI's.
+    const tokenFile = spawnSync('cat', [join(dataDir, 'operator-token')], { encoding: 'utf8' }).stdout.trim();
+    const audit = (await (await fetch(`${origin}/admin/jobs`, { headers: { authorization: `Bearer ${tokenFile}` } })).json()) as { data: unknown[] };
+    expect(audit.data.length).toBeGreaterThan(5);
+    // No token reached the server's log.
+    expect(server.errors()).not.toContain(token);
+    expect(server.errors()).not.toContain(tokenFile);
+  } finally {
+    server.child.kill('SIGTERM');
+    await server.exited;
+  }
+  expect(existsSync(join(dataDir, 'serve.json'))).toBe(false);
+  const direct = kessai('webhooks', 'list', 'acct_cli_shop');
+  expect(direct.status).toBe(0);
+  expect(direct.stdout).toContain('https://shop.example/hooks');
+}, 120_000);

@@ -21,8 +21,10 @@ export function operatorSetup(ctx: Context, storeKind: 'postgres' | 'pglite', da
     surfaces: operatorSurfaces({ ctx, tokens: new OperatorTokens(all), jobs: ALL_JOBS, owner: workerName(), ledgerClock: systemClock, stopSignal, metrics }),
     /** Says where the operator surfaces are (never the token), and writes serve.json; returns it to remove at stop. */
     started(origin: string) {
+      // The file first: once this line is printed, the CLI finds the server.
+      const serveFile = cliToken === undefined ? undefined : writeServeFile(dataDir, origin, cliToken);
       console.log(`operator API on ${origin}/admin, console on ${origin}/console (operator token: ${file ?? 'KESSAI_OPERATOR_TOKEN'})`);
-      return cliToken === undefined ? undefined : writeServeFile(dataDir, origin, cliToken);
+      return serveFile;
     },
   };
 }

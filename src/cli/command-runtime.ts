@@ -9,6 +9,7 @@ import { createLogger, silentLogger, type Logger } from '../engine/logger';
 import { randomIds } from '../engine/random-ids';
 import { openRuntime } from '../engine/runtime';
 import { systemClock } from '../engine/system-clock';
+import { closeDefaultWebhookTransport } from '../webhooks/delivery';
 import { environmentConfig } from './environment';
 
 export interface GlobalOptions {
@@ -23,5 +24,5 @@ export function logger(options: GlobalOptions): Logger {
 }
 
 export async function runtime(options: GlobalOptions, log: Logger, clock = systemClock, config: Partial<EngineConfig> = {}, observer?: EngineObserver) {
-  return openRuntime({ databaseUrl: options.databaseUrl, dataDir: options.dataDir, clock, ids: randomIds(), log, config: { ...environmentConfig(), ...config }, ...(observer ? { observer } : {}) });
+  return openRuntime({ databaseUrl: options.databaseUrl, dataDir: options.dataDir, clock, ids: randomIds(), log, config: { ...environmentConfig(), ...config }, ...(observer ? { observer } : {}), release: closeDefaultWebhookTransport });
 }

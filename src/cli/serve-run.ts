@@ -24,6 +24,7 @@ import { KessaiMetrics } from '../metrics/metrics';
 import { startMetricsServer } from '../metrics/metrics-server';
 import { NETWORK_FAULT_POINTS, networkWithFault, networkWithGate } from '../processor/network-faults';
 import type { GlobalOptions } from './command-runtime';
+import { closeDefaultWebhookTransport } from '../webhooks/delivery';
 import { environmentConfig } from './environment';
 import { operatorSetup } from './serve-operator';
 import { startWebhookPoller } from './webhook-commands';
@@ -78,7 +79,7 @@ export async function runServe(options: ServeOptions, g: GlobalOptions): Promise
   const stop = listenForStop(log, STOP_SIGNALS, { onRepeat: 'exit' });
   try {
     const metrics = new KessaiMetrics({ jobs: ALL_JOBS });
-    const opened = await openRuntime({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, clock: systemClock, ids: randomIds(), log, observer: metrics.observer, config: { ...environmentConfig(), ...(checkoutPageBaseUrl === undefined ? {} : { checkoutPageBaseUrl }) } });
+    const opened = await openRuntime({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, clock: systemClock, ids: randomIds(), log, observer: metrics.observer, release: closeDefaultWebhookTransport, config: { ...environmentConfig(), ...(checkoutPageBaseUrl === undefined ? {} : { checkoutPageBaseUrl }) } });
     const faulty = networkFault === undefined ? opened : { ...opened, ctx: { ...opened.ctx, processor: networkWithFault(opened.ctx.processor, networkFault, fault!.act) } };
     const rt = gate === undefined ? faulty : { ...faulty, ctx: { ...faulty.ctx, processor: networkWithGate(faulty.ctx.processor, gate, existsSync, (line) => process.stderr.write(`${line}\n`)) } };
     if (rt.ctx.config.statementUrlSecret === undefined) log.warn('KESSAI_STATEMENT_URL_SECRET is not set: statement_urls and application_urls answer 500 until it is');

@@ -9,7 +9,6 @@ import type { IdGenerator } from '../domain/ids';
 import { simulatedCardNetwork, type CardNetwork } from '../processor/card-network';
 import type { Clock } from './clock';
 import type { Logger } from './logger';
-import type { WebhookTransport } from '../webhooks/transport';
 import type { SlotOutcome } from './scheduler';
 
 export interface EngineConfig {
@@ -63,6 +62,42 @@ export interface Context {
   readonly webhookTransport?: WebhookTransport;
   /** What the engine reports as it works (the Prometheus metrics of serve and worker, src/metrics/); absent: nothing is reported. */
   readonly observer?: EngineObserver;
+}
+
+/**
+ * The engine's port for webhook delivery: how a webhook request leaves the process. The webhooks
+ * feature implements it (HTTP in the worker, a scripted answer in the simulation, src/webhooks/transport.ts);
+ * the composition roots pass one in as `Context.webhookTransport`.
+ */
+export interface WebhookRequest {
+  readonly endpointId: string;
+  readonly url: string;
+  readonly token: string;
+  /** The event object, as JSON text. */
+  readonly body: string;
+  /** 1 for the first attempt of a delivery. */
+  readonly attempt: number;
+}
+
+export interface WebhookResult {
+  /** A 2xx answer within the timeout. */
+  readonly ok: boolean;
+  /** The HTTP status, or null when none came (timeout, connection error). */
+  readonly status: number | null;
+  /** `timeout`, or the connection error's code (ECONNREFUSED, …); null when a status came. */
+  readonly error: string | null;
+  readonly durationMs: number;
+}
+
+export interface WebhookTransport {
+  /**
+   * Whether a failure of this transport cost time (a timeout, a connection that hangs): then a
+   * delivery pass stops sending to that endpoint for the rest of the pass, so one dead endpoint
+   * never holds the others up. False for the simulation, which answers at once.
+   */
+  readonly failuresAreSlow: boolean;
+  send(request: WebhookRequest): Promise<WebhookResult>;
+  close(): Promise<void>;
 }
 
 /** The engine's reports to an observer: called after the fact, never awaited, never allowed to fail a run. */

@@ -9,7 +9,6 @@ import type { IdGenerator } from '../domain/ids';
 import type { Clock } from './clock';
 import { createContext, type Context, type EngineConfig, type EngineObserver } from './context';
 import type { Logger } from './logger';
-import { closeDefaultWebhookTransport } from '../webhooks/delivery';
 
 export interface RuntimeOptions {
   readonly databaseUrl?: string | undefined;
@@ -25,6 +24,8 @@ export interface RuntimeOptions {
   readonly autoMigrate?: boolean;
   /** Reports of the engine's work (the process's metrics). */
   readonly observer?: EngineObserver;
+  /** Released before the store when the runtime closes (the webhook transport's keep-alive connections). */
+  readonly release?: () => Promise<void>;
 }
 
 export class NotMigratedError extends Error {
@@ -47,8 +48,8 @@ export async function openRuntime(options: RuntimeOptions): Promise<{ ctx: Conte
     throw error;
   }
   const ctx = createContext({ db: store.db, store, clock: options.clock, ids: options.ids, log: options.log, config: options.config ?? {}, ...(options.observer ? { observer: options.observer } : {}) });
-  // Closing also drops the webhook transport's keep-alive connections, if any were opened.
-  return { ctx, store, close: () => closeDefaultWebhookTransport().finally(() => store.close()) };
+  const release = options.release ?? (() => Promise.resolve());
+  return { ctx, store, close: () => release().finally(() => store.close()) };
 }
 
 export async function assertMigrated(store: Store): Promise<void> {

@@ -30,12 +30,12 @@ import { instantFromEpochMs } from '../db/epoch-ms';
 import { bulkColumns } from '../db/bulk-rows';
 import { toError } from '../domain/errors';
 import type { Clock } from '../engine/clock';
-import type { Context } from '../engine/context';
+import type { Context, WebhookResult, WebhookTransport } from '../engine/context';
 import { accountsWithDueRows } from '../engine/account-batches';
 import type { SlotRun } from '../engine/job';
 import { EVENT_TEXT_SQL, renderEvent } from '../events/outbox';
 import { endpointForSending } from './endpoints';
-import { httpWebhookTransport, simulatedWebhookTransport, type WebhookResult, type WebhookTransport } from './transport';
+import { httpWebhookTransport, simulatedWebhookTransport } from './transport';
 
 /** Attempts of one delivery: the first and 3 retries (v2 §6.2, §8). */
 export const MAX_WEBHOOK_ATTEMPTS = 4;

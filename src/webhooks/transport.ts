@@ -5,37 +5,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Pool, errors } from 'undici';
-
-export interface WebhookRequest {
-  readonly endpointId: string;
-  readonly url: string;
-  readonly token: string;
-  /** The event object, as JSON text. */
-  readonly body: string;
-  /** 1 for the first attempt of a delivery. */
-  readonly attempt: number;
-}
-
-export interface WebhookResult {
-  /** A 2xx answer within the timeout. */
-  readonly ok: boolean;
-  /** The HTTP status, or null when none came (timeout, connection error). */
-  readonly status: number | null;
-  /** `timeout`, or the connection error's code (ECONNREFUSED, …); null when a status came. */
-  readonly error: string | null;
-  readonly durationMs: number;
-}
-
-export interface WebhookTransport {
-  /**
-   * Whether a failure of this transport cost time (a timeout, a connection that hangs): then a
-   * delivery pass stops sending to that endpoint for the rest of the pass, so one dead endpoint
-   * never holds the others up. False for the simulation, which answers at once.
-   */
-  readonly failuresAreSlow: boolean;
-  send(request: WebhookRequest): Promise<WebhookResult>;
-  close(): Promise<void>;
-}
+import type { WebhookTransport } from '../engine/context';
 
 export const WEBHOOK_TIMEOUT_MS = 10_000;
 

@@ -14,7 +14,8 @@ import { listEvents, renderEvent, type StoredEvent } from '../../src/events/outb
 import { runOperation } from '../../src/operations/registry';
 import { deliverDueWebhooks, sendTestEvent } from '../../src/webhooks/delivery';
 import { addEndpoint, checkEndpointUrl, listEndpoints, removeEndpoint, rotateEndpointToken, setEndpointEnabled } from '../../src/webhooks/endpoints';
-import { httpWebhookTransport, type WebhookTransport } from '../../src/webhooks/transport';
+import type { WebhookTransport } from '../../src/engine/context';
+import { httpWebhookTransport } from '../../src/webhooks/transport';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
 import { spawnWorker } from '../support/spawn-worker';
 import { answer, refusedPort, startReceiver, type Receiver } from '../support/webhook-receiver';

@@ -7,7 +7,7 @@ import { seededIds } from '../../src/domain/ids';
 import { FixedClock } from '../../src/engine/clock';
 import { createContext, type EngineConfig } from '../../src/engine/context';
 import { silentLogger } from '../../src/engine/logger';
-import type { WebhookTransport } from '../../src/webhooks/transport';
+import type { WebhookTransport } from '../../src/engine/context';
 
 /** A variable the worker scripts of the tests cannot run without. */
 export function requiredEnv(name: string): string {

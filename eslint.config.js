@@ -72,6 +72,22 @@ export default tseslint.config(
     },
   },
   {
+    // The engine sits below the features: it reaches only the database, the pure domain and the
+    // card network it drives; a feature plugs in through a port in src/engine/context.ts.
+    files: ['src/engine/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['../*', '!../db', '!../db/*', '!../domain', '!../domain/*', '!../processor', '!../processor/*'], message: 'src/engine imports no feature: give it a port in src/engine/context.ts that the feature implements.' },
+            { group: ['**/cli', '**/cli/*', '**/jobs', '**/jobs/*'], message: 'Features never import src/cli or jobs: those are composition roots that import features.' },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Composition roots: the only places that may read the wall clock.
     files: ['src/cli/**/*.ts', 'src/engine/system-clock.ts'],
     rules: { 'no-restricted-syntax': 'off' },

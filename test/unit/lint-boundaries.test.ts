@@ -1,7 +1,7 @@
 /**
  * The lint boundaries of STYLE.md, proved through ESLint's Node API on the repository's own
  * eslint.config.js: engine and domain code take time and randomness as inputs, and src/domain is
- * pure, features never import src/cli or jobs, no floating promises, no import cycles. The example
+ * pure, features never import src/cli or jobs, src/engine imports no feature, no floating promises, no import cycles. The example
  * file paths below do not exist on disk: lintText uses them to pick the rules, and the type-aware
  * rules get a default TypeScript project for them (EXAMPLE_FILES). The import cycle needs two real
  * files, written under src/ for the test and removed after it.
@@ -138,6 +138,40 @@ describe('features never import src/cli or jobs', () => {
 
   it("src/cli may import jobs (it is a composition root)", async () => {
     expect(await lint("import * as jobs from '../../jobs/index';\nexport const used = jobs;\n", 'src/cli/example.ts')).toEqual([]);
+  });
+});
+
+describe('src/engine imports no feature (a feature plugs in through a port)', () => {
+  it.each([
+    ['../webhooks/delivery', "import { deliverDue } from '../webhooks/delivery';\nexport const used = deliverDue;\n"],
+    ['../webhooks/transport', "import type { WebhookTransport } from '../webhooks/transport';\nexport type Used = WebhookTransport;\n"],
+    ['../charges/charges', "import * as charges from '../charges/charges';\nexport const used = charges;\n"],
+    ['../api/server', "import { buildServer } from '../api/server';\nexport const used = buildServer;\n"],
+  ])("importing '%s' in src/engine is an error", async (source, code) => {
+    const messages = await lint(code, 'src/engine/example.ts');
+    expect(messages.map((m) => [m.ruleId, m.severity])).toEqual([['no-restricted-imports', 2]]);
+    expect(messages[0]!.message).toContain(`'${source}'`);
+    expect(messages[0]!.message).toContain('src/engine imports no feature');
+  });
+
+  it('the database, the domain, the card network and its own modules are fine', async () => {
+    const code = [
+      "import type { Database } from '../db/schema';",
+      "import { jstDate } from '../domain/time';",
+      "import type { CardNetwork } from '../processor/card-network';",
+      "import type { Context } from './context';",
+      'export type Used = [Database, CardNetwork, Context];',
+      'export const used = jstDate;',
+      '',
+    ].join('\n');
+    expect(await lint(code, 'src/engine/example.ts')).toEqual([]);
+  });
+
+  it("importing '../cli/main' in src/engine is still refused as a composition root", async () => {
+    const messages = await lint("import { main } from '../cli/main';\nexport const used = main;\n", 'src/engine/example.ts');
+    expect(messages.length).toBeGreaterThan(0);
+    expect(messages.every((m) => m.ruleId === 'no-restricted-imports')).toBe(true);
+    expect(messages.map((m) => m.message).join('\n')).toContain('Features never import src/cli or jobs');
   });
 });
 

@@ -207,7 +207,7 @@ export async function openDisputeBatch(
   limit: number,
 ): Promise<{ selected: number; opened: number; skipped: number }> {
   // The due charges are locked alone, with nothing joined: Citus runs no FOR UPDATE across a join
-  // and correlated subqueries (issue 18). Refunds, the card fingerprint and the account's term cycle
+  // and correlated subqueries. Refunds, the card fingerprint and the account's term cycle
   // are read for the locked keys afterwards, so the refunded amount is read under the charge's lock
   // (a refund locks the charge it draws on).
   const locked = await sql<{ a: string; l: boolean; id: string }>`

@@ -124,7 +124,7 @@ const dueDelivery = (now: Date, leaseNow: Date) => sql`d.status = 'pending' AND 
 
 /**
  * Claims up to `limit` due deliveries of one account, not of the `excluded` endpoints, under a
- * lease on `leaseClock`; commits at once. Account by account like every job (issue 18): on Citus
+ * lease on `leaseClock`; commits at once. Account by account like every job: on Citus
  * the locking statement is routed to the account's shard.
  */
 async function claimDue(ctx: Context, leaseClock: Clock, accountId: string, owner: string, limit: number, excluded: readonly string[]): Promise<Claimed[]> {

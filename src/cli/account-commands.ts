@@ -2,13 +2,14 @@
  * `kessai migrate` and `kessai accounts …`: what they run, loaded by main.ts only when one of them
  * runs (the options and help stay in main.ts).
  */
-import { createAccount, listAccounts, type TermCycle } from '../accounts/accounts';
+import type { TermCycle } from '../accounts/accounts';
 import { setReauthSettings } from '../charges/hold-jobs';
 import { assertCitus, distributeAccountTables } from '../db/citus';
 import { openStore } from '../db/connect';
 import { migrate } from '../db/migrate';
 import { formatJst, toUnixSeconds } from '../domain/time';
 import { logger, runtime, type GlobalOptions } from './command-runtime';
+import { withOperator } from './operator-access';
 
 export async function migrateCommand(options: { citus?: boolean }, g: GlobalOptions): Promise<void> {
   const store = await openStore({ databaseUrl: g.databaseUrl, dataDir: g.dataDir });
@@ -38,9 +39,9 @@ export interface CreateAccountOptions {
 }
 
 export async function createAccountCommand(options: CreateAccountOptions, g: GlobalOptions): Promise<void> {
-  const rt = await runtime(g, logger(g));
-  try {
-    const { account, keys } = await createAccount(rt.ctx, {
+  // Through a running serve's operator API when it holds the embedded database (operator-access.ts).
+  await withOperator({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, log: logger(g) }, async (operator) => {
+    const { account, keys } = await operator.accounts.create({
       name: options.name,
       ...(options.id === undefined ? {} : { id: options.id }),
       liveEnabled: options.live,
@@ -60,9 +61,7 @@ export async function createAccountCommand(options: CreateAccountOptions, g: Glo
     console.log(`live secret key: ${keys.live.secret}`);
     console.log(`live public key: ${keys.live.public}`);
     console.log('Keep the secret keys now: only their digests are stored.');
-  } finally {
-    await rt.close();
-  }
+  });
 }
 
 export interface ReauthOptions {
@@ -91,12 +90,9 @@ export async function reauthCommand(accountId: string, options: ReauthOptions, g
 }
 
 export async function listAccountsCommand(g: GlobalOptions): Promise<void> {
-  const rt = await runtime(g, logger(g));
-  try {
-    const rows = await listAccounts(rt.ctx);
+  await withOperator({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, log: logger(g) }, async (operator) => {
+    const rows = await operator.accounts.list();
     if (rows.length === 0) console.log('no accounts yet: ./bin/kessai.mjs accounts create --name <name>');
     for (const row of rows) console.log(`${row.id}\t${row.name}\t${row.termCycle}\t${row.liveEnabled ? 'live' : 'test only'}\t${formatJst(row.createdAt)}`);
-  } finally {
-    await rt.close();
-  }
+  });
 }

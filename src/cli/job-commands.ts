@@ -13,6 +13,7 @@ import { Scheduler, abandonedRuns, recentRuns, type SlotOutcome } from '../engin
 import { listenForStop, type StopSignal } from '../engine/stop-signal';
 import { systemClock } from '../engine/system-clock';
 import { logger, runtime, type GlobalOptions } from './command-runtime';
+import { withOperator } from './operator-access';
 import { startWebhookPoller } from './webhook-commands';
 import { startWorkerLoop } from './worker-loop';
 
@@ -96,15 +97,12 @@ export async function runJobCommand(jobName: string, options: { at: Date; batchS
   const log = logger(g);
   const stop = listenForStop(log);
   try {
-    const rt = await runtime(g, log, new FixedClock(options.at), jobConfig(options));
-    try {
-      const scheduler = new Scheduler(rt.ctx, ALL_JOBS, { owner: workerName(), ledgerClock: systemClock, stopSignal: stop.signal });
-      const outcome = await scheduler.runSlot(jobName, options.at);
+    // Through a running serve's operator API when it holds the embedded database (operator-access.ts).
+    await withOperator({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, log, config: jobConfig(options), stopSignal: stop.signal }, async (operator) => {
+      const outcome = await operator.jobs.run(jobName, options.at);
       console.log(describeOutcome(outcome));
       if (troubled(outcome)) process.exitCode = 1;
-    } finally {
-      await rt.close();
-    }
+    });
   } finally {
     stop.dispose();
   }
@@ -112,28 +110,17 @@ export async function runJobCommand(jobName: string, options: { at: Date; batchS
 
 // Settlement (service rules §4): the nightly statement generation on demand. Runs the daily slot
 // of terms.close, then of balances.close, at or before --at (default now), as `jobs run` would.
+// As `worker --once --at`: the engine acts as if it were --at (a past or a what-if instant); the
+// run ledger's leases follow the real clock.
 export async function runStatementsCommand(options: { at?: Date; batchSize?: number }, g: GlobalOptions): Promise<void> {
   const log = logger(g);
   const stop = listenForStop(log);
-  // As `worker --once --at`: the engine acts as if it were --at (a past or a what-if instant);
-  // the run ledger's leases follow the real clock.
-  const at = options.at ?? systemClock.now();
   try {
-    const rt = await runtime(g, log, new FixedClock(at), jobConfig(options));
-    try {
-      const scheduler = new Scheduler(rt.ctx, ALL_JOBS, { owner: workerName(), ledgerClock: systemClock, stopSignal: stop.signal });
-      for (const name of ['terms.close', 'balances.close']) {
-        // Stopped: the slot that was running has been handed back; the next one is not started.
-        if (scheduler.stopping) break;
-        const job = ALL_JOBS.find((candidate) => candidate.name === name)!;
-        // The latest slot at or before `at`: the first one strictly after `at` − 1 day (daily schedules).
-        const outcome = await scheduler.runSlot(name, nextSlotAfter(job.schedule, new Date(at.getTime() - 24 * 60 * 60 * 1000)));
-        console.log(describeOutcome(outcome));
-        if (troubled(outcome)) process.exitCode = 1;
-      }
-    } finally {
-      await rt.close();
-    }
+    await withOperator({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, log, config: jobConfig(options), stopSignal: stop.signal }, async (operator) => {
+      const outcomes = await operator.jobs.runStatements(options.at ?? systemClock.now());
+      for (const outcome of outcomes) console.log(describeOutcome(outcome));
+      if (outcomes.some(troubled)) process.exitCode = 1;
+    });
   } finally {
     stop.dispose();
   }

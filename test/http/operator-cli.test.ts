@@ -5,7 +5,7 @@
  * database themselves again.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync, existsSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,7 +19,11 @@ afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 const kessai = (...args: string[]) => spawnSync(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
 
-it('kessai webhooks add while an embedded serve runs succeeds through the server, audited as cli; after serve stops it works directly', async () => {
+// A past daily slot of terms.close (00:00 JST).
+const JOB_SLOT = '2026-11-01T15:00:00.000Z';
+let served: { accounts: string; run: string } | undefined;
+
+it('kessai webhooks, accounts and jobs run while an embedded serve runs succeed through the server, audited as cli; after serve stops they work directly with the same output', async () => {
   expect(kessai('accounts', 'create', '--name', 'CLI Shop', '--id', 'acct_cli_shop').status).toBe(0);
   const { server, apibase } = await startServe(['--no-worker'], env);
   try {
@@ -48,6 +52,24 @@ it('kessai webhooks add while an embedded serve runs succeeds through the server
     expect(refused.status).toBe(1);
     expect(refused.stderr).toContain('invalid_param_key (url)');
 
+    // The other management commands go through the server too, printing what they print directly.
+    const created = kessai('accounts', 'create', '--name', 'Served Shop', '--id', 'acct_served_shop');
+    expect(created.stderr).toBe('');
+    expect(created.status).toBe(0);
+    expect(created.stdout).toContain('account acct_served_shop (Served Shop), term cycle monthly, live mode not enabled');
+    expect(created.stdout).toMatch(/test secret key: sk_test_\w+/);
+    const accountsServed = kessai('accounts', 'list');
+    expect(accountsServed.status).toBe(0);
+    expect(accountsServed.stdout).toMatch(/^acct_cli_shop\tCLI Shop\tmonthly\ttest only\t/m);
+    expect(accountsServed.stdout).toMatch(/^acct_served_shop\tServed Shop\tmonthly\ttest only\t/m);
+    const ranServed = kessai('jobs', 'run', 'terms.close', '--at', JOB_SLOT);
+    expect(ranServed.stderr).toBe('');
+    expect(ranServed.status).toBe(0);
+    expect(ranServed.stdout).toMatch(new RegExp(`^terms\\.close @ ${JOB_SLOT.replace(/\./g, '\\.')}: succeeded `));
+    const slots = (await (await fetch(`${origin}/admin/jobs/slots?job=terms.close`, { headers: { authorization: `Bearer ${readFileSync(join(dataDir, 'operator-token'), 'utf8').trim()}` } })).json()) as { data: { slot: string }[] };
+    expect(slots.data.map((s) => s.slot)).toContain(JOB_SLOT);
+    served = { accounts: accountsServed.stdout, run: ranServed.stdout };
+
     // The server recorded the change as the CLI's.
     const tokenFile = spawnSync('cat', [join(dataDir, 'operator-token')], { encoding: 'utf8' }).stdout.trim();
     const audit = (await (await fetch(`${origin}/admin/jobs`, { headers: { authorization: `Bearer ${tokenFile}` } })).json()) as { data: unknown[] };
@@ -63,4 +85,11 @@ it('kessai webhooks add while an embedded serve runs succeeds through the server
   const direct = kessai('webhooks', 'list', 'acct_cli_shop');
   expect(direct.status).toBe(0);
   expect(direct.stdout).toContain('https://shop.example/hooks');
+  // Directly, the same commands print the same: the account list, and the slot (now a replay).
+  const accountsDirect = kessai('accounts', 'list');
+  expect(accountsDirect.status).toBe(0);
+  expect(accountsDirect.stdout).toBe(served!.accounts);
+  const ranDirect = kessai('jobs', 'run', 'terms.close', '--at', JOB_SLOT);
+  expect(ranDirect.status).toBe(0);
+  expect(ranDirect.stdout).toBe(served!.run.replace(': succeeded', ' (replayed): succeeded'));
 }, 120_000);

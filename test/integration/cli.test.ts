@@ -90,7 +90,7 @@ describe('kessai CLI on the embedded database', () => {
     const cases = [
       { args: ['accounts', 'create', '--name', 'X', '--fee-rate', 'Visa=abc'], line: /^kessai: invalid_param_key \(fee_rates\[Visa\]\): fee rate of Visa must be a percentage/ },
       { args: ['accounts', 'create', '--name', 'Again', '--id', 'acct_shibuya'], line: /^kessai: already_exist_id \(id\): account acct_shibuya already exists/ },
-      { args: ['jobs', 'run', 'no.such.job', '--at', '2027-01-01'], line: /^kessai: no job named "no.such.job"/ },
+      { args: ['jobs', 'run', 'no.such.job', '--at', '2027-01-01'], line: /^kessai: invalid_param_key \(job\): no job named "no.such.job"/ },
       { args: ['jobs', 'run', 'x', '--at', 'yesterday'], line: /argument 'yesterday' is invalid\. not an instant/ },
       { args: ['worker', '--at', '2027-01-01'], line: /--at goes with --once/ },
       { args: ['no-such-command'], line: /unknown command 'no-such-command'/ },

@@ -9,12 +9,12 @@ import { KessaiError } from '../domain/errors';
 import { ADJUSTMENT_SUBJECTS, SERVICE_PLAN_SUBJECTS } from '../domain/service-statements';
 import { formatJst, fromUnixSeconds, parseInstant } from '../domain/time';
 import type { Context } from '../engine/context';
+import type { Operator } from '../api/admin/operator';
 import type { AdjustmentObject } from '../settlement/adjustments';
 import type { ServicePlanObject } from '../settlement/service-fees';
 import type { GlobalOptions } from './command-runtime';
 
 // Loaded when a command runs, not for every command's start-up (main.ts).
-const adjustmentFeatures = () => import('../settlement/adjustments');
 const servicePlanFeatures = () => import('../settlement/service-fees');
 
 /** A whole number of yen, signed; `--amount -500` and `--amount=-500` both work. */
@@ -31,19 +31,32 @@ function instantArg(value: string): Date {
   }
 }
 
+/** A refusal names the parameter; nothing was booked. */
+async function refusalsNamed(action: () => Promise<void>): Promise<void> {
+  try {
+    await action();
+  } catch (error) {
+    if (error instanceof KessaiError) throw new Error(`${error.code}${error.param ? ` (${error.param})` : ''}: ${error.message}`, { cause: error });
+    throw error;
+  }
+}
+
 async function withRuntime(command: Command, action: (ctx: Context) => Promise<void>): Promise<void> {
   const { logger, runtime } = await import('./command-runtime');
   const g = command.optsWithGlobals() as GlobalOptions;
   const rt = await runtime(g, logger(g));
   try {
-    await action(rt.ctx);
-  } catch (error) {
-    // A refusal names the parameter; nothing was booked.
-    if (error instanceof KessaiError) throw new Error(`${error.code}${error.param ? ` (${error.param})` : ''}: ${error.message}`, { cause: error });
-    throw error;
+    await refusalsNamed(() => action(rt.ctx));
   } finally {
     await rt.close();
   }
+}
+
+/** The operator's actions: through a running serve's operator API when it holds the embedded database (operator-access.ts). */
+async function withOperatorOf(command: Command, action: (operator: Operator) => Promise<void>): Promise<void> {
+  const [{ logger }, { withOperator }] = await Promise.all([import('./command-runtime'), import('./operator-access')]);
+  const g = command.optsWithGlobals() as GlobalOptions;
+  await refusalsNamed(() => withOperator({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, log: logger(g) }, action));
 }
 
 function describeAdjustment(a: AdjustmentObject): string {
@@ -69,9 +82,9 @@ export function registerAdjustments(program: Command, accounts: Command): void {
     .option('--key <key>', 'idempotency key: the same key books once and prints the first booking')
     .option('--json', 'print the adjustment as JSON')
     .action(async (accountId: string, options: { amount: number; subject: string; reason: string; owner: string; live: boolean; key?: string; json?: boolean }, command: Command) => {
-      await withRuntime(command, async (ctx) => {
-        const { bookAdjustment } = await adjustmentFeatures();
-        const adjustment = await bookAdjustment(ctx, { accountId, livemode: options.live }, {
+      await withOperatorOf(command, async (operator) => {
+        const adjustment = await operator.adjustments.book(accountId, {
+          livemode: options.live,
           amount: options.amount,
           subject: options.subject,
           reason: options.reason,
@@ -88,9 +101,8 @@ export function registerAdjustments(program: Command, accounts: Command): void {
     .option('--live', 'live mode (default: test mode)', false)
     .option('--json', 'print JSON')
     .action(async (accountId: string, options: { live: boolean; json?: boolean }, command: Command) => {
-      await withRuntime(command, async (ctx) => {
-        const { listAdjustments } = await adjustmentFeatures();
-        const list = await listAdjustments(ctx, { accountId, livemode: options.live });
+      await withOperatorOf(command, async (operator) => {
+        const list = await operator.adjustments.list(accountId, { livemode: options.live });
         if (options.json) console.log(JSON.stringify(list, null, 2));
         else if (list.length === 0) console.log(`no adjustments of ${accountId} in ${options.live ? 'live' : 'test'} mode`);
         else for (const a of list) console.log(describeAdjustment(a));

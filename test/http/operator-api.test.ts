@@ -221,4 +221,34 @@ describe.each<Backend>(['harness', 'pglite'])('operator API on %s', (backend) =>
     ]);
     expect(await lastAudit()).toMatchObject({ operator: 'ops-alice', action: 'statements.run' });
   });
+
+  it('adjustments: a booking is listed and audited; a bad amount is refused and changes nothing; a retried request with the same key books once', async () => {
+    const path = '/accounts/acct_http_a/adjustments';
+    const booked = await ok('POST', path, { body: { amount: -1200, subject: 'other', reason: 'late fee waived back' } });
+    expect(booked).toMatchObject({ object: 'adjustment', livemode: false, owner: 'merchant', subject: 'other', amount: -1200, reason: 'late fee waived back' });
+    expect(await lastAudit()).toMatchObject({ operator: 'ops-alice', action: 'adjustment.book', account: 'acct_http_a', target: booked.id });
+    expect((await lastAudit()).detail).toMatchObject({ amount: -1200, subject: 'other', livemode: false });
+    expect((await ok('GET', path)).data.map((a: { id: string }) => a.id)).toEqual([booked.id]);
+    // Live mode keeps its own list.
+    expect((await ok('GET', `${path}?livemode=true`)).data).toEqual([]);
+
+    const auditBefore = await recentAudit(server.ctx.db, 1000);
+    for (const amount of [0, 1.5, '500']) {
+      const refused = await admin('POST', path, { body: { amount, subject: 'other', reason: 'nope' } });
+      expect(refused.status).toBe(400);
+      expect(refused.body.error).toMatchObject({ code: 'invalid_amount', param: 'amount' });
+    }
+    const badSubject = await admin('POST', path, { body: { amount: 100, subject: 'gift', reason: 'nope' } });
+    expect(badSubject.body.error).toMatchObject({ code: 'invalid_param_key', param: 'subject' });
+    expect(await recentAudit(server.ctx.db, 1000)).toEqual(auditBefore);
+    expect((await ok('GET', path)).data).toHaveLength(1);
+
+    const headers = { 'idempotency-key': 'adj-retry-1' };
+    const first = await ok('POST', path, { body: { amount: 3000, subject: 'reallocation', reason: 'moved from the platform' }, headers });
+    const again = await ok('POST', path, { body: { amount: 3000, subject: 'reallocation', reason: 'moved from the platform' }, headers });
+    expect(again).toEqual(first);
+    expect((await ok('GET', path)).data.map((a: { id: string }) => a.id)).toEqual([first.id, booked.id]);
+    const booking = (await recentAudit(server.ctx.db, 1000)).filter((row) => row.action === 'adjustment.book');
+    expect(booking.map((row) => row.target)).toEqual([first.id, booked.id]);
+  });
 });

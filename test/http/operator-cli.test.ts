@@ -22,6 +22,7 @@ const kessai = (...args: string[]) => spawnSync(process.execPath, [BIN, ...args]
 // A past daily slot of terms.close (00:00 JST).
 const JOB_SLOT = '2026-11-01T15:00:00.000Z';
 let served: { accounts: string; run: string } | undefined;
+let adjustmentsServed: string | undefined;
 
 it('kessai webhooks, accounts and jobs run while an embedded serve runs succeed through the server, audited as cli; after serve stops they work directly with the same output', async () => {
   expect(kessai('accounts', 'create', '--name', 'CLI Shop', '--id', 'acct_cli_shop').status).toBe(0);
@@ -68,6 +69,15 @@ it('kessai webhooks, accounts and jobs run while an embedded serve runs succeed 
     expect(ranServed.stdout).toMatch(new RegExp(`^terms\\.close @ ${JOB_SLOT.replace(/\./g, '\\.')}: succeeded `));
     const slots = (await (await fetch(`${origin}/admin/jobs/slots?job=terms.close`, { headers: { authorization: `Bearer ${readFileSync(join(dataDir, 'operator-token'), 'utf8').trim()}` } })).json()) as { data: { slot: string }[] };
     expect(slots.data.map((s) => s.slot)).toContain(JOB_SLOT);
+    const adjusted = kessai('adjustments', 'add', 'acct_served_shop', '--amount', '-500', '--subject', 'other', '--reason', 'card fee returned', '--key', 'cli-adj-1');
+    expect(adjusted.stderr).toBe('');
+    expect(adjusted.status).toBe(0);
+    expect(kessai('adjustments', 'add', 'acct_served_shop', '--amount', '-500', '--subject', 'other', '--reason', 'card fee returned', '--key', 'cli-adj-1').stdout).toBe(adjusted.stdout);
+    const badAmount = kessai('adjustments', 'add', 'acct_served_shop', '--amount', '0', '--subject', 'other', '--reason', 'nothing');
+    expect(badAmount.status).toBe(1);
+    expect(badAmount.stderr).toContain('invalid_amount (amount)');
+    adjustmentsServed = kessai('adjustments', 'list', 'acct_served_shop').stdout;
+    expect(adjustmentsServed.trim().split('\n')).toEqual([adjusted.stdout.trim()]);
     served = { accounts: accountsServed.stdout, run: ranServed.stdout };
 
     // The server recorded the change as the CLI's.
@@ -89,6 +99,7 @@ it('kessai webhooks, accounts and jobs run while an embedded serve runs succeed 
   const accountsDirect = kessai('accounts', 'list');
   expect(accountsDirect.status).toBe(0);
   expect(accountsDirect.stdout).toBe(served!.accounts);
+  expect(kessai('adjustments', 'list', 'acct_served_shop').stdout).toBe(adjustmentsServed!);
   const ranDirect = kessai('jobs', 'run', 'terms.close', '--at', JOB_SLOT);
   expect(ranDirect.status).toBe(0);
   expect(ranDirect.stdout).toBe(served!.run.replace(': succeeded', ' (replayed): succeeded'));

@@ -202,5 +202,29 @@ export async function registerOperatorApi(app: FastifyInstance, options: Operato
     allowOnly(body, ['at']);
     return { data: await op(request).jobs.runStatements(instant(text(body, 'at'), 'at')) };
   });
-  // ADJUSTMENTS GO HERE (operator.ts): POST /accounts/:account/adjustments once the settlement code books them.
+
+  // Adjustments of a balance (settlement): the Idempotency-Key header, when sent, books once.
+  app.get('/accounts/:account/adjustments', route, async (request) => {
+    const q = query(request);
+    allowOnly(q, ['livemode']);
+    const livemode = text(q, 'livemode');
+    if (livemode !== undefined && livemode !== 'true' && livemode !== 'false') throw new KessaiError('invalid_param_key', { param: 'livemode', message: 'livemode must be true or false' });
+    return { data: await op(request).adjustments.list(params(request).account!, { livemode: livemode === 'true' }) };
+  });
+  app.post('/accounts/:account/adjustments', route, async (request) => {
+    const body = bodyOf(request);
+    allowOnly(body, ['amount', 'subject', 'reason', 'owner', 'livemode']);
+    const amount = body.amount;
+    if (typeof amount !== 'number') throw new KessaiError('invalid_amount', { param: 'amount', message: 'amount must be a whole number of yen (positive: paid to the owner, negative: billed)' });
+    const header = request.headers['idempotency-key'];
+    const owner = text(body, 'owner');
+    return op(request).adjustments.book(params(request).account!, {
+      livemode: flag(body, 'livemode') ?? false,
+      amount,
+      subject: requiredText(body, 'subject'),
+      reason: requiredText(body, 'reason'),
+      ...(owner === undefined ? {} : { owner }),
+      ...(typeof header === 'string' ? { requestKey: header } : {}),
+    });
+  });
 }

@@ -60,6 +60,10 @@ export function remoteOperator(baseUrl: string, token: string): Operator {
       resend: (accountId, endpointId, options) =>
         call('POST', options.eventId === undefined ? `${endpointPath(accountId, endpointId)}/resend_given_up` : `${endpointPath(accountId, endpointId)}/deliveries/${enc(options.eventId)}/resend`, {}, options.requestKey),
     },
+    adjustments: {
+      book: (accountId, { requestKey, ...input }) => call('POST', `/accounts/${enc(accountId)}/adjustments`, input, requestKey),
+      list: (accountId, options) => data(`/accounts/${enc(accountId)}/adjustments${query({ livemode: String(options.livemode) })}`),
+    },
     jobs: {
       states: () => data('/jobs'),
       slots: (options) => data(`/jobs/slots${query({ job: options.job, status: options.status, limit: options.limit })}`),

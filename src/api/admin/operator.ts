@@ -7,10 +7,6 @@
  * Every change is recorded in `operator_audit` with who (the operator token's name, or `cli` for a
  * command run on the database directly) and when. Secrets made here (API keys, endpoint tokens) are
  * returned once and never recorded.
- *
- * ADJUSTMENTS GO HERE: booking a `misc` statement adjustment (service rules, settlement) belongs in
- * this interface as `adjustments.book/list`, calling the settlement code's own function, audited
- * like every change here, with a route in admin-routes.ts and a form on the console's account page.
  */
 import type { Kysely } from 'kysely';
 import { createAccount, listAccounts, type Account, type AccountKeys, type CreateAccountInput, type TermCycle } from '../../accounts/accounts';
@@ -24,6 +20,7 @@ import { nextSlotAfter } from '../../engine/cron';
 import type { JobDefinition } from '../../engine/job';
 import { jobStates, LEDGER_STATUSES, ledgerSlots, type JobState, type LedgerSlot } from '../../engine/job-ledger';
 import { Scheduler, type SlotOutcome } from '../../engine/scheduler';
+import { bookAdjustment, listAdjustments, type AdjustmentObject, type BookAdjustmentInput } from '../../settlement/adjustments';
 import { sendTestEvent } from '../../webhooks/delivery';
 import { addEndpoint, listEndpoints, removeEndpoint, rotateEndpointToken, setEndpointEnabled, type AddEndpointInput, type EndpointCounts, type WebhookEndpoint } from '../../webhooks/endpoints';
 import { deliveryAttempts, listDeliveries, resendGivenUp, type Delivery, type DeliveryAttempt, type ResendResult } from '../../webhooks/resend';
@@ -57,6 +54,12 @@ export interface Operator {
     attempts(accountId: string, endpointId: string, eventId: string): Promise<DeliveryAttempt[]>;
     /** Re-sends one given-up delivery (`eventId`) or every given-up delivery of the endpoint. */
     resend(accountId: string, endpointId: string, options: { eventId?: string; requestKey: string }): Promise<ResendResult>;
+  };
+  /** Adjustments of a balance, booked into the owner's open term's `misc` statement (settlement). */
+  readonly adjustments: {
+    /** Books one; the same `requestKey` books once and returns the first booking. */
+    book(accountId: string, input: BookAdjustmentInput & { livemode: boolean }): Promise<AdjustmentObject>;
+    list(accountId: string, options: { livemode: boolean }): Promise<AdjustmentObject[]>;
   };
   readonly jobs: {
     states(): Promise<JobState[]>;
@@ -168,6 +171,16 @@ export function localOperator(options: LocalOperatorOptions): Operator {
         if (result.resent > 0) await audit('webhook_delivery.resend', accountId, endpointId, { events: result.deliveries.map((d) => d.eventId), resent: result.resent, requestKey: resendOptions.requestKey });
         return result;
       },
+    },
+    adjustments: {
+      async book(accountId, { livemode, ...input }) {
+        const adjustment = await bookAdjustment(ctx, { accountId, livemode }, input);
+        // Recorded once per booking: a retried request (the same key, the first booking returned) adds no row.
+        const recorded = await ctx.db.selectFrom('operator_audit').select('audit_id').where('action', '=', 'adjustment.book').where('account', '=', accountId).where('target', '=', adjustment.id).executeTakeFirst();
+        if (!recorded) await audit('adjustment.book', accountId, adjustment.id, { livemode, amount: adjustment.amount, subject: adjustment.subject, owner: adjustment.tenant_id ?? adjustment.owner, reason: adjustment.reason, term: adjustment.term_id, ...(input.requestKey === undefined ? {} : { requestKey: input.requestKey }) });
+        return adjustment;
+      },
+      list: (accountId, { livemode }) => listAdjustments(ctx, { accountId, livemode }),
     },
     jobs: {
       states: () => jobStates(ctx, options.jobs, ctx.clock.now()),

@@ -5,10 +5,11 @@
  *    connection — Node's own `server.close()` would also close the connections it thinks idle,
  *    which include one whose request has arrived but not yet been read, and its client would see
  *    a reset mid-request;
- * 2. answers every request already received as usual, each response with `Connection: close`, so
- *    a keep-alive connection closes after its current request;
+ * 2. answers every request already received as usual, the last one received on a connection
+ *    with `Connection: close`, so a keep-alive connection closes after its current request (and a
+ *    request queued behind it on the same connection is still answered);
  * 3. refuses a request that arrives on an open connection meanwhile with 503 `service_unavailable`,
- *    `Retry-After: 1` and `Connection: close` (the catalogue's body for v1, a problem for v2);
+ *    `Retry-After: 1` and, as in 2, `Connection: close` (the catalogue's body for v1, a problem for v2);
  * 4. once nothing is in flight, closes the idle connections and, after `graceMs`, any left.
  * The caller then closes the app (its onClose hooks) and the database.
  */
@@ -39,17 +40,23 @@ export function installDrain(app: FastifyInstance): void {
     inFlight -= 1;
     if (inFlight === 0) settled?.();
   };
+  // The last request received on each connection: a client may send the next request on a
+  // keep-alive connection before the answer to the last (pipelining); Node answers them in order.
+  const last = new WeakMap<object, object>();
   app.addHook('onRequest', async (request, reply) => {
-    if (draining) {
-      reply.header('connection', 'close').header('retry-after', '1');
-      return sendRefusal(request, reply, new KessaiError('service_unavailable'));
-    }
+    last.set(request.raw.socket, request.raw);
     inFlight += 1;
     // 'close' fires once the response is sent, and also when the client goes away first.
     reply.raw.once('close', finished);
+    if (draining) {
+      reply.header('retry-after', '1');
+      return sendRefusal(request, reply, new KessaiError('service_unavailable'));
+    }
   });
-  app.addHook('onSend', async (_request, reply) => {
-    if (draining) reply.header('connection', 'close');
+  // `Connection: close` only on the answer to a connection's last request: Node closes the
+  // connection once that response is sent, and a request queued behind it would never be answered.
+  app.addHook('onSend', async (request, reply) => {
+    if (draining && last.get(request.raw.socket) === request.raw) reply.header('connection', 'close');
   });
   DRAINS.set(app, async (options = {}) => {
     if (draining) return;

@@ -7,14 +7,16 @@
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { once } from 'node:events';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { createClient, createPaymentMethod } from '@payjp/payjpv2';
 import Payjp from 'payjp';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, isPostgres, type TestDatabase } from '../support/database';
 import { startServe } from '../support/spawn-worker';
 import { startReceiver } from '../support/webhook-receiver';
 
@@ -129,45 +131,168 @@ it('embedded serve --rate-limits spec still limits test mode at v1 §8\'s 2 requ
   }
 }, 240_000);
 
-it('SIGTERM drains: 40 charges held at the card network are all answered as usual, a request after the signal is refused cleanly, the money is exact', async () => {
-  const gate = join(dataDir, 'gate-open');
-  const { server, apibase } = await startServe(['--no-worker'], { ...env, KESSAI_TEST_NETWORK_GATE: gate });
-  const origin = apibase.replace(/\/v1$/, '');
-  const payjp = Payjp(keys.test.secret, { apibase, maxRetry: 0 });
-  try {
-    const token = await payjp.tokens.create({ card: { number: '4242424242424242', exp_month: 12, exp_year: 2035, cvc: '123' } }, { 'X-Payjp-Direct-Token-Generate': 'true' });
-    const customer = await payjp.customers.create({ card: token.id });
-    const charges = Array.from({ length: 40 }, (_, i) => payjp.charges.create({ amount: 1000 + i, currency: 'jpy', customer: customer.id }).then((charge) => ({ ok: true as const, charge }), (error: unknown) => ({ ok: false as const, error })));
-    // All 40 received and waiting at the network (a gate, not a timer).
-    await expect.poll(() => server.errors().split('network gate: authorization waiting').length - 1, { timeout: 120_000, interval: 50 }).toBe(40);
-    server.child.kill('SIGTERM');
-    await expect.poll(() => server.errors(), { timeout: 30_000, interval: 20 }).toContain('stopping: answering the requests already received');
-    // After the signal: refused by the operating system, or 503 with Retry-After — never a reset mid-request.
-    const late = await fetch(`${origin}/v1/charges`, { headers: { authorization: `Bearer ${keys.test.secret}`, connection: 'close' } }).then(
-      (response) => `${response.status} ${response.headers.get('retry-after')}`,
-      (error: Error & { cause?: { code?: string } }) => error.cause?.code ?? error.message,
-    );
-    expect(['ECONNREFUSED', '503 1']).toContain(late);
-    writeFileSync(gate, 'open');
-    const answered = await Promise.all(charges);
-    expect(answered.filter((outcome) => !outcome.ok)).toEqual([]);
-    expect(answered.map((outcome) => (outcome.ok ? outcome.charge.captured && outcome.charge.paid : false))).toEqual(Array(40).fill(true));
-    expect((await server.exited).code).toBe(0);
-  } finally {
-    server.child.kill('SIGKILL');
+/** One response read off a raw connection: status, lower-cased headers, body. */
+interface RawResponse {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body: string;
+}
+
+/**
+ * A raw keep-alive connection: the test decides when each byte is sent. `ended` resolves once the
+ * server closes it, with every final response read (a 100 Continue is noted apart) and how it
+ * ended: 'end' (a clean close) or the socket error's code (a reset).
+ */
+async function rawConnection(port: number) {
+  const socket = connect(port, '127.0.0.1');
+  await once(socket, 'connect');
+  let data = '';
+  const waiters: Array<() => void> = [];
+  socket.setEncoding('latin1');
+  socket.on('data', (chunk: string) => {
+    data += chunk;
+    for (const wake of waiters.splice(0)) wake();
+  });
+  const ended = new Promise<{ responses: RawResponse[]; end: string }>((resolve) => {
+    let end = 'end';
+    socket.on('error', (error: NodeJS.ErrnoException) => (end = error.code ?? error.message));
+    socket.on('close', () => resolve({ responses: parseResponses(data), end }));
+  });
+  return {
+    send: (text: string) => socket.write(text),
+    /** Resolves once the server's bytes so far contain `text`. */
+    async saw(text: string): Promise<void> {
+      while (!data.includes(text)) await new Promise<void>((wake) => waiters.push(wake));
+    },
+    ended,
+  };
+}
+
+function parseResponses(data: string): RawResponse[] {
+  const responses: RawResponse[] = [];
+  let rest = data;
+  while (rest.length > 0) {
+    const head = rest.indexOf('\r\n\r\n');
+    if (head < 0) throw new Error(`a truncated response: ${JSON.stringify(rest)}`);
+    const [statusLine, ...lines] = rest.slice(0, head).split('\r\n');
+    const headers = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+    const status = Number(statusLine!.split(' ')[1]);
+    const length = Number(headers['content-length'] ?? 0);
+    const body = rest.slice(head + 4, head + 4 + length);
+    if (body.length < length) throw new Error(`a truncated body: ${JSON.stringify(rest)}`);
+    rest = rest.slice(head + 4 + length);
+    if (status !== 100) responses.push({ status, headers, body });
   }
-  // The money and the events are exactly what 40 charges make: one charge and one charge.succeeded each.
-  rmSync(gate, { force: true });
-  const again = await startServe(['--no-worker'], env);
-  try {
-    const payjp2 = Payjp(keys.test.secret, { apibase: again.apibase, maxRetry: 0 });
-    const list = await payjp2.charges.list({ limit: 100 });
-    expect(list.data.map((charge) => charge.amount).sort((a, b) => a - b)).toEqual(Array.from({ length: 40 }, (_, i) => 1000 + i));
-    const events = await payjp2.events.list({ type: 'charge.succeeded', limit: 100 });
-    expect(events.data.length).toBe(40);
-    again.server.child.kill('SIGTERM');
-    await again.server.exited;
-  } finally {
-    again.server.child.kill('SIGKILL');
-  }
-}, 400_000);
+  return responses;
+}
+
+const request = (method: string, path: string, secret: string, body = '', extra = '') =>
+  `${method} ${path} HTTP/1.1\r\nHost: kessai\r\nAuthorization: Bearer ${secret}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`;
+
+const BACKENDS = [
+  { name: 'the embedded database', postgres: false },
+  { name: 'PostgreSQL', postgres: true },
+] as const;
+
+describe.each(BACKENDS)('SIGTERM drains on $name', ({ postgres }) => {
+  let database: TestDatabase | undefined;
+  let serveEnv: Record<string, string>;
+  let secret: string;
+  beforeAll(async () => {
+    if (!postgres) {
+      serveEnv = env;
+      secret = keys.test.secret;
+      return;
+    }
+    if (!isPostgres()) return;
+    database = await createTestDatabase();
+    serveEnv = { DATABASE_URL: database.url!, KESSAI_LOG_LEVEL: 'info', KESSAI_RATE_LIMITS: '', KESSAI_RATE_LIMIT_PROFILE: 'development' };
+    const created = kessai(['accounts', 'create', '--name', 'Drain Shop', '--json'], serveEnv);
+    expect(created.status, created.stderr).toBe(0);
+    secret = (JSON.parse(created.stdout) as { keys: typeof keys }).keys.test.secret;
+  }, 120_000);
+  afterAll(async () => database?.drop());
+
+  it.runIf(!postgres || isPostgres())('every request received is answered as usual (gated charges, a body still arriving, a request queued behind another on a keep-alive connection); a later one is refused cleanly; the money is exact', async () => {
+    const gate = join(dataDir, `gate-open-${postgres ? 'pg' : 'embedded'}`);
+    rmSync(gate, { force: true });
+    const { server, apibase } = await startServe(['--no-worker'], { ...serveEnv, KESSAI_TEST_NETWORK_GATE: gate });
+    const origin = apibase.replace(/\/v1$/, '');
+    const port = Number(new URL(origin).port);
+    const payjp = Payjp(secret, { apibase, maxRetry: 0 });
+    const waiting = () => server.errors().split('network gate: authorization waiting').length - 1;
+    let customerId = '';
+    try {
+      const token = await payjp.tokens.create({ card: { number: '4242424242424242', exp_month: 12, exp_year: 2035, cvc: '123' } }, { 'X-Payjp-Direct-Token-Generate': 'true' });
+      customerId = (await payjp.customers.create({ card: token.id })).id;
+      const charge = (amount: number) => `amount=${amount}&currency=jpy&customer=${customerId}`;
+      // 40 charges through the SDK, held at the card network.
+      const charges = Array.from({ length: 40 }, (_, i) => payjp.charges.create({ amount: 1000 + i, currency: 'jpy', customer: customerId }).then((created) => ({ ok: true as const, charge: created }), (error: unknown) => ({ ok: false as const, error })));
+      // A keep-alive connection with a charge held at the network and a second request queued behind it.
+      const queued = await rawConnection(port);
+      queued.send(request('POST', '/v1/charges', secret, charge(2000)) + request('GET', `/v1/customers/${customerId}`, secret));
+      await expect.poll(waiting, { timeout: 120_000, interval: 50 }).toBe(41);
+      // A keep-alive connection whose charge's body is still arriving when the signal lands: the
+      // server has the headers (it said 100 Continue) and half of the body.
+      const body = charge(3000);
+      const arriving = await rawConnection(port);
+      arriving.send(request('POST', '/v1/charges', secret, '', 'Expect: 100-continue\r\n').replace('Content-Length: 0', `Content-Length: ${body.length}`));
+      await arriving.saw('100 Continue');
+      arriving.send(body.slice(0, 10));
+      // A keep-alive connection answered before the signal, idle when it lands.
+      const idle = await rawConnection(port);
+      idle.send(request('GET', `/v1/customers/${customerId}`, secret));
+      await idle.saw(customerId);
+
+      server.child.kill('SIGTERM');
+      await expect.poll(() => server.errors(), { timeout: 30_000, interval: 20 }).toContain('stopping: answering the requests already received');
+      arriving.send(body.slice(10));
+      // After the signal: a new connection is refused by the operating system or answered 503 with
+      // Retry-After; a new request on the idle keep-alive connection gets 503 with Retry-After.
+      const late = await fetch(`${origin}/v1/charges`, { headers: { authorization: `Bearer ${secret}`, connection: 'close' } }).then(
+        (response) => `${response.status} ${response.headers.get('retry-after')}`,
+        (error: Error & { cause?: { code?: string } }) => error.cause?.code ?? error.message,
+      );
+      expect(['ECONNREFUSED', '503 1']).toContain(late);
+      idle.send(request('GET', `/v1/customers/${customerId}`, secret));
+      await expect.poll(waiting, { timeout: 30_000, interval: 50 }).toBe(42);
+      writeFileSync(gate, 'open');
+
+      const answered = await Promise.all(charges);
+      expect(answered.filter((outcome) => !outcome.ok)).toEqual([]);
+      expect(answered.map((outcome) => (outcome.ok ? outcome.charge.captured && outcome.charge.paid : false))).toEqual(Array(40).fill(true));
+      // Both answered, in order, then the connection closed cleanly.
+      const onQueued = await queued.ended;
+      expect(onQueued.end).toBe('end');
+      expect(onQueued.responses.map((response) => response.status)).toEqual([200, 200]);
+      expect(JSON.parse(onQueued.responses[0]!.body)).toMatchObject({ object: 'charge', amount: 2000, paid: true });
+      expect(JSON.parse(onQueued.responses[1]!.body)).toMatchObject({ object: 'customer', id: customerId });
+      const onArriving = await arriving.ended;
+      expect(onArriving.end).toBe('end');
+      expect(onArriving.responses.map((response) => [response.status, response.headers.connection])).toEqual([[200, 'close']]);
+      expect(JSON.parse(onArriving.responses[0]!.body)).toMatchObject({ object: 'charge', amount: 3000, paid: true });
+      const onIdle = await idle.ended;
+      expect(onIdle.end).toBe('end');
+      expect(onIdle.responses.map((response) => [response.status, response.headers['retry-after'] ?? null])).toEqual([[200, null], [503, '1']]);
+      expect(JSON.parse(onIdle.responses[1]!.body)).toMatchObject({ error: { code: 'service_unavailable' } });
+      expect((await server.exited).code).toBe(0);
+    } finally {
+      server.child.kill('SIGKILL');
+      rmSync(gate, { force: true });
+    }
+    // The money and the events are exactly what the 42 charges make: one charge and one charge.succeeded each.
+    const again = await startServe(['--no-worker'], serveEnv);
+    try {
+      const payjp2 = Payjp(secret, { apibase: again.apibase, maxRetry: 0 });
+      const list = await payjp2.charges.list({ customer: customerId, limit: 100 });
+      expect(list.data.map((charge) => charge.amount).sort((a, b) => a - b)).toEqual([...Array.from({ length: 40 }, (_, i) => 1000 + i), 2000, 3000]);
+      expect(list.data.every((charge) => charge.paid && charge.captured)).toBe(true);
+      const events = await payjp2.events.list({ type: 'charge.succeeded', limit: 100 });
+      expect(events.data.filter((event) => (event.data as { customer?: string }).customer === customerId).length).toBe(42);
+      again.server.child.kill('SIGTERM');
+      await again.server.exited;
+    } finally {
+      again.server.child.kill('SIGKILL');
+    }
+  }, 400_000);
+});

@@ -17,10 +17,21 @@ import { withOperator } from './operator-access';
 import { startWebhookPoller } from './webhook-commands';
 import { startWorkerLoop } from './worker-loop';
 
+/** Days the run ledger keeps a succeeded slot unless KESSAI_JOB_RUN_RETENTION_DAYS says otherwise. */
+const DEFAULT_RUN_RETENTION_DAYS = 30;
+
+/** KESSAI_JOB_RUN_RETENTION_DAYS: a whole number of days, 1 or more (the backfill window is one day). */
+export function runRetentionMs(value: string | undefined): number {
+  if (value === undefined || value === '') return DEFAULT_RUN_RETENTION_DAYS * 86_400_000;
+  if (!/^[1-9][0-9]{0,4}$/.test(value)) throw new Error(`KESSAI_JOB_RUN_RETENTION_DAYS must be a whole number of days from 1, got ${JSON.stringify(value)}`);
+  return Number(value) * 86_400_000;
+}
+
 /** Engine settings from the options of the commands that run jobs. */
 const jobConfig = (options: { leaseSeconds?: number; batchSize?: number }): Partial<EngineConfig> => ({
   ...(options.leaseSeconds === undefined ? {} : { leaseMs: options.leaseSeconds * 1000 }),
   ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
+  runRetentionMs: runRetentionMs(process.env.KESSAI_JOB_RUN_RETENTION_DAYS),
 });
 
 /** What kind of run an outcome was, in words (a first run says nothing). */

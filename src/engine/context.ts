@@ -22,6 +22,13 @@ export interface EngineConfig {
   readonly maxAttempts: number;
   /** Delay before the first retry of a failed slot; doubles with each further attempt. */
   readonly retryDelayMs: number;
+  /**
+   * How long the run ledger keeps a succeeded slot (by its instant); unset: kept for ever. Each
+   * wake-up of the scheduler deletes older succeeded slots, except each job's latest one (see
+   * Scheduler, "Retention"). At least the backfill window. The worker sets it (30 days unless
+   * KESSAI_JOB_RUN_RETENTION_DAYS says otherwise); a simulation keeps its whole ledger for its report.
+   */
+  readonly runRetentionMs?: number | undefined;
   /** True in simulation: nothing leaves the process (webhooks are recorded, not sent). */
   readonly simulation: boolean;
   /**

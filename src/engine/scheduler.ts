@@ -15,6 +15,11 @@
  *   outcome. A failed run is retried after a growing delay. A slot is `abandoned` (logged at error
  *   level) once `maxAttempts` attempts in a row ended — with an error, or with a worker that died —
  *   without committing a batch; an attempt that committed one starts that count afresh.
+ * - Retention: with `runRetentionMs` set, each wake-up deletes succeeded slots older than it (at
+ *   most PRUNE_LIMIT rows a wake-up, oldest first). Never a job's latest slot (what `jobs list`
+ *   shows), a slot above its job's high-water mark (the only slots scheduling could insert again),
+ *   nor a pending, running, failed or abandoned one (work still owed, or an operator's to re-run).
+ *   The retention is at least the backfill window, so backfill never reaches a deleted slot.
  * - Stopping: when `stopSignal` aborts (stop-signal.ts) or `stop()` is called, the current batch
  *   commits, the slot is handed back as `pending` with the attempt not counted, and nothing more
  *   is claimed.
@@ -84,6 +89,9 @@ const CLAIM_RETURNING = sql`job_runs.job, job_runs.slot, job_runs.attempt,
 /** The shortest lease the scheduler accepts: a heartbeat must fit in it several times. */
 export const MIN_LEASE_MS = 10_000;
 
+/** At most this many ledger rows are deleted per wake-up (the ledger grows ~11,500 rows a day). */
+export const PRUNE_LIMIT = 10_000;
+
 /** Sort and hash memory of one batch transaction at least (see #assertClaim). */
 const BATCH_WORK_MEM = '64MB';
 
@@ -104,6 +112,10 @@ export class Scheduler {
       byName.set(job.name, job);
     }
     if (ctx.config.leaseMs < MIN_LEASE_MS) throw new Error(`lease must be at least ${MIN_LEASE_MS / 1000} s, got ${ctx.config.leaseMs} ms`);
+    const retention = ctx.config.runRetentionMs;
+    if (retention !== undefined && !(retention >= ctx.config.backfillWindowMs)) {
+      throw new Error(`the run ledger's retention must be at least the backfill window (${ctx.config.backfillWindowMs} ms), got ${retention} ms`);
+    }
     this.#ctx = ctx;
     this.#jobs = byName;
     this.#order = jobs.map((job) => job.name);
@@ -139,6 +151,12 @@ export class Scheduler {
         // One job's scheduling trouble must not keep the others from running.
         this.#ctx.log.error({ err: toError(error), job: job.name }, 'scheduling failed; the job is tried again at the next wake-up');
       }
+    }
+    try {
+      await this.pruneLedger(cutoff);
+    } catch (error) {
+      // Housekeeping: a failed delete leaves rows for the next wake-up and must not stop the jobs.
+      this.#ctx.log.warn({ err: toError(error) }, 'pruning the run ledger failed; tried again at the next wake-up');
     }
     const outcomes: SlotOutcome[] = await this.#abandonLapsedLastAttempts();
     for (const outcome of outcomes) this.#report(outcome, null);
@@ -206,6 +224,31 @@ export class Scheduler {
         ON CONFLICT (job) DO UPDATE SET high_water = EXCLUDED.high_water, updated_at = EXCLUDED.updated_at
         WHERE job_schedule.high_water < EXCLUDED.high_water`.execute(trx);
     });
+  }
+
+  /**
+   * Deletes this scheduler's jobs' succeeded slots older than `runRetentionMs` before `now` (slot
+   * instants: the engine clock), at most PRUNE_LIMIT, oldest first; a no-op without a retention or
+   * in a simulation (its report reads the whole ledger). Returns how many rows went.
+   */
+  async pruneLedger(now: Date): Promise<number> {
+    const retention = this.#ctx.config.runRetentionMs;
+    if (retention === undefined || this.#ctx.config.simulation) return 0;
+    const before = new Date(now.getTime() - retention);
+    const result = await sql`
+      DELETE FROM job_runs USING (
+        SELECT o.job, o.slot FROM job_runs o JOIN job_schedule s ON s.job = o.job
+        WHERE o.job = ANY(${[...this.#order]}::text[]) AND o.status = 'succeeded' AND o.slot < ${before}
+          AND o.slot <= s.high_water
+          AND o.slot < (SELECT max(l.slot) FROM job_runs l WHERE l.job = o.job)
+        ORDER BY o.slot
+        LIMIT ${PRUNE_LIMIT}
+        FOR UPDATE OF o SKIP LOCKED
+      ) AS old
+      WHERE job_runs.job = old.job AND job_runs.slot = old.slot`.execute(this.#ctx.db);
+    const deleted = Number(result.numAffectedRows ?? 0);
+    if (deleted > 0) this.#ctx.log.info({ deleted, before: before.toISOString() }, 'run ledger pruned');
+    return deleted;
   }
 
   /**

@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Scheduler } from '../../src/engine/scheduler';
+import { runRetentionMs } from '../../src/cli/job-commands';
 import type { Database } from '../../src/db/schema';
 import { runBatches, type JobDefinition } from '../../src/engine/job';
 import { createLogger } from '../../src/engine/logger';
@@ -381,6 +382,62 @@ describe('scheduler with a manual clock', () => {
     expect(outcome.status).toBe('succeeded');
     expect(seen).toEqual(['64MB', '256MB', before]);
     expect(before).not.toBe('64MB');
+  });
+
+  it('retention: succeeded slots older than the retention are deleted; each job\'s latest slot, abandoned and failed slots and other jobs\' rows stay; no deleted slot runs again', async () => {
+    const DAY = 24 * 60;
+    const ctx = testContext(database.store, { config: { runRetentionMs: DAY * MINUTE } });
+    const scheduler = new Scheduler(ctx, [batchWriterJob({ owner: 'w1', schedule: '*/10 * * * *' }), batchWriterJob({ owner: 'w1', name: 'test.yearly', schedule: '0 0 1 1 *' })], { owner: 'w1' });
+    await scheduler.tick();
+    ctx.clock.set(at(30));
+    await scheduler.tick();
+    // What an operator or a retry still needs, and a row of a job this worker does not run.
+    await sql`
+      INSERT INTO job_runs (job, slot, status, attempt, error, retry_at) VALUES
+        ('test.batch-writer', ${at(-60)}, 'abandoned', 5, 'boom', NULL),
+        ('test.batch-writer', ${at(-50)}, 'failed', 1, 'boom', ${at(10 * DAY)}),
+        ('test.other', ${at(-40)}, 'succeeded', 1, NULL, NULL)`.execute(db);
+    const yearly = (await sql<{ slot: Date }>`SELECT slot FROM job_runs WHERE job = 'test.yearly'`.execute(db)).rows.map((r) => r.slot);
+    expect(yearly).toHaveLength(1);
+    const old = async () =>
+      (await sql<{ job: string; slot: Date; status: string }>`SELECT job, slot, status FROM job_runs WHERE slot <= ${at(30)} ORDER BY job, slot`.execute(db)).rows;
+    expect(await old()).toHaveLength(4 + 3 + 1);
+
+    ctx.clock.set(at(DAY + 25)); // slots before at(25) are now older than a day
+    const outcomes = await scheduler.tick();
+    expect(outcomes.length).toBeGreaterThan(100);
+    expect(outcomes.every((o) => o.status === 'succeeded' && o.slot > at(30))).toBe(true);
+    expect(await old()).toEqual([
+      { job: 'test.batch-writer', slot: at(-60), status: 'abandoned' },
+      { job: 'test.batch-writer', slot: at(-50), status: 'failed' },
+      { job: 'test.batch-writer', slot: at(30), status: 'succeeded' },
+      { job: 'test.other', slot: at(-40), status: 'succeeded' },
+      { job: 'test.yearly', slot: yearly[0]!, status: 'succeeded' },
+    ]);
+    // The scheduler is unaffected: the next wake-up runs only the new slot, and no slot ran twice.
+    ctx.clock.set(at(DAY + 30));
+    expect((await scheduler.tick()).map((o) => [o.job, o.slot.toISOString()])).toEqual([['test.batch-writer', at(DAY + 30).toISOString()]]);
+    const twice = await sql`SELECT job, slot FROM test_slot_runs GROUP BY job, slot HAVING count(*) > 1`.execute(db);
+    expect(twice.rows).toEqual([]);
+    expect(await scheduler.pruneLedger(at(DAY + 31))).toBe(1); // at(30) itself, a minute later older than a day
+  });
+
+  it('without a retention the ledger keeps every slot; a retention shorter than the backfill window is refused', async () => {
+    const ctx = testContext(database.store);
+    const scheduler = new Scheduler(ctx, [batchWriterJob({ owner: 'w1', schedule: '*/10 * * * *' })], { owner: 'w1' });
+    await scheduler.tick();
+    ctx.clock.set(at(30));
+    await scheduler.tick();
+    expect(await scheduler.pruneLedger(at(365 * 24 * 60))).toBe(0);
+    expect((await sql`SELECT 1 FROM job_runs`.execute(db)).rows).toHaveLength(4);
+    const short = testContext(database.store, { config: { runRetentionMs: 60 * MINUTE, backfillWindowMs: 120 * MINUTE } });
+    expect(() => new Scheduler(short, [], { owner: 'w1' })).toThrow(/retention must be at least the backfill window/);
+  });
+
+  it('KESSAI_JOB_RUN_RETENTION_DAYS: 30 days unless set; a whole number of days from 1', () => {
+    expect(runRetentionMs(undefined)).toBe(30 * 86_400_000);
+    expect(runRetentionMs('7')).toBe(7 * 86_400_000);
+    for (const bad of ['0', '-1', '1.5', 'week']) expect(() => runRetentionMs(bad)).toThrow(/KESSAI_JOB_RUN_RETENTION_DAYS/);
   });
 });
 

@@ -46,7 +46,7 @@ export default tseslint.config(
   {
     // No import cycles in the engine (no-cycle ignores `import type`: only values make a cycle).
     // eslint-plugin-import rather than import-x: import-x's resolver ships per-platform native
-    // bindings that this machine's registry lacks, which broke `npm ci` (docs/decisions.md).
+    // bindings that this machine's registry lacks, which broke `npm ci` (docs/decisions/database.md).
     files: ['src/**/*.ts', 'jobs/**/*.ts'],
     plugins: { import: importPlugin },
     settings: {

@@ -3,7 +3,7 @@
  * (src/cli/main.ts and what it imports) into dist/ with esbuild, so bin/kessai.mjs runs plain
  * JavaScript and no TypeScript loader. One ES module per command's lazily imported part (code
  * splitting), npm packages left as imports of node_modules. Why a bundle and not tsc: see
- * docs/decisions.md, "Commands run a bundle built at install".
+ * docs/decisions/operating.md, "Commands run a bundle built at install".
  *
  * Safe beside a running kessai and beside another build: every emitted file's name carries its
  * content hash and is moved into dist/ whole (rename), the entry dist/kessai.mjs last; files of

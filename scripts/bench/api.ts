@@ -1,6 +1,5 @@
 /**
- * Benchmark of the v1 HTTP API (`npm run bench:api -- [--duration 20] [--connections 32] [--keep] [--profile-server DIR] [--redis URL]`;
- * issue 15, point 10).
+ * Benchmark of the v1 HTTP API (`npm run bench:api -- [--duration 20] [--connections 32] [--keep] [--profile-server DIR] [--redis URL]`).
  *
  * On the PostgreSQL server named by DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres)
  * it creates a scratch database, migrates it, creates an account and a customer with a Visa 4242
@@ -225,7 +224,7 @@ async function main(): Promise<void> {
     // Statistics, as autovacuum keeps them on a live database: a scratch database minutes old has
     // none, and without them PostgreSQL prices charges_by_created and charges_pkey alike for a
     // charge by id (8.29 against 8.30 at ~1,100 charges), so a connection could plan the retrieve
-    // on the wrong index and keep that plan (docs/decisions.md, "bench:api: a retrieve of one statement").
+    // on the wrong index and keep that plan (scripts/bench/HISTORY.md, "bench:api: a retrieve of one statement").
     await sql`ANALYZE`.execute(store.db);
 
     const phases: Phase[] = [];

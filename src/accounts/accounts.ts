@@ -19,7 +19,7 @@ export type CardBrand = (typeof CARD_BRANDS)[number];
 
 /**
  * Default fee rates of a new account (percent), overridable per account: 3.00 % for Visa and
- * Mastercard, 3.30 % for the other brands (docs/decisions.md).
+ * Mastercard, 3.30 % for the other brands (docs/decisions/money-and-settlement.md).
  */
 export const DEFAULT_FEE_RATES: Readonly<Record<CardBrand, string>> = {
   Visa: '3.00',

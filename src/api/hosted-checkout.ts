@@ -1,5 +1,5 @@
 /**
- * What the buyer's browser reaches on `kessai serve` without an API key (issue 16 points 3–4):
+ * What the buyer's browser reaches on `kessai serve` without an API key:
  *
  * - the hosted checkout page of a session (`GET /checkout/pay/{id}`, the session's `url`) and its
  *   return address (`…/return`), where the browser script brings the buyer back after confirming

@@ -1,5 +1,5 @@
 /**
- * Idempotency keys (ARCHITECTURE.md "The HTTP API"; issue 15, point 7). A POST sent with an
+ * Idempotency keys (ARCHITECTURE.md "The HTTP API"). A POST sent with an
  * `Idempotency-Key` header is done once per (account, mode, key) for 24 hours.
  *
  * ONE TRANSACTION PER KEYED REQUEST. The key's row, the operation's writes and the stored response

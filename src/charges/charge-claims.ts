@@ -1,6 +1,7 @@
 /**
  * Claims on a v1 charge while a card-network call for it is in flight (STYLE.md: no network calls
- * while rows are locked; docs/decisions.md "Issue 15 charges: the network outside the row lock").
+ * while rows are locked; docs/decisions/idempotency-and-network-claims.md,
+ * "Charges: the card network outside the row lock").
  *
  * An operation that must ask the network about an existing charge (capture, cancelling a hold,
  * reauth, tds_finish, the 3-D Secure step) runs in three steps, as setup flows do:

@@ -240,7 +240,7 @@ export async function createCharge(ctx: Context, caller: Caller, command: Create
     const chargeId = ctx.ids.next('charge');
     const requested = { reference: chargeId, amount, currency: 'jpy', livemode: caller.livemode, at: now, kind: capture ? 'charge' : 'hold' } as const;
     const { card, customerId, feeRate, termCycle, openTermId } = await resolveCard(trx, caller, customerParam, cardParam, now, intentInRead ? requested : undefined);
-    // A token that finished 3-D Secure (tokens.tds_finish) authorizes as authenticated (i15c).
+    // A token that finished 3-D Secure (tokens.tds_finish) authorizes as authenticated.
     const tokenThreeDSecure = customerId === null ? await finishedTokenThreeDSecure(trx, caller, cardParam!) : undefined;
     const platform = await resolveChargeTenant(trx, caller, { tenant: command.tenant, platformFee: command.platformFee, amount });
     const base = {

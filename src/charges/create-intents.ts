@@ -1,6 +1,6 @@
 /**
- * Create intents of v1 charges (docs/decisions.md "Keyed requests and the card network
- * (keyed-network)"): what `charges.create` leaves behind while its authorization is at the card
+ * Create intents of v1 charges (docs/decisions/idempotency-and-network-claims.md,
+ * "Keyed requests and the card network"): what `charges.create` leaves behind while its authorization is at the card
  * network, so that a process dying between the network's answer and the charge's write loses
  * nothing and leaves no money held.
  *

@@ -33,7 +33,8 @@ export const CHECKOUT_SESSION_LIFETIME_MS = 24 * 60 * 60 * 1000;
 /**
  * Where the hosted payment page lives when no server says otherwise (simulation, the engine
  * alone); the session id completes the address. `kessai serve` serves the page itself and sets
- * `config.checkoutPageBaseUrl` (src/api/server.ts, docs/decisions.md H7).
+ * `config.checkoutPageBaseUrl` (src/api/server.ts, docs/decisions/payment-flows-and-checkout.md,
+ * "Hosted checkout page and browser script").
  */
 export const CHECKOUT_PAGE_BASE_URL = 'https://checkout.kessai.dev/pay/';
 

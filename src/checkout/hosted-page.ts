@@ -1,5 +1,5 @@
 /**
- * The one renderer of the pages the buyer sees on kessai (issue 16 points 3–4): the hosted checkout
+ * The one renderer of the pages the buyer sees on kessai: the hosted checkout
  * page of a session (a payment session's, or a setup session's that saves a card), its complete / expired / unknown pages, and the simulated redirect pages of
  * the browser script (the 3-D Secure challenge, the PayPay and Apple Pay wallets of test mode); the
  * same challenge is v1's issuer page of the 3-D Secure redirect workflow.

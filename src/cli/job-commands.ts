@@ -162,7 +162,7 @@ export async function workerCommand(options: WorkerOptions, g: GlobalOptions): P
       throw error;
     });
     if (metricsServer) console.log(`metrics on ${metricsServer.url}`);
-    // Leases follow the real clock even when the slots follow --at (docs/decisions.md).
+    // Leases follow the real clock even when the slots follow --at (docs/decisions/jobs-and-scheduler.md, "Scheduler hardening").
     const scheduler = new Scheduler(rt.ctx, ALL_JOBS, { owner: workerName(), ledgerClock: systemClock, stopSignal: stop.signal });
     if (!options.once) {
       // The running worker also sends new events' webhooks within a second of their commit.

@@ -62,7 +62,7 @@ function globals(command: Command): GlobalOptions {
 /**
  * `--at` of the commands that run jobs: the engine acts as if it were that instant, past or future
  * (a what-if day on a scratch database), through a fixed clock; the run ledger's leases keep the
- * real clock (docs/decisions.md, issue 20).
+ * real clock (docs/decisions/jobs-and-scheduler.md, "Scheduler under crash loops and polite stops").
  */
 const AT_HELP = 'act as if it were this instant, past or future (JST unless it has a zone); leases keep the real clock';
 

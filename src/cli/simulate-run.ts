@@ -17,7 +17,7 @@ import { openOutputFolder, type OutputFolder } from '../simulation/output-folder
 import { loadScenario, overlayScenario, planSteps, type Scenario, type Step } from '../simulation/scenario';
 import type { SimulateOptions } from './simulate';
 
-/** What a forecast run adds (issue 19): the copied snapshot and the report's source header. */
+/** What a forecast run adds: the copied snapshot and the report's source header. */
 type ForecastRun = Pick<SimulationOptions, 'source'> & { readonly header?: ReportHeader['source'] };
 
 /** The options once --from is settled (`now` becomes the source's newest instant). */

@@ -60,7 +60,7 @@ export function renderCard(row: CardCore & Partial<Omit<CardRow, 'customer_id'>>
     // No address verification exists in the simulated network, so the check is never run.
     address_zip_check: 'unchecked',
     cvc_check: row.cvc_check,
-    // Set by a finished 3-D Secure request of the card or of the token it was made from (i15c).
+    // Set by a finished 3-D Secure request of the card or of the token it was made from.
     three_d_secure_status: row.three_d_secure_status ?? null,
     email: row.email ?? null,
     phone: row.phone ?? null,

@@ -87,7 +87,7 @@ export async function attachCardFromToken(
     .where('deleted_at', 'is', null)
     .executeTakeFirst();
   if (duplicate) throw sameCardError();
-  // A token that finished 3-D Secure gives the card its status (i15c).
+  // A token that finished 3-D Secure gives the card its status.
   const row = { ...cardOfToken(token, customerId, at, metadata), three_d_secure_status: (await finishedTokenThreeDSecure(trx, caller, tokenId)) ?? null };
   try {
     await trx.insertInto('cards').values({ ...row, metadata: JSON.stringify(metadata) }).execute();

@@ -21,7 +21,7 @@ export const CUSTOMERS_URL = '/v1/customers';
 
 /**
  * A chosen customer id: half-width letters, digits, `_` and `-`, 1 to 100 characters. The service
- * does not publish its rule; this one keeps ids safe in URL paths and form syntax (docs/decisions.md).
+ * does not publish its rule; this one keeps ids safe in URL paths and form syntax (docs/decisions/customers-and-cards.md).
  */
 export { FLEXIBLE_ID_PATTERN } from '../operations/params';
 /** Longest `description`, in characters (a decision, like the real service's 255). */

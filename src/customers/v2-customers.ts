@@ -5,7 +5,7 @@
  * the payment methods (src/payment-methods), whose default it sets. The customer rows are the v1
  * customers' own: one customer, two renderings. Retrieve and delete run the v1 customers'
  * executions; create has its own (v2 metadata, a payment method attached in the same transaction,
- * v2 events: docs/decisions.md "Issue 16 v2 HTTP (i16a)"); the list pages by cursor.
+ * v2 events: docs/decisions/api-conventions.md "The v2 wire: …"); the list pages by cursor.
  */
 import type { Caller } from '../accounts/accounts';
 import { createMetadata } from '../domain/metadata';

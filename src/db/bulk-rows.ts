@@ -3,7 +3,7 @@
  * JSON document (one text parameter, sent as UTF-8 bytes: see utf8Text) expanded server-side by
  * `json_to_recordset(…) AS x(col type, …)`. One text parameter instead of a typed array per column,
  * which node-postgres escaped element by element and the server parsed again in BIND (see
- * docs/decisions.md, "Issue 13 (i13a)").
+ * docs/decisions/database.md, "Bulk rows typed once, rules apart from I/O").
  *
  * A column spec names each column once: its short name (the JSON key and the record column), its
  * SQL type, and where its value comes from (a field of the row, checked against the row's type, or

@@ -174,7 +174,7 @@ type MemFile = { contents: Uint8Array | null; usedBytes: number };
 /**
  * An in-memory PGlite keeps each database file in one Uint8Array (Emscripten's MEMFS), which grows
  * by 12.5 % once past 1 MB, copying the whole file each time: a 400 MB events table is copied some
- * 50 times as it grows (profiled cost: docs/decisions.md). Here a file
+ * 50 times as it grows (profiled cost: docs/decisions/performance.md). Here a file
  * doubles up to 64 MB and then grows 64 MB at a time, the same contents in fewer, larger copies.
  * Left alone if this PGlite's file system is not the one this was written for.
  */

@@ -49,7 +49,7 @@ function digitsAt(text: string, start: number, end: number): number {
 export function parseTimestamptz(text: string): Date {
   // The session time zone is UTC, so PostgreSQL prints "2027-01-01 00:00:00[.ffffff]+00". That
   // form is read field by field (a report reads hundreds of thousands of instants; rewriting each
-  // to ISO 8601 for Date's parser was a visible share of a simulation, docs/decisions.md). Anything
+  // to ISO 8601 for Date's parser was a visible share of a simulation, docs/decisions/performance.md). Anything
   // else (another offset, a year before 1000) goes through Date's parser.
   const n = text.length;
   if (n >= 22 && text.charCodeAt(10) === 32 && text.endsWith('+00') && (n === 22 || text.charCodeAt(19) === 46)) {

@@ -3,7 +3,7 @@
  * travel as UTF-8 bytes: a bytea parameter in binary format, turned back into text by the server
  * (`convert_from`, which also checks the encoding). Both drivers send a string parameter through
  * JavaScript: PGlite measures its UTF-8 length character by character and encodes it again
- * (a large share of a simulated year, profiled: docs/decisions.md); Buffer.from encodes it natively once.
+ * (a large share of a simulated year, profiled: docs/decisions/performance.md); Buffer.from encodes it natively once.
  * PGlite must pass bytes through unchanged (its default bytea serializer writes hex): see
  * PGLITE_SERIALIZERS. node-postgres sends a Buffer in binary format by itself.
  */

@@ -498,7 +498,7 @@ export class Scheduler {
     // (set_config(…, true): this transaction only; never lower than the server's setting). A batch
     // sorts thousands of wide rows — e.g. the events of 5,000 released holds, ordered for their
     // sequence — and at the server default of 4 MB each such sort went to disk (bench:holds
-    // figures in docs/decisions.md, "Measured figures moved out of comments").
+    // figures in docs/decisions/performance.md, "Measured figures moved out of comments").
     const held = await sql`
       SELECT set_config('work_mem', CASE WHEN pg_size_bytes(current_setting('work_mem')) < pg_size_bytes(${BATCH_WORK_MEM})
                                          THEN ${BATCH_WORK_MEM} ELSE current_setting('work_mem') END, true) FROM job_runs

@@ -94,7 +94,7 @@ export async function recordPreparedEvents(executor: Kysely<Database>, ids: IdGe
   // documents and the ids newline-separated, split server-side, each document parsed once as json.
   // A jsonb array parameter cost BIND time parsing one giant jsonb and as long again extracting
   // its elements; typed array parameters were escaped element by element here and parsed again by
-  // the server (figures: docs/decisions.md, "Measured figures moved out of comments").
+  // the server (figures: docs/decisions/performance.md, "Measured figures moved out of comments").
   await withWebhookDeliveries(sql`
     INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks)
     WITH x AS MATERIALIZED (
@@ -122,7 +122,7 @@ function endpointReceives(account: string, livemode: string, version: string, ty
 }
 
 /**
- * The `pending_webhooks` of new events (issue 17): the number of enabled endpoints that receive
+ * The `pending_webhooks` of new events: the number of enabled endpoints that receive
  * each, each of which gets a delivery row (withWebhookDeliveries). A query giving `n, pending` for
  * the rows of the CTE `rows` (numbered by a column `n`) that have at least one: the caller LEFT
  * JOINs it on `n` (coalesce to 0) and inserts ORDER BY n, so the event rows keep their order (and
@@ -207,7 +207,7 @@ const GROUP_1 = String.raw`E'\\1'`;
  * whitespace outside strings, keys in their stored order. A text without any blank, tab or line
  * break (most documents this process writes) passes as it is after four byte searches (a regular
  * expression test, `~ '[ \t\n\r]'`, was most of the printing time of a large batch: see
- * docs/decisions.md, "Measured figures moved out of comments"); any other (a blank inside a
+ * docs/decisions/performance.md, "Measured figures moved out of comments"); any other (a blank inside a
  * string, json_build_object's `"a" : 1`, jsonb's `{"a": 1}`, pretty printers' line breaks) goes through a regular expression that keeps every
  * string whole and drops the whitespace between them. `text` is repeated: pass an expression that
  * is cheap to evaluate again (a column, a cast of one).

@@ -144,7 +144,7 @@ export function optionalBoolean(params: Params, key: string, options: Omit<Param
 
 /**
  * A chosen id (`id` on create): half-width letters, digits, `_` and `-`, 1 to 100 characters
- * (docs/decisions.md, customers), else `invalid_flexible_id` on `id`.
+ * (docs/decisions/customers-and-cards.md), else `invalid_flexible_id` on `id`.
  */
 export const FLEXIBLE_ID_PATTERN = /^[A-Za-z0-9_-]{1,100}$/;
 

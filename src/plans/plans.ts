@@ -56,7 +56,7 @@ export interface CreatePlanCommand {
  * billing_day can be created but fails when used for a subscription", and service rules §1.3 names
  * that failure `invalid_plan` (assertSubscribablePlan). The catalogue's
  * `billing_day_for_non_monthly_plan` would contradict the first sentence here and the second at
- * subscription time, so kessai raises it nowhere (docs/decisions.md).
+ * subscription time, so kessai raises it nowhere (docs/decisions/subscriptions.md, "Plans").
  */
 export async function createPlan(ctx: Context, caller: Caller, command: CreatePlanCommand): Promise<PlanRow> {
   const now = ctx.clock.now();

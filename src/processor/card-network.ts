@@ -116,7 +116,7 @@ export interface SimulatedCardNetworkOptions {
   readonly processingErrorRate?: number;
   /**
    * Share (0..1) of otherwise approved authorizations the issuer declines with `card_declined`, for
-   * a forecast's assumed decline rate (issue 19). Drawn from the seed like the faults, independently
+   * a forecast's assumed decline rate. Drawn from the seed like the faults, independently
    * of them. Default 0.
    */
   readonly declineRate?: number;

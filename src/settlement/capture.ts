@@ -92,7 +92,7 @@ export interface CaptureSettlement {
  * The settlement columns of captures, in input order, opening the terms they need. For code that
  * writes captured rows in bulk (chargeCards): putting these columns into its INSERT saves the
  * second row version that settleCaptured's UPDATE writes, and its index maintenance (figure in
- * docs/decisions.md, "Measured figures moved out of comments"); settleCaptured then finds nothing
+ * docs/decisions/performance.md, "Measured figures moved out of comments"); settleCaptured then finds nothing
  * left to do.
  */
 export async function settlementOfCaptures(

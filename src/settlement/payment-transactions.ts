@@ -5,7 +5,8 @@
  * `term_id`) is a `payment`; a refund row (v1 or v2, a row of `refunds`) is a `refund`; an opened
  * dispute (a row of `disputes`, src/disputes) is a `chargeback`. Nothing is stored for them: the
  * rows settlement wrote are the record, so the view can never disagree with the statements
- * (docs/decisions.md "Issue 16 payment transactions (h6)", "… chargebacks (h9)").
+ * (docs/decisions/payment-flows-and-checkout.md "Payment transactions, …";
+ * docs/decisions/disputes.md "Chargebacks in the payment transactions view").
  *
  * Signs follow the money from the merchant's side: a payment's `amount` and `fee` are positive, a
  * refund's and a chargeback's are negative (the refunded or disputed amount, and the fee given

@@ -7,7 +7,8 @@
  * has only post-overhaul settlement, so it answers those routes as the real service answers an
  * account opened after 2024-06-01: every list is empty, every id is unknown (`invalid_id`, 404).
  * The parameters are still checked, so a request that would be refused by the real service is
- * refused here too. Decision recorded in docs/decisions.md (i15c).
+ * refused here too. Decision recorded in
+ * docs/decisions/api-conventions.md, "v1 routes: tokens' 3-D Secure, download URLs, transfers, …".
  */
 import type { Caller } from '../accounts/accounts';
 import { reject } from '../domain/errors';

@@ -10,7 +10,7 @@
  * status before succeeded. On success the payment method is attached to the flow's customer.
  *
  * The card is verified on the simulated network with a 1-yen authorization released at once
- * (docs/decisions.md, "Issue 16 setup flows"). That network call is made outside any transaction:
+ * (docs/decisions/payment-flows-and-checkout.md, "Setup flows"). That network call is made outside any transaction:
  * the confirmation first claims the flow (`processing`, committed), then calls the network, then
  * records the outcome only if its claim still holds. A claim left behind by a crash is taken over
  * by the next confirmation once it is older than NETWORK_CLAIM_LEASE_MS (src/domain/network-claims.ts); a verification moves no money, so

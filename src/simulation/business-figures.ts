@@ -1,5 +1,5 @@
 /**
- * What a subscription business watches, per JST month of a simulation (issue 14, point 3): MRR
+ * What a subscription business watches, per JST month of a simulation: MRR
  * and subscribers at month end, sign-ups, churn and recoveries, holds, and per owner what was
  * carried, paid out and forfeited. Read from the simulated database after the run; the month
  * boundaries are 00:00 JST, the last month ends at the range's end.

@@ -1,5 +1,5 @@
 /**
- * `kessai simulate --source` (issue 19): the forecast of a live book. Opens the source's snapshot
+ * `kessai simulate --source`: the forecast of a live book. Opens the source's snapshot
  * (source-copy.ts), settles `--from`, and builds the scenario the simulation runs: the source's
  * accounts, with the `--scenario` file's entries (if any) on top. The simulation itself is the
  * scenario simulation's own (simulate.ts), started from the copied rows instead of an empty book.

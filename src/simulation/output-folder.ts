@@ -1,6 +1,6 @@
 /**
  * The output folder of `kessai simulate`, written so that a run never destroys what it did not
- * write (issue 14, point 1):
+ * write:
  * - the new results are written into a fresh staging folder beside the target (same file system,
  *   so moving them in is a rename) and moved in only when complete: an interrupted or failed run
  *   leaves the previous complete results as they were;

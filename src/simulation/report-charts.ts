@@ -1,5 +1,5 @@
 /**
- * The simulation's charts (issue 14, point 4): Vega-Lite specifications compiled to Vega and
+ * The simulation's charts: Vega-Lite specifications compiled to Vega and
  * rendered to SVG in this process (a headless Vega view, no canvas, no browser), so report.html
  * can inline them and open offline, and the same SVGs are kept as files for documents. Axes
  * carry titles with their units; days and months are JST calendar dates drawn on UTC scales (a

@@ -1,5 +1,5 @@
 /**
- * report.html: the summary a reader would rather look at than read (issue 14, point 4). One
+ * report.html: the summary a reader would rather look at than read. One
  * self-contained file: the charts inlined as SVG, the tables as HTML, the styles inline, and a
  * Content-Security-Policy that allows no fetch at all, so it opens offline from the folder and
  * never calls out.

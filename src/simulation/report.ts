@@ -82,7 +82,7 @@ export interface ReportHeader {
   readonly from: Date;
   readonly to: Date;
   readonly seed: number;
-  /** A forecast (issue 19): the source it copied and what it assumed. */
+  /** A forecast: the source it copied and what it assumed. */
   readonly source?: { readonly name: string; readonly snapshot_instant: Date; readonly assumptions: Readonly<Record<string, unknown>> };
 }
 
@@ -220,7 +220,7 @@ type ReportCharge = Pick<ChargeRow, (typeof REPORT_CHARGE_COLUMNS)[number]>;
 /**
  * Charges in (account, created, id) order with their cards, a page at a time, read through one
  * cursor: no index has that order, so keyset pages each sorted the rest of the table (most of the
- * report's time, docs/decisions.md); the cursor sorts once. Each card is read once for the
+ * report's time, docs/decisions/performance.md); the cursor sorts once. Each card is read once for the
  * whole report, not once per charge: a subscriber's card appears in every renewal (on PGlite,
  * where every field read costs JavaScript work, reading them per page was most of the section).
  */

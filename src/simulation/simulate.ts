@@ -63,7 +63,7 @@ export interface SimulationOptions {
   readonly bulkSubscribers?: boolean;
   readonly log?: Logger;
   /**
-   * A forecast (issue 19): the snapshot of a live book whose rows are copied into the simulation's
+   * A forecast: the snapshot of a live book whose rows are copied into the simulation's
    * database before anything runs (source-copy.ts). Its accounts exist already; the scenario's
    * settings for them still apply.
    */
@@ -138,7 +138,7 @@ async function scratchPostgres(url: string): Promise<{ url: string; citus: boole
     // Text sorts by bytes, as on the embedded database (PGlite's collation is C), whatever the
     // server's default: the report's order cannot depend on the server's locale, and byte
     // comparison skips strcoll in every index and sort (PostgreSQL 15 treats only C and POSIX as
-    // C, not C.UTF-8; the saving is in docs/decisions.md). On a server whose
+    // C, not C.UTF-8; the saving is in docs/decisions/performance.md). On a server whose
     // default locale provider is ICU (15 and later), the libc provider is asked for, or the C
     // collation would be ignored.
     const version = Number((await admin.query<{ v: string }>(`SELECT current_setting('server_version_num') AS v`)).rows[0]!.v);
@@ -184,7 +184,7 @@ async function scratchPostgres(url: string): Promise<{ url: string; citus: boole
  *
  * Unlogged: the database lives in this process's memory and is gone when the run ends, so the
  * write-ahead log protects nothing, and on PGlite writing it is work on the one thread that runs
- * everything (less time and memory: figures in docs/decisions.md). The
+ * everything (less time and memory: figures in docs/decisions/performance.md). The
  * tables, their indexes and every statement are the migrations' own; only persistence differs.
  */
 async function migratedPglite(): Promise<Store> {
@@ -393,7 +393,7 @@ function rowsWritten(counts: JobCounts): number {
  * work before it (at least 100 rows): a logarithmic number of times. Doubling is enough: the
  * planner scales stale statistics by a table's current size, what it needs is a first picture of
  * each table once it is no longer empty (analyzing at every quarter of growth cost more, for no
- * better plans: figures in docs/decisions.md).
+ * better plans: figures in docs/decisions/performance.md).
  */
 function plannerStatistics(ctx: Context) {
   let analyzedAt = 0;
@@ -407,7 +407,7 @@ function plannerStatistics(ctx: Context) {
         await sql<{ name: string }>`SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema() AND tablename <> 'events' ORDER BY tablename`.execute(ctx.db)
       ).rows.map((row) => `"${row.name}"`);
       // A small sample (3,000 rows a table instead of 30,000): the planner's choices here turn on
-      // row counts and key spread, not on fine histograms (saving: docs/decisions.md).
+      // row counts and key spread, not on fine histograms (saving: docs/decisions/performance.md).
       await ctx.db.transaction().execute(async (trx) => {
         await sql`SET LOCAL default_statistics_target = 10`.execute(trx);
         await sql`ANALYZE ${sql.raw(tables!.join(', '))}`.execute(trx);

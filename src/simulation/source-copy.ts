@@ -1,5 +1,5 @@
 /**
- * The source of `kessai simulate --source` (issue 19): one consistent, read-only snapshot of a
+ * The source of `kessai simulate --source`: one consistent, read-only snapshot of a
  * live kessai database (a PostgreSQL URL, or an embedded PGlite data folder), copied account by
  * account into the simulation's own database so the worker's jobs can run forward on the real book.
  *
@@ -219,7 +219,7 @@ export async function openSource(source: string, options: { accounts?: readonly 
         if (!target.copyIn) throw new Error(`the simulation's database (${target.kind}) cannot load copied rows`);
         const copied: Record<string, number> = {};
         // The target is a fresh database of this simulation: its indexes that back no constraint
-        // are built once after a table's load rather than row by row during it (docs/decisions.md).
+        // are built once after a table's load rather than row by row during it (docs/decisions/simulation.md).
         // One catalogue read for every table.
         const indexes = new Map<string, { name: string; definition: string }[]>();
         const rows = await sql<{ table: string; name: string; definition: string }>`

@@ -1,5 +1,5 @@
 /**
- * Webhooks in a simulation (issue 17): the scenario's `webhooks` endpoints are created at the
+ * Webhooks in a simulation: the scenario's `webhooks` endpoints are created at the
  * start, and a transport that never touches the network answers for them as their `fail` option
  * says (always, for the first N attempts, or a timeout). Every attempt is recorded in the
  * database like the worker's, and the report lists them (webhookReport).

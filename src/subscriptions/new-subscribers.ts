@@ -59,7 +59,7 @@ export interface NewSubscriberResult {
  * Writes rows of one table in one statement: the rows travel as one JSON document (one UTF-8
  * parameter) expanded by json_populate_recordset into the table's own column types, instead of a
  * multi-row VALUES list that the query builder compiles and node-postgres serialises parameter by
- * parameter (figures in docs/decisions.md, "Measured figures moved out of comments"). The rows come from one row builder, so they have the same columns, named by the first
+ * parameter (figures in docs/decisions/performance.md, "Measured figures moved out of comments"). The rows come from one row builder, so they have the same columns, named by the first
  * row's defined values, written as given (instants as JSON.stringify prints a Date, exact to the
  * millisecond; metadata as nested JSON for jsonb).
  */

@@ -134,7 +134,7 @@ export async function renewBatch(
   // subscription changes serialised), as if every charge was written: the subscriptions are
   // locked, so none repeats a stored charge of its period — checked below, and rebuilt if one
   // did. One turn of the event loop first, so that the INSERT is on its way. (This work was done
-  // while the connection sat idle; figure in docs/decisions.md.)
+  // while the connection sat idle; figure in docs/decisions/performance.md.)
   if (prepared.rows.length > 0) await new Promise((resolve) => setImmediate(resolve));
   let charges = chargeOutcomes(prepared, new Set(prepared.rows.map((row) => row.charge_id)));
   let followUp = planFollowUp(decisions, charged, charges.outcomes, new Map(), plans);

@@ -11,7 +11,7 @@ import type { Context } from '../engine/context';
 import { issueUrl, payloadOfToken, STATEMENT_URL_TTL_MS, type IssuedUrl } from '../settlement/statement-urls';
 import { findTenant, type TenantRow } from './tenants';
 
-/** Decision (docs/decisions.md, i15c): the application URL lives as long as a statement URL. */
+/** Decision (docs/decisions/api-conventions.md, "v1 routes: …"): the application URL lives as long as a statement URL. */
 export const TENANT_APPLICATION_URL_TTL_MS = STATEMENT_URL_TTL_MS;
 export const DEFAULT_TENANT_APPLICATION_BASE = 'https://kessai.invalid/v1/tenant_application';
 

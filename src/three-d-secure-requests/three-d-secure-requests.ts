@@ -1,7 +1,7 @@
 /**
  * 3-D Secure requests (`tdsr_`; the `payjp` SDK's `three_d_secure_requests.create|retrieve|list`,
  * official-sdks.md §4): 3-D Secure of a card stored on a customer (`resource_id` = `car_…`), apart
- * from any charge. States (docs/decisions.md, i15c):
+ * from any charge. States (docs/decisions/api-conventions.md, "v1 routes: …"):
  *
  *   created ──start──▶ in_progress ──authenticate──▶ result_received ──▶ finished
  *

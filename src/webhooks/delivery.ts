@@ -1,5 +1,5 @@
 /**
- * Webhook delivery (v2 §6.2, service rules §5, issue 17). Each event's delivery rows are written
+ * Webhook delivery (v2 §6.2, service rules §5). Each event's delivery rows are written
  * with the event (events/outbox.ts). A delivery pass:
  *
  * 1. claims due deliveries in a batch (one UPDATE … FOR UPDATE SKIP LOCKED that takes a lease and
@@ -21,7 +21,7 @@
  * included), attempts the engine clock: a take-over at the same engine instant resends what a dead
  * worker held as soon as its leases lapse, dated at that instant. In the `webhooks.deliver` job
  * each flush that records attempts is one of the slot's batches, so a crash loop that keeps
- * delivering completes its slot (docs/decisions.md, "Webhook delivery: recorded deliveries are the
+ * delivering completes its slot (docs/decisions/webhooks.md, "Webhook delivery: recorded deliveries are the
  * slot's progress").
  */
 import { sql, type Kysely } from 'kysely';

@@ -1,5 +1,5 @@
 /**
- * Webhook endpoints (v2 §6.2, issue 17): where an account's events are sent, per account and
+ * Webhook endpoints (v2 §6.2): where an account's events are sent, per account and
  * mode. The token (`whook_…`) is shown once when made or rotated and sent with every delivery in
  * `X-Service-Webhook-Token`; it is stored as written (the receiver compares it, so a digest would
  * not do) and never logged. Endpoints are configured from the CLI; the spec has no API for them.

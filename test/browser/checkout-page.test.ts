@@ -1,5 +1,5 @@
 /**
- * The hosted checkout page and the browser script in a real browser (issue 16 points 3–4): Debian's
+ * The hosted checkout page and the browser script in a real browser: Debian's
  * Chromium driven by playwright-core against the real server (startTestServer), the session made
  * with the official `@payjp/payjpv2` SDK as a merchant would, a shop of the test's own on a local
  * HTTP server (success and cancel addresses, and a merchant page that uses /v2/js/kessai.js). The
@@ -20,7 +20,7 @@ import { ok, v2EventTypes } from '../support/v2-sdk';
 
 const OUTPUT = fileURLToPath(new URL('../../test-output/checkout-page/', import.meta.url));
 
-describe('hosted checkout page and browser script in Chromium (issue 16 points 3–4)', () => {
+describe('hosted checkout page and browser script in Chromium', () => {
   const suite = checkoutBrowserSuite({ output: OUTPUT, viewport: { width: 900, height: 1000 } });
   const shot = suite.shot;
   let server: TestServer;

@@ -1,5 +1,5 @@
 /**
- * The hosted page of a setup session in a real browser (issue 16 point 4): a session in mode setup
+ * The hosted page of a setup session in a real browser: a session in mode setup
  * made with the official `@payjp/payjpv2` SDK, its `url` opened in Debian's Chromium (playwright-core)
  * against the real server (startTestServer). The page takes no payment: it saves a card to the
  * session's customer by confirming the session's setup flow through /v2/js/kessai.js with the
@@ -19,7 +19,7 @@ import { ok, v2EventTypes } from '../support/v2-sdk';
 
 const OUTPUT = fileURLToPath(new URL('../../test-output/checkout-setup-page/', import.meta.url));
 
-describe('hosted page of a setup session in Chromium (issue 16 point 4)', () => {
+describe('hosted page of a setup session in Chromium', () => {
   const suite = checkoutBrowserSuite({ output: OUTPUT, viewport: { width: 900, height: 900 } });
   const shot = suite.shot;
   let server: TestServer;

@@ -1,5 +1,5 @@
 /**
- * report.html in a real browser (issue 14, point 4): Debian's Chromium driven by playwright-core
+ * report.html in a real browser: Debian's Chromium driven by playwright-core
  * opens the file a what-if run wrote, offline; the page must load with no console error and no
  * request but the file itself, every chart must carry its axes' titles, and a screenshot is kept
  * under test-output/ for review.
@@ -37,7 +37,7 @@ const baseline = {
 };
 const overlay = { name: 'Visa 2 % from March', accounts: [{ id: 'acct_shop', from: '2027-03-01', fee_rates: { Visa: '2.00' } }] };
 
-describe('report.html in Chromium (issue 14, point 4)', () => {
+describe('report.html in Chromium', () => {
   it('loads offline with no console error and no network request; every chart has its axes\' titles; the daily chart has a bar for every day, evenly spaced; a screenshot is kept', async () => {
     writeFileSync(join(scratch, 'baseline.json'), JSON.stringify(baseline));
     writeFileSync(join(scratch, 'overlay.json'), JSON.stringify(overlay));

@@ -1,5 +1,5 @@
 /**
- * CORS only for what the public key may do (docs/decisions.md, "CORS: only what the public key may
+ * CORS only for what the public key may do (docs/decisions/http-server.md, "CORS: only what the public key may
  * do"): a browser on a merchant's page may create tokens (v1 §5) and read and confirm a payment or
  * setup flow with its client secret (v2 §4.8); every other route is the secret key's, for the
  * merchant's server, and a browser's preflight for it gets no CORS answer. The real server,

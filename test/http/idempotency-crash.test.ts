@@ -1,5 +1,5 @@
 /**
- * The Idempotency-Key crash window, with a real kill (issue 15, point 7): `kessai serve` on a
+ * The Idempotency-Key crash window, with a real kill: `kessai serve` on a
  * scratch PostgreSQL database dies by SIGKILL at a fault point of a keyed `charges.create`
  * (KESSAI_FAULT, src/api/idempotency.ts), is started again, and the client retries with the same
  * key. Dying right after the commit: exactly one charge, and the retry gets the stored response.

@@ -1,5 +1,5 @@
 /**
- * The README's v2 snippet works as pasted (issue 16, "Done when"): it is cut out of README.md,
+ * The README's v2 snippet works as pasted: it is cut out of README.md,
  * pointed at a real test server instead of port 4010, and run with node against the installed
  * `@payjp/payjpv2`; its output must be what its comments say.
  */

@@ -1,5 +1,5 @@
 /**
- * `kessai serve` on PostgreSQL with `KESSAI_REDIS_URL` (issue 15, point 6; api-perf): the rate-limit
+ * `kessai serve` on PostgreSQL with `KESSAI_REDIS_URL`: the rate-limit
  * counters live in that Redis (the real one of KESSAI_TEST_REDIS_URL, default the machine's
  * redis://127.0.0.1:6379, which CI has), not in `rate_limit_counters`; a Redis that cannot be
  * reached stops start-up with a message that does not show the URL.

@@ -1,5 +1,5 @@
 /**
- * The v2 conventions (issue 16 point 1; official-sdks.md §1, §3; v2 §2.6) through the official
+ * The v2 conventions (official-sdks.md §1, §3; v2 §2.6) through the official
  * `@payjp/payjpv2` SDK against the real server: authentication, JSON answers, every named 400
  * title an operation produces, 402, 404, 422 with the field, metadata rules 1–6 and limits, cursor
  * paging both ways, the `customer` / `customer_id` aliases, Idempotency-Key and rate limits.

@@ -1,5 +1,5 @@
 /**
- * Disputes (chargebacks) through the official SDKs (issue 16, point 2): a v2 payment flow and a v1
+ * Disputes (chargebacks) through the official SDKs: a v2 payment flow and a v1
  * charge paid with the simulated network's dispute card, the clock moved past the dispute instant,
  * the `disputes.open` job run, the disputes read with `getPaymentDispute` / `getAllPaymentDisputes`
  * (filters, cursors), `dispute.created` read through the events API, and the term closed with the

@@ -177,7 +177,7 @@ describe('v2 resources through @payjp/payjpv2', () => {
     expect(await ok(v2.updateCheckoutSession({ client, path: { checkout_session_id: session.id }, body: { metadata: { gift: true } } }))).toMatchObject({ metadata: { cart: 'c1', gift: true } });
     expect((await ok(v2.getAllCheckoutSessions({ client, query: { limit: 100 } }))).data.map((s) => s.id)).toContain(session.id);
     expect(await ok(v2.getAllCheckoutSessionLineItems({ client, path: { checkout_session_id: session.id } }))).toMatchObject({ object: 'list', data: [{ price_id: price.id, quantity: 2 }] });
-    // The buyer pays on the hosted page (engineer i16c's); here its operation completes the session.
+    // The buyer pays on the hosted page (test/browser/checkout-page.test.ts); here its operation completes the session.
     const tok = await server.sdk(server.keys.a.test.secret).tokens.create({ card: { number: TEST_CARDS.visa.number, exp_month: 12, exp_year: 2035, cvc: '123' } } as never, { 'X-Payjp-Direct-Token-Generate': 'true' });
     const completed = (await runOperation(server.ctx, await authenticate(server.ctx, server.keys.a.test.secret), 'checkout.sessions.complete', { id: session.id, payment_method: tok.id })) as Json;
     const flowId = completed.payment_flow as string;

@@ -1,5 +1,5 @@
 /**
- * v2 setup flows (issue 16) through the official `@payjp/payjpv2` SDK against the real server:
+ * v2 setup flows through the official `@payjp/payjpv2` SDK against the real server:
  * create, retrieve, update, list, cancel; confirm (not in the SDK: the browser's call, made here
  * over HTTP with the public key and the client secret, and by the server with the secret key);
  * 3-D Secure; a refused card; events through the events API; another account and a wrong secret.

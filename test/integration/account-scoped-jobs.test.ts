@@ -1,5 +1,5 @@
 /**
- * Jobs work account by account (issue 18; ARCHITECTURE.md, "Jobs, slots and exactly-once"): every
+ * Jobs work account by account (ARCHITECTURE.md, "Jobs, slots and exactly-once"): every
  * statement that locks rows of account data names one account (`account_id = $n`), so on Citus it
  * is routed to that account's shard (Citus refuses row locks across shards). Checked here on plain
  * PostgreSQL, without Citus, by recording every statement the engine sends while a simulation runs
@@ -56,8 +56,8 @@ describe.runIf(isPostgres())('every statement on account rows names its accounts
     expect(locking.filter((text) => !BOUND_ACCOUNT.test(text))).toEqual([]);
     // …and so does every table the statement reads (joined, or in a subquery): Citus carries the
     // account from one table to another through the join's equality for a single account, but not
-    // for a batch's `= ANY` list, nor past a join together with a correlated subquery (issue 18,
-    // measured on Citus 13.2: "could not run distributed query with FOR UPDATE/SHARE commands").
+    // for a batch's `= ANY` list, nor past a join together with a correlated subquery (measured
+    // on Citus 13.2: "could not run distributed query with FOR UPDATE/SHARE commands").
     expect(locking.filter((text) => tableReferences(text, accountTables) > boundAccounts(text))).toEqual([]);
     // Statements addressing rows by tuple id must stay on one account's shard as well.
     expect(sent.filter((text) => /\bctid\b/.test(text) && !BOUND_ACCOUNT.test(text))).toEqual([]);

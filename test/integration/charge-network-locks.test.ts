@@ -1,5 +1,5 @@
 /**
- * "No network calls while rows are locked" (STYLE.md; issue 15 H1): while the card network is
+ * "No network calls while rows are locked" (STYLE.md): while the card network is
  * answering a charge operation, another connection can lock the rows the operation reads and
  * writes (`SELECT … FOR UPDATE NOWAIT` succeeds), and racing operations on one charge still make
  * one network call each, never two at once, with one recorded outcome (charge-claims.ts).

@@ -297,7 +297,7 @@ describe('payment method configurations: display rules 1–6 of v2 §4.5', () =>
   });
 });
 
-describe('checkout sessions: update, list, line items (issue 16)', () => {
+describe('checkout sessions: update, list, line items', () => {
   it('update merges metadata (v2 §2.6 rules 3–5) and writes no event; refused updates change nothing', async () => {
     const created = await session();
     const events = (await listEvents(db, ACCOUNT)).length;

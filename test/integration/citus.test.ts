@@ -1,5 +1,5 @@
 /**
- * kessai on Citus (issue 18): `migrate --citus`, every job over several accounts with two
+ * kessai on Citus: `migrate --citus`, every job over several accounts with two
  * workers, exactly once, and the same books as a single PostgreSQL.
  *
  * Runs only when KESSAI_TEST_CITUS_URL names a database on a Citus coordinator that has the
@@ -276,7 +276,7 @@ describe.skipIf(!citusUrl || !singleUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL
       // Not yet one-phase: a statement with data-modifying CTEs or an INSERT … SELECT from a JSON
       // recordset is planned in steps whose intermediate results Citus copies over a second
       // connection, and a transaction that wrote over two connections prepares both (measured on
-      // Citus 13.2: the request 3 prepared transactions, the batch 1; docs/decisions.md).
+      // Citus 13.2: the request 3 prepared transactions, the batch 1; docs/decisions/citus.md).
       console.info(`two-phase participants: request ${request.prepared}, renewal batch ${batch.prepared}`);
     } finally {
       await store.close();

@@ -30,7 +30,7 @@ describe('kessai CLI on the embedded database', () => {
     const created = kessai(['accounts', 'create', '--name', 'Shibuya Books', '--id', 'acct_shibuya', '--fee-rate', 'Visa=2.59', '--json']);
     expect(created.code, created.stderr).toBe(0);
     const parsed = JSON.parse(created.stdout) as { account: Record<string, unknown> & { fee_rates: Record<string, string> }; keys: { test: { secret: string } } };
-    // snake_case like every other JSON output (issue 14, point 7).
+    // snake_case like every other JSON output.
     expect(Object.keys(parsed.account)).toEqual(['id', 'object', 'name', 'live_enabled', 'term_cycle', 'fee_rates', 'created']);
     expect(parsed.account).toMatchObject({ id: 'acct_shibuya', object: 'account', live_enabled: false, term_cycle: 'monthly' });
     expect(parsed.account.fee_rates.Visa).toBe('2.59');
@@ -38,11 +38,11 @@ describe('kessai CLI on the embedded database', () => {
     expect(parsed.keys.test.secret).toMatch(/^sk_test_/);
     const listed = kessai(['accounts', 'list']);
     expect(listed.stdout).toContain('acct_shibuya\tShibuya Books');
-    // Human-facing instants in JST with the offset (issue 14, point 2).
+    // Human-facing instants in JST with the offset.
     expect(listed.stdout).toMatch(/acct_shibuya\t.*\t\d{4}-\d{2}-\d{2} \d{2}:\d{2}(:\d{2}(\.\d{3})?)? \+09:00\n/);
   });
 
-  it('accounts reauth opts an account in to scheduled reauthorization and shows its settings (issue 4)', () => {
+  it('accounts reauth opts an account in to scheduled reauthorization and shows its settings', () => {
     const before = kessai(['accounts', 'reauth', 'acct_shibuya']);
     expect(before.code, before.stderr).toBe(0);
     expect(before.stdout).toBe('acct_shibuya: scheduled reauthorization off (holds lapse at expired_at)\n');
@@ -69,7 +69,7 @@ describe('kessai CLI on the embedded database', () => {
     // loaded machine; see scripts/bench/startup.mjs): more than the default minute.
   }, 180_000);
 
-  it('--version prints the package version (issue 14, point 7)', () => {
+  it('--version prints the package version', () => {
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
     for (const flag of ['--version', '-V']) {
       const printed = kessai([flag]);
@@ -78,7 +78,7 @@ describe('kessai CLI on the embedded database', () => {
     }
   });
 
-  it('jobs list shows next slots and the latest run in JST with the offset (issue 14, point 2)', () => {
+  it('jobs list shows next slots and the latest run in JST with the offset', () => {
     const listed = kessai(['jobs', 'list', '--at', '2027-01-01']);
     expect(listed.code, listed.stderr).toBe(0);
     // terms.close runs at midnight JST: its next slot after 2027-01-01 00:00 JST is 2027-01-02 00:00.

@@ -1,5 +1,5 @@
 /**
- * Disputes end to end in the engine (issue 16, point 2): the dispute cards of the simulated network,
+ * Disputes end to end in the engine: the dispute cards of the simulated network,
  * the `disputes.open` job (due instant, amount captured minus refunded, exactly once, late slots,
  * nextDueAt), `dispute.created`, and the term close booking `chargeback`,
  * `chargeback_fee_offset`, `chargeback_platform_fee_offset` with conserved statements.

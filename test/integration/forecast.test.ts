@@ -1,5 +1,5 @@
 /**
- * `kessai simulate --source` (issue 19): the forecast of a live book equals what the worker then
+ * `kessai simulate --source`: the forecast of a live book equals what the worker then
  * does, the source is never written, the copy is one snapshot, card outcomes, and bad inputs.
  */
 import { spawnSync } from 'node:child_process';
@@ -123,7 +123,7 @@ function kessai(args: string[]): { status: number | null; stdout: string; stderr
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
-describe.runIf(isPostgres())('simulate --source on a PostgreSQL book (issue 19)', () => {
+describe.runIf(isPostgres())('simulate --source on a PostgreSQL book', () => {
   let source: TestDatabase;
   let book: Awaited<ReturnType<typeof buildBook>>;
   beforeAll(async () => {
@@ -349,7 +349,7 @@ describe.runIf(isPostgres())('simulate --source on a PostgreSQL book (issue 19)'
   });
 });
 
-describe.runIf(isPostgres())('simulate --source on a book whose worker is behind (issue 19)', () => {
+describe.runIf(isPostgres())('simulate --source on a book whose worker is behind', () => {
   let source: TestDatabase;
   let book: Awaited<ReturnType<typeof buildBook>>;
   beforeAll(async () => {
@@ -401,7 +401,7 @@ function folderChecksums(dir: string): Record<string, string> {
   return sums;
 }
 
-describe('simulate --source on an embedded data folder (issue 19)', () => {
+describe('simulate --source on an embedded data folder', () => {
   it('forecasts from the folder, reads it without writing a byte, and names it in the report', async () => {
     const dir = join(scratch, 'book');
     const store = await openStore({ dataDir: dir });

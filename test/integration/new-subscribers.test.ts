@@ -75,7 +75,7 @@ function withoutIds(value: unknown): unknown {
   return value;
 }
 
-describe('generated subscribers in bulk (issue 6 performance)', () => {
+describe('generated subscribers in bulk', () => {
   it('record a refused card as its calls would and go on, not abort the run', async () => {
     // A card expiring more than 20 years after the sign-up is refused; the generator gives its
     // cards five years past --to.

@@ -1,5 +1,5 @@
 /**
- * Races a payments API must survive (issue 15, point 8), as real concurrent transactions on two
+ * Races a payments API must survive, as real concurrent transactions on two
  * connection pools of one PostgreSQL database, the way two server processes would run them.
  * PostgreSQL only: PGlite is a single session, so nothing there can run at the same time.
  *

@@ -1,5 +1,5 @@
 /**
- * The scheduler as an operator meets it (issue 20): workers killed again and again in the middle of
+ * The scheduler as an operator meets it: workers killed again and again in the middle of
  * a slot, and commands stopped politely with SIGTERM or SIGINT in the middle of a batch. Real
  * processes on PostgreSQL (PGlite lives inside one process):
  *
@@ -53,7 +53,7 @@ async function ledgerRow(job: string, slot: Date) {
   return db.selectFrom('job_runs').select(['status', 'attempt', 'attempts_without_progress', 'progress_attempt', 'counts', 'error']).where('job', '=', job).where('slot', '=', slot).executeTakeFirst();
 }
 
-describe.runIf(isPostgres())('a slot under a crash loop (issue 20)', () => {
+describe.runIf(isPostgres())('a slot under a crash loop', () => {
   it('five SIGKILLed attempts that each committed batches: the slot is not abandoned, completes, and its counts are the rows written', async () => {
     await seedDueSubscriptions(db, { count: 600, dueAt: SLOT });
     // Killed while batch 3 waits for the card network: batches 1 and 2 of every attempt committed.
@@ -225,7 +225,7 @@ describe.runIf(isPostgres())('the webhook delivery slot under a crash loop', () 
   }, CRASH_LOOP_TIMEOUT_MS);
 });
 
-describe.runIf(isPostgres())('SIGTERM and SIGINT mid-batch (issue 20)', () => {
+describe.runIf(isPostgres())('SIGTERM and SIGINT mid-batch', () => {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     for (const command of [
       { name: 'worker --once', args: ['worker', '--once', '--at', SLOT.toISOString()] },

@@ -1,5 +1,5 @@
 /**
- * `kessai statements run [--at <instant>]` (issue 5: the nightly statement generation runs in the
+ * `kessai statements run [--at <instant>]` (the nightly statement generation runs in the
  * worker and as a command): the real command on an embedded database seeded beforehand.
  */
 import { spawnSync } from 'node:child_process';

@@ -1,5 +1,5 @@
 /**
- * `kessai simulate --out` never destroys what it did not write (issue 14, point 1): files the user
+ * `kessai simulate --out` never destroys what it did not write: files the user
  * added to a previous output are kept, a non-empty folder kessai did not write is refused, and an
  * interrupted run leaves the previous complete results as they were.
  */
@@ -39,7 +39,7 @@ function leftovers(parent: string, name: string): string[] {
   return readdirSync(parent).filter((entry) => entry.startsWith(`.${name}.`));
 }
 
-describe('simulate --out (issue 14, point 1)', () => {
+describe('simulate --out', () => {
   it('keeps a file the user added to a previous output, and replaces only what kessai wrote', () => {
     const parent = mkdtempSync(join(scratch, 'kept-'));
     const out = join(parent, 'sim-out');

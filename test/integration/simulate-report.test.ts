@@ -1,5 +1,5 @@
 /**
- * What the simulation leaves for an analyst (issue 14): CSV that opens in a spreadsheet in Japan,
+ * What the simulation leaves for an analyst: CSV that opens in a spreadsheet in Japan,
  * JST in the human-facing summary, and the business figures per month.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -35,7 +35,7 @@ function csvRows(text: string): Record<string, string>[] {
   return lines.map((line) => Object.fromEntries(line.split(',').map((cell, i) => [keys[i]!, cell])));
 }
 
-describe('CSV exports for a spreadsheet in Japan (issue 14, point 6)', () => {
+describe('CSV exports for a spreadsheet in Japan', () => {
   it('start with a UTF-8 byte order mark, carry fee, card brand, subscription, the term\'s dates and the payout date, instants in JST', async () => {
     const { dir } = await run(loadScenario(join(CASES, 'term-close.json')), '2027-04-01', '2027-08-01', 16);
     const charges = readFileSync(join(dir, 'charges.csv'));
@@ -71,7 +71,7 @@ describe('CSV exports for a spreadsheet in Japan (issue 14, point 6)', () => {
   }, 120_000);
 });
 
-describe('JST in the summary (issue 14, point 2)', () => {
+describe('JST in the summary', () => {
   it('the header shows the range as typed, in JST with the offset; summary.json keeps UTC ISO', async () => {
     const { summary } = await run(loadScenario(join(CASES, 'pause-resume.json')), '2027-01-01', '2027-05-01');
     expect(summary.from).toBe('2026-12-31T15:00:00Z');
@@ -79,7 +79,7 @@ describe('JST in the summary (issue 14, point 2)', () => {
   }, 120_000);
 });
 
-describe('business figures per JST month (issue 14, point 3)', () => {
+describe('business figures per JST month', () => {
   it('pause-resume, by hand: MRR and subscribers at month end, new, churned, recovered, failed renewals by reason', async () => {
     // Jan 10: Dave and Erin subscribe to ¥1,980 a month. Feb 10: Dave's card declines, his
     // subscription pauses; Feb 20 he adds a card and is resumed. Mar 1 Erin cancels; she is
@@ -137,7 +137,7 @@ describe('business figures per JST month (issue 14, point 3)', () => {
   }, 120_000);
 });
 
-describe('what-if with dates (issue 14, point 5)', () => {
+describe('what-if with dates', () => {
   const card = { number: '4242424242424242', exp_month: 12, exp_year: 2032 };
   const baseline = parseScenario(
     JSON.stringify({

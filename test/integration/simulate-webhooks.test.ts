@@ -1,5 +1,5 @@
 /**
- * Webhooks in `kessai simulate` (issue 17): no network, every attempt recorded in the report at
+ * Webhooks in `kessai simulate`: no network, every attempt recorded in the report at
  * its instant, failing endpoints retried at +3, +6, +9 minutes, byte-identical across runs.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * `kessai simulate` (issue 6): determinism, agreement with the worker, and clear errors for bad
+ * `kessai simulate`: determinism, agreement with the worker, and clear errors for bad
  * scenario files. The golden replays are in test/replay.
  */
 import { spawnSync } from 'node:child_process';
@@ -46,7 +46,7 @@ function pauseResume() {
   return { scenario, range, steps: planSteps(scenario, { ...range, seed: 1, operations: operationNames() }) };
 }
 
-describe('determinism (issue 6 §4)', () => {
+describe('determinism', () => {
   const scenario = loadScenario(join(CASES, 'pause-resume.json'));
 
   it('the same scenario, range and seed give a byte-identical report.json', async () => {
@@ -134,7 +134,7 @@ describe('planner statistics of the simulation database', () => {
   }, 120_000);
 });
 
-describe('simulation and worker agree (issue 6)', () => {
+describe('simulation and worker agree', () => {
   let database: TestDatabase;
   beforeAll(async () => {
     database = await createTestDatabase();
@@ -209,7 +209,7 @@ describe('example scenarios (scripts/scenarios)', () => {
   });
 });
 
-describe('bad scenario files (issue 6)', () => {
+describe('bad scenario files', () => {
   const minimal = (timeline: unknown[]): Scenario =>
     parseScenario(JSON.stringify({ plans: [{ ref: 'p', params: { amount: 500, currency: 'jpy', interval: 'month' } }], timeline }), 'inline');
   const plan = (scenario: Scenario, from = '2027-01-01', to = '2027-02-01') =>
@@ -269,7 +269,7 @@ describe('bad scenario files (issue 6)', () => {
 
     const backwards = kessai(['simulate', '--scenario', file, '--from', '2027-02-01', '--to', '2027-01-01']);
     expect(backwards.status).toBe(1);
-    // In JST, as typed (issue 14, point 2).
+    // In JST, as typed.
     expect(backwards.stderr).toMatch(/--from \(2027-02-01 00:00 \+09:00\) must be before --to \(2027-01-01 00:00 \+09:00\); --to is exclusive/);
 
     writeFileSync(file, JSON.stringify({ timeline: [{ at: '2027-01-02', op: 'nope.nothing', params: {} }] }));

@@ -301,7 +301,7 @@ describe('subscriptions.retrieve and subscriptions.list', () => {
     await refused('customers.subscriptions.retrieve', { customer: other, id: sub.id }, 'invalid_id', 'id');
     await refused('customers.subscriptions.list', { customer: 'cus_nobody' }, 'invalid_id', 'customer');
     await refused('customers.subscriptions.list', {}, 'missing_param', 'customer');
-    // The v1 codec checks every parameter before the customer is looked up (docs/decisions.md, i15-subs).
+    // The v1 codec checks every parameter before the customer is looked up (docs/decisions/api-conventions.md).
     await refused('customers.subscriptions.list', { customer: 'cus_nobody', limit: '0' }, 'invalid_querystring', 'limit');
     await refused('customers.subscriptions.retrieve', { customer: 'cus_nobody' }, 'missing_param', 'id');
     await refused('customers.subscriptions.retrieve', { customer: 'cus_nobody', id: sub.id }, 'invalid_id', 'customer');

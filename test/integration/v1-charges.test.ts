@@ -213,7 +213,7 @@ describe('charges.retrieve reads the charge and its card in one statement', () =
   });
 });
 
-describe('charges.create writes its settled row and event in one statement (api-perf)', () => {
+describe('charges.create writes its settled row and event in one statement', () => {
   /** The row's settlement columns. */
   const settlementOf = (chargeId: string) =>
     ctx.db.selectFrom('charges').select(['fee', 'platform_fee', 'total_platform_fee', 'term_id', 'dispute_due_at']).where('account_id', '=', caller.accountId).where('charge_id', '=', chargeId).executeTakeFirstOrThrow();

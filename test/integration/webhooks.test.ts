@@ -1,5 +1,5 @@
 /**
- * Webhook delivery (issue 17, v2 §6.2): real receivers on 127.0.0.1, the real database, a manual
+ * Webhook delivery (v2 §6.2): real receivers on 127.0.0.1, the real database, a manual
  * clock for the retry schedule, and real worker processes for the crash and two-worker cases.
  */
 import { Writable } from 'node:stream';

@@ -1,5 +1,5 @@
 /**
- * Golden replays (issue 6): each committed scenario must still produce its committed report, byte
+ * Golden replays: each committed scenario must still produce its committed report, byte
  * for byte. A difference is a change in what billing does; if it is intended, regenerate with
  * `npm run replay:update` and review the diff.
  */

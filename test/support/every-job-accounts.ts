@@ -31,7 +31,7 @@ export async function simulateEveryJob<T>(databaseUrl: string | undefined, inspe
 }
 
 /**
- * Jobs outside this scenario: webhooks.deliver (issue 17) landed after it was written and needs
+ * Jobs outside this scenario: webhooks.deliver landed after it was written and needs
  * webhook endpoints, which the scenario does not configure.
  */
 const NOT_COVERED = new Set(['webhooks.deliver']);

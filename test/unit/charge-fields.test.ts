@@ -1,5 +1,5 @@
 /**
- * One source of truth for the v1 charge (issue 13 point 5): a field added to the field list shows in
+ * One source of truth for the v1 charge: a field added to the field list shows in
  * every renderer derived from it — the JS object, the printed text and the SQL json_build_object.
  */
 import { describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * One source of truth for the event object (issue 13 point 5): a field added to an event field list
+ * One source of truth for the event object: a field added to an event field list
  * shows in renderEvent's object and in the SQL text printer derived from the same list.
  */
 import { describe, expect, it } from 'vitest';

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { formatJst, parseInstant, toJstIso } from '../../src/domain/time';
 
-describe('JST where people read (issue 14, point 2)', () => {
+describe('JST where people read', () => {
   it('a JST midnight reads as that date at 00:00 +09:00, not the UTC instant before it', () => {
     expect(formatJst(parseInstant('2027-01-01'))).toBe('2027-01-01 00:00 +09:00');
     expect(toJstIso(parseInstant('2027-01-01'))).toBe('2027-01-01T00:00:00+09:00');

@@ -1,5 +1,5 @@
 /**
- * How runBatches (src/engine/job.ts) packs the accounts of a round into batches (issue 18): small
+ * How runBatches (src/engine/job.ts) packs the accounts of a round into batches: small
  * accounts share a batch of up to the batch size of due rows, only with accounts of their shard;
  * an account whose due rows fill a batch has batches of its own.
  */

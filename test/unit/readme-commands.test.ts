@@ -1,7 +1,7 @@
 /**
- * The README's commands run the checkout's own CLI, never a package looked up on the registry
- * (issue 14, point 8): `npx kessai` in a checkout where the bin is not linked asks the registry for
- * a package named `kessai`, and would run whatever was published under that name.
+ * The README's commands run the checkout's own CLI, never a package looked up on the registry:
+ * `npx kessai` in a checkout where the bin is not linked asks the registry for a package named
+ * `kessai`, and would run whatever was published under that name.
  */
 import { accessSync, constants, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,7 +17,7 @@ function commandsOf(markdown: string): string[] {
   return [...fenced, ...inline];
 }
 
-describe('README and docs commands (issue 14, point 8)', () => {
+describe('README and docs commands', () => {
   const files = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => join('docs', name))];
 
   it('never run kessai through npx; the main command runs the checkout\'s bin', () => {

@@ -1,5 +1,5 @@
 /**
- * Issue 15 point 1: every operation a v1 route runs is split from the wire (a typed command, its
+ * Every operation a v1 route runs is split from the wire (a typed command, its
  * execution and the v1 codec, `defineCommandOperation`), so the v2 API can pair the same execution
  * with its own codec. A v1 route whose operation is a plain handler fails here, naming it.
  */

@@ -46,7 +46,7 @@ export function decodeCard(input: unknown): CardCommand {
 /**
  * Checks of the card's billing details. The spec fixes `name` (2..45 half-width), `country`
  * (2-letter ISO code) and `phone` (E.164); the lengths of the address fields are decisions
- * (docs/decisions.md). The empty string clears a field.
+ * (docs/decisions/customers-and-cards.md). The empty string clears a field.
  */
 const CARD_FIELD_RULES: Readonly<Record<CardUpdateField, { readonly pattern: RegExp; readonly code: Parameters<typeof reject>[0]; readonly rule: string }>> = {
   address_zip: { pattern: POSTAL_CODE_PATTERN, code: 'invalid_card_address_zip', rule: '1 to 20 letters, digits, spaces or hyphens' },

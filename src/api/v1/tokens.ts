@@ -1,6 +1,6 @@
 /**
  * The v1 codec of the token operations: `tokens.create` (POST /v1/tokens, the public key's one
- * route), and those added by issue 15 point 3: `tokens.retrieve`
+ * route), and `tokens.retrieve`
  * (GET /v1/tokens/{id}), `tokens.tds_finish` (POST /v1/tokens/{id}/tds_finish, no parameters) and
  * the buyer's simulated authentication step `tokens.tds_authenticate` (no API route, like
  * `charges.tds_authenticate`: the buyer runs it on kessai's issuer page, src/api/v1-three-d-secure-page.ts).

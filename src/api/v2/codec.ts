@@ -1,5 +1,5 @@
 /**
- * The v2 codec (issue 16 point 1; official-sdks.md §1): the wire format of the v2 API on one side,
+ * The v2 codec (official-sdks.md §1): the wire format of the v2 API on one side,
  * operations on the other, as the `@payjp/payjpv2` SDK speaks it.
  *
  * - requests: JSON bodies (bounded by the server's body limit; anything but a JSON object is 422),

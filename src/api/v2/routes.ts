@@ -2,7 +2,7 @@
  * Every v2 route the `@payjp/payjpv2` SDK calls (official-sdks.md §2) and the operation it runs.
  * Path parameters carry the SDK's names (`{payment_flow_id}`) and reach the operation as `id`
  * unless a route says otherwise; reference fields the SDK names `*_id` are read as the operation's
- * names and answered under both (./codec.ts, docs/decisions.md "Issue 16 v2 HTTP (i16a)").
+ * names and answered under both (./codec.ts, docs/decisions/api-conventions.md "The v2 wire: …").
  *
  * ADDING A RESOURCE: one line per operation in V2_ROUTES (e.g. setup flows,
  * `crud('/setup_flows', 'setup_flow_id', 'setup_flows')`), with `renames` / `encode` where its
@@ -86,7 +86,8 @@ export const V2_ROUTES: readonly V2Route[] = [
   // Payment flows (v2 §4.2–4.4, §4.8).
   ...crud('/payment_flows', 'payment_flow_id', 'payment_flows', { create: flowRoute({ decode: decodeFlowCreate }), retrieve: flowRoute(), update: flowRoute(), list: flowRoute() }),
   route('POST', '/payment_flows/:payment_flow_id/confirm', 'payment_flows.confirm', flowRoute()),
-  // The browser's return from a 3-D Secure challenge (not in SDK 1.0.5; docs/decisions.md h6).
+  // The browser's return from a 3-D Secure challenge (not in SDK 1.0.5; docs/decisions/payment-flows-and-checkout.md,
+  // "Payment transactions, complete_action, confirmation without a row lock").
   route('POST', '/payment_flows/:payment_flow_id/complete_action', 'payment_flows.complete_action', flowRoute()),
   route('POST', '/payment_flows/:payment_flow_id/capture', 'payment_flows.capture', flowRoute()),
   route('POST', '/payment_flows/:payment_flow_id/cancel', 'payment_flows.cancel', flowRoute()),

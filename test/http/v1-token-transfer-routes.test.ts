@@ -1,5 +1,5 @@
 /**
- * The v1 routes issue 15 point 3 adds, driven by the official `payjp` SDK against the real server on
+ * The v1 token reads, transfers, 3-D Secure requests and tenant application URLs, driven by the official `payjp` SDK against the real server on
  * the harness database (PostgreSQL when the run has one) and on embedded PGlite: tokens.retrieve
  * and token-level 3-D Secure (tds_finish), balances.statementUrls (the statement URL mechanism, one
  * download address), transfers and tenant_transfers after the settlement overhaul,
@@ -25,7 +25,7 @@ const CARD = { number: TEST_CARDS.visa.number, exp_month: '12', exp_year: '2035'
 const A: Caller = { accountId: 'acct_http_a', livemode: false, kind: 'secret' };
 const MINUTE = 60_000;
 
-describe.each<Backend>(['harness', 'pglite'])('v1 routes of issue 15 point 3 on %s', (backend) => {
+describe.each<Backend>(['harness', 'pglite'])('v1 token reads, transfers, 3-D Secure requests, tenant applications on %s', (backend) => {
   let server: TestServer;
   let payjp: Payjp.Payjp;
   let other: Payjp.Payjp;

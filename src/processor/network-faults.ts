@@ -27,15 +27,16 @@ export function networkWithFault(network: CardNetwork, point: NetworkFaultPoint,
 
 /**
  * A gate at the card network, for the test suite only (`kessai serve` with
- * KESSAI_TEST_NETWORK_GATE=<file>, refused unless run under vitest): every authorization of a
- * charge or a hold says `network gate: authorization waiting` on stderr, then waits until the file
- * exists. A test holds requests in flight this way (the shutdown drain) without racing a timer.
+ * KESSAI_TEST_NETWORK_GATE=<file>, refused unless run under vitest): every authorization call —
+ * a request's charge or hold, a job batch's renewals or reauthorizations — says
+ * `network gate: authorization waiting` on stderr, then waits until the file exists. A test holds
+ * requests in flight (the shutdown drain) or a worker batch mid-way this way without racing a timer.
  */
 export function networkWithGate(network: CardNetwork, file: string, exists: (file: string) => boolean, say: (line: string) => void): CardNetwork {
   return {
     ...network,
     authorize: async (requests) => {
-      if (requests.some((request) => request.kind === 'charge' || request.kind === 'hold')) {
+      if (requests.length > 0) {
         say('network gate: authorization waiting');
         while (!exists(file)) await new Promise((resolve) => setTimeout(resolve, 20));
       }

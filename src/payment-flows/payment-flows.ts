@@ -373,9 +373,13 @@ const finished = (row: PaymentFlowRow): ConfirmClaim => ({ kind: 'done', outcome
 /**
  * Claims the flow: `processing`, stamped `at`. An authentication still to do is kept as
  * `three_d_secure_status` `unverified`, so a takeover after a crash knows to authenticate.
+ * Entering `processing` writes `payment_flow.processing` (v2 §6.1) in the claim's commit, so the
+ * event is out before the card network is asked; a takeover re-stamps a flow that is already
+ * processing and writes none.
  */
-async function claimFlow(trx: Kysely<Database>, flow: PaymentFlowRow, changes: Updateable<PaymentFlowsTable>, snapshot: PaymentMethodSnapshot, authenticate: boolean, at: Date): Promise<Claimed> {
+async function claimFlow(trx: Kysely<Database>, ids: Context['ids'], flow: PaymentFlowRow, changes: Updateable<PaymentFlowsTable>, snapshot: PaymentMethodSnapshot, authenticate: boolean, at: Date): Promise<Claimed> {
   const row = await saveFlow(trx, flow, { ...changes, ...(authenticate ? { three_d_secure_status: 'unverified' } : {}), status: 'processing', next_action: null, updated_at: at });
+  if (flow.status !== 'processing') await recordEvents(trx, ids, [flowEvent(row, 'payment_flow.processing', at)]);
   return { kind: 'claimed', flow: row, snapshot, authenticate, at };
 }
 
@@ -384,11 +388,11 @@ async function claimFlow(trx: Kysely<Database>, flow: PaymentFlowRow, changes: U
  * confirm or complete_action, with the payment method and authentication it had claimed: the
  * interrupted payment is finished, never started a second time with other terms.
  */
-async function takeOverLapsedClaim(trx: Kysely<Database>, flow: PaymentFlowRow, at: Date): Promise<Claimed | undefined> {
+async function takeOverLapsedClaim(trx: Kysely<Database>, ids: Context['ids'], flow: PaymentFlowRow, at: Date): Promise<Claimed | undefined> {
   const snapshot = storedPaymentMethod(flow);
   // A capture's or release's claim (network_claim set) is finished by its own operation.
   if (flow.status !== 'processing' || flow.network_claim !== null || snapshot === null || !claimLapsed(flow.updated_at, at)) return undefined;
-  return claimFlow(trx, flow, {}, snapshot, flow.three_d_secure_status === 'unverified', at);
+  return claimFlow(trx, ids, flow, {}, snapshot, flow.three_d_secure_status === 'unverified', at);
 }
 
 /**
@@ -415,7 +419,7 @@ async function claimConfirmation(
     await recordEvents(trx, ctx.ids, [flowEvent(row, 'payment_flow.requires_action', at)]);
     return finished(row);
   }
-  return claimFlow(trx, flow, attached, snapshot, authenticate, at);
+  return claimFlow(trx, ctx.ids, flow, attached, snapshot, authenticate, at);
 }
 
 /** Outside any transaction: the buyer's 3-D Secure authentication when claimed (v1 §4.3 step 2 rules), then the authorization. */
@@ -522,7 +526,7 @@ export async function finishConfirmation(ctx: Context, claim: ConfirmClaim, hook
  * was claimed; otherwise as claimConfirmation. The caller finishes it with finishConfirmation.
  */
 export async function claimInlineConfirmation(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, flow: PaymentFlowRow, snapshot: PaymentMethodSnapshot, at: Date): Promise<ConfirmClaim> {
-  return (await takeOverLapsedClaim(trx, flow, at)) ?? claimConfirmation(trx, ctx, flow, snapshot, at, { authenticateInline: true });
+  return (await takeOverLapsedClaim(trx, ctx.ids, flow, at)) ?? claimConfirmation(trx, ctx, flow, snapshot, at, { authenticateInline: true });
 }
 
 /**
@@ -605,7 +609,7 @@ export async function confirmPaymentFlow(ctx: Context, caller: Caller, input: un
   const now = ctx.clock.now();
   const claim = await ctx.db.transaction().execute(async (trx): Promise<ConfirmClaim> => {
     let flow = await findPaymentFlow(trx, caller, id, { lock: true, clientSecret });
-    const takenOver = await takeOverLapsedClaim(trx, flow, now);
+    const takenOver = await takeOverLapsedClaim(trx, ctx.ids, flow, now);
     if (takenOver !== undefined) return takenOver;
     if (!CONFIRMABLE.has(flow.status)) reject('invalid_status', undefined, `a payment flow that is ${flow.status} cannot be confirmed`);
     const changes = sentFields({
@@ -646,14 +650,14 @@ export async function completePaymentFlowAction(ctx: Context, caller: Caller, in
   const now = ctx.clock.now();
   const claim = await ctx.db.transaction().execute(async (trx): Promise<ConfirmClaim> => {
     const flow = await findPaymentFlow(trx, caller, id, { lock: true, clientSecret });
-    const takenOver = await takeOverLapsedClaim(trx, flow, now);
+    const takenOver = await takeOverLapsedClaim(trx, ctx.ids, flow, now);
     if (takenOver !== undefined) return takenOver;
     const snapshot = storedPaymentMethod(flow);
     if (flow.status !== 'requires_action' || snapshot === null || snapshot.card === null) {
       return reject('invalid_status', undefined, `a payment flow that is ${flow.status} has no action to complete`);
     }
     if (flow.capture_method === 'manual') holdFor(flow, snapshot, now);
-    return claimFlow(trx, flow, {}, snapshot, true, now);
+    return claimFlow(trx, ctx.ids, flow, {}, snapshot, true, now);
   });
   return throwIfFailed(await finishConfirmation(ctx, claim));
 }

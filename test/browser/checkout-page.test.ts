@@ -92,7 +92,7 @@ describe('hosted checkout page and browser script in Chromium', () => {
     const flowId = (done as { payment_flow_id: string }).payment_flow_id;
     expect(await ok(v2.getPaymentFlow({ client, path: { payment_flow_id: flowId } }))).toMatchObject({ status: 'succeeded', amount: 2400, amount_received: 2400, payment_method_types: ['card'] });
     expect(await eventTypes(created.id)).toEqual(['checkout.session.completed']);
-    expect(await eventTypes(flowId)).toEqual(['payment_flow.created', 'payment_flow.succeeded']);
+    expect(await eventTypes(flowId)).toEqual(['payment_flow.created', 'payment_flow.processing', 'payment_flow.succeeded']);
 
     // The completed session's address now says so, with the way back to the shop.
     await page.goto(created.url!);
@@ -117,7 +117,7 @@ describe('hosted checkout page and browser script in Chromium', () => {
     await payByCard('visa');
     await page.waitForURL(`${shop.url}/success?session_id=${created.id}`);
     const flowId = (open as { payment_flow_id: string }).payment_flow_id;
-    expect(await eventTypes(flowId)).toEqual(['payment_flow.created', 'payment_flow.payment_failed', 'payment_flow.succeeded']);
+    expect(await eventTypes(flowId)).toEqual(['payment_flow.created', 'payment_flow.processing', 'payment_flow.payment_failed', 'payment_flow.processing', 'payment_flow.succeeded']);
     expect(await eventTypes(created.id)).toEqual(['checkout.session.completed']);
     // The decline is a 402 of the confirm call, which Chromium logs; nothing else.
     expect(problems.filter((problem) => !/status of 402/.test(problem))).toEqual([]);
@@ -145,8 +145,10 @@ describe('hosted checkout page and browser script in Chromium', () => {
     expect(await eventTypes(flowId)).toEqual([
       'payment_flow.created',
       'payment_flow.requires_action',
+      'payment_flow.processing',
       'payment_flow.payment_failed',
       'payment_flow.requires_action',
+      'payment_flow.processing',
       'payment_flow.succeeded',
     ]);
     expect(await eventTypes(created.id)).toEqual(['checkout.session.completed']);
@@ -205,7 +207,7 @@ describe('hosted checkout page and browser script in Chromium', () => {
     await page.waitForURL(`${shop.url}/success?session_id=${created.id}`);
     const flowId = await flowOf(created.id);
     expect(await ok(v2.getPaymentFlow({ client, path: { payment_flow_id: flowId } }))).toMatchObject({ status: 'succeeded', payment_method_details: { type: 'paypay' } });
-    expect(await eventTypes(flowId)).toEqual(['payment_flow.created', 'payment_flow.succeeded']);
+    expect(await eventTypes(flowId)).toEqual(['payment_flow.created', 'payment_flow.processing', 'payment_flow.succeeded']);
     expect(await eventTypes(created.id)).toEqual(['checkout.session.completed']);
     expect(problems).toEqual([]);
   });
@@ -220,7 +222,7 @@ describe('hosted checkout page and browser script in Chromium', () => {
     await page.getByRole('button', { name: /Authenticate/ }).click();
     await page.waitForURL(`${shop.url}/success?session_id=${created.id}`);
     const flowId = await flowOf(created.id);
-    expect(await eventTypes(flowId)).toEqual(['payment_flow.created', 'payment_flow.requires_action', 'payment_flow.succeeded']);
+    expect(await eventTypes(flowId)).toEqual(['payment_flow.created', 'payment_flow.requires_action', 'payment_flow.processing', 'payment_flow.succeeded']);
     expect(problems).toEqual([]);
   });
 
@@ -240,7 +242,7 @@ describe('hosted checkout page and browser script in Chromium', () => {
     await page.waitForURL(`${shop.url}/success?session_id=${created.id}`);
     const flowId = await flowOf(created.id);
     expect(await ok(v2.getPaymentFlow({ client, path: { payment_flow_id: flowId } }))).toMatchObject({ status: 'succeeded', payment_method_details: { type: 'apple_pay', card: { last4: '4242' } } });
-    expect(await eventTypes(flowId)).toEqual(['payment_flow.created', 'payment_flow.succeeded']);
+    expect(await eventTypes(flowId)).toEqual(['payment_flow.created', 'payment_flow.processing', 'payment_flow.succeeded']);
     expect(await eventTypes(created.id)).toEqual(['checkout.session.completed']);
     expect(problems).toEqual([]);
   });
@@ -277,7 +279,7 @@ describe('hosted checkout page and browser script in Chromium', () => {
       }, server.keys.a.test.public);
       expect(read).toBe('succeeded');
       expect(await ok(v2.getPaymentFlow({ client, path: { payment_flow_id: flow.id } }))).toMatchObject({ status: 'succeeded', amount_received: 1500 });
-      expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.succeeded']);
+      expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.processing', 'payment_flow.succeeded']);
     });
 
     it('PayPay redirects to the wallet and back to return_url with both query parameters', async () => {
@@ -290,7 +292,7 @@ describe('hosted checkout page and browser script in Chromium', () => {
       const query = new URL(page.url()).searchParams;
       expect(Object.fromEntries(query)).toEqual({ order: '42', payment_flow_id: flow.id, payment_flow_client_secret: flow.client_secret, redirect_status: 'succeeded' });
       expect(await ok(v2.getPaymentFlow({ client, path: { payment_flow_id: flow.id } }))).toMatchObject({ status: 'succeeded', payment_method_details: { type: 'paypay' } });
-      expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.succeeded']);
+      expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.processing', 'payment_flow.succeeded']);
     });
 
     it('a wrong client secret is refused and changes nothing; a public key alone reaches no flow', async () => {

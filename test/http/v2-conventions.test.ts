@@ -86,7 +86,7 @@ describe('v2 conventions through @payjp/payjpv2', () => {
     expect(await ok(v2.getPaymentFlow({ client, path: { payment_flow_id: flow.id } }))).toMatchObject({ status: 'requires_payment_method', last_payment_error: { code: 'card_declined', message: expect.any(String) } });
     expect(await problem(v2.createPaymentFlow({ client, body: { amount: 1000, currency: 'jpy', payment_method_id: declined.id, confirm: true } }))).toMatchObject({ status: 402, title: 'Payment Failed' });
     const events = await ok(v2.getAllEvents({ client, query: { resource_id: flow.id } }));
-    expect(events.data.map((e) => e.type)).toEqual(['payment_flow.payment_failed', 'payment_flow.created']);
+    expect(events.data.map((e) => e.type)).toEqual(['payment_flow.payment_failed', 'payment_flow.processing', 'payment_flow.created']);
   });
 
   it('payment flows: Extended Authorization Not Available, Payment Method Type Not Allowed, Detached Payment Method Not Usable, Payment Method Not Owned By Customer, Customer Required For Payment Method', async () => {

@@ -45,7 +45,7 @@ describe.each(['harness', 'pglite'] as const)('v2 payment flow complete_action t
     expect(done).toMatchObject({ id: flow.id, status: 'requires_capture', next_action: null, amount_capturable: 4_000, three_d_secure_status: 'verified', metadata: { order: 'A-1' } });
     expect(await ok(v2.getPaymentFlow({ client, path: { payment_flow_id: flow.id } }))).toMatchObject({ status: 'requires_capture', amount_capturable: 4_000 });
     expect(await ok(v2.capturePaymentFlow({ client, path: { payment_flow_id: flow.id }, body: {} }))).toMatchObject({ status: 'succeeded', amount_received: 4_000 });
-    expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.requires_action', 'payment_flow.amount_capturable_updated', 'payment_flow.succeeded']);
+    expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.requires_action', 'payment_flow.processing', 'payment_flow.amount_capturable_updated', 'payment_flow.succeeded']);
     // Done once: nothing is left to complete.
     expect(await problem(completeAction(client, flow.id))).toMatchObject({ status: 400, title: 'Invalid Status' });
   });
@@ -62,7 +62,7 @@ describe.each(['harness', 'pglite'] as const)('v2 payment flow complete_action t
     });
     const paid = await ok(v2.confirmPaymentFlow({ client, path: { payment_flow_id: flow.id }, body: { payment_method_id: (await cardMethod(TEST_CARDS.visa.number)).id } }));
     expect(paid).toMatchObject({ status: 'succeeded', amount_received: 2_500, last_payment_error: null });
-    expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.requires_action', 'payment_flow.payment_failed', 'payment_flow.succeeded']);
+    expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.requires_action', 'payment_flow.processing', 'payment_flow.payment_failed', 'payment_flow.processing', 'payment_flow.succeeded']);
   });
 
   it('reaches only its own flow in its own state: wrong or missing secret and another account are 404, a flow without an action 400', async () => {
@@ -86,5 +86,16 @@ describe.each(['harness', 'pglite'] as const)('v2 payment flow complete_action t
     const confirmed = await client.post({ url: '/v2/setup_flows/{setup_flow_id}/confirm', path: { setup_flow_id: flow.id }, body: { payment_method_id: pm.id }, headers: { 'Content-Type': 'application/json' } });
     expect(confirmed.data).toMatchObject({ status: 'requires_action' });
     expect(await ok(completeAction(browser, flow.id, { client_secret: flow.client_secret }, 'setup_flows'))).toMatchObject({ status: 'succeeded', next_action: null });
+  });
+
+  it('payment_flow.processing (v2 §6.1): written as a confirmation takes the flow into processing, its data the processing flow; a capture writes none', async () => {
+    const pm = await cardMethod(TEST_CARDS.visa.number);
+    const flow = await ok(v2.createPaymentFlow({ client, body: { amount: 3_300, currency: 'jpy', capture_method: 'manual', payment_method_id: pm.id, confirm: true } }));
+    expect(flow).toMatchObject({ status: 'requires_capture' });
+    await ok(v2.capturePaymentFlow({ client, path: { payment_flow_id: flow.id }, body: {} }));
+    expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.processing', 'payment_flow.amount_capturable_updated', 'payment_flow.succeeded']);
+    const processing = await ok(v2.getAllEvents({ client, query: { type: 'payment_flow.processing', resource_id: flow.id } }));
+    expect(processing.data).toHaveLength(1);
+    expect(processing.data[0]).toMatchObject({ type: 'payment_flow.processing', data: { id: flow.id, object: 'payment_flow', status: 'processing', amount: 3_300 } });
   });
 });

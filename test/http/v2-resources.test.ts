@@ -212,14 +212,14 @@ describe('v2 resources through @payjp/payjpv2', () => {
     const pm = await cardMethod();
     const flow = await ok(v2.createPaymentFlow({ client, body: { amount: 2200, currency: 'jpy', payment_method_id: pm.id, confirm: true } }));
     const events = await ok(v2.getAllEvents({ client, query: { resource_id: flow.id } }));
-    expect(events.data.map((e) => e.type)).toEqual(['payment_flow.succeeded', 'payment_flow.created']);
+    expect(events.data.map((e) => e.type)).toEqual(['payment_flow.succeeded', 'payment_flow.processing', 'payment_flow.created']);
     expect(events).toMatchObject({ object: 'list', url: '/v2/events', has_more: false });
-    const [newest, oldest] = events.data;
+    const [newest, middle, oldest] = events.data;
     expect(newest).toMatchObject({ object: 'event', pending_webhooks: 0, data: { id: flow.id, object: 'payment_flow' } });
     expect(newest!.created_at).toMatch(/Z$/);
     expect((await ok(v2.getAllEvents({ client, query: { resource_id: flow.id, limit: 1 } }))).has_more).toBe(true);
-    expect((await ok(v2.getAllEvents({ client, query: { resource_id: flow.id, starting_after: newest!.id } }))).data.map((e) => e.id)).toEqual([oldest!.id]);
-    expect((await ok(v2.getAllEvents({ client, query: { resource_id: flow.id, ending_before: oldest!.id } }))).data.map((e) => e.id)).toEqual([newest!.id]);
+    expect((await ok(v2.getAllEvents({ client, query: { resource_id: flow.id, starting_after: newest!.id } }))).data.map((e) => e.id)).toEqual([middle!.id, oldest!.id]);
+    expect((await ok(v2.getAllEvents({ client, query: { resource_id: flow.id, ending_before: oldest!.id } }))).data.map((e) => e.id)).toEqual([newest!.id, middle!.id]);
     expect((await ok(v2.getAllEvents({ client, query: { object: 'payment_flow', type: 'payment_flow.succeeded', limit: 100 } }))).data.every((e) => e.type === 'payment_flow.succeeded')).toBe(true);
     expect(await ok(v2.getEvent({ client, path: { event_id: newest!.id } }))).toEqual(newest);
   });

@@ -124,7 +124,7 @@ describe('checkout sessions (v2 §4.1, §2.6 rule 6, service rules §3)', () => 
     expect(flow).toMatchObject({ status: 'succeeded', amount: 3200, amount_received: 3200, metadata: { order_id: 'o-77', gift: true }, checkout_session: created.id, payment_method_types: ['card', 'paypay', 'apple_pay'] });
     const types = (await listEvents(db, ACCOUNT)).filter((e) => e.apiVersion === 'v2' && e.type !== 'price.created').map((e) => e.type);
     // The capture opens the account's first term, which v2 hears of too (settlement events in both APIs).
-    expect(types).toEqual(['payment_flow.created', 'term.created', 'payment_flow.succeeded', 'checkout.session.completed']);
+    expect(types).toEqual(['payment_flow.created', 'payment_flow.processing', 'term.created', 'payment_flow.succeeded', 'checkout.session.completed']);
     const [event] = await listEvents(db, ACCOUNT, { type: 'checkout.session.completed' });
     expect(event!.data).toMatchObject({ id: created.id, status: 'complete', payment_flow: flow.id });
     await expectRefused('complete twice', () => completeCheckoutSession(ctx, browser, { id: created.id, payment_method: 'tok_x' }), 'invalid_status', undefined, snapshot);

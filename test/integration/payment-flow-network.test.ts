@@ -179,7 +179,7 @@ describe.runIf(isPostgres())('payment flow confirmation and the card network (Po
     expect(await one).toMatchObject({ status: 'succeeded', amount_received: 2000 });
     expect(calls).toEqual([`authorize:${flow.id}`]);
     expect(await chargesOf(flow.id)).toEqual([{ amount: 2000, payment_flow_capture: 1 }]);
-    expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.succeeded']);
+    expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.processing', 'payment_flow.succeeded']);
     // The second buyer's token was never spent: the refusal changed nothing.
     const unused = await plain.db.selectFrom('tokens').select('used_at').where('account_id', '=', ACCOUNT).where('token_id', '=', second).executeTakeFirstOrThrow();
     expect(unused.used_at).toBeNull();
@@ -217,7 +217,7 @@ describe.runIf(isPostgres())('payment flow confirmation and the card network (Po
     expect(done).toMatchObject({ status: 'requires_capture', amount_capturable: 2200, payment_method: claimed });
     // Both authorizations carried the flow id as their reference (the network's idempotency key).
     expect(calls).toEqual([`authorize:${flow.id}`, `authorize:${flow.id}`]);
-    expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.amount_capturable_updated']);
+    expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.processing', 'payment_flow.amount_capturable_updated']);
   });
 
   it('a claimer overtaken after the lease: its late answer is dropped, the payment recorded once', async () => {
@@ -233,7 +233,7 @@ describe.runIf(isPostgres())('payment flow confirmation and the card network (Po
     // The stale claimer answers what was recorded, and records nothing of its own.
     expect(await one).toMatchObject({ status: 'succeeded', amount_received: 2300 });
     expect(await chargesOf(flow.id)).toEqual([{ amount: 2300, payment_flow_capture: 1 }]);
-    expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.succeeded']);
+    expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.processing', 'payment_flow.succeeded']);
   });
 
   it('a 3-D Secure return whose claim died is taken over by the next complete_action, authenticating again', async () => {
@@ -245,7 +245,7 @@ describe.runIf(isPostgres())('payment flow confirmation and the card network (Po
     const later = withNetwork(other, 82, instrumentedNetwork({ calls }), new Date(REFERENCE_INSTANT.getTime() + NETWORK_CLAIM_LEASE_MS));
     expect(await completePaymentFlowAction(later, browser, { id: flow.id, client_secret: flow.client_secret })).toMatchObject({ status: 'succeeded', three_d_secure_status: 'verified' });
     expect(calls).toEqual([`authenticate:${flow.id}`, `authenticate:${flow.id}`, `authorize:${flow.id}`]);
-    expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.requires_action', 'payment_flow.succeeded']);
+    expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.requires_action', 'payment_flow.processing', 'payment_flow.succeeded']);
   });
 
   /** A manual-capture flow holding `amount` on a Visa card, confirmed with the plain network. */
@@ -267,7 +267,7 @@ describe.runIf(isPostgres())('payment flow confirmation and the card network (Po
       { call: 'release', flowId: canceled, lockable: true, status: 'processing' },
     ]);
     expect((await chargesOf(captured)).map((c) => c.amount)).toEqual([1000, 2000]);
-    expect(await eventTypes(canceled)).toEqual(['payment_flow.created', 'payment_flow.amount_capturable_updated', 'payment_flow.canceled']);
+    expect(await eventTypes(canceled)).toEqual(['payment_flow.created', 'payment_flow.processing', 'payment_flow.amount_capturable_updated', 'payment_flow.canceled']);
   });
 
   it('a capture and a cancel at once: the second is refused while the first is at the network; one capture, no release', async () => {

@@ -87,7 +87,7 @@ describe('payment flow creation and confirmation (v2 §3, §4.2, §4.8)', () => 
     const flow = await createPaymentFlow(ctx, secret, { amount: 5000, metadata: { order: 'B-7' } });
     const confirmed = await confirmPaymentFlow(ctx, browser, { id: flow.id, client_secret: flow.client_secret, payment_method: await token('visa'), return_url: 'https://shop.test/done' });
     expect(confirmed).toMatchObject({ status: 'succeeded', amount_received: 5000, amount_capturable: 0, capture_before: null, payment_method_details: { type: 'card', card: { brand: 'Visa', last4: '4242' } } });
-    expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.succeeded']);
+    expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.processing', 'payment_flow.succeeded']);
     const succeeded = (await listEvents(db, ACCOUNT, { type: 'payment_flow.succeeded' }))[0]!;
     // v2 §6.1: "for a payment flow [data] includes its metadata and customer".
     expect(succeeded.data).toMatchObject({ id: flow.id, metadata: { order: 'B-7' }, customer: null });
@@ -116,7 +116,7 @@ describe('payment flow creation and confirmation (v2 §3, §4.2, §4.8)', () => 
     // Service rules §2.1: domestic card from 2026-09-14, 7 days.
     expect(held.capture_before).toBe(new Date(REFERENCE_INSTANT.getTime() + 7 * DAY).toISOString().replace('.000Z', 'Z'));
     expect(await flowChargesOf(held.id)).toEqual([]);
-    expect(await eventTypes(held.id)).toEqual(['payment_flow.created', 'payment_flow.amount_capturable_updated']);
+    expect(await eventTypes(held.id)).toEqual(['payment_flow.created', 'payment_flow.processing', 'payment_flow.amount_capturable_updated']);
   });
 
   it('must_extend extends a domestic card to 25 days; if_available on an overseas card keeps 5 days', async () => {
@@ -149,7 +149,7 @@ describe('payment flow creation and confirmation (v2 §3, §4.2, §4.8)', () => 
     const after = await retrievePaymentFlow(ctx, secret, { id: flow.id });
     expect(after).toMatchObject({ status: 'requires_payment_method', payment_method: null, last_payment_error: { code: 'card_declined' } });
     expect(typeof after.last_payment_error!.message).toBe('string');
-    expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.payment_failed']);
+    expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.processing', 'payment_flow.payment_failed']);
     // A new payment method may be tried.
     expect((await confirmPaymentFlow(ctx, browser, { id: flow.id, client_secret: flow.client_secret, payment_method: await token('visa') })).status).toBe('succeeded');
   });
@@ -163,7 +163,7 @@ describe('payment flow creation and confirmation (v2 §3, §4.2, §4.8)', () => 
     expect(done).toMatchObject({ status: 'requires_capture', three_d_secure_status: 'verified', next_action: null, amount_capturable: 4000 });
     // The hold counts from the authorization, i.e. the completion of the action.
     expect(Date.parse(done.capture_before!)).toBe(REFERENCE_INSTANT.getTime() + 60_000 + 7 * DAY);
-    expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.requires_action', 'payment_flow.amount_capturable_updated']);
+    expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.requires_action', 'payment_flow.processing', 'payment_flow.amount_capturable_updated']);
   });
 
   it('a failed 3-D Secure authentication: three_d_secure_failed (402), back to requires_payment_method', async () => {
@@ -172,7 +172,7 @@ describe('payment flow creation and confirmation (v2 §3, §4.2, §4.8)', () => 
     const error = await rejection(completePaymentFlowAction(ctx, browser, { id: flow.id, client_secret: flow.client_secret }));
     expect([error.code, error.status]).toEqual(['three_d_secure_failed', 402]);
     expect(await retrievePaymentFlow(ctx, secret, { id: flow.id })).toMatchObject({ status: 'requires_payment_method', three_d_secure_status: 'failed', last_payment_error: { code: 'three_d_secure_failed' } });
-    expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.requires_action', 'payment_flow.payment_failed']);
+    expect(await eventTypes(flow.id)).toEqual(['payment_flow.created', 'payment_flow.requires_action', 'payment_flow.processing', 'payment_flow.payment_failed']);
     await expectRefused('no action left', () => completePaymentFlowAction(ctx, secret, { id: flow.id }), 'invalid_status', undefined, snapshot);
   });
 
@@ -199,7 +199,7 @@ describe('capture (v2 §3, §4.4, §8)', () => {
     const rest = await capturePaymentFlow(ctx, secret, { id: held.id, amount_to_capture: 7000 });
     expect(rest).toMatchObject({ status: 'succeeded', amount_received: 10_000, amount_capturable: 0 });
     expect((await flowChargesOf(held.id)).map((c) => [c.payment_flow_capture, c.amount])).toEqual([[1, 3000], [2, 7000]]);
-    expect(await eventTypes(held.id)).toEqual(['payment_flow.created', 'payment_flow.amount_capturable_updated', 'payment_flow.amount_capturable_updated', 'payment_flow.succeeded']);
+    expect(await eventTypes(held.id)).toEqual(['payment_flow.created', 'payment_flow.processing', 'payment_flow.amount_capturable_updated', 'payment_flow.amount_capturable_updated', 'payment_flow.succeeded']);
     await expectRefused('after success', () => capturePaymentFlow(ctx, secret, { id: held.id }), 'invalid_status', undefined, snapshot);
   });
 

@@ -86,11 +86,16 @@ export interface LocalOperatorOptions {
   readonly futureSlots?: boolean;
 }
 
-/** One audit row: who did what to which account and object, when. */
+/**
+ * One audit row: who did what to which account and object, when. An action audited once per
+ * object (a unique index of its own, e.g. `adjustment.book`) adds nothing when its row exists:
+ * one statement, so two racing requests cannot both add one.
+ */
 export async function recordAudit(db: Kysely<Database>, row: { at: Date; operator: string; action: string; account?: string | null; target?: string | null; detail?: Record<string, unknown> }): Promise<void> {
   await db
     .insertInto('operator_audit')
     .values({ at: row.at, operator: row.operator, action: row.action, account: row.account ?? null, target: row.target ?? null, detail: JSON.stringify(row.detail ?? {}) })
+    .onConflict((oc) => oc.doNothing())
     .execute();
 }
 
@@ -175,9 +180,9 @@ export function localOperator(options: LocalOperatorOptions): Operator {
     adjustments: {
       async book(accountId, { livemode, ...input }) {
         const adjustment = await bookAdjustment(ctx, { accountId, livemode }, input);
-        // Recorded once per booking: a retried request (the same key, the first booking returned) adds no row.
-        const recorded = await ctx.db.selectFrom('operator_audit').select('audit_id').where('action', '=', 'adjustment.book').where('account', '=', accountId).where('target', '=', adjustment.id).executeTakeFirst();
-        if (!recorded) await audit('adjustment.book', accountId, adjustment.id, { livemode, amount: adjustment.amount, subject: adjustment.subject, owner: adjustment.tenant_id ?? adjustment.owner, reason: adjustment.reason, term: adjustment.term_id, ...(input.requestKey === undefined ? {} : { requestKey: input.requestKey }) });
+        // Recorded once per booking (the index operator_audit_once_per_booking): a retried or racing
+        // request with the same key gets the first booking back and adds no row.
+        await audit('adjustment.book', accountId, adjustment.id, { livemode, amount: adjustment.amount, subject: adjustment.subject, owner: adjustment.tenant_id ?? adjustment.owner, reason: adjustment.reason, term: adjustment.term_id, ...(input.requestKey === undefined ? {} : { requestKey: input.requestKey }) });
         return adjustment;
       },
       list: (accountId, { livemode }) => listAdjustments(ctx, { accountId, livemode }),

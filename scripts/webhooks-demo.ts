@@ -1,5 +1,5 @@
 /**
- * Makes a few real events for the webhook walkthrough of the README, until the HTTP API exists:
+ * Makes a few real events for the webhook walkthrough of docs/webhooks.md, until the HTTP API exists:
  * on the account given (test mode), a plan, a customer with the test Visa card and a
  * subscription, through the same operations the API runs, at the real clock.
  *

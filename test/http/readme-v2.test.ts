@@ -1,5 +1,5 @@
 /**
- * The README's v2 snippet works as pasted: it is cut out of README.md,
+ * The v2 snippets of docs/v2-api.md work as pasted: each is cut out of the page,
  * pointed at a real test server instead of port 4010, and run with node against the installed
  * `@payjp/payjpv2`; its output must be what its comments say.
  */
@@ -16,17 +16,17 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** The fenced block that starts with `// <name>`. */
 function snippet(markdown: string, name: string): string {
   const block = [...markdown.matchAll(/```js\n([\s\S]*?)```/g)].map((match) => match[1]!).find((code) => code.startsWith(`// ${name}`));
-  if (block === undefined) throw new Error(`README.md has no js block starting with // ${name}`);
+  if (block === undefined) throw new Error(`docs/v2-api.md has no js block starting with // ${name}`);
   return block;
 }
 
-/** Where the README's flow keeps the keys: in the data folder (.kessai/, ignored by git), never in the checkout itself. */
+/** Where the README's tour keeps the keys: in the data folder (.kessai/, ignored by git), never in the checkout itself. */
 function writeKeys(dir: string, keys: unknown): void {
   mkdirSync(join(dir, '.kessai'), { recursive: true });
   writeFileSync(join(dir, '.kessai', 'demo-keys.json'), JSON.stringify({ keys }));
 }
 
-describe('README v2 snippet', () => {
+describe('docs/v2-api.md snippets', () => {
   let server: TestServer;
   let dir: string;
 
@@ -41,7 +41,7 @@ describe('README v2 snippet', () => {
   });
 
   it('runs as pasted and prints what its comments say', async () => {
-    const code = snippet(readFileSync(join(ROOT, 'README.md'), 'utf8'), 'demo-v2.mjs');
+    const code = snippet(readFileSync(join(ROOT, 'docs', 'v2-api.md'), 'utf8'), 'demo-v2.mjs');
     expect(code).toContain("baseUrl: 'http://127.0.0.1:4010'");
     writeFileSync(join(dir, 'demo-v2.mjs'), code.replace('http://127.0.0.1:4010', server.baseUrl));
     writeKeys(dir, server.keys.a);
@@ -52,7 +52,7 @@ describe('README v2 snippet', () => {
   });
 
   it('the checkout snippet prints a session url on the serving kessai (the hosted page)', async () => {
-    const code = snippet(readFileSync(join(ROOT, 'README.md'), 'utf8'), 'demo-checkout.mjs');
+    const code = snippet(readFileSync(join(ROOT, 'docs', 'v2-api.md'), 'utf8'), 'demo-checkout.mjs');
     expect(code.match(/http:\/\/127\.0\.0\.1:4010/g)).toHaveLength(2);
     writeFileSync(join(dir, 'demo-checkout.mjs'), code.replaceAll('http://127.0.0.1:4010', server.baseUrl));
     writeKeys(dir, server.keys.a);

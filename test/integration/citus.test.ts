@@ -3,7 +3,7 @@
  * workers, exactly once, and the same books as a single PostgreSQL.
  *
  * Runs only when KESSAI_TEST_CITUS_URL names a database on a Citus coordinator that has the
- * extension and its workers registered (README, "Running on Citus"). Citus is not packaged for
+ * extension and its workers registered (docs/citus.md). Citus is not packaged for
  * this project's machines and CI has no cluster, so without the variable the file is skipped (and
  * on PGlite, which cannot host the single-PostgreSQL reference's two worker processes); the
  * rules that keep kessai Citus-ready are checked on plain PostgreSQL by account-scoped-jobs.test.ts,

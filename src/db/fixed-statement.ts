@@ -2,7 +2,7 @@
  * Statements built and compiled by Kysely once per shape, then only bound: the seam of the
  * hottest statements (a `charges.create` on a customer's card), where building a statement with
  * Kysely's builders and compiling it cost the server more CPU than PostgreSQL takes to run it
- * (scripts/bench/HISTORY.md, "bench:api: statements compiled once"; guarded by `npm run bench:api`).
+ * (docs/decisions/performance.md, "Hot statements built and compiled once per shape"; guarded by `npm run bench:api`).
  *
  *     const read = fixedStatement((db, shape: null, v: { readonly accountId: string }) =>
  *       db.selectFrom('accounts').selectAll().where('account_id', '=', v.accountId).compile());

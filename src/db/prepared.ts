@@ -2,7 +2,7 @@
  * Prepared statements for the hottest fixed statements (an API read of one object by id): a
  * statement marked with `prepared(name)` is parsed and planned once per connection, then only
  * bound and executed. On this machine PostgreSQL spent ~0.2 ms planning the charge-with-its-card
- * read, four times what executing it takes (scripts/bench/HISTORY.md, "Prepared hot statements").
+ * read, four times what executing it takes (docs/decisions/performance.md, "Prepared hot statements").
  *
  *     sql`${prepared('charges.retrieve')} SELECT … WHERE c.charge_id = ${id}`
  *

@@ -10,5 +10,5 @@ export const checkoutSessionExpiryJob: JobDefinition = {
   schedule: '* * * * *',
   description: 'expires open checkout sessions 24 hours after creation (checkout.session.expired)',
   run: (ctx, run) => expireDueCheckoutSessions(ctx, run),
-  nextDueAt: (ctx, after) => nextSessionExpiryDueAt(ctx.db, after),
+  nextDueAt: (ctx, after) => nextSessionExpiryDueAt(ctx.db, after, ctx),
 };

@@ -13,5 +13,5 @@ export const disputeOpeningJob: JobDefinition = {
   schedule: '* * * * *',
   description: 'opens the disputes of captured charges whose card is disputed, once per charge, dated at their own instant',
   run: (ctx, run) => openDueDisputes(ctx, run),
-  nextDueAt: (ctx, after) => nextDisputeDueAt(ctx.db, after),
+  nextDueAt: (ctx, after) => nextDisputeDueAt(ctx.db, after, ctx),
 };

@@ -14,5 +14,5 @@ export const holdExpiryJob: JobDefinition = {
   schedule: '* * * * *',
   description: 'releases uncaptured holds past expired_at through the card network, once, dated at their own expiry; first undoes charges.create intents left by a crash',
   run: (ctx, run) => expireHolds(ctx, run),
-  nextDueAt: (ctx, after) => nextHoldExpiryDueAt(ctx.db, after),
+  nextDueAt: (ctx, after) => nextHoldExpiryDueAt(ctx.db, after, ctx),
 };

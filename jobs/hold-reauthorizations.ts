@@ -12,5 +12,5 @@ export const holdReauthorizationsJob: JobDefinition = {
   schedule: '* * * * *',
   description: 'reauthorizes credit-card holds of opted-in accounts before they lapse (never debit cards), recording every attempt',
   run: (ctx, run) => reauthorizeHolds(ctx, run),
-  nextDueAt: (ctx, after) => nextReauthDueAt(ctx.db, after),
+  nextDueAt: (ctx, after) => nextReauthDueAt(ctx.db, after, ctx),
 };

@@ -12,5 +12,5 @@ export const paymentFlowExpiryJob: JobDefinition = {
   schedule: '* * * * *',
   description: 'releases lapsed v2 holds: flows in requires_capture past capture_before are canceled (reason expired)',
   run: (ctx, run) => expireDuePaymentFlows(ctx, run),
-  nextDueAt: (ctx, after) => nextFlowExpiryDueAt(ctx.db, after),
+  nextDueAt: (ctx, after) => nextFlowExpiryDueAt(ctx.db, after, ctx),
 };

@@ -11,6 +11,7 @@ export const serviceFeeBillingJob: JobDefinition = {
   name: 'service_fees.bill',
   schedule: '0 0 1 * *',
   description: "bills merchant accounts' paid plans of the service for the month, into the open term",
+  bookWide: true,
   run: (ctx, run) => billServiceFees(ctx, run),
   nextDueAt: (ctx, after) => nextServiceFeeDueAt(ctx.db, after),
 };

@@ -12,5 +12,5 @@ export const subscriptionRenewalsJob: JobDefinition = {
   schedule: '* * * * *',
   description: 'charges subscriptions at period end and trial end, pauses those whose charge fails, deletes canceled ones at period end',
   run: (ctx, run) => renewDueSubscriptions(ctx, run),
-  nextDueAt: (ctx, after) => nextRenewalDueAt(ctx.db, after),
+  nextDueAt: (ctx, after) => nextRenewalDueAt(ctx.db, after, ctx),
 };

@@ -11,5 +11,5 @@ export const threeDSecureTimeoutsJob: JobDefinition = {
   schedule: '* * * * *',
   description: 'abandons v1 charges left pending 3-D Secure past their 30-minute window',
   run: (ctx, run) => abandonThreeDSecure(ctx, run),
-  nextDueAt: (ctx, after) => nextThreeDSecureTimeoutAt(ctx.db, after),
+  nextDueAt: (ctx, after) => nextThreeDSecureTimeoutAt(ctx.db, after, ctx),
 };

@@ -19,5 +19,5 @@ export const webhookDeliveryJob: JobDefinition = {
     checkpoint(run);
     return { ...counts };
   },
-  nextDueAt: (ctx) => nextWebhookDueAt(ctx.db),
+  nextDueAt: (ctx) => nextWebhookDueAt(ctx.db, ctx),
 };

@@ -46,6 +46,7 @@ const COLUMN_OVERRIDES: Record<string, string> = {
   'events.data': 'JsonColumn<Record<string, unknown>>',
   'job_runs.status': 'JobRunStatus',
   'job_runs.counts': 'JsonColumn<Record<string, number>> | null',
+  'test_clocks.status': "Generated<'ready' | 'advancing'>",
   'customers.metadata': 'JsonColumn<Record<string, string>>',
   'cards.metadata': 'JsonColumn<Record<string, string>>',
   'plans.interval': "'month' | 'year'",

@@ -24,6 +24,9 @@ import { tenantApplicationPage } from '../tenants/application-urls';
 import { browserRoutes, CORS_HEADERS, preflightHeaders } from './cors';
 import { installDrain } from './drain';
 import { registerHostedCheckout } from './hosted-checkout';
+import { registerTestClockRoutes } from './test-clock-routes';
+import type { JobDefinition } from '../engine/job';
+import { requestOnClock } from '../test-clocks/test-clocks';
 import { registerV1ThreeDSecurePage } from './v1-three-d-secure-page';
 import { operationContext } from './idempotency';
 import { sendRefusal } from './refusal';
@@ -78,6 +81,8 @@ export interface ServerOptions {
    * and the API metrics hooks, registered before every other route, with their own credential.
    */
   readonly operate?: (app: FastifyInstance) => Promise<void>;
+  /** The worker's jobs: test clocks are served (src/api/test-clock-routes.ts) and an advance runs these. */
+  readonly testClockJobs?: readonly JobDefinition[];
 }
 
 /**
@@ -233,8 +238,9 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     prefix: V2_PREFIX,
     ctx,
     routes: V2_ROUTES,
-    contextFor: (_route, request) => operationContext(request, requestContext(ctx, request)),
+    contextFor: async (route, request, input) => requestOnClock(operationContext(request, requestContext(ctx, request)), request.caller!, route.operation, input),
   });
+  if (options.testClockJobs) registerTestClockRoutes(app, { ctx, jobs: options.testClockJobs });
 
   for (const route of V1_ROUTES) {
     app.route({
@@ -250,7 +256,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
         }
         const input = decodeV1Input(request.params as Record<string, string>, fields);
         // Under an Idempotency-Key the operation runs in the request transaction (./idempotency.ts).
-        const result = await runOperation(operationContext(request, requestContext(ctx, request)), caller, route.operation, input);
+        const opCtx = await requestOnClock(operationContext(request, requestContext(ctx, request)), caller, route.operation, input);
+        const result = await runOperation(opCtx, caller, route.operation, input);
         return reply.type('application/json; charset=utf-8').send(result);
       },
     });

@@ -26,6 +26,7 @@ import { v1HoldExpiresAt, V1_EXPIRY_DAYS } from '../domain/hold-periods';
 import type { Context } from '../engine/context';
 import { inAccounts } from '../db/account-scope';
 import { dueAccounts, earliestDueAt } from '../engine/account-batches';
+import { customerInScope, LIVE_BOOK, type JobScope } from '../test-clocks/clock-scope';
 import { checkpoint, runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { liveClaimSql } from './charge-claims';
 import { accountsWithLapsedIntents, recoverCreateIntents } from './create-intents';
@@ -50,7 +51,7 @@ export async function expireHolds(ctx: Context, run: SlotRun): Promise<JobCounts
     ctx,
     run,
     ['released'],
-    (db, cap) => dueAccounts(db, 'charges', sql`d.paid AND NOT d.captured AND NOT d.refunded AND d.released_at IS NULL AND d.expired_at IS NOT NULL AND d.expired_at < ${run.slot}`, cap),
+    (db, cap) => dueAccounts(db, 'charges', sql`d.paid AND NOT d.captured AND NOT d.refunded AND d.released_at IS NULL AND d.expired_at IS NOT NULL AND d.expired_at < ${run.slot} AND ${customerInScope(ctx, 'd')}`, cap),
     (trx, accountIds, limit) => expireHoldBatch(trx, ctx, accountIds, run.slot, limit),
   );
   return recovered === 0 ? counts : { intents_recovered: recovered, ...counts };
@@ -76,11 +77,11 @@ async function recoverLapsedCreateIntents(ctx: Context, run: SlotRun): Promise<n
   return recovered;
 }
 
-export async function expireHoldBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'clock'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<{ selected: number; released: number }> {
+export async function expireHoldBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'clock' | 'testClock'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<{ selected: number; released: number }> {
   const due = await sql<{ t: string; a: string; l: boolean; id: string; amount: number; code: string | null; e: number; debited: boolean }>`
     SELECT ctid::text AS t, account_id AS a, livemode AS l, charge_id AS id, amount, authorization_code AS code, ${DEBITED_AT_AUTHORIZATION} AS debited,
            (extract(epoch from expired_at) * 1000)::bigint AS e
-    FROM charges WHERE ${inAccounts('account_id', accountIds)} AND ${LIVE_HOLD} AND expired_at < ${asOf} AND NOT ${liveClaimSql('charges', accountIds, ctx.clock.now())}
+    FROM charges WHERE ${inAccounts('account_id', accountIds)} AND ${LIVE_HOLD} AND expired_at < ${asOf} AND ${customerInScope(ctx, 'charges', accountIds)} AND NOT ${liveClaimSql('charges', accountIds, ctx.clock.now())}
     ORDER BY expired_at, account_id, livemode, charge_id LIMIT ${limit}
     FOR UPDATE SKIP LOCKED`.execute(trx);
   const rows = due.rows;
@@ -113,8 +114,8 @@ export async function expireHoldBatch(trx: Kysely<Database>, ctx: Pick<Context, 
 }
 
 /** The earliest instant after `after` at which a hold is due for release (1 ms past its expired_at). */
-export async function nextHoldExpiryDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
-  const due = await earliestDueAt(db, 'charges', 'expired_at', LIVE_HOLD, after, true);
+export async function nextHoldExpiryDueAt(db: Kysely<Database>, after: Date, scope: JobScope = LIVE_BOOK): Promise<Date | null> {
+  const due = await earliestDueAt(db, 'charges', 'expired_at', sql`${LIVE_HOLD} AND ${customerInScope(scope, 'd')}`, after, true);
   return due === null ? null : new Date(due.getTime() + 1);
 }
 
@@ -128,17 +129,17 @@ export async function abandonThreeDSecure(ctx: Context, run: SlotRun): Promise<J
     ctx,
     run,
     ['abandoned'],
-    (db, cap) => dueAccounts(db, 'charges', sql`d.tds_expires_at IS NOT NULL AND d.tds_expires_at < ${run.slot}`, cap),
+    (db, cap) => dueAccounts(db, 'charges', sql`d.tds_expires_at IS NOT NULL AND d.tds_expires_at < ${run.slot} AND ${customerInScope(ctx, 'd')}`, cap),
     (trx, accountIds, limit) => abandonThreeDSecureBatch(trx, ctx, accountIds, run.slot, limit),
   );
 }
 
-export async function abandonThreeDSecureBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'clock'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<{ selected: number; abandoned: number }> {
+export async function abandonThreeDSecureBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'clock' | 'testClock'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<{ selected: number; abandoned: number }> {
   // RETURNING reads plain columns: Citus allows no STABLE function there (extract on a timestamptz is one).
   const updated = await sql<{ a: string; l: boolean; id: string; at: Date }>`
     WITH due AS (
       SELECT account_id, livemode, charge_id FROM charges
-      WHERE ${inAccounts('account_id', accountIds)} AND tds_expires_at IS NOT NULL AND tds_expires_at < ${asOf} AND NOT ${liveClaimSql('charges', accountIds, ctx.clock.now())}
+      WHERE ${inAccounts('account_id', accountIds)} AND tds_expires_at IS NOT NULL AND tds_expires_at < ${asOf} AND ${customerInScope(ctx, 'charges', accountIds)} AND NOT ${liveClaimSql('charges', accountIds, ctx.clock.now())}
       ORDER BY tds_expires_at, account_id, livemode, charge_id LIMIT ${limit}
       FOR UPDATE SKIP LOCKED)
     UPDATE charges c SET failure_code = 'three_d_secure_expired', failure_message = ${THREE_D_SECURE_EXPIRED_MESSAGE},
@@ -154,8 +155,8 @@ export async function abandonThreeDSecureBatch(trx: Kysely<Database>, ctx: Pick<
   return { selected: rows.length, abandoned: rows.length };
 }
 
-export async function nextThreeDSecureTimeoutAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
-  const due = await earliestDueAt(db, 'charges', 'tds_expires_at', sql`d.tds_expires_at IS NOT NULL`, after, true);
+export async function nextThreeDSecureTimeoutAt(db: Kysely<Database>, after: Date, scope: JobScope = LIVE_BOOK): Promise<Date | null> {
+  const due = await earliestDueAt(db, 'charges', 'tds_expires_at', sql`d.tds_expires_at IS NOT NULL AND ${customerInScope(scope, 'd')}`, after, true);
   return due === null ? null : new Date(due.getTime() + 1);
 }
 
@@ -261,7 +262,7 @@ export async function reauthorizeHolds(ctx: Context, run: SlotRun): Promise<JobC
         db,
         'charges',
         sql`d.paid AND NOT d.captured AND NOT d.refunded AND d.released_at IS NULL AND d.expired_at IS NOT NULL
-        AND d.card_funding = 'credit' AND d.expired_at <= ${new Date(run.slot.getTime() + MAX_LEAD_MS)} AND a.reauth_enabled`,
+        AND d.card_funding = 'credit' AND d.expired_at <= ${new Date(run.slot.getTime() + MAX_LEAD_MS)} AND a.reauth_enabled AND ${customerInScope(ctx, 'd')}`,
         cap,
       ),
     (trx, accountIds, limit) => reauthorizeBatch(trx, ctx, accountIds, run.slot, limit),
@@ -282,7 +283,7 @@ interface ReauthRow {
   exp_year: number;
 }
 
-export async function reauthorizeBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'clock'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<{ selected: number; reauthorized: number; failed: number }> {
+export async function reauthorizeBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'clock' | 'testClock'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<{ selected: number; reauthorized: number; failed: number }> {
   const due = await sql<ReauthRow>`
     SELECT c.account_id AS a, c.livemode AS l, c.charge_id AS id, c.amount, c.expiry_days, c.card_issuer AS issuer,
            (extract(epoch from c.expired_at) * 1000)::bigint AS expired, (extract(epoch from ${REAUTH_DUE}) * 1000)::bigint AS due,
@@ -290,7 +291,7 @@ export async function reauthorizeBatch(trx: Kysely<Database>, ctx: Pick<Context,
     FROM ${reauthFrom(accountIds)}
     LEFT JOIN cards cd ON ${inAccounts('cd.account_id', accountIds)} AND cd.account_id = c.account_id AND cd.livemode = c.livemode AND cd.card_id = c.card_id
     LEFT JOIN tokens tk ON cd.card_id IS NULL AND ${inAccounts('tk.account_id', accountIds)} AND tk.account_id = c.account_id AND tk.livemode = c.livemode AND tk.card_id = c.card_id
-    WHERE ${inAccounts('c.account_id', accountIds)} AND ${REAUTH_WHERE} AND ${REAUTH_DUE} <= ${asOf} AND NOT ${liveClaimSql('c', accountIds, ctx.clock.now())}
+    WHERE ${inAccounts('c.account_id', accountIds)} AND ${REAUTH_WHERE} AND ${REAUTH_DUE} <= ${asOf} AND ${customerInScope(ctx, 'c', accountIds)} AND NOT ${liveClaimSql('c', accountIds, ctx.clock.now())}
       -- Implied by the line above (lead ≤ 720 h); lets the planner use the hold-due index.
       AND c.expired_at <= ${new Date(asOf.getTime() + MAX_LEAD_MS)}
     ORDER BY 8, 1, 2, 3 LIMIT ${limit}
@@ -381,7 +382,7 @@ export async function reauthorizeBatch(trx: Kysely<Database>, ctx: Pick<Context,
   return { selected: rows.length, reauthorized, failed: kept.length - reauthorized };
 }
 
-export async function nextReauthDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
-  const row = await sql<{ due: Date | null }>`SELECT min(${REAUTH_DUE}) AS due FROM ${reauthFrom()} WHERE ${REAUTH_WHERE} AND ${REAUTH_DUE} > ${after}`.execute(db);
+export async function nextReauthDueAt(db: Kysely<Database>, after: Date, scope: JobScope = LIVE_BOOK): Promise<Date | null> {
+  const row = await sql<{ due: Date | null }>`SELECT min(${REAUTH_DUE}) AS due FROM ${reauthFrom()} WHERE ${REAUTH_WHERE} AND ${REAUTH_DUE} > ${after} AND ${customerInScope(scope, 'c')}`.execute(db);
   return row.rows[0]?.due ?? null;
 }

@@ -10,6 +10,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema';
 import { dueAccounts, earliestDueAt } from '../engine/account-batches';
+import { customerInScope, LIVE_BOOK, type JobScope } from '../test-clocks/clock-scope';
 import type { Context } from '../engine/context';
 import { inAccounts } from '../db/account-scope';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
@@ -22,24 +23,25 @@ export async function expireDueCheckoutSessions(ctx: Context, run: SlotRun): Pro
     ctx,
     run,
     ['expired'],
-    (db, cap) => dueAccounts(db, 'checkout_sessions', sql`d.status = 'open' AND d.expires_at <= ${run.slot}`, cap),
+    (db, cap) => dueAccounts(db, 'checkout_sessions', sql`d.status = 'open' AND d.expires_at <= ${run.slot} AND ${customerInScope(ctx, 'd')}`, cap),
     (trx, accountIds, limit) => expireSessionBatch(trx, ctx, accountIds, run.slot, limit),
   );
 }
 
 /** The earliest `expires_at` of an open session strictly after `after`, or null. */
-export async function nextSessionExpiryDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
-  return earliestDueAt(db, 'checkout_sessions', 'expires_at', sql`d.status = 'open'`, after);
+export async function nextSessionExpiryDueAt(db: Kysely<Database>, after: Date, scope: JobScope = LIVE_BOOK): Promise<Date | null> {
+  return earliestDueAt(db, 'checkout_sessions', 'expires_at', sql`d.status = 'open' AND ${customerInScope(scope, 'd')}`, after);
 }
 
 /** One batch of the accounts' due sessions (every statement names the accounts: see runBatches in job.ts). */
-export async function expireSessionBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<{ selected: number; expired: number }> {
+export async function expireSessionBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'testClock'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<{ selected: number; expired: number }> {
   const due = await trx
     .selectFrom('checkout_sessions')
     .selectAll()
     .where(inAccounts('account_id', accountIds))
     .where('status', '=', 'open')
     .where('expires_at', '<=', asOf)
+    .where(customerInScope(ctx, 'checkout_sessions', accountIds))
     // A session whose flow is at the network is left to that confirmation (expireSessions): not
     // taken, so a batch never selects only sessions it leaves open again.
     .where(({ not, exists, selectFrom }) =>

@@ -104,7 +104,7 @@ export async function runServe(options: ServeOptions, g: GlobalOptions): Promise
       ...(idempotencyFault === undefined ? {} : { idempotency: { fault: { point: idempotencyFault, act: fault!.act } } }),
     });
     const operator = operatorSetup(rt.ctx, rt.store.kind, g.dataDir ?? '.kessai', stop.signal, metrics);
-    const app = await buildServer({ ctx: rt.ctx, log, requestPolicies, operate: operator.surfaces, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }), ...(options.requestTimeout === undefined ? {} : { requestTimeoutMs: options.requestTimeout * 1000 }), ...(https ? { https } : {}) });
+    const app = await buildServer({ ctx: rt.ctx, log, requestPolicies, operate: operator.surfaces, testClockJobs: ALL_JOBS, ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }), ...(options.requestTimeout === undefined ? {} : { requestTimeoutMs: options.requestTimeout * 1000 }), ...(https ? { https } : {}) });
     try {
       await app.listen({ port: options.port, host: options.host });
     } catch (error) {

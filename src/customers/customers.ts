@@ -4,6 +4,7 @@
  * the parameters and renders the results. Every change writes its `customer.*` event in the same
  * transaction (service rules §5).
  */
+import { clockOfNewCustomer } from '../test-clocks/test-clocks';
 import type { Kysely } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { Database } from '../db/schema';
@@ -96,6 +97,8 @@ export interface CreateCustomerCommand {
   /** A token that becomes the customer's default card. */
   readonly card: string | undefined;
   readonly metadata: Readonly<Record<string, string>>;
+  /** The test clock the customer is attached to (test mode; default: the account's default clock, if any). */
+  readonly testClock?: string | undefined;
 }
 
 /**
@@ -105,15 +108,17 @@ export interface CreateCustomerCommand {
 export async function insertCustomer(
   trx: Kysely<Database>,
   caller: Caller,
-  values: { readonly id: string; readonly contact: CustomerContact; readonly metadata: Readonly<Record<string, unknown>> },
+  values: { readonly id: string; readonly contact: CustomerContact; readonly metadata: Readonly<Record<string, unknown>>; readonly testClock?: string | undefined },
   now: Date,
 ): Promise<CustomerRow> {
+  const testClockId = await clockOfNewCustomer(trx, caller, values.testClock);
   const inserted = await trx
     .insertInto('customers')
     .values({
       account_id: caller.accountId,
       livemode: caller.livemode,
       customer_id: values.id,
+      test_clock_id: testClockId,
       email: values.contact.email ?? null,
       description: values.contact.description ?? null,
       default_card_id: null,
@@ -134,7 +139,7 @@ export async function createCustomer(ctx: Context, caller: Caller, command: Crea
   const now = ctx.clock.now();
   const customerId = command.id ?? ctx.ids.next('customer');
   return ctx.db.transaction().execute(async (trx) => {
-    const inserted = await insertCustomer(trx, caller, { id: customerId, contact, metadata }, now);
+    const inserted = await insertCustomer(trx, caller, { id: customerId, contact, metadata, testClock: command.testClock }, now);
     const events: EventInput[] = [];
     let row = inserted;
     if (tokenId !== undefined) {

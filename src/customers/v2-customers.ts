@@ -34,17 +34,18 @@ function customerEvent(caller: Caller, type: 'customer.created' | 'customer.dele
  * `payment_method.attached`).
  */
 export async function createV2Customer(ctx: Context, caller: Caller, input: unknown): Promise<V2CustomerObject> {
-  const params = readParams(input, ['id', 'email', 'description', 'payment_method_id', 'metadata']);
+  const params = readParams(input, ['id', 'email', 'description', 'payment_method_id', 'metadata', 'test_clock']);
   const chosenId = optionalFlexibleId(params);
   const email = optionalText(params, 'email', MAX_TEXT_LENGTH);
   if (email !== undefined && email !== null && !EMAIL_PATTERN.test(email)) reject('invalid_email', 'email', 'email must be an e-mail address of at most 255 characters');
   const description = optionalText(params, 'description', MAX_TEXT_LENGTH);
   const methodId = optionalString(params, 'payment_method_id');
   const metadata = hasParam(params, 'metadata') ? createMetadata(params.metadata, 'v2') : {};
+  const testClock = optionalString(params, 'test_clock');
   const now = ctx.clock.now();
   const customerId = chosenId ?? ctx.ids.next('customer');
   const row = await ctx.db.transaction().execute(async (trx) => {
-    const inserted = await insertCustomer(trx, caller, { id: customerId, contact: { email: email ?? null, description: description ?? null }, metadata }, now);
+    const inserted = await insertCustomer(trx, caller, { id: customerId, contact: { email: email ?? null, description: description ?? null }, metadata, testClock }, now);
     let customer = inserted;
     // customer.created comes first, showing the default the method becomes just after (a refused
     // attach rolls the whole creation back).

@@ -20,6 +20,7 @@ export interface AccountFeeRatesTable {
 export interface AccountsTable {
   account_id: string;
   created_at: Date;
+  default_test_clock_id: string | null;
   live_enabled: Generated<boolean>;
   name: string;
   reauth_enabled: Generated<boolean>;
@@ -228,6 +229,7 @@ export interface CustomersTable {
   email: string | null;
   livemode: boolean;
   metadata: JsonColumn<Record<string, string>>;
+  test_clock_id: string | null;
   updated_at: Date;
 }
 
@@ -633,6 +635,18 @@ export interface TermsTable {
   term_id: string;
 }
 
+export interface TestClocksTable {
+  account_id: string;
+  advance_lease_until: Date | null;
+  advance_owner: string | null;
+  advancing_to: Date | null;
+  created_at: Date;
+  frozen_time: Date;
+  name: string | null;
+  status: Generated<"ready" | "advancing">;
+  test_clock_id: string;
+}
+
 export interface ThreeDSecureRequestsTable {
   account_id: string;
   created_at: Date;
@@ -703,6 +717,7 @@ export interface WebhookDeliveriesTable {
   lease_until: Date | null;
   next_attempt_at: Date;
   status: Generated<"pending" | "delivered" | "failed">;
+  test_clock_id: string | null;
 }
 
 export interface WebhookEndpointsTable {
@@ -769,6 +784,7 @@ export interface Database {
   tax_rates: TaxRatesTable;
   tenants: TenantsTable;
   terms: TermsTable;
+  test_clocks: TestClocksTable;
   three_d_secure_requests: ThreeDSecureRequestsTable;
   token_three_d_secure: TokenThreeDSecureTable;
   tokens: TokensTable;

@@ -34,6 +34,7 @@ import type { Metadata } from '../domain/metadata';
 import type { TermCycle } from '../domain/terms';
 import { toIsoSeconds } from '../domain/time';
 import { dueAccounts, earliestDueAt } from '../engine/account-batches';
+import { customerInScope, LIVE_BOOK, type JobScope } from '../test-clocks/clock-scope';
 import type { Context } from '../engine/context';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { recordEvents, type EventInput } from '../events/outbox';
@@ -145,14 +146,14 @@ export async function openDueDisputes(ctx: Context, run: SlotRun): Promise<Dispu
     ctx,
     run,
     ['opened', 'skipped'],
-    (db, cap) => dueAccounts(db, 'charges', sql`d.dispute_due_at <= ${run.slot}`, cap),
+    (db, cap) => dueAccounts(db, 'charges', sql`d.dispute_due_at <= ${run.slot} AND ${customerInScope(ctx, 'd')}`, cap),
     (trx, accountIds, limit) => openDisputeBatch(trx, ctx, accountIds, run.slot, limit),
   );
 }
 
 /** The earliest dispute instant of a charge strictly after `after`, or null (none pending: the job idles). */
-export async function nextDisputeDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
-  return earliestDueAt(db, 'charges', 'dispute_due_at', sql`d.dispute_due_at IS NOT NULL`, after);
+export async function nextDisputeDueAt(db: Kysely<Database>, after: Date, scope: JobScope = LIVE_BOOK): Promise<Date | null> {
+  return earliestDueAt(db, 'charges', 'dispute_due_at', sql`d.dispute_due_at IS NOT NULL AND ${customerInScope(scope, 'd')}`, after);
 }
 
 interface DueCharge {
@@ -201,7 +202,7 @@ const NEW_DISPUTE_COLUMNS = bulkColumns<NewDispute>()({
 /** One batch of the accounts' due charges inside the caller's transaction; `selected` 0 means nothing due is left. */
 export async function openDisputeBatch(
   trx: Kysely<Database>,
-  ctx: Pick<Context, 'ids'>,
+  ctx: Pick<Context, 'ids' | 'testClock'>,
   accountIds: readonly string[],
   asOf: Date,
   limit: number,
@@ -212,7 +213,7 @@ export async function openDisputeBatch(
   // (a refund locks the charge it draws on).
   const locked = await sql<{ a: string; l: boolean; id: string }>`
     SELECT account_id AS a, livemode AS l, charge_id AS id FROM charges
-    WHERE ${inAccounts('account_id', accountIds)} AND dispute_due_at <= ${asOf}
+    WHERE ${inAccounts('account_id', accountIds)} AND dispute_due_at <= ${asOf} AND ${customerInScope(ctx, 'charges', accountIds)}
     ORDER BY dispute_due_at, account_id, livemode, charge_id
     LIMIT ${limit}
     FOR UPDATE SKIP LOCKED`.execute(trx);

@@ -34,6 +34,7 @@ export const ID_PREFIX = {
   paymentMethod: 'pm_',
   threeDSecureRequest: 'tdsr_',
   setupFlow: 'sfw_',
+  testClock: 'clock_',
   secretKeyTest: 'sk_test_',
   secretKeyLive: 'sk_live_',
   publicKeyTest: 'pk_test_',

@@ -69,6 +69,17 @@ export interface Context {
   readonly webhookTransport?: WebhookTransport;
   /** What the engine reports as it works (the Prometheus metrics of serve and worker, src/metrics/); absent: nothing is reported. */
   readonly observer?: EngineObserver;
+  /**
+   * Whose objects the jobs work on (src/test-clocks/clock-scope.ts): absent, the live book — every
+   * object not on a test clock; set, the objects of that one test clock only (an advance).
+   */
+  readonly testClock?: TestClockScope;
+}
+
+/** One test clock, as the jobs of its advance are scoped to it. */
+export interface TestClockScope {
+  readonly accountId: string;
+  readonly testClockId: string;
 }
 
 /**

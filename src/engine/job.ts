@@ -70,6 +70,11 @@ export interface JobDefinition {
    * One worker runs a slot's jobs in registry order anyway; this makes two workers do the same.
    */
   readonly waitsForEarlierJobs?: boolean;
+  /**
+   * Works on an account's books as a whole (terms, balances, service fees), not on objects a test
+   * clock holds: a clock's advance leaves it out (src/test-clocks/advance.ts).
+   */
+  readonly bookWide?: boolean;
 }
 
 /** Thrown by a job that stopped between batches because the worker is shutting down. */

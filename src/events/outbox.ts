@@ -143,10 +143,14 @@ export function pendingWebhooksSql(rows: string, account: string, livemode: stri
  * outbox cursor could skip an event whose transaction commits after a later one's).
  */
 export function withWebhookDeliveries(insertEvents: RawBuilder<unknown>, accountIds: readonly string[], around?: AroundEvents): RawBuilder<unknown> {
-  const written = sql`written AS (${insertEvents} RETURNING account_id, event_id, livemode, api_version, type, created_at)`;
-  const deliveries = sql`INSERT INTO webhook_deliveries (account_id, endpoint_id, event_id, next_attempt_at, created_at)
-    SELECT e.account_id, w.endpoint_id, e.event_id, e.created_at, e.created_at
-    FROM written e JOIN webhook_endpoints w ON ${endpointReceives('e.account_id', 'e.livemode', 'e.api_version', 'e.type', accountIds)}`;
+  const written = sql`written AS (${insertEvents} RETURNING account_id, event_id, livemode, api_version, type, created_at, object_type, resource_id, data)`;
+  // A delivery is on the test clock of its event's customer (src/test-clocks/clock-scope.ts): the
+  // customer the event's object names, or the customer itself; a clock's own events are on it.
+  const deliveries = sql`INSERT INTO webhook_deliveries (account_id, endpoint_id, event_id, next_attempt_at, created_at, test_clock_id)
+    SELECT e.account_id, w.endpoint_id, e.event_id, e.created_at, e.created_at, coalesce(k.test_clock_id, CASE WHEN e.object_type = 'test_clock' THEN e.resource_id END)
+    FROM written e JOIN webhook_endpoints w ON ${endpointReceives('e.account_id', 'e.livemode', 'e.api_version', 'e.type', accountIds)}
+    LEFT JOIN customers k ON NOT e.livemode AND ${inAccounts('k.account_id', accountIds)} AND k.account_id = e.account_id AND k.livemode = e.livemode
+      AND k.customer_id = CASE WHEN e.object_type = 'customer' THEN e.resource_id ELSE e.data->>'customer' END AND k.test_clock_id IS NOT NULL`;
   if (around === undefined) return sql`WITH ${written} ${deliveries}`;
   return sql`WITH ${around.before}, ${written}, deliveries AS (${deliveries}) ${around.select}`;
 }

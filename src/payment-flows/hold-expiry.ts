@@ -31,6 +31,7 @@ import type { Database } from '../db/schema';
 import type { Context } from '../engine/context';
 import { inAccounts } from '../db/account-scope';
 import { dueAccounts, earliestDueAt } from '../engine/account-batches';
+import { customerInScope, LIVE_BOOK, type JobScope } from '../test-clocks/clock-scope';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { recordEvents } from '../events/outbox';
 import { flowEvent } from './payment-flows';
@@ -52,20 +53,20 @@ export async function expireDuePaymentFlows(ctx: Context, run: SlotRun): Promise
     ctx,
     run,
     ['canceled', 'remainder_released', 'released'],
-    (db, cap) => dueAccounts(db, 'payment_flows', sql`d.status = 'requires_capture' AND d.capture_before <= ${run.slot}`, cap),
+    (db, cap) => dueAccounts(db, 'payment_flows', sql`d.status = 'requires_capture' AND d.capture_before <= ${run.slot} AND ${customerInScope(ctx, 'd')}`, cap),
     (trx, accountIds, limit) => expireFlowBatch(trx, ctx, accountIds, run.slot, limit),
   );
 }
 
 /** The earliest `capture_before` of a held flow strictly after `after`, or null. */
-export async function nextFlowExpiryDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
-  return earliestDueAt(db, 'payment_flows', 'capture_before', sql`d.status = 'requires_capture'`, after);
+export async function nextFlowExpiryDueAt(db: Kysely<Database>, after: Date, scope: JobScope = LIVE_BOOK): Promise<Date | null> {
+  return earliestDueAt(db, 'payment_flows', 'capture_before', sql`d.status = 'requires_capture' AND ${customerInScope(scope, 'd')}`, after);
 }
 
 /** One batch of the accounts' due flows inside the caller's transaction; `selected` 0 means nothing due is left. */
 export async function expireFlowBatch(
   trx: Kysely<Database>,
-  ctx: Pick<Context, 'ids' | 'processor' | 'log'>,
+  ctx: Pick<Context, 'ids' | 'processor' | 'log' | 'testClock'>,
   accountIds: readonly string[],
   asOf: Date,
   limit: number,
@@ -76,6 +77,7 @@ export async function expireFlowBatch(
     .where(inAccounts('account_id', accountIds))
     .where('status', '=', 'requires_capture')
     .where('capture_before', '<=', asOf)
+    .where(customerInScope(ctx, 'payment_flows', accountIds))
     .orderBy('capture_before')
     .orderBy('account_id')
     .orderBy('livemode')

@@ -37,7 +37,7 @@ import type { SourceSnapshot } from './source-copy';
 import { bookAdjustment } from '../settlement/adjustments';
 import { setServicePlan } from '../settlement/service-fees';
 import { ACCOUNT_SETTINGS_OP, ADJUSTMENT_OP, ITEM_LABEL, parseRef, refsIn, scenarioAccounts, servicePlanSettings, type JsonObject, type Scenario, type Step } from './scenario';
-import { VirtualClock } from '../engine/clock';
+import { VirtualClock, type Clock } from '../engine/clock';
 import { createContext, type Context } from '../engine/context';
 import { simulatedWebhookTransport, type SimulatedBehaviour } from '../webhooks/transport';
 import { createScenarioWebhooks } from './webhooks';
@@ -417,9 +417,30 @@ function plannerStatistics(ctx: Context) {
   };
 }
 
-async function advance(ctx: Context, clock: VirtualClock, options: SimulationOptions, accounts: string[]): Promise<SimulatedWorld> {
+/**
+ * What the driver needs: the timeline (empty for a test clock's advance), the jobs, the end of the
+ * range, and who runs it. A test clock's advance (src/test-clocks/advance.ts) runs this same driver
+ * over its own objects, with its own ledger names and the real clock for its leases.
+ */
+export type DriverOptions = Pick<SimulationOptions, 'steps' | 'jobs' | 'to' | 'strict' | 'bulkSubscribers' | 'onProgress'> & {
+  /** The scheduler's owner name in the run ledger (default `simulation`). */
+  readonly owner?: string;
+  /** The clock of the ledger's leases (default: the virtual clock). */
+  readonly ledgerClock?: Clock;
+  /**
+   * Whether the driver refreshes the planner's statistics as the database grows (default true: a
+   * simulation's own database has no autovacuum); false on a shared database, whose server does it.
+   */
+  readonly analyze?: boolean;
+};
+
+/**
+ * The simulation driver: advances `clock` to `options.to`, running the timeline's steps at their
+ * instants and every job at the stops described at the top of this file.
+ */
+export async function advance(ctx: Context, clock: VirtualClock, options: DriverOptions, accounts: string[]): Promise<SimulatedWorld> {
   const { steps, jobs, to } = options;
-  const scheduler = new Scheduler(ctx, jobs, { owner: 'simulation' });
+  const scheduler = new Scheduler(ctx, jobs, { owner: options.owner ?? 'simulation', ...(options.ledgerClock ? { ledgerClock: options.ledgerClock } : {}) });
   const order = new Map(jobs.map((job, i) => [job.name, i]));
   const results = new Map<string, Record<string, unknown> | KessaiError>();
   const outcomes: StepOutcome[] = [];
@@ -437,7 +458,7 @@ async function advance(ctx: Context, clock: VirtualClock, options: SimulationOpt
   const statistics = plannerStatistics(ctx);
   let next = 0;
   for (;;) {
-    await statistics.refreshIfGrown(stats.steps + jobRuns.reduce((sum, run) => sum + rowsWritten(run.counts), 0));
+    if (options.analyze !== false) await statistics.refreshIfGrown(stats.steps + jobRuns.reduce((sum, run) => sum + rowsWritten(run.counts), 0));
     const step = steps[next];
     // Steps at one instant run back to back, as one burst of requests: work they make due runs
     // at the next stop. (A generated subscriber is three steps at one instant.)

@@ -92,6 +92,7 @@ export async function subscribeNewCustomers(trx: Kysely<Database>, ctx: Pick<Con
       account_id: caller.accountId,
       livemode: caller.livemode,
       customer_id: customerId,
+      test_clock_id: null,
       email: null,
       description: null,
       default_card_id: card.card_id,

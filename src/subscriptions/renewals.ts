@@ -34,6 +34,7 @@ import { prepareEvents, recordPreparedEvents, type EventInput, type PreparedEven
 import { renderPlan, type PlanObject, type PlanRow } from '../plans/plan-record';
 import { renderSubscription, type SubscriptionRow } from './subscription-object';
 import { accountsOf, inAccounts } from '../db/account-scope';
+import { customerInScope, LIVE_BOOK, type JobScope } from '../test-clocks/clock-scope';
 
 /** What one renewal run did, stored in the run ledger. */
 export type RenewalCounts = {
@@ -61,14 +62,14 @@ export async function renewDueSubscriptions(ctx: Context, run: SlotRun): Promise
     ctx,
     run,
     ['renewed', 'failed', 'trials_ended', 'deleted'],
-    (db, cap) => dueAccounts(db, 'subscriptions', sql`d.renews_at IS NOT NULL AND d.renews_at <= ${run.slot}`, cap),
+    (db, cap) => dueAccounts(db, 'subscriptions', sql`d.renews_at IS NOT NULL AND d.renews_at <= ${run.slot} AND ${customerInScope(ctx, 'd')}`, cap),
     (trx, accountIds, limit) => renewBatch(trx, ctx, accountIds, run.slot, limit),
   );
 }
 
 /** The earliest `renews_at` strictly after `after`, or null: where the simulator jumps next. */
-export async function nextRenewalDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
-  return earliestDueAt(db, 'subscriptions', 'renews_at', sql`d.renews_at IS NOT NULL`, after);
+export async function nextRenewalDueAt(db: Kysely<Database>, after: Date, scope: JobScope = LIVE_BOOK): Promise<Date | null> {
+  return earliestDueAt(db, 'subscriptions', 'renews_at', sql`d.renews_at IS NOT NULL AND ${customerInScope(scope, 'd')}`, after);
 }
 
 /** The new state of one subscription, as the batch UPDATE writes it. */
@@ -96,7 +97,7 @@ function subscribable(plan: PlanRow): SubscribablePlan {
  */
 export async function renewBatch(
   trx: Kysely<Database>,
-  ctx: Pick<Context, 'ids' | 'processor' | 'log' | 'clock'>,
+  ctx: Pick<Context, 'ids' | 'processor' | 'log' | 'clock' | 'testClock'>,
   accountIds: readonly string[],
   asOf: Date,
   limit: number,
@@ -108,6 +109,7 @@ export async function renewBatch(
     .where(inAccounts('account_id', accountIds))
     .where('renews_at', 'is not', null)
     .where('renews_at', '<=', asOf)
+    .where(customerInScope(ctx, 'subscriptions', accountIds))
     .orderBy('renews_at')
     .orderBy('account_id')
     .orderBy('livemode')

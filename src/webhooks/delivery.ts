@@ -32,6 +32,7 @@ import { toError } from '../domain/errors';
 import type { Clock } from '../engine/clock';
 import type { Context, WebhookResult, WebhookTransport } from '../engine/context';
 import { accountsWithDueRows } from '../engine/account-batches';
+import { deliveryInScope, LIVE_BOOK, type JobScope } from '../test-clocks/clock-scope';
 import type { SlotRun } from '../engine/job';
 import { EVENT_TEXT_SQL, renderEvent } from '../events/outbox';
 import { endpointForSending } from './endpoints';
@@ -120,7 +121,8 @@ export async function closeDefaultWebhookTransport(): Promise<void> {
  * The due-delivery predicate on a `webhook_deliveries` row `d` (for claimDue's list of accounts):
  * due by the engine clock's `now`, and not leased, or its lease lapsed by the lease clock's `leaseNow`.
  */
-const dueDelivery = (now: Date, leaseNow: Date) => sql`d.status = 'pending' AND d.next_attempt_at <= ${now} AND (d.lease_until IS NULL OR d.lease_until < ${leaseNow})`;
+const dueDelivery = (scope: JobScope, now: Date, leaseNow: Date) =>
+  sql`d.status = 'pending' AND d.next_attempt_at <= ${now} AND (d.lease_until IS NULL OR d.lease_until < ${leaseNow}) AND ${deliveryInScope(scope, 'd')}`;
 
 /**
  * Claims up to `limit` due deliveries of one account, not of the `excluded` endpoints, under a
@@ -140,7 +142,7 @@ async function claimDue(ctx: Context, leaseClock: Clock, accountId: string, owne
         SELECT dd.ctid FROM webhook_deliveries dd
         JOIN webhook_endpoints w ON w.account_id = dd.account_id AND w.endpoint_id = dd.endpoint_id AND w.status = 'enabled'
         WHERE dd.account_id = ${accountId} AND dd.status = 'pending' AND dd.next_attempt_at <= ${now} AND (dd.lease_until IS NULL OR dd.lease_until < ${leaseNow})
-          AND dd.endpoint_id <> ALL(${excluded}::text[])
+          AND dd.endpoint_id <> ALL(${excluded}::text[]) AND ${deliveryInScope(ctx, 'dd')}
         ORDER BY dd.next_attempt_at
         LIMIT ${limit}
         FOR UPDATE OF dd SKIP LOCKED))
@@ -384,7 +386,7 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
       // Accounts take turns, one claim each; the list is asked for again when it runs out, without
       // the accounts finished in this pass (what they still have due is another worker's).
       if (accounts.length === 0) {
-        accounts = (await accountsWithDueRows(ctx.db, 'webhook_deliveries', dueDelivery(ctx.clock.now(), leaseClock.now()))).filter((a) => !finished.has(a));
+        accounts = (await accountsWithDueRows(ctx.db, 'webhook_deliveries', dueDelivery(ctx, ctx.clock.now(), leaseClock.now()))).filter((a) => !finished.has(a));
       }
       const accountId = accounts.shift();
       const claimed = accountId === undefined ? [] : await claimDue(ctx, leaseClock, accountId, options.owner, limit, excluded);
@@ -428,11 +430,11 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
 }
 
 /** The earliest instant at or after which a delivery is due (the simulation stops there), or null. */
-export async function nextWebhookDueAt(db: Kysely<Database>): Promise<Date | null> {
+export async function nextWebhookDueAt(db: Kysely<Database>, scope: JobScope = LIVE_BOOK): Promise<Date | null> {
   const row = await sql<{ due: Date | null }>`
     SELECT min(d.next_attempt_at) AS due FROM webhook_deliveries d
     JOIN webhook_endpoints w ON w.account_id = d.account_id AND w.endpoint_id = d.endpoint_id AND w.status = 'enabled'
-    WHERE d.status = 'pending'`.execute(db);
+    WHERE d.status = 'pending' AND ${deliveryInScope(scope, 'd')}`.execute(db);
   return row.rows[0]?.due ?? null;
 }
 

@@ -71,7 +71,7 @@ export async function serveOn(ctx: Context, storeKind: 'postgres' | 'pglite', op
     await options.extraRoutes?.(app);
   };
   const operate = options.operatorTokens === undefined ? undefined : operatorSurfaces({ ctx, tokens: new OperatorTokens(options.operatorTokens), jobs: ALL_JOBS, owner: 'test-server', ledgerClock: ctx.clock });
-  const app = await buildServer({ ctx, requestPolicies, ...(operate === undefined ? {} : { operate }), ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }) });
+  const app = await buildServer({ ctx, requestPolicies, testClockJobs: ALL_JOBS, ...(operate === undefined ? {} : { operate }), ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }) });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   return { baseUrl, apibase: `${baseUrl}/v1`, close: () => app.close() };

@@ -42,12 +42,13 @@ function readContact(params: Params): CustomerContact {
 
 /** `customers.create`: `id` (chosen id), `email`, `description`, `card` (token → default card), `metadata`. */
 export function decodeCreateCustomer(input: unknown): CreateCustomerCommand {
-  const params = readParams(input, ['id', 'email', 'description', 'card', 'metadata']);
+  const params = readParams(input, ['id', 'email', 'description', 'card', 'metadata', 'test_clock']);
   const id = optionalFlexibleId(params);
   const contact = readContact(params);
   const card = optionalString(params, 'card');
   const metadata = hasParam(params, 'metadata') ? (createMetadata(params.metadata, 'v1') as Record<string, string>) : {};
-  return { id, contact, card, metadata };
+  const testClock = optionalString(params, 'test_clock');
+  return { id, contact, card, metadata, ...(testClock === undefined ? {} : { testClock }) };
 }
 
 /** `customers.update`: `email`, `description`, `default_card`, `card` (token), `metadata` (v1 rules, merged). */

@@ -175,7 +175,7 @@ export interface V2RouteOptions {
   readonly ctx: Context;
   readonly routes: readonly V2Route[];
   /** The context an operation runs with, per request (the URLs kessai serves name this server). */
-  readonly contextFor?: (route: V2Route, request: FastifyRequest) => Context;
+  readonly contextFor?: (route: V2Route, request: FastifyRequest, input: unknown) => Context | Promise<Context>;
 }
 
 /**
@@ -212,7 +212,7 @@ export async function registerV2Routes(app: FastifyInstance, options: V2RouteOpt
           throw new KessaiError('invalid_param_key', { param: first!, message: `unknown parameter ${first!}: POST parameters go in the JSON body` });
         }
         const input = decodeV2Input(route, request.params as Record<string, string>, fields);
-        const opCtx = options.contextFor ? options.contextFor(route, request) : ctx;
+        const opCtx = options.contextFor ? await options.contextFor(route, request, input) : ctx;
         const result = await runOperation(opCtx, request.caller!, route.operation, input);
         return reply.code(200).type(V2_JSON).send(route.encode ? route.encode(result) : result);
       },

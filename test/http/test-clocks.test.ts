@@ -1,0 +1,112 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type Payjp from 'payjp';
+import { TEST_CARDS } from '../../src/processor/test-cards';
+import { addEndpoint } from '../../src/webhooks/endpoints';
+import { TEST_CLOCKS_PATH } from '../../src/api/test-clock-routes';
+import { startTestServer, sdkError, type TestServer } from '../support/http-server';
+import { startReceiver, type Receiver } from '../support/webhook-receiver';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the API answers are read field by field
+type Json = Record<string, any>;
+const card = (number: string) => ({ number, exp_month: '12', exp_year: '2035', cvc: '123' });
+const seconds = (iso: string) => Date.parse(iso) / 1000;
+
+describe('test clocks through the payjp SDK and plain fetch', () => {
+  let server: TestServer;
+  let payjp: Payjp.Payjp;
+  let receiver: Receiver;
+  let key: string;
+  const clockApi = async (method: string, path: string, body?: Record<string, string>, as = key): Promise<{ status: number; body: Json }> => {
+    const response = await fetch(`${server.baseUrl}${TEST_CLOCKS_PATH}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${as}`, ...(body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
+      ...(body ? { body: new URLSearchParams(body).toString() } : {}),
+    });
+    return { status: response.status, body: (await response.json()) as Json };
+  };
+  /** Waits (a bounded number of reads) until the clock says ready. */
+  const ready = async (id: string): Promise<Json> => {
+    for (let i = 0; i < 600; i += 1) {
+      const { body } = await clockApi('GET', `/${id}`);
+      if (body.status === 'ready') return body;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error(`test clock ${id} did not become ready`);
+  };
+  const token = async (number: string) => (await payjp.tokens.create({ card: card(number) } as never, { 'X-Payjp-Direct-Token-Generate': 'true' })).id;
+
+  beforeAll(async () => {
+    server = await startTestServer('harness');
+    key = server.keys.a.test.secret;
+    payjp = server.sdk(key);
+    receiver = await startReceiver();
+    await addEndpoint(server.ctx, { accountId: 'acct_http_a', url: receiver.url });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await receiver?.close();
+  });
+
+  it('creates, lists, retrieves and refuses bad input naming the parameter', async () => {
+    const created = await clockApi('POST', '', { frozen_time: String(seconds('2027-03-01T00:00:00+09:00')), name: 'crud' });
+    expect(created).toMatchObject({ status: 200, body: { object: 'test_clock', status: 'ready', name: 'crud', frozen_time: seconds('2027-03-01T00:00:00+09:00'), livemode: false } });
+    expect((await clockApi('GET', '')).body.data.map((c: Json) => c.id)).toContain(created.body.id);
+    expect((await clockApi('GET', `/${created.body.id}`)).body.id).toBe(created.body.id);
+    expect(await clockApi('POST', '', { frozen_time: 'yesterday' })).toMatchObject({ status: 400, body: { error: { code: 'invalid_timestamp', param: 'frozen_time' } } });
+    expect(await clockApi('POST', '', { name: 'x' })).toMatchObject({ status: 400, body: { error: { param: 'frozen_time' } } });
+    expect(await clockApi('POST', `/${created.body.id}/advance`, { frozen_time: String(seconds('2027-02-01T00:00:00+09:00')) })).toMatchObject({ status: 400, body: { error: { code: 'invalid_timestamp', param: 'frozen_time' } } });
+    expect(await clockApi('POST', `/${created.body.id}/advance`, { frozen_time: String(seconds('2030-03-01T00:00:00+09:00')) })).toMatchObject({ status: 400, body: { error: { code: 'invalid_timestamp' } } });
+    // Another account's key does not see the clock; a live key is refused.
+    expect((await clockApi('GET', `/${created.body.id}`, undefined, server.keys.b.test.secret)).status).toBe(404);
+    expect((await clockApi('GET', '', undefined, server.keys.a.live.secret)).status).toBe(401);
+    expect(await sdkError(payjp.customers.create({ test_clock: 'clock_nope' } as never))).toMatchObject({ status: 400, param: 'test_clock' });
+    expect(await clockApi('DELETE', `/${created.body.id}`)).toMatchObject({ status: 200, body: { deleted: true } });
+    expect((await clockApi('GET', `/${created.body.id}`)).status).toBe(404);
+  });
+
+  it('a year on a clock: trial end, 12 renewals, a declined trial end paused, webhooks once each on the clock time; live objects untouched', async () => {
+    const start = '2027-01-01T00:00:00+09:00';
+    const clock = (await clockApi('POST', '', { frozen_time: String(seconds(start)), name: 'a year' })).body;
+    const plan = await payjp.plans.create({ amount: 1000, currency: 'jpy', interval: 'month', trial_days: 7 });
+    const onClock = await payjp.customers.create({ card: await token(TEST_CARDS.visa.number), test_clock: clock.id } as never);
+    expect(onClock.created).toBe(seconds(start));
+    const declining = await payjp.customers.create({ card: await token('4000000000080319'), test_clock: clock.id } as never);
+    const live = await payjp.customers.create({ card: await token(TEST_CARDS.visa.number) });
+    const subscription = await payjp.subscriptions.create({ customer: onClock.id, plan: plan.id });
+    expect(subscription).toMatchObject({ status: 'trial', created: seconds(start), trial_end: seconds(start) + 7 * 86_400 });
+    const declined = await payjp.subscriptions.create({ customer: declining.id, plan: plan.id });
+    const liveSubscription = await payjp.subscriptions.create({ customer: live.id, plan: plan.id });
+    const receivedBefore = receiver.received.length;
+
+    const to = seconds('2028-02-01T00:00:00+09:00');
+    const answer = await clockApi('POST', `/${clock.id}/advance`, { frozen_time: String(to) });
+    expect(answer).toMatchObject({ status: 200, body: { status: 'advancing', advancing_to: to } });
+    // One advance at a time: a second one meanwhile is refused, and so is a request on the clock's objects.
+    const second = await clockApi('POST', `/${clock.id}/advance`, { frozen_time: String(to + 60) });
+    const finished = await ready(clock.id);
+    if (second.status !== 200) expect(second.body.error).toMatchObject({ code: 'invalid_status' });
+    expect(finished).toMatchObject({ status: 'ready', frozen_time: second.status === 200 ? to + 60 : to });
+
+    const renewed = await payjp.subscriptions.retrieve(subscription.id);
+    expect(renewed.status).toBe('active');
+    const charges = (await payjp.charges.list({ customer: onClock.id, limit: 100 } as never)).data;
+    // The trial end on day 7, then a charge a month: 13 charges by 2028-02-01, each dated on the clock.
+    expect(charges).toHaveLength(13);
+    for (const charge of charges) expect(charge.created).toBeGreaterThanOrEqual(seconds(start) + 7 * 86_400);
+    expect((await payjp.subscriptions.retrieve(declined.id)).status).toBe('paused');
+    // The live subscription (same account, not on the clock) is still in its trial as the server's clock sees it.
+    const liveNow = await payjp.subscriptions.retrieve(liveSubscription.id);
+    expect(liveNow.status).toBe('trial');
+    expect((await payjp.charges.list({ customer: live.id } as never)).data).toHaveLength(0);
+
+    // Every event of the clock's customers reached the receiver once, dated on the clock's time.
+    const events = receiver.received.slice(receivedBefore).map((request) => JSON.parse(request.body) as Json);
+    const ids = events.map((event) => event.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    const types = events.map((event) => event.type);
+    expect(types.filter((type) => type === 'charge.succeeded')).toHaveLength(13);
+    expect(types).toContain('test_clock.ready');
+    for (const event of events) expect(event.created).toBeGreaterThanOrEqual(seconds(start));
+    expect(events.find((event) => event.type === 'test_clock.ready')!.created).toBe(finished.frozen_time);
+  });
+});

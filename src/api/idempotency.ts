@@ -59,7 +59,7 @@ import fastifyPlugin from 'fastify-plugin';
 import { sql, type ControlledTransaction, type Kysely } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import { CREATE_INTENT_OPERATION, createIntentStamps, undoCreateIntentsAt, type IntentStamp } from '../charges/create-intents';
-import { isLockTimeout } from '../db/errors';
+import { isDatabaseUnavailable, isLockTimeout, unavailableRefusal } from '../db/errors';
 import { joinTransaction, type JoinedTransaction } from '../db/joined-transaction';
 import type { Database } from '../db/schema';
 import { KessaiError, toError, type ErrorCode } from '../domain/errors';
@@ -68,6 +68,7 @@ import type { Context } from '../engine/context';
 import type { CardNetwork } from '../processor/card-network';
 import { callerOf } from './rate-limits';
 import { refusalOf, sendRefusal } from './refusal';
+import { withRetryAfter } from './retry-after';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 /** How long a stored response answers retries (24 hours, the real service's figure). */
@@ -446,8 +447,13 @@ async function idempotencyPlugin(app: FastifyInstance, options: IdempotencyOptio
       await rollback(held.trx);
       if (held.stamp !== null) await recoverAfterFailure(held);
       options.onStoreError?.(toError(error));
-      const refusal = refusalOf(request, new KessaiError('payjp_wrong', { message: 'The request could not be completed and nothing was done; retry it with the same Idempotency-Key.', cause: error }));
-      reply.code(refusal.status).type(refusal.contentType);
+      const refusal = refusalOf(
+        request,
+        isDatabaseUnavailable(error)
+          ? unavailableRefusal(error)
+          : new KessaiError('payjp_wrong', { message: 'The request could not be completed and nothing was done; retry it with the same Idempotency-Key.', cause: error }),
+      );
+      withRetryAfter(reply, refusal.status).code(refusal.status).type(refusal.contentType);
       return JSON.stringify(refusal.body);
     }
     fault('after-operation-commit');

@@ -6,6 +6,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { sendRefusalPage } from './hosted-checkout';
+import { withRetryAfter } from './retry-after';
 import { toV1Error } from './v1/codec';
 import { PROBLEM_MEDIA_TYPE } from '../domain/problem-details';
 import { problemOf, V2_PREFIX } from './v2/codec';
@@ -29,5 +30,6 @@ export function refusalOf(request: FastifyRequest, error: unknown): { readonly s
 export function sendRefusal(request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply {
   if (request.routeOptions.config?.page === true) return sendRefusalPage(request, reply, error);
   const refusal = refusalOf(request, error);
+  withRetryAfter(reply, refusal.status);
   return reply.status(refusal.status).type(refusal.contentType).send(refusal.body);
 }

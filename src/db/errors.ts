@@ -7,6 +7,9 @@
  * - serialization failure (40001) and deadlock (40P01): the transaction lost a race and nothing
  *   of it was committed; run the whole transaction again.
  * - lock not available (55P03): a wait ran past `lock_timeout` (the caller's bounded wait).
+ * - connection exception (class 08) and the shutdown codes (57P01–57P03), or a socket the driver
+ *   saw fail: the database could not be reached — on Citus, typically the worker node that holds
+ *   the account's shard. Temporary: the API answers 503 with Retry-After (isDatabaseUnavailable).
  *
  * Errors are wrapped with `{ cause }`, so the driver's original error is never lost.
  */
@@ -19,7 +22,15 @@ export const SQLSTATE = {
   serializationFailure: '40001',
   deadlockDetected: '40P01',
   lockNotAvailable: '55P03',
+  /** Class 08, connection exception: Citus raises 08006 when it cannot reach a worker node. */
+  connectionExceptionClass: '08',
+  adminShutdown: '57P01',
+  crashShutdown: '57P02',
+  cannotConnectNow: '57P03',
 } as const;
+
+/** Socket errors of the driver itself (no SQLSTATE): the server is not there, or went away. */
+const UNREACHABLE_SOCKET_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH']);
 
 /** The SQLSTATE of a database error (pg and PGlite both expose it as `code`), else undefined. */
 export function sqlState(error: unknown): string | undefined {
@@ -36,6 +47,42 @@ export function isUniqueViolation(error: unknown): boolean {
 /** A wait for a lock ran past the session's `lock_timeout` (nothing of the statement happened). */
 export function isLockTimeout(error: unknown): boolean {
   return sqlState(error) === SQLSTATE.lockNotAvailable;
+}
+
+/**
+ * The database (or, on Citus, the worker node holding the rows) could not be reached: a connection
+ * exception (SQLSTATE class 08), a server shutting down or starting (57P01–57P03), a socket error
+ * of the driver, or node-postgres's "Connection terminated". Looked for along the `cause` chain, as
+ * errors are wrapped. Nothing the statement did was committed; the same request may succeed later.
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; typeof current === 'object' && current !== null && depth < 10; depth += 1) {
+    const state = sqlState(current);
+    if (state !== undefined) {
+      return state.startsWith(SQLSTATE.connectionExceptionClass) || state === SQLSTATE.adminShutdown || state === SQLSTATE.crashShutdown || state === SQLSTATE.cannotConnectNow;
+    }
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && UNREACHABLE_SOCKET_CODES.has(code)) return true;
+    const message = (current as { message?: unknown }).message;
+    if (typeof message === 'string' && /^Connection terminated( unexpectedly| due to connection timeout)?$/.test(message)) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/** Seconds a client is asked to wait (Retry-After) when the database could not be reached. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * The API's answer to a request whose database could not be reached: 503 `service_unavailable`
+ * (retryable; the server adds Retry-After), the original error kept as its cause.
+ */
+export function unavailableRefusal(error: unknown): KessaiError {
+  return new KessaiError('service_unavailable', {
+    message: 'The data of this account cannot be reached right now and the request was not completed; retry it shortly (with the same Idempotency-Key).',
+    cause: error,
+  });
 }
 
 /** A serialization failure or a deadlock: nothing was committed, the whole transaction may run again. */

@@ -56,6 +56,15 @@ export class PreparingClient extends pg.Client {
   /** Per statement name: how many times it was prepared afresh on this connection. */
   readonly #generation = new Map<string, number>();
 
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  constructor(config?: any) {
+    super(config);
+    // A connection the server drops while it is checked out (the pool listens only to idle ones)
+    // emits 'error' besides failing its query: without a listener that event would end the
+    // process, where the failed query is already the caller's answer (db/errors.ts: 503).
+    this.on('error', () => {});
+  }
+
   // pg's overloads (callback, config object, submittable) pass through untouched; kysely calls
   // query(text, values) and takes the promise.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any

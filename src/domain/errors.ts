@@ -109,7 +109,8 @@ export const ERROR_CATALOGUE = {
   not_activated_account: client('account not permitted live mode'),
   payjp_wrong: { status: 500, type: 'server_error', message: 'fault on the service side' },
   pg_wrong: { status: 500, type: 'server_error', message: 'fault on the payment processor side' },
-  // Not in the spec's catalogue: a server that is stopping refuses new requests (with Retry-After).
+  // Not in the spec's catalogue: a server that is stopping refuses new requests, and a request whose
+  // database (on Citus, its account's worker node) cannot be reached is refused; both with Retry-After.
   service_unavailable: { status: 503, type: 'server_error', message: 'the server is stopping; retry shortly' },
   not_found: client('target does not exist', 404),
   not_allowed_method: { status: 405, type: 'not_allowed_method_error', message: 'HTTP method not allowed' },

@@ -10,6 +10,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import qs from 'qs';
+import { isDatabaseUnavailable, unavailableRefusal } from '../../db/errors';
 import { KessaiError, reject, type ErrorCode } from '../../domain/errors';
 import { PAGINATION_PARAMS, readPage, type Page } from '../../operations/pagination';
 import { checkParameterText, isPlainObject, optionalString, readParams, requireString, type Params } from '../../operations/params';
@@ -105,13 +106,17 @@ const FRAMEWORK_ERRORS: Readonly<Record<string, (error: Error) => KessaiError>> 
   FST_ERR_MAX_PARAM_LENGTH: () => new KessaiError('not_found', { message: 'Unrecognized request URL.' }),
 };
 
-/** Any thrown value as a catalogue error; anything unforeseen is `payjp_wrong` with no internals. */
+/**
+ * Any thrown value as a catalogue error: a database that could not be reached is 503
+ * `service_unavailable` (db/errors.ts); anything else unforeseen is `payjp_wrong` with no internals.
+ */
 export function toV1Error(error: unknown): KessaiError {
   if (error instanceof KessaiError) return error;
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && Object.hasOwn(FRAMEWORK_ERRORS, code)) return FRAMEWORK_ERRORS[code]!(error as Error);
   const status = (error as { statusCode?: unknown } | null)?.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) return new KessaiError('invalid_querystring', { message: 'the request could not be read' });
+  if (isDatabaseUnavailable(error)) return unavailableRefusal(error);
   return new KessaiError('payjp_wrong', { message: 'An unexpected error occurred.' });
 }
 

@@ -24,6 +24,7 @@ import { runOperation } from '../../operations/registry';
 import { checkParameterText, isPlainObject } from '../../operations/params';
 import { bodyText, decodeV1Input, toV1Error } from '../v1/codec';
 import { routePattern, type HttpMethod } from '../v1/routes';
+import { withRetryAfter } from '../retry-after';
 
 export const V2_PREFIX = '/v2';
 export const V2_JSON = 'application/json; charset=utf-8';
@@ -168,7 +169,7 @@ export function problemOf(request: FastifyRequest, error: unknown): ReturnType<t
 /** Sends the problem document of any thrown value. */
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply {
   const problem = problemOf(request, error);
-  return reply.status(problem.status).type(PROBLEM_MEDIA_TYPE).send(problem);
+  return withRetryAfter(reply, problem.status).status(problem.status).type(PROBLEM_MEDIA_TYPE).send(problem);
 }
 
 export interface V2RouteOptions {

@@ -3,7 +3,7 @@
  * embedded PGlite in a local data folder. Both speak the same SQL and return the same values
  * (see type-parsers.ts); callers see one `Store`.
  */
-import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect, sql } from 'kysely';
@@ -13,6 +13,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import type { Database } from './schema';
+import { PG_VERSION_FILE, pgliteTemplateFile, unpackPgliteTemplate } from './pglite-template';
 import { PreparingClient } from './prepared';
 import { SHARED_PARSERS } from './type-parsers';
 import { PGLITE_SERIALIZERS } from './utf8-param';
@@ -41,8 +42,8 @@ export interface Store {
   copyIn?(target: string, rows: AsyncIterable<Uint8Array>): Promise<number>;
   /** PostgreSQL only: the connection pool's connections now (the metrics' database pool gauges). */
   poolStats?(): { readonly total: number; readonly idle: number; readonly waiting: number };
-  /** PGlite only: the whole database as a tarball, to start another in-memory one from. */
-  snapshot?(): Promise<Blob>;
+  /** PGlite only: the whole database as a tarball (gzipped if asked), to start another one from. */
+  snapshot?(compression?: 'none' | 'gzip'): Promise<Blob>;
   close(): Promise<void>;
 }
 
@@ -208,6 +209,9 @@ export function processExists(pid: number): boolean {
   }
 }
 
+/** PostgreSQL's shared_buffers for an embedded database in a data folder (see openPglite). */
+export const DATA_FOLDER_SHARED_BUFFERS = '16MB';
+
 async function openPglite(dataDir: string, snapshot?: Blob): Promise<Store> {
   const inMemory = dataDir.startsWith('memory://');
   const location = inMemory ? dataDir : resolve(dataDir);
@@ -215,10 +219,18 @@ async function openPglite(dataDir: string, snapshot?: Blob): Promise<Store> {
   const unlock = inMemory ? () => {} : lockDataDir(location);
   let pglite: PGlite;
   try {
+    // A new folder starts from the build's migrated database instead of initdb (./pglite-template.ts).
+    const template = inMemory || snapshot || existsSync(join(location, PG_VERSION_FILE)) ? undefined : pgliteTemplateFile();
+    if (template !== undefined) unpackPgliteTemplate(template, location);
     pglite = await PGlite.create(inMemory ? dataDir : location, {
       parsers: SHARED_PARSERS as Record<number, (text: string) => unknown>,
       serializers: PGLITE_SERIALIZERS,
       ...(snapshot ? { loadDataDir: snapshot } : {}),
+      // A data folder's pages are also in the operating system's file cache: a smaller buffer pool
+      // than PostgreSQL's 128 MB, which PGlite touches whole at start-up (memory and time of every
+      // command). An in-memory database (simulations, tests) keeps the default: its pages are
+      // nowhere else.
+      ...(inMemory ? {} : { startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${DATA_FOLDER_SHARED_BUFFERS}`] }),
     });
   } catch (error) {
     unlock();
@@ -241,7 +253,7 @@ async function openPglite(dataDir: string, snapshot?: Blob): Promise<Store> {
       const result = await pglite.query(`COPY ${target} FROM '/dev/blob'`, [], { blob: new Blob(chunks) });
       return result.affectedRows ?? 0;
     },
-    snapshot: () => pglite.dumpDataDir('none'),
+    snapshot: (compression = 'none') => pglite.dumpDataDir(compression),
     close: async () => {
       await db.destroy();
       unlock();

@@ -1,7 +1,8 @@
 /**
  * Benchmark of `kessai simulate` (`npm run bench:simulate -- [--n 10000] [--backend pglite|postgres|both]`).
  *
- * Simulates N subscriptions over 2027-01-01 → 2028-01-01 (JST): a scenario with four plans
+ * Simulates N subscriptions over 2027-01-01 → 2028-01-01 (JST; `--to` ends it earlier, say
+ * `--to 2027-02-01` for the sign-up month alone): a scenario with four plans
  * (monthly, billed on the 1st, billed at month end, yearly) and a generator that signs N
  * customers up across January with a card mix (3 % declining renewals, 10 % overseas, 10 %
  * debit), run exactly as the CLI runs it (the same driver, jobs and report writer), on embedded
@@ -27,12 +28,13 @@ const { values: args } = parseArgs({
     backend: { type: 'string', default: 'both' },
     seed: { type: 'string', default: '1' },
     'no-report': { type: 'boolean', default: false },
+    to: { type: 'string', default: '2028-01-01' },
   },
 });
 const N = Number(args.n);
 const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const FROM = parseInstant('2027-01-01');
-const TO = parseInstant('2028-01-01');
+const TO = parseInstant(args.to);
 const SEED = Number(args.seed);
 
 const quarter = Math.floor(N / 4);

@@ -10,7 +10,7 @@ import type { ChargesTable, Database } from '../db/schema';
 import type { ErrorCode } from '../domain/errors';
 import { toUnixSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
-import { recordEvents, type EventInput } from '../events/outbox';
+import { heldEvents, recordEvents, type EventInput, type EventRecorder } from '../events/outbox';
 import type { AuthorizationKind, AuthorizationResult } from '../processor/card-network';
 import { renderCard, type CardObject, type CardRow } from '../customers/card-object';
 import { DEFAULT_FEE_RATES } from '../accounts/accounts';
@@ -251,6 +251,25 @@ export async function chargeCards(trx: Kysely<Database>, ctx: Pick<Context, 'ids
 }
 
 /**
+ * chargeCards without writing events, for a caller that writes them in its own order in the same
+ * transaction: the `term.created` events of terms the captures opened, with their ids (drawn
+ * where chargeCards draws them), and the `charge.succeeded` / `charge.failed` events, one per
+ * outcome that is not a duplicate, in outcome order, whose ids the caller draws next (before
+ * anything else draws one, as chargeCards does).
+ */
+export async function chargeCardsUnrecorded(
+  trx: Kysely<Database>,
+  ctx: Pick<Context, 'ids' | 'processor' | 'clock'>,
+  requests: readonly ChargeRequest[],
+): Promise<{ outcomes: ChargeOutcome[]; events: EventInput[]; termEvents: { readonly event: EventInput; readonly id: string }[] }> {
+  const terms = heldEvents(ctx.ids);
+  const prepared = await prepareCharges(trx, ctx, requests, terms.record);
+  const written = await insertPreparedCharges(trx, prepared);
+  await voidUnwritten(ctx, prepared, written);
+  return { ...chargeOutcomes(prepared, written), termEvents: terms.held };
+}
+
+/**
  * A batch of charges authorized and built, not yet written: chargeCards in steps, for a caller
  * that prepares what follows the INSERT while it runs (the renewal job).
  */
@@ -268,7 +287,13 @@ export interface PreparedCharges {
  * chargeCards' first step, in three: authorize (draw the ids, ask the network), read what the rows
  * depend on (fee rates, the settlement of the approved ones), build the rows (buildChargeRows, no I/O).
  */
-export async function prepareCharges(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'clock'>, requests: readonly ChargeRequest[]): Promise<PreparedCharges> {
+export async function prepareCharges(
+  trx: Kysely<Database>,
+  ctx: Pick<Context, 'ids' | 'processor' | 'clock'>,
+  requests: readonly ChargeRequest[],
+  /** Where the events of terms the captures open go (written at once by default). */
+  recordTerms?: EventRecorder,
+): Promise<PreparedCharges> {
   if (requests.length === 0) return { requests, chargeIds: [], references: [], results: [], rows: [], payload: CHARGE_COLUMNS.document([]) };
   const { chargeIds, references, results } = await authorizeCharges(ctx, requests);
   const rates = await feeRates(trx, requests.map((r) => r.accountId));
@@ -294,6 +319,8 @@ export async function prepareCharges(trx: Kysely<Database>, ctx: Pick<Context, '
       platformFeeRate: null,
       payjpFeeIncluded: null,
     })),
+    undefined,
+    recordTerms,
   );
   const settlementOf = new Map(approvedAt.map((i, k) => [i, settlements[k]!]));
   const rows = buildChargeRows(requests, chargeIds, results, feeRateOf, settlementOf);

@@ -88,8 +88,47 @@ export function prepareEvents(events: readonly EventInput[]): PreparedEvents {
 
 /** Draws the ids of prepared events, in order, and writes them in one statement; see recordEvents. */
 export async function recordPreparedEvents(executor: Kysely<Database>, ids: IdGenerator, prepared: PreparedEvents): Promise<string[]> {
-  if (prepared.kinds.length === 0) return [];
   const eventIds = prepared.kinds.map((kind) => ids.next(kind));
+  await writeEvents(executor, prepared, eventIds);
+  return eventIds;
+}
+
+/**
+ * The ids of events to be written later (recordEventsWithIds), drawn now: a caller that writes
+ * events of several steps in one statement, in an order other than the one it draws in.
+ */
+export function drawEventIds(ids: IdGenerator, events: readonly Pick<EventInput, 'apiVersion'>[]): string[] {
+  return events.map((event) => ids.next((event.apiVersion ?? 'v1') === 'v1' ? 'eventV1' : 'eventV2'));
+}
+
+/**
+ * Where a step deep in a transaction sends the events it makes: by default recordEvents writes them
+ * at once; heldEvents keeps them, ids drawn, for a caller that writes the events of many steps in
+ * its own order.
+ */
+export type EventRecorder = (events: readonly EventInput[]) => Promise<unknown>;
+
+/** Events held with their ids (drawn when they are made, as recordEvents would), to write later with recordEventsWithIds. */
+export function heldEvents(ids: IdGenerator): { readonly record: EventRecorder; readonly held: { readonly event: EventInput; readonly id: string }[] } {
+  const held: { event: EventInput; id: string }[] = [];
+  return {
+    held,
+    record: async (events) => {
+      const eventIds = drawEventIds(ids, events);
+      events.forEach((event, k) => held.push({ event, id: eventIds[k]! }));
+    },
+  };
+}
+
+/** Writes events whose ids were drawn already (drawEventIds, one per event, in the same order); see recordEvents. */
+export async function recordEventsWithIds(executor: Kysely<Database>, events: readonly EventInput[], eventIds: readonly string[]): Promise<string[]> {
+  if (eventIds.length !== events.length) throw new Error(`${events.length} events given ${eventIds.length} ids`);
+  await writeEvents(executor, prepareEvents(events), eventIds);
+  return [...eventIds];
+}
+
+async function writeEvents(executor: Kysely<Database>, prepared: PreparedEvents, eventIds: readonly string[]): Promise<void> {
+  if (prepared.kinds.length === 0) return;
   // Three text values zipped by position (ROWS FROM): the columns as a JSON array of rows, the
   // documents and the ids newline-separated, split server-side, each document parsed once as json.
   // A jsonb array parameter cost BIND time parsing one giant jsonb and as long again extracting
@@ -107,7 +146,6 @@ export async function recordPreparedEvents(executor: Kysely<Database>, ids: IdGe
     SELECT x.a, x.id, x.l, x.v, x.t, x.o, x.r, x.d::json, ${instantFromEpochMs('x.c')}, coalesce(p.pending, 0)
     FROM x LEFT JOIN p ON p.n = x.n
     ORDER BY x.n`, prepared.accountIds).execute(executor);
-  return eventIds;
 }
 
 /**

@@ -16,6 +16,7 @@ import { shareOf } from '../domain/money';
 import type { TermCycle } from '../domain/terms';
 import type { Context } from '../engine/context';
 import { openTermIdsOpening } from './terms';
+import type { EventRecorder } from '../events/outbox';
 import { bulkColumns, ROW_KEYS } from '../db/bulk-rows';
 import { accountsOf, inAccounts } from '../db/account-scope';
 import { chargeCardFingerprint, disputeDueAt } from '../disputes/disputes';
@@ -101,6 +102,8 @@ export async function settlementOfCaptures(
   captures: readonly NewCapture[],
   /** The accounts' term cycles when the caller has read them (fixed at account creation); read here otherwise. */
   knownCycles?: ReadonlyMap<string, TermCycle>,
+  /** Where the `term.created` events of terms opened here go (recordEvents at once by default). */
+  record?: EventRecorder,
 ): Promise<CaptureSettlement[]> {
   if (captures.length === 0) return [];
   const accounts = [...new Set(captures.map((c) => c.accountId))];
@@ -115,7 +118,7 @@ export async function settlementOfCaptures(
     if (cycle === undefined) throw new Error(`no account ${c.accountId} for a capture`);
     return { accountId: c.accountId, livemode: c.livemode, cycle, at: c.capturedAt };
   });
-  const termIds = await openTermIdsOpening(trx, ctx.ids, wants);
+  const termIds = await openTermIdsOpening(trx, ctx.ids, wants, record);
   return captures.map((c, i) => ({ ...captureAmounts(c), term_id: termIds[i]! }));
 }
 

@@ -13,7 +13,7 @@ import { termContaining, type TermBounds, type TermCycle } from '../domain/terms
 import { JST_OFFSET_MS, MS_PER_DAY, toUnixSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { inBothApis } from './v2-settlement-objects';
-import { recordEvents, type EventInput } from '../events/outbox';
+import { recordEvents, type EventInput, type EventRecorder } from '../events/outbox';
 import { cursorOf, inListPage, type ListPage } from '../operations/list-page';
 import { bulkColumns, compositeKey, ROW_KEYS } from '../db/bulk-rows';
 import { accountsOf, inAccounts } from '../db/account-scope';
@@ -118,7 +118,12 @@ const TERM_LOOKUP_COLUMNS = bulkColumns<TermLookup>()({ i: ['int', 'index'], a: 
  * and writes `term.created` for those that are new, at the wanted instant (the capture, refund or
  * close that needed the term). Returns nothing: callers look the term up with openTermIds.
  */
-export async function openTerms(trx: Kysely<Database>, ids: IdGenerator, wants: readonly TermWant[]): Promise<void> {
+export async function openTerms(
+  trx: Kysely<Database>,
+  ids: IdGenerator,
+  wants: readonly TermWant[],
+  record: EventRecorder = (events) => recordEvents(trx, ids, events),
+): Promise<void> {
   if (wants.length === 0) return;
   const byKey = new Map<string, NewTerm>();
   const boundsOf = termBoundsCache();
@@ -149,7 +154,7 @@ export async function openTerms(trx: Kysely<Database>, ids: IdGenerator, wants: 
   const events: EventInput[] = inserted.rows
     .sort((x, y) => x.start_at.getTime() - y.start_at.getTime() || (x.account_id < y.account_id ? -1 : x.account_id > y.account_id ? 1 : 0))
     .map((row) => ({ accountId: row.account_id, livemode: row.livemode, type: 'term.created', data: renderTerm(row, { charges: 0, refunds: 0, disputes: 0 }), at: row.created_at }));
-  await recordEvents(trx, ids, inBothApis(events));
+  await record(inBothApis(events));
 }
 
 /** The distinct containing terms of wanted instants (termLookups), and which one each want has. */
@@ -225,12 +230,12 @@ async function openTermIds(trx: Kysely<Database>, wants: readonly TermWant[]): P
  * have returned. Otherwise (a term to open, or a closed one) the two run as before; the lookup's
  * FOR SHARE locks are the ones openTermIds takes anyway.
  */
-export async function openTermIdsOpening(trx: Kysely<Database>, ids: IdGenerator, wants: readonly TermWant[]): Promise<string[]> {
+export async function openTermIdsOpening(trx: Kysely<Database>, ids: IdGenerator, wants: readonly TermWant[], record?: EventRecorder): Promise<string[]> {
   if (wants.length === 0) return [];
   const { group, indexOf } = termLookups(wants);
   const found = await firstOpenTerms(trx, group);
   if (group.every((lookup) => found.get(lookup.index)?.start_at.getTime() === lookup.at.getTime())) return indexOf.map((index) => found.get(index)!.term_id);
-  await openTerms(trx, ids, wants);
+  await openTerms(trx, ids, wants, record);
   return openTermIds(trx, wants);
 }
 

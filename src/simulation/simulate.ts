@@ -611,11 +611,10 @@ async function runSubscriberBatch(
     if (token.subscriber !== 'token' || customer.subscriber !== 'customer' || subscription.subscriber !== 'subscription') break;
     if (token.account !== lead.account || token.livemode !== lead.livemode) break;
     if (triples.length > 0) {
-      // The first always goes (nothing was due up to its instant); the others only before the horizon,
+      // The first always goes (nothing was due up to its instant); the others only before the
+      // horizon (sign-ups sharing an instant go together: the batch writes each one's events
+      // after the one before's, as their calls one after the other would),
       if (token.at.getTime() >= horizon) break;
-      // not at the instant of the one before (the calls of two sign-ups at one instant interleave
-      // their events differently from one batch; the main loop runs them back to back),
-      if (token.at.getTime() === triples.at(-1)![0].at.getTime()) break;
       // and not naming a result of this batch, which exists only once the batch is written.
       if (triple.some((step) => refsIn(step.params).some((label) => labels.has(label)))) break;
     }

@@ -19,7 +19,7 @@
 import { sql, type Kysely } from 'kysely';
 import { utf8Text } from '../db/utf8-param';
 import type { Caller } from '../accounts/accounts';
-import { chargeCards, type ChargeRequest } from '../charges/charges';
+import { chargeCardsUnrecorded, type ChargeRequest } from '../charges/charges';
 import { renderCard, type CardRow } from '../customers/card-object';
 import { cardOfToken, cardsUrl } from '../customers/cards';
 import type { CustomerRow } from '../customers/customer-record';
@@ -29,7 +29,7 @@ import type { Database } from '../db/schema';
 import { KessaiError, toError } from '../domain/errors';
 import { planCreation } from '../domain/proration';
 import type { Context } from '../engine/context';
-import { recordEvents, type EventInput } from '../events/outbox';
+import { drawEventIds, recordEventsWithIds, type EventInput } from '../events/outbox';
 import { CHILD_LIST_PAGE, listObject } from '../operations/pagination';
 import { findPlan, renderPlan, type PlanObject, type PlanRow } from '../plans/plan-record';
 import { cardDeclined } from './subscription-charges';
@@ -82,7 +82,11 @@ export async function subscribeNewCustomers(trx: Kysely<Database>, ctx: Pick<Con
   const customers: CustomerRow[] = [];
   const cards: CardRow[] = [];
   const customerObjects: CustomerObject[] = [];
-  const events: EventInput[] = [];
+  // Each subscriber's events, in the order its three calls write them, with their ids: written
+  // together at the end, subscriber by subscriber, so subscribers sharing an instant list their
+  // events as their calls one after the other would (events of an instant are listed in writing
+  // order). Ids are drawn where each kind of event is made, in the same order as ever.
+  const signUpEvents: EventInput[] = [];
   const event = (type: string, data: EventInput['data'], at: Date): EventInput => ({ accountId: caller.accountId, livemode: caller.livemode, type, data, at });
   people.forEach((person, i) => {
     const token = tokens[i]!;
@@ -106,12 +110,12 @@ export async function subscribeNewCustomers(trx: Kysely<Database>, ctx: Pick<Con
     cards.push(card);
     customers.push(customer);
     customerObjects.push(object);
-    events.push(event('token.created', renderToken(token), person.at), event('customer.created', object, person.at), event('customer.card.created', renderCard(card), person.at));
+    signUpEvents.push(event('token.created', renderToken(token), person.at), event('customer.created', object, person.at), event('customer.card.created', renderCard(card), person.at));
   });
   await insertRows(trx, 'tokens', tokens.map((token) => ({ ...token, used_at: token.created_at })));
   await insertRows(trx, 'customers', customers);
   await insertRows(trx, 'cards', cards);
-  await recordEvents(trx, ctx.ids, events);
+  const signUpIds = drawEventIds(ctx.ids, signUpEvents);
 
   // subscriptions.create, in its order of checks: parameters, plan, subscribable, §1.3 plan, charge.
   const plans = new Map<string, PlanRow | KessaiError>();
@@ -158,17 +162,28 @@ export async function subscribeNewCustomers(trx: Kysely<Database>, ctx: Pick<Con
   }
   const drafts = outcomes.filter((o): o is Draft => !(o instanceof KessaiError) && 'row' in o);
   const charged = drafts.filter((d) => d.charge !== null);
-  const chargeOutcomes = await chargeCards(trx, ctx, charged.map((d) => d.charge!));
-  const chargeOf = new Map(charged.map((d, k) => [d, chargeOutcomes[k]!]));
+  const charges = await chargeCardsUnrecorded(trx, ctx, charged.map((d) => d.charge!));
+  const chargeIds = drawEventIds(ctx.ids, charges.events);
+  const chargeOf = new Map(charged.map((d, k) => [d, charges.outcomes[k]!]));
 
   const stored: SubscriptionRow[] = [];
-  const created: EventInput[] = [];
+  // By subscriber: its charge's event and its subscription.created event, each with its id.
+  const later = new Map<number, { event: EventInput; id: string }[]>();
+  const createdEvents: { i: number; event: EventInput }[] = [];
+  let chargeEvent = 0;
+  const placed = new Set<(typeof charges.termEvents)[number]>();
   const planObjects = new Map<string, PlanObject>();
   for (const draft of drafts) {
     const outcome = chargeOf.get(draft);
     let row = draft.row;
     if (outcome !== undefined) {
       if (outcome.status === 'duplicate') throw new Error(`new subscription ${row.subscription_id} already has a charge for its first period`);
+      // A term this batch's captures opened is created by the first capture in it, before that
+      // charge's event, as that subscriber's call would write it.
+      const opened = outcome.status === 'succeeded' ? charges.termEvents.filter((term) => !placed.has(term) && term.event.at.getTime() === people[draft.i]!.at.getTime()) : [];
+      for (const term of opened) placed.add(term);
+      later.set(draft.i, [...opened, { event: charges.events[chargeEvent]!, id: chargeIds[chargeEvent]! }]);
+      chargeEvent += 1;
       if (outcome.status === 'failed') {
         outcomes[draft.i] = cardDeclined(outcome);
         continue;
@@ -183,11 +198,26 @@ export async function subscribeNewCustomers(trx: Kysely<Database>, ctx: Pick<Con
     }
     const object = renderSubscription(row, plan, null);
     stored.push(row);
-    created.push(event('subscription.created', object, row.created_at));
+    createdEvents.push({ i: draft.i, event: event('subscription.created', object, row.created_at) });
     outcomes[draft.i] = object;
   }
   await insertRows(trx, 'subscriptions', stored);
-  await recordEvents(trx, ctx.ids, created);
+  const createdIds = drawEventIds(ctx.ids, createdEvents.map(({ event }) => event));
+  if (placed.size !== charges.termEvents.length) throw new Error('a term opened by a bulk sign-up has no capture at its instant');
+  createdEvents.forEach(({ i, event }, k) => later.set(i, [...(later.get(i) ?? []), { event, id: createdIds[k]! }]));
+  const events: EventInput[] = [];
+  const eventIds: string[] = [];
+  people.forEach((_, i) => {
+    for (const k of [3 * i, 3 * i + 1, 3 * i + 2]) {
+      events.push(signUpEvents[k]!);
+      eventIds.push(signUpIds[k]!);
+    }
+    for (const { event, id } of later.get(i) ?? []) {
+      events.push(event);
+      eventIds.push(id);
+    }
+  });
+  await recordEventsWithIds(trx, events, eventIds);
 
   return people.map((_, i) => {
     const subscription = outcomes[i]!;

@@ -93,6 +93,31 @@ describe('generated subscribers in bulk', () => {
     expect(bulk).toEqual(single);
   }, 300_000);
 
+  it('sign up subscribers sharing an instant in one batch: a crowd costs the stops of one sign-up', async () => {
+    const range = { from: parseInstant('2027-01-01'), to: parseInstant('2027-01-10') };
+    const stops = async (count: number) => {
+      const crowd = parseScenario(
+        JSON.stringify({
+          plans: [{ ref: 'p', params: { amount: 500, currency: 'jpy', interval: 'month' } }],
+          generators: [{ generate: 'subscribers', ref: 'c_', count, plan: '$p', from: '2027-01-05T10:00:00+09:00', to: '2027-01-05T10:00:05+09:00' }],
+        }),
+        'crowd',
+      );
+      const steps = planSteps(crowd, { ...range, seed: 3, operations: operationNames() });
+      const instants = new Set(steps.filter((step) => step.subscriber === 'token').map((step) => step.at.getTime()));
+      return simulate({ scenario: crowd, steps, ...range, seed: 3, jobs: ALL_JOBS, databaseUrl }, async (world) => ({
+        instants: instants.size,
+        stops: world.stats.stops,
+        created: world.outcomes.filter((o) => o.op === 'subscriptions.create' && o.error === null).length,
+      }));
+    };
+    const [one, crowd] = [await stops(1), await stops(60)];
+    // Sixty sign-ups over five seconds share their instants, and all of them are signed up.
+    expect(crowd.instants).toBeLessThanOrEqual(6);
+    expect(crowd.created).toBe(60);
+    expect(crowd.stops).toBe(one.stops);
+  }, 300_000);
+
   it('write the report the one-by-one calls write, ids aside', async () => {
     const [bulk, single] = [await report(true), await report(false)];
     const steps = bulk.steps as { op: string; error: { code: string } | null }[];

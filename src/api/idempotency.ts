@@ -137,6 +137,7 @@ function checkpointedNetwork(network: CardNetwork, held: Held): CardNetwork {
     authenticate: (requests) => held.atNetwork(refs(requests), () => network.authenticate(requests)),
     capture: (requests) => held.atNetwork(refs(requests), () => network.capture(requests)),
     release: (requests) => held.atNetwork(refs(requests), () => network.release(requests)),
+    refund: (requests) => held.atNetwork(refs(requests), () => network.refund(requests)),
   };
 }
 

@@ -16,6 +16,7 @@ import { REFUND_WINDOW_MS } from '../charges/charge-operations';
 import type { Database, PaymentRefundsTable } from '../db/schema';
 import type { PaymentRefundReason } from '../db/column-types';
 import { reject } from '../domain/errors';
+import { NETWORK_CLAIM_LEASE_MS } from '../domain/network-claims';
 import { createMetadata, mergeMetadata, type Metadata } from '../domain/metadata';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
@@ -23,7 +24,7 @@ import { recordEvent } from '../events/outbox';
 import { defineOperation } from '../operations/define';
 import { hasParam, optionalInteger, optionalString, readParams, requireString } from '../operations/params';
 import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
-import { findPaymentFlow } from '../payment-flows/payment-flow-object';
+import { findPaymentFlow, type PaymentFlowRow } from '../payment-flows/payment-flow-object';
 import { MAX_FLOW_AMOUNT } from '../payment-flows/payment-flows';
 import { settleRefunds } from '../settlement/capture';
 import { disputedAmounts } from '../disputes/disputes';
@@ -64,7 +65,7 @@ export function renderPaymentRefund(row: PaymentRefundRow): PaymentRefundObject 
   };
 }
 
-function refundEvent(row: PaymentRefundRow, type: 'refund.created' | 'refund.updated', at: Date) {
+function refundEvent(row: PaymentRefundRow, type: 'refund.created' | 'refund.updated' | 'refund.failed', at: Date) {
   return { accountId: row.account_id, livemode: row.livemode, type, data: renderPaymentRefund(row), at, apiVersion: 'v2' as const };
 }
 
@@ -96,12 +97,117 @@ export function allocateRefund(captures: readonly { readonly chargeId: string; r
   return parts;
 }
 
+/** A refund claimed for the card network: its `pending` row, committed, stamped by its `updated_at`. */
+interface RefundClaim {
+  readonly refund: PaymentRefundRow;
+  /** The card to refund to; null for PayPay (a wallet outside the card network: nothing to ask). */
+  readonly card: { readonly fingerprint: string; readonly authorizationCode: string } | null;
+  /** A claim left by a crash, taken over: finished, then the request's own refund is made. */
+  readonly takenOver: boolean;
+}
+
+/** The flow's captures, locked, with what each has left to refund, less what `pending` refunds (other than `except`) have reserved. */
+async function refundableCaptures(trx: Kysely<Database>, flow: PaymentFlowRow, except: string | null) {
+  const captures = await trx
+    .selectFrom('charges')
+    .select(['charge_id', 'amount_captured', 'amount_refunded'])
+    .where('account_id', '=', flow.account_id)
+    .where('livemode', '=', flow.livemode)
+    .where('payment_flow_id', '=', flow.payment_flow_id)
+    .orderBy('payment_flow_capture')
+    .forUpdate()
+    .execute();
+  // Read after the lock (the disputes job locks a charge to dispute it): a disputed capture has nothing left to refund.
+  const disputed = await disputedAmounts(trx, flow.account_id, flow.livemode, captures.map((c) => c.charge_id));
+  const refundable = captures.map((c) => ({ chargeId: c.charge_id, refundable: (c.amount_captured ?? 0) - c.amount_refunded - (disputed.get(c.charge_id) ?? 0) }));
+  const pending = await trx
+    .selectFrom('payment_refunds')
+    .select(({ fn }) => fn.coalesce(fn.sum<number>('amount'), sql<number>`0`).as('reserved'))
+    .where('account_id', '=', flow.account_id)
+    .where('livemode', '=', flow.livemode)
+    .where('payment_flow_id', '=', flow.payment_flow_id)
+    .where('status', '=', 'pending')
+    .$if(except !== null, (q) => q.where('payment_refund_id', '!=', except!))
+    .executeTakeFirstOrThrow();
+  const left = refundable.reduce((sum, c) => sum + c.refundable, 0) - Number(pending.reserved);
+  return { refundable, left };
+}
+
+function cardOf(flow: PaymentFlowRow): RefundClaim['card'] {
+  return flow.card_fingerprint === null ? null : { fingerprint: flow.card_fingerprint, authorizationCode: flow.authorization_code ?? '' };
+}
+
+/**
+ * The refund's network half and its record (ARCHITECTURE.md: no row lock across network I/O): the
+ * issuer is asked with no transaction open, under the refund's id as the reference; then, in a
+ * short transaction on the flow locked again, the answer is recorded only if the claim still holds
+ * (the refund `pending` with the claim's stamp). Approved: the money moves exactly as a v1 refund's
+ * (`refunds` rows on the captures, settled in the same transaction), `succeeded`, `refund.created`
+ * ("a processed refund emits refund.created", v2 §6.1). Refused: `failed`, `refund.failed`, and
+ * nothing moves.
+ */
+async function finishRefund(ctx: Context, claim: RefundClaim): Promise<PaymentRefundRow> {
+  const { refund, card } = claim;
+  const [answer] = card === null ? [] : await ctx.processor.refund([{ reference: refund.payment_refund_id, authorizationCode: card.authorizationCode, fingerprint: card.fingerprint, amount: refund.amount, at: refund.updated_at }]);
+  const caller: Caller = { accountId: refund.account_id, livemode: refund.livemode, kind: 'secret' };
+  return ctx.db.transaction().execute(async (trx) => {
+    const flow = await findPaymentFlow(trx, caller, refund.payment_flow_id, { lock: true });
+    const current = await findPaymentRefund(trx, caller, refund.payment_refund_id, { lock: true });
+    // Taken over after the lease (or recorded by the taker): the record made stands.
+    if (current.status !== 'pending' || current.updated_at.getTime() !== refund.updated_at.getTime()) return current;
+    const at = refund.updated_at;
+    if (answer !== undefined && !answer.ok) {
+      const failed = await setRefundStatus(trx, current, 'failed', at);
+      await recordEvent(trx, ctx.ids, refundEvent(failed, 'refund.failed', at));
+      return failed;
+    }
+    const { refundable } = await refundableCaptures(trx, flow, current.payment_refund_id);
+    const parts = allocateRefund(refundable, current.amount).map((part) => ({ ...part, refundId: ctx.ids.next('refund') }));
+    await trx
+      .insertInto('refunds')
+      .values(parts.map((part) => ({ account_id: current.account_id, livemode: current.livemode, refund_id: part.refundId, charge_id: part.chargeId, amount: part.amount, reason: current.reason, created_at: at, payment_refund_id: current.payment_refund_id })))
+      .execute();
+    for (const part of parts) {
+      await trx
+        .updateTable('charges')
+        .set({ amount_refunded: sql<number>`amount_refunded + ${part.amount}`, refunded: sql<boolean>`amount_refunded + ${part.amount} >= amount_captured`, updated_at: at })
+        .where('account_id', '=', current.account_id)
+        .where('livemode', '=', current.livemode)
+        .where('charge_id', '=', part.chargeId)
+        .execute();
+    }
+    await settleRefunds(trx, ctx, parts.map((part) => ({ accountId: current.account_id, livemode: current.livemode, refundId: part.refundId })));
+    const succeeded = await setRefundStatus(trx, current, 'succeeded', at);
+    await recordEvent(trx, ctx.ids, refundEvent(succeeded, 'refund.created', at));
+    return succeeded;
+  });
+}
+
+async function setRefundStatus(trx: Kysely<Database>, row: PaymentRefundRow, status: PaymentRefundRow['status'], at: Date): Promise<PaymentRefundRow> {
+  return trx
+    .updateTable('payment_refunds')
+    .set({ status, updated_at: at })
+    .where('account_id', '=', row.account_id)
+    .where('livemode', '=', row.livemode)
+    .where('payment_refund_id', '=', row.payment_refund_id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
 /**
  * `payment_refunds.create`: `payment_flow_id` (required), `amount` (1..; omitted = everything
  * still refundable), `reason` (duplicate, fraudulent, requested_by_customer), `metadata`.
  * Refused: a flow that captured nothing (`invalid_status`), one refunded in full
  * (`already_refunded`), an amount above what is left (`refund_amount_gt_net` on `amount`), past the
  * 180-day window from the flow's creation (`refund_limit_exceeded`, service rules §2).
+ *
+ * Three steps, as a capture: a short transaction on the flow's row (the lock serialises it with
+ * every other refund and capture of the flow) checks and commits the refund `pending`, which
+ * reserves its amount against racing refunds; the card network is asked; finishRefund records the
+ * answer (`succeeded`, or `failed` when the issuer refuses: answered 200 with the failed refund, as
+ * the SDK's PaymentRefund has the status for it). A `pending` refund left by a crash is taken over
+ * after the lease by the flow's next refund request, which finishes it (the same reference at the
+ * network) before making its own.
  */
 export async function createPaymentRefund(ctx: Context, caller: Caller, input: unknown): Promise<PaymentRefundObject> {
   const params = readParams(input, ['payment_flow_id', 'amount', 'reason', 'metadata']);
@@ -113,63 +219,49 @@ export async function createPaymentRefund(ctx: Context, caller: Caller, input: u
   }
   const reason = reasonText as PaymentRefundReason | null;
   const metadata = hasParam(params, 'metadata') ? createMetadata(params.metadata, 'v2') : {};
-  const row = await ctx.db.transaction().execute(async (trx) => {
-    // The flow's lock serialises this refund with every other refund and capture of the flow.
-    const flow = await findPaymentFlow(trx, caller, flowId, { lock: true, param: 'payment_flow_id' });
-    const now = ctx.clock.now();
-    if (flow.amount_received === 0) return reject('invalid_status', 'payment_flow_id', `a payment flow that is ${flow.status} has captured nothing to refund`);
-    if (now.getTime() > flow.created_at.getTime() + REFUND_WINDOW_MS) reject('refund_limit_exceeded', 'payment_flow_id', `payment flow ${flowId} is more than 180 days old`);
-    const captures = await trx
-      .selectFrom('charges')
-      .select(['charge_id', 'amount_captured', 'amount_refunded'])
-      .where('account_id', '=', flow.account_id)
-      .where('livemode', '=', flow.livemode)
-      .where('payment_flow_id', '=', flow.payment_flow_id)
-      .orderBy('payment_flow_capture')
-      .forUpdate()
-      .execute();
-    // Read after the lock (the disputes job locks a charge to dispute it): a disputed capture has nothing left to refund.
-    const disputed = await disputedAmounts(trx, flow.account_id, flow.livemode, captures.map((c) => c.charge_id));
-    const refundable = captures.map((c) => ({ chargeId: c.charge_id, refundable: (c.amount_captured ?? 0) - c.amount_refunded - (disputed.get(c.charge_id) ?? 0) }));
-    const left = refundable.reduce((sum, c) => sum + c.refundable, 0);
-    if (left <= 0) return reject('already_refunded', 'payment_flow_id', `payment flow ${flowId} is already refunded in full`);
-    const amount = requested ?? left;
-    if (amount > left) return reject('refund_amount_gt_net', 'amount', `amount ${amount} is above the ${left} yen left to refund`);
-    const refund = await trx
-      .insertInto('payment_refunds')
-      .values({
-        account_id: caller.accountId,
-        livemode: caller.livemode,
-        payment_refund_id: ctx.ids.next('paymentRefund'),
-        payment_flow_id: flow.payment_flow_id,
-        amount,
-        status: 'succeeded',
-        reason,
-        metadata: JSON.stringify(metadata),
-        created_at: now,
-        updated_at: now,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    const parts = allocateRefund(refundable, amount).map((part) => ({ ...part, refundId: ctx.ids.next('refund') }));
-    await trx
-      .insertInto('refunds')
-      .values(parts.map((part) => ({ account_id: caller.accountId, livemode: caller.livemode, refund_id: part.refundId, charge_id: part.chargeId, amount: part.amount, reason, created_at: now, payment_refund_id: refund.payment_refund_id })))
-      .execute();
-    for (const part of parts) {
-      await trx
-        .updateTable('charges')
-        .set({ amount_refunded: sql<number>`amount_refunded + ${part.amount}`, refunded: sql<boolean>`amount_refunded + ${part.amount} >= amount_captured`, updated_at: now })
-        .where('account_id', '=', caller.accountId)
-        .where('livemode', '=', caller.livemode)
-        .where('charge_id', '=', part.chargeId)
-        .execute();
-    }
-    await settleRefunds(trx, ctx, parts.map((part) => ({ accountId: caller.accountId, livemode: caller.livemode, refundId: part.refundId })));
-    await recordEvent(trx, ctx.ids, refundEvent(refund, 'refund.created', now));
-    return refund;
-  });
-  return renderPaymentRefund(row);
+  for (;;) {
+    const claim = await ctx.db.transaction().execute(async (trx): Promise<RefundClaim> => {
+      const flow = await findPaymentFlow(trx, caller, flowId, { lock: true, param: 'payment_flow_id' });
+      const now = ctx.clock.now();
+      const lapsed = await trx
+        .selectFrom('payment_refunds')
+        .selectAll()
+        .where('account_id', '=', flow.account_id)
+        .where('livemode', '=', flow.livemode)
+        .where('payment_flow_id', '=', flow.payment_flow_id)
+        .where('status', '=', 'pending')
+        .where('updated_at', '<=', new Date(now.getTime() - NETWORK_CLAIM_LEASE_MS))
+        .orderBy('created_at')
+        .forUpdate()
+        .executeTakeFirst();
+      if (lapsed !== undefined) return { refund: await setRefundStatus(trx, lapsed, 'pending', now), card: cardOf(flow), takenOver: true };
+      if (flow.amount_received === 0) return reject('invalid_status', 'payment_flow_id', `a payment flow that is ${flow.status} has captured nothing to refund`);
+      if (now.getTime() > flow.created_at.getTime() + REFUND_WINDOW_MS) reject('refund_limit_exceeded', 'payment_flow_id', `payment flow ${flowId} is more than 180 days old`);
+      const { left } = await refundableCaptures(trx, flow, null);
+      if (left <= 0) return reject('already_refunded', 'payment_flow_id', `payment flow ${flowId} is already refunded in full`);
+      const amount = requested ?? left;
+      if (amount > left) return reject('refund_amount_gt_net', 'amount', `amount ${amount} is above the ${left} yen left to refund`);
+      const refund = await trx
+        .insertInto('payment_refunds')
+        .values({
+          account_id: caller.accountId,
+          livemode: caller.livemode,
+          payment_refund_id: ctx.ids.next('paymentRefund'),
+          payment_flow_id: flow.payment_flow_id,
+          amount,
+          status: 'pending',
+          reason,
+          metadata: JSON.stringify(metadata),
+          created_at: now,
+          updated_at: now,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      return { refund, card: cardOf(flow), takenOver: false };
+    });
+    const row = await finishRefund(ctx, claim);
+    if (!claim.takenOver) return renderPaymentRefund(row);
+  }
 }
 
 export async function retrievePaymentRefund(ctx: Context, caller: Caller, input: unknown): Promise<PaymentRefundObject> {

@@ -87,6 +87,18 @@ export interface SettlementRequest {
   readonly at: Date;
 }
 
+/** A refund of captured money back to the card it was paid with. */
+export interface RefundRequest {
+  /** The refund's own id: the network's idempotency key, so a refund asked again is refunded once. */
+  readonly reference: string;
+  /** The authorization the refunded payment was approved under. */
+  readonly authorizationCode: string;
+  /** The card (as in AuthorizationRequest): the issuer decides whether it takes the money back. */
+  readonly fingerprint: string;
+  readonly amount: number;
+  readonly at: Date;
+}
+
 export type SettlementResult =
   | { readonly reference: string; readonly ok: true }
   | { readonly reference: string; readonly ok: false; readonly code: ErrorCode; readonly message: string; readonly retryable: boolean };
@@ -104,6 +116,11 @@ export interface CardNetwork {
   capture(requests: readonly SettlementRequest[]): Promise<SettlementResult[]>;
   /** Gives a hold back (refund of an uncaptured charge, lapse); for debit cards it refunds the debit. */
   release(requests: readonly SettlementRequest[]): Promise<SettlementResult[]>;
+  /**
+   * Sends captured money back to the card (a v2 refund). A refusal is a result: the issuer may
+   * refuse to take money back to a card (the `refundFails` test card), and then nothing moved.
+   */
+  refund(requests: readonly RefundRequest[]): Promise<SettlementResult[]>;
 }
 
 export interface SimulatedCardNetworkOptions {
@@ -314,6 +331,16 @@ export function simulatedCardNetwork(options: SimulatedCardNetworkOptions = {}):
 
     async release(requests) {
       return requests.map((request) => settle(request));
+    },
+
+    async refund(requests) {
+      return requests.map((request) => {
+        assertInstant(request.at, request.reference);
+        if (findTestCardByFingerprint(request.fingerprint)?.refund === 'refused') {
+          return { reference: request.reference, ok: false, code: 'card_declined', message: 'the issuer refused to take the refund back to this card', retryable: false };
+        }
+        return { reference: request.reference, ok: true };
+      });
     },
   };
 }

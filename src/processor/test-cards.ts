@@ -90,6 +90,8 @@ export interface TestCardSpec {
   /** What authorization answers once a token exists. */
   readonly authorization: 'approve' | DeclineRule;
   readonly threeDSecure: ThreeDSecureBehaviour;
+  /** `refused`: the issuer refuses every refund to the card (a refund ends `failed`, nothing moves). */
+  readonly refund?: 'refused';
   /** Set on cards whose captured charges the issuer disputes (chargebacks); see DisputeBehaviour. */
   readonly dispute?: DisputeBehaviour;
   /** What the card is for, for people reading a scenario. */
@@ -185,6 +187,17 @@ export const TEST_CARDS = {
     last4: '1034',
     authorization: { code: 'card_declined', kinds: ['reauth'] },
     purpose: 'holds succeed, every reauthorization is declined (the original hold lapses)',
+  },
+
+  // Refunds refused by the issuer (v2 §6.1 `refund.failed`); the number payment providers publish
+  // for a refund that fails.
+  refundFails: {
+    ...domesticCredit,
+    number: '4000000000005126',
+    brand: 'Visa',
+    last4: '5126',
+    refund: 'refused',
+    purpose: 'payments succeed; every refund of a v2 payment flow is refused by the issuer and ends failed (refund.failed)',
   },
 
   // 3-D Secure outcomes (v1 §3.1, §4.3).

@@ -73,6 +73,7 @@ function probingNetwork(): CardNetwork {
     authenticate: wrap('authenticate', (r) => network.authenticate(r)),
     capture: wrap('capture', (r) => network.capture(r)),
     release: wrap('release', (r) => network.release(r)),
+    refund: wrap('refund', (r) => network.refund(r)),
   };
 }
 

@@ -36,7 +36,7 @@ let other: Store;
 
 /** What another connection saw of a flow's row while a network call was in flight. */
 interface Probe {
-  readonly call: 'authorize' | 'authenticate' | 'capture' | 'release';
+  readonly call: 'authorize' | 'authenticate' | 'capture' | 'release' | 'refund';
   readonly flowId: string;
   /** `FOR UPDATE NOWAIT` from another connection got the lock. */
   readonly lockable: boolean;
@@ -91,6 +91,7 @@ function instrumentedNetwork(options: { probe?: Probe[]; sessionProbe?: { readon
     authenticate: async (requests) => (await during('authenticate', requests[0]!.reference), network.authenticate(requests)),
     capture: async (requests) => (await during('capture', requests[0]!.reference), network.capture(requests)),
     release: async (requests) => (await during('release', requests[0]!.reference), network.release(requests)),
+    refund: async (requests) => (await during('refund', requests[0]!.reference), network.refund(requests)),
   };
 }
 

@@ -50,6 +50,7 @@ function gatedNetwork(): CardNetwork {
     authenticate: async (requests) => (await held(), network.authenticate(requests)),
     capture: async (requests) => (await held(), network.capture(requests)),
     release: async (requests) => (await held(), network.release(requests)),
+    refund: async (requests) => (await held(), network.refund(requests)),
   };
 }
 

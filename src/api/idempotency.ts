@@ -66,6 +66,7 @@ import { KessaiError, toError, type ErrorCode } from '../domain/errors';
 import type { Clock } from '../engine/clock';
 import type { Context } from '../engine/context';
 import type { CardNetwork } from '../processor/card-network';
+import { withProcessorFaults } from '../processor/processor-faults';
 import { callerOf } from './rate-limits';
 import { refusalOf, sendRefusal } from './refusal';
 import { withRetryAfter } from './retry-after';
@@ -149,7 +150,9 @@ function checkpointedNetwork(network: CardNetwork, held: Held): CardNetwork {
  */
 export function operationContext(request: FastifyRequest, ctx: Context): Context {
   const held = HELD.get(request);
-  return held === undefined ? ctx : { ...ctx, db: held.joined.db, processor: checkpointedNetwork(ctx.processor, held) };
+  // A network call that throws answers pg_wrong (src/processor/processor-faults.ts); the checkpoint's own faults stay as they are.
+  const processor = withProcessorFaults(ctx.processor);
+  return held === undefined ? { ...ctx, processor } : { ...ctx, db: held.joined.db, processor: checkpointedNetwork(processor, held) };
 }
 
 /** The key row's body while it is `pending` after a checkpoint: what a taker must undo first. */

@@ -255,6 +255,9 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
           throw new KessaiError('invalid_param_key', { param: first!, message: `unknown parameter ${first!}: POST parameters go in the form body` });
         }
         const input = decodeV1Input(request.params as Record<string, string>, fields);
+        if (route.needsParams && Object.keys(input).length === Object.keys(request.params as object).length) {
+          throw new KessaiError('no_param', { message: 'no parameter was set: an update needs at least one parameter to change' });
+        }
         // Under an Idempotency-Key the operation runs in the request transaction (./idempotency.ts).
         const opCtx = await requestOnClock(operationContext(request, requestContext(ctx, request)), caller, route.operation, input);
         const result = await runOperation(opCtx, caller, route.operation, input);

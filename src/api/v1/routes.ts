@@ -10,6 +10,11 @@ export interface V1Route {
   /** Fastify pattern, e.g. `/v1/customers/:customer/cards/:id`. */
   readonly path: string;
   readonly operation: string;
+  /**
+   * An update of an existing object: a request that sets no parameter at all changes nothing and
+   * is refused with `no_param` (v1 §7 "no parameter set").
+   */
+  readonly needsParams?: boolean;
 }
 
 const route = (method: HttpMethod, path: string, operation: string, extra: Partial<V1Route> = {}): V1Route => ({ method, path: `/v1${path}`, operation, ...extra });
@@ -20,7 +25,7 @@ function crud(base: string, resource: string, withDelete: boolean, parent = ''):
     route('POST', `${parent}${base}`, `${resource}.create`),
     route('GET', `${parent}${base}`, `${resource}.list`),
     route('GET', `${parent}${base}/:id`, `${resource}.retrieve`),
-    route('POST', `${parent}${base}/:id`, `${resource}.update`),
+    route('POST', `${parent}${base}/:id`, `${resource}.update`, { needsParams: true }),
   ];
   return withDelete ? [...routes, route('DELETE', `${parent}${base}/:id`, `${resource}.delete`)] : routes;
 }

@@ -120,7 +120,7 @@ export async function runJobCommand(jobName: string, options: { at: Date; batchS
 }
 
 // Settlement (service rules §4): the nightly statement generation on demand. Runs the daily slot
-// of terms.close, then of balances.close, at or before --at (default now), as `jobs run` would.
+// of terms.close, then service_fees.bill (the 1st), then balances.close, at or before --at (default now), as `jobs run` would.
 // As `worker --once --at`: the engine acts as if it were --at (a past or a what-if instant); the
 // run ledger's leases follow the real clock.
 export async function runStatementsCommand(options: { at?: Date; batchSize?: number }, g: GlobalOptions): Promise<void> {

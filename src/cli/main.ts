@@ -143,12 +143,12 @@ export function buildProgram(): Command {
     });
 
   // Settlement (service rules §4): the nightly statement generation on demand. Runs the daily slot
-  // of terms.close, then of balances.close, at or before --at (default now), as `jobs run` would.
+  // of terms.close, then service_fees.bill (the 1st), then balances.close, at or before --at (default now), as `jobs run` would.
   program
     .command('statements')
     .description('statement generation')
     .command('run')
-    .description('close every term ended as of the slot at or before --at (default now), then close balances due by then')
+    .description('close every term ended as of the slot at or before --at (default now), bill the plan fees due by then, then close balances due by then')
     .option('--at <instant>', `e.g. 2027-02-01T00:00 (JST) or 2027-01-31T15:00:00Z; the daily 00:00 JST slot at or before it runs: ${AT_HELP}`, instantArg)
     .option('--batch-size <n>', 'rows per batch transaction', positiveIntArg)
     .addHelpText('after', STOP_HELP)

@@ -217,6 +217,7 @@ describe.each<Backend>(['harness', 'pglite'])('operator API on %s', (backend) =>
     const statements = (await ok('POST', '/statements/run', { body: {} })).data as { job: string; status: string }[];
     expect(statements.map((o) => [o.job, o.status])).toEqual([
       ['terms.close', 'succeeded'],
+      ['service_fees.bill', 'succeeded'],
       ['balances.close', 'succeeded'],
     ]);
     expect(await lastAudit()).toMatchObject({ operator: 'ops-alice', action: 'statements.run' });

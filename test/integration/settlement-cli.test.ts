@@ -41,6 +41,7 @@ describe('kessai statements run', () => {
     expect(first.code, first.stderr).toBe(0);
     expect(first.stdout).toBe(
       'terms.close @ 2027-01-31T15:00:00.000Z: succeeded {"terms_closed":1,"statements":2,"balances_fixed":1,"batches":1}\n' +
+        'service_fees.bill @ 2027-01-31T15:00:00.000Z: succeeded {"billed":0,"batches":0}\n' +
         'balances.close @ 2027-01-31T15:00:00.000Z: succeeded {"balances_closed":0,"batches":0}\n',
     );
     // A replay creates nothing; the slot's counts in the ledger still say what its first run did.

@@ -16,7 +16,7 @@ import type { Database } from '../../db/schema';
 import { KessaiError } from '../../domain/errors';
 import { FixedClock, type Clock } from '../../engine/clock';
 import type { Context } from '../../engine/context';
-import { nextSlotAfter } from '../../engine/cron';
+import { slotAtOrBefore } from '../../engine/cron';
 import type { JobDefinition } from '../../engine/job';
 import { jobStates, LEDGER_STATUSES, ledgerSlots, type JobState, type LedgerSlot } from '../../engine/job-ledger';
 import { Scheduler, type SlotOutcome } from '../../engine/scheduler';
@@ -104,8 +104,12 @@ export async function recentAudit(db: Kysely<Database>, limit = 50) {
   return db.selectFrom('operator_audit').selectAll().orderBy('audit_id', 'desc').limit(limit).execute();
 }
 
-/** The jobs statements run runs, in order. */
-export const STATEMENT_JOBS = ['terms.close', 'balances.close'] as const;
+/**
+ * The jobs statements run runs, in the worker's order (jobs/index.ts): the term close, then the
+ * plan fees of the service billed into the term it opened, then the balances due. So a run gives
+ * the statements the worker's slots at that instant give.
+ */
+export const STATEMENT_JOBS = ['terms.close', 'service_fees.bill', 'balances.close'] as const;
 
 export function localOperator(options: LocalOperatorOptions): Operator {
   const { ctx, who } = options;
@@ -221,8 +225,9 @@ export function localOperator(options: LocalOperatorOptions): Operator {
           // Stopped: the slot that was running has been handed back; the next one is not started.
           if (runner.stopping) break;
           const job = jobNamed(name);
-          // The latest slot at or before `at`: the first one strictly after `at` − 1 day (daily schedules).
-          outcomes.push(await runner.runSlot(name, nextSlotAfter(job.schedule, new Date(instant.getTime() - 24 * 60 * 60 * 1000))));
+          // Each job's latest slot at or before `at` (daily for the closes, the 1st for plan fees,
+          // whose late slot bills every month it missed, each at its own start).
+          outcomes.push(await runner.runSlot(name, slotAtOrBefore(job.schedule, instant)));
         }
         await audit('statements.run', null, instant.toISOString(), { slots: outcomes.map(outcomeDetail) });
         return outcomes;

@@ -83,7 +83,7 @@ async function runOne(scenario: Scenario, steps: readonly Step[], options: Settl
       },
       async (world) => {
         bar.stop();
-        const written = await writeReport(world, { scenario: scenario.name ?? null, from: options.from, to: options.to, seed: options.seed, ...(source ? { source } : {}) }, dir);
+        const written = await writeReport(world, { scenario: scenario.name ?? null, from: options.from, to: options.to, seed: options.seed, ...(source ? { source } : {}) }, dir, options.detail);
         // Card declines are outcomes of the scenario; any other refusal means the scenario asked for
         // something the API does not allow, which the user must hear about.
         const failed = world.outcomes

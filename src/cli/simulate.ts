@@ -5,6 +5,7 @@
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import { parseInstant } from '../domain/time';
+import { REPORT_DETAILS, type ReportDetail } from '../simulation/report-detail';
 
 export interface SimulateOptions {
   /** Optional with --source (a forecast needs no scenario). */
@@ -20,6 +21,7 @@ export interface SimulateOptions {
   readonly source?: string;
   readonly account?: string[];
   readonly declineRate?: number;
+  readonly detail: ReportDetail;
 }
 
 function instantArg(value: string): Date {
@@ -52,6 +54,11 @@ function rateArg(value: string): number {
   return n;
 }
 
+function detailArg(value: string): ReportDetail {
+  if (!(REPORT_DETAILS as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${REPORT_DETAILS.join(', ')}, got ${JSON.stringify(value)}`);
+  return value as ReportDetail;
+}
+
 function collect(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
 }
@@ -71,6 +78,12 @@ export function registerSimulate(program: Command): void {
     .option('--batch-size <n>', 'rows per job batch', batchArg)
     .option('--source <database-url|data-dir>', 'forecast: start from a read-only snapshot of this kessai database instead of an empty book')
     .option('--account <id>', 'with --source: copy this account only (repeatable; default every account)', collect)
+    .option(
+      '--detail <level>',
+      'what report.json lists: summary (months, terms, statements, balances, steps), charges (also every subscription, charge and refund, and charges.csv), full (also every event and webhook delivery)',
+      detailArg,
+      'charges',
+    )
     .option('--decline-rate <share>', 'assumed share (0..1) of otherwise approved card authorizations declined, drawn from the seed; replaces the scenario\'s and what-if\'s decline_rate', rateArg)
     .addHelpText(
       'after',

@@ -21,6 +21,7 @@ import { renderReportHtml } from './report-html';
 import { subscriberCells, yen } from './report-cells';
 import type { SimulatedWorld } from './simulate';
 import { webhookReport } from './webhooks';
+import { REPORT_DETAILS, type ReportDetail } from './report-detail';
 import { EVENT_TEXT_SQL } from '../events/outbox';
 import { findOperation, runOperation } from '../operations/registry';
 import { subscriptionObjects } from '../subscriptions/subscription-record';
@@ -224,7 +225,7 @@ type ReportCharge = Pick<ChargeRow, (typeof REPORT_CHARGE_COLUMNS)[number]>;
  * whole report, not once per charge: a subscriber's card appears in every renewal (on PGlite,
  * where every field read costs JavaScript work, reading them per page was most of the section).
  */
-function chargePages(db: Kysely<Database>): Pages<{ row: ReportCharge; cardText: string | null; brand: string | null }> {
+function chargePages(db: Kysely<Database>, withCards = true): Pages<{ row: ReportCharge; cardText: string | null; brand: string | null }> {
   return (emit) =>
     db.transaction().execute(async (trx) => {
       // The columns the charge object and the summary read, not every column of the table (on
@@ -239,6 +240,7 @@ function chargePages(db: Kysely<Database>): Pages<{ row: ReportCharge; cardText:
       const fetchPage = async () => {
         const rows = (await sql<ReportCharge>`FETCH ${sql.raw(String(PAGE))} FROM report_charges`.execute(trx)).rows;
         const unseen = new Map<string, ReportCharge>();
+        if (!withCards) return rows.map((row) => ({ row, cardText: null, brand: null }));
         for (const row of rows) {
           const key = cardKey(row.account_id, row.livemode, row.card_id);
           if (!cards.has(key)) unseen.set(key, row);
@@ -383,8 +385,9 @@ export interface WrittenReport {
  * Writes report.json, charges.csv and statements.csv into `dir` and returns the summary and the
  * daily series (for summary.json, the chart and a what-if diff).
  */
-export async function writeReport(world: SimulatedWorld, header: ReportHeader, dir: string): Promise<WrittenReport> {
+export async function writeReport(world: SimulatedWorld, header: ReportHeader, dir: string, detail: ReportDetail = 'full'): Promise<WrittenReport> {
   mkdirSync(dir, { recursive: true });
+  const lists = (level: ReportDetail) => REPORT_DETAILS.indexOf(detail) >= REPORT_DETAILS.indexOf(level);
   const { db } = world.ctx;
   const months = new Map<string, MonthSummary>();
   // A forecast's copied history (before --from) is listed in report.json but not summed: the
@@ -420,8 +423,8 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
 
   // Subscriptions as they stand at the end (deleted ones too), then every state change; both a
   // page at a time, never the whole book in memory.
-  await json.array('subscriptions', subscriptionPages(db, world.accounts));
-  await json.array('subscription_changes', cursorPages<{ account_id: string; created_at: Date; type: string; resource_id: string; status: string | null }>(
+  if (lists('charges')) await json.array('subscriptions', subscriptionPages(db, world.accounts));
+  if (lists('charges')) await json.array('subscription_changes', cursorPages<{ account_id: string; created_at: Date; type: string; resource_id: string; status: string | null }>(
     db,
     sql`SELECT account_id, created_at, type, resource_id, data->>'status' AS status FROM events WHERE type LIKE 'subscription.%' ORDER BY account_id, seq`,
   ), (change) => ({
@@ -432,12 +435,13 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
     status: change.status,
   }));
 
-  const chargesCsv = createWriteStream(join(dir, 'charges.csv'));
-  chargesCsv.write(`${CSV_BOM}id,account,created_at,customer,subscription,amount,paid,captured,captured_at,amount_captured,amount_refunded,refunded,failure_code,card_brand,fee_rate,fee,platform_fee,tenant,term_id\n`);
+  // Without the charges listed, they are still read (page by page, without their cards) for the
+  // summary's sums, and neither rendered nor exported.
+  const chargesCsv = lists('charges') ? createWriteStream(join(dir, 'charges.csv')) : undefined;
+  chargesCsv?.write(`${CSV_BOM}id,account,created_at,customer,subscription,amount,paid,captured,captured_at,amount_captured,amount_refunded,refunded,failure_code,card_brand,fee_rate,fee,platform_fee,tenant,term_id\n`);
   // Lines are written a page at a time.
   const csvLines: string[] = [];
-  await json.array('charges', chargePages(db), ({ row, cardText, brand }) => {
-    const object = new JsonText(chargeText(row, cardText));
+  const sumCharge = (row: ReportCharge) => {
     const created = month(row.created_at);
     created.charges += 1;
     if (!row.paid) {
@@ -456,6 +460,10 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
     }
     if (row.captured_at !== null && row.fee !== null) month(row.captured_at).fees_yen += row.fee;
     if (row.captured_at !== null && row.platform_fee !== null) month(row.captured_at).platform_fees_yen += row.platform_fee;
+  };
+  const listCharge = ({ row, cardText, brand }: { row: ReportCharge; cardText: string | null; brand: string | null }) => {
+    const object = new JsonText(chargeText(row, cardText));
+    sumCharge(row);
     csvLines.push(
       [
         row.charge_id,
@@ -479,21 +487,31 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
         row.term_id ?? '',
       ].join(',') + '\n',
     );
-    if (csvLines.length >= PAGE) chargesCsv.write(csvLines.splice(0).join(''));
+    if (csvLines.length >= PAGE) chargesCsv?.write(csvLines.splice(0).join(''));
     return object;
-  });
-  chargesCsv.write(csvLines.join(''));
+  };
+  if (lists('charges')) await json.array('charges', chargePages(db), listCharge);
+  else {
+    await chargePages(db, false)(async (page) => {
+      for (const { row } of page) sumCharge(row);
+    });
+  }
+  chargesCsv?.write(csvLines.join(''));
   // Listen before ending: 'finish' may come before the later awaits are done.
-  const chargesWritten = once(chargesCsv, 'finish');
-  chargesCsv.end();
+  const chargesWritten = chargesCsv ? once(chargesCsv, 'finish') : Promise.resolve();
+  chargesCsv?.end();
 
   const refunds = await db.selectFrom('refunds').selectAll().orderBy('account_id').orderBy('created_at').orderBy('refund_id').execute();
-  await json.array('refunds', single(refunds), (refund) => {
+  const sumRefund = (refund: (typeof refunds)[number]) => {
     const m = month(refund.created_at);
     m.refunds += 1;
     m.refunded_yen += refund.amount;
     const offset = (refund as { refund_fee_offset?: number | null }).refund_fee_offset;
     if (typeof offset === 'number') m.fees_yen -= offset;
+  };
+  if (!lists('charges')) refunds.forEach(sumRefund);
+  else await json.array('refunds', single(refunds), (refund) => {
+    sumRefund(refund);
     return { id: refund.refund_id, object: 'refund', livemode: refund.livemode, account: refund.account_id, charge: refund.charge_id, amount: refund.amount, reason: refund.reason, created: Math.floor(refund.created_at.getTime() / 1000) };
   });
 
@@ -566,10 +584,12 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   statementsCsv.end();
   await json.array('statements', single(statements));
   await json.array('balances', single(balances));
-  const events = eventLines(world);
-  if (events) await json.arrayOfLines('events', events);
-  else await json.array('events', eventPages(db));
-  const webhooks = await webhookReport(db);
+  if (lists('full')) {
+    const events = eventLines(world);
+    if (events) await json.arrayOfLines('events', events);
+    else await json.array('events', eventPages(db));
+  }
+  const webhooks = lists('full') ? await webhookReport(db) : undefined;
   if (webhooks) {
     await json.array('webhook_endpoints', single(webhooks.endpoints));
     await json.array('webhook_deliveries', single(webhooks.deliveries));

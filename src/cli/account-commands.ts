@@ -3,12 +3,11 @@
  * runs (the options and help stay in main.ts).
  */
 import type { TermCycle } from '../accounts/accounts';
-import { setReauthSettings } from '../charges/hold-jobs';
 import { assertCitus, distributeAccountTables } from '../db/citus';
 import { openStore } from '../db/connect';
 import { migrate } from '../db/migrate';
 import { formatJst, toUnixSeconds } from '../domain/time';
-import { logger, runtime, type GlobalOptions } from './command-runtime';
+import { logger, type GlobalOptions } from './command-runtime';
 import { withOperator } from './operator-access';
 
 export async function migrateCommand(options: { citus?: boolean }, g: GlobalOptions): Promise<void> {
@@ -72,9 +71,8 @@ export interface ReauthOptions {
 }
 
 export async function reauthCommand(accountId: string, options: ReauthOptions, g: GlobalOptions): Promise<void> {
-  const rt = await runtime(g, logger(g));
-  try {
-    const settings = await setReauthSettings(rt.ctx.db, accountId, {
+  await withOperator({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, log: logger(g) }, async (operator) => {
+    const settings = await operator.accounts.reauth(accountId, {
       ...(options.enable ? { enabled: true } : options.disable ? { enabled: false } : {}),
       ...(options.leadHours === undefined ? {} : { leadHours: options.leadHours }),
       ...(options.maxCount === undefined ? {} : { maxCount: options.maxCount }),
@@ -84,9 +82,7 @@ export async function reauthCommand(accountId: string, options: ReauthOptions, g
         ? `${accountId}: scheduled reauthorization on: holds lapsing within ${settings.leadHours} h are reauthorized, at most ${settings.maxCount} time(s) per charge`
         : `${accountId}: scheduled reauthorization off (holds lapse at expired_at)`,
     );
-  } finally {
-    await rt.close();
-  }
+  });
 }
 
 export async function listAccountsCommand(g: GlobalOptions): Promise<void> {

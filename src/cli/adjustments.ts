@@ -1,21 +1,18 @@
 /**
  * `kessai adjustments add|list` (operator adjustments of a balance, booked into a `misc` statement)
  * and `kessai accounts plan` (an account's own paid plan of the service, billed into `service_fee`
- * statements). The service's API has neither: they are the operator's, through the feature
- * functions the operator API calls too. A composition root like main.ts.
+ * statements). The service's API has neither: they are the operator's (operator.ts), reached
+ * through a running serve's operator API when it holds the embedded database. A composition root
+ * like main.ts.
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { KessaiError } from '../domain/errors';
 import { ADJUSTMENT_SUBJECTS, SERVICE_PLAN_SUBJECTS } from '../domain/service-statements';
 import { formatJst, fromUnixSeconds, parseInstant } from '../domain/time';
-import type { Context } from '../engine/context';
 import type { Operator } from '../api/admin/operator';
 import type { AdjustmentObject } from '../settlement/adjustments';
 import type { ServicePlanObject } from '../settlement/service-fees';
 import type { GlobalOptions } from './command-runtime';
-
-// Loaded when a command runs, not for every command's start-up (main.ts).
-const servicePlanFeatures = () => import('../settlement/service-fees');
 
 /** A whole number of yen, signed; `--amount -500` and `--amount=-500` both work. */
 function yenArg(value: string): number {
@@ -38,17 +35,6 @@ async function refusalsNamed(action: () => Promise<void>): Promise<void> {
   } catch (error) {
     if (error instanceof KessaiError) throw new Error(`${error.code}${error.param ? ` (${error.param})` : ''}: ${error.message}`, { cause: error });
     throw error;
-  }
-}
-
-async function withRuntime(command: Command, action: (ctx: Context) => Promise<void>): Promise<void> {
-  const { logger, runtime } = await import('./command-runtime');
-  const g = command.optsWithGlobals() as GlobalOptions;
-  const rt = await runtime(g, logger(g));
-  try {
-    await refusalsNamed(() => action(rt.ctx));
-  } finally {
-    await rt.close();
   }
 }
 
@@ -120,14 +106,12 @@ export function registerAdjustments(program: Command, accounts: Command): void {
     .option('--json', 'print JSON')
     .action(async (accountId: string, options: { subject?: string; fee?: number; from?: Date; live: boolean; json?: boolean }, command: Command) => {
       if ((options.subject === undefined) !== (options.fee === undefined)) throw new Error('--subject and --fee go together (both to set the plan, neither to show it)');
-      await withRuntime(command, async (ctx) => {
-        const { listServicePlans, setServicePlan } = await servicePlanFeatures();
-        const caller = { accountId, livemode: options.live };
+      await withOperatorOf(command, async (operator) => {
         if (options.subject !== undefined) {
-          const set = await setServicePlan(ctx, caller, { subject: options.subject, monthlyFee: options.fee!, ...(options.from ? { from: options.from } : {}) });
+          const set = await operator.accounts.setServicePlan(accountId, { livemode: options.live, subject: options.subject, monthlyFee: options.fee!, ...(options.from ? { from: options.from } : {}) });
           if (!options.json) console.log(`set: ${describePlan(set)}`);
         }
-        const plans = await listServicePlans(ctx, caller);
+        const plans = await operator.accounts.servicePlans(accountId, { livemode: options.live });
         if (options.json) console.log(JSON.stringify(plans, null, 2));
         else if (options.subject === undefined) {
           if (plans.length === 0) console.log(`${accountId}: no paid plan in ${options.live ? 'live' : 'test'} mode`);

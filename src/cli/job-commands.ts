@@ -9,7 +9,7 @@ import type { EngineConfig } from '../engine/context';
 import { nextSlotAfter } from '../engine/cron';
 import { createLogger, type Logger } from '../engine/logger';
 import { workerName } from '../engine/runtime';
-import { Scheduler, abandonedRuns, recentRuns, type SlotOutcome } from '../engine/scheduler';
+import { Scheduler, type SlotOutcome } from '../engine/scheduler';
 import { listenForStop, type StopSignal } from '../engine/stop-signal';
 import { systemClock } from '../engine/system-clock';
 import { logger, runtime, type GlobalOptions } from './command-runtime';
@@ -76,32 +76,35 @@ function describeOutcome(outcome: SlotOutcome): string {
 /** Statuses after which a command that runs jobs exits non-zero. */
 const troubled = (outcome: SlotOutcome): boolean => outcome.status === 'failed' || outcome.status === 'abandoned' || outcome.status === 'lost';
 
+/** Abandoned slots listed per job at most (then "… and N older"). */
+const ABANDONED_LISTED = 5;
+
 export async function listJobsCommand(options: { at?: Date }, g: GlobalOptions): Promise<void> {
   const now = options.at ?? systemClock.now();
-  const rt = await runtime(g, logger(g));
-  try {
+  // Through a running serve's operator API when it holds the embedded database (operator-access.ts).
+  await withOperator({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, log: logger(g) }, async (operator) => {
     if (ALL_JOBS.length === 0) console.log('no jobs registered');
+    const abandonedBy = new Map((await operator.jobs.states()).map((state) => [state.job, state.abandonedSlots]));
     for (const job of ALL_JOBS) {
       const next: Date[] = [];
       let after = now;
       for (let i = 0; i < 3; i += 1) next.push((after = nextSlotAfter(job.schedule, after)));
-      const [last] = await recentRuns(rt.ctx, job.name, 1);
+      const [last] = await operator.jobs.slots({ job: job.name, limit: 1 });
       const lastText = last ? `${formatJst(last.slot)} ${last.status}` : 'never run';
       console.log(`${job.name}  "${job.schedule}"  ${job.description}`);
       console.log(`  next: ${next.map(formatJst).join(', ')}`);
       console.log(`  last: ${lastText}`);
-      const abandoned = await abandonedRuns(rt.ctx, job.name);
-      if (abandoned.total > 0) {
-        console.log(`  ABANDONED: ${abandoned.total} slot(s) given up; run each again with: kessai jobs run ${job.name} --at SLOT`);
-        for (const run of abandoned.rows) {
-          console.log(`    ${run.slot.toISOString()}  attempt ${run.attempt}, ${run.attempts_without_progress} in a row without progress: ${(run.error ?? '').split('\n')[0]}`);
+      const total = abandonedBy.get(job.name) ?? 0;
+      if (total > 0) {
+        const rows = await operator.jobs.slots({ job: job.name, status: 'abandoned', limit: ABANDONED_LISTED });
+        console.log(`  ABANDONED: ${total} slot(s) given up; run each again with: kessai jobs run ${job.name} --at SLOT`);
+        for (const run of rows) {
+          console.log(`    ${run.slot.toISOString()}  attempt ${run.attempt}, ${run.attemptsWithoutProgress} in a row without progress: ${(run.error ?? '').split('\n')[0]}`);
         }
-        if (abandoned.total > abandoned.rows.length) console.log(`    … and ${abandoned.total - abandoned.rows.length} older`);
+        if (total > rows.length) console.log(`    … and ${total - rows.length} older`);
       }
     }
-  } finally {
-    await rt.close();
-  }
+  });
 }
 
 export async function runJobCommand(jobName: string, options: { at: Date; batchSize?: number }, g: GlobalOptions): Promise<void> {

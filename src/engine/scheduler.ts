@@ -530,23 +530,6 @@ export class Scheduler {
   }
 }
 
-/** Ledger rows of a job, newest slot first (for `jobs list` and tests). */
-export async function recentRuns(ctx: Pick<Context, 'db'>, job: string, limit = 10) {
-  return ctx.db.selectFrom('job_runs').selectAll().where('job', '=', job).orderBy('slot', 'desc').limit(limit).execute();
-}
-
-/**
- * A job's abandoned slots, newest first (at most `limit`), and how many there are: they stay
- * abandoned until run again by hand (`kessai jobs run JOB --at SLOT`).
- */
-export async function abandonedRuns(ctx: Pick<Context, 'db'>, job: string, limit = 5) {
-  const [rows, total] = await Promise.all([
-    ctx.db.selectFrom('job_runs').select(['slot', 'attempt', 'attempts_without_progress', 'finished_at', 'error']).where('job', '=', job).where('status', '=', 'abandoned').orderBy('slot', 'desc').limit(limit).execute(),
-    ctx.db.selectFrom('job_runs').select((eb) => eb.fn.countAll<number>().as('n')).where('job', '=', job).where('status', '=', 'abandoned').executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(total.n) };
-}
-
 /**
  * The ledger's counts of a slot plus `delta`, name by name (the correlated `job_runs.counts` of the
  * row being updated; a name missing on either side counts as 0).

@@ -17,14 +17,16 @@ const dataDir = mkdtempSync(join(tmpdir(), 'kessai-operator-cli-'));
 const env = { DATABASE_URL: '', KESSAI_DATA_DIR: dataDir, KESSAI_LOG_LEVEL: 'warn', KESSAI_OPERATOR_TOKEN: '' };
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-const kessai = (...args: string[]) => spawnSync(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
+const kessai = (...args: string[]) => spawnSync(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 180_000 });
 
 // A past daily slot of terms.close (00:00 JST).
 const JOB_SLOT = '2026-11-01T15:00:00.000Z';
-let served: { accounts: string; run: string } | undefined;
+// A fixed instant for `jobs list`'s next slots, so both runs print the same.
+const LIST_AT = '2026-11-20T12:00:00Z';
+let served: { accounts: string; run: string; reauth: string; plan: string; jobs: string } | undefined;
 let adjustmentsServed: string | undefined;
 
-it('kessai webhooks, accounts and jobs run while an embedded serve runs succeed through the server, audited as cli; after serve stops they work directly with the same output', async () => {
+it('kessai webhooks, accounts (create, list, reauth, plan), jobs (run, list) and adjustments while an embedded serve runs succeed through the server, audited as cli; after serve stops they work directly with the same output', async () => {
   expect(kessai('accounts', 'create', '--name', 'CLI Shop', '--id', 'acct_cli_shop').status).toBe(0);
   const { server, apibase } = await startServe(['--no-worker'], env);
   try {
@@ -78,7 +80,30 @@ it('kessai webhooks, accounts and jobs run while an embedded serve runs succeed 
     expect(badAmount.stderr).toContain('invalid_amount (amount)');
     adjustmentsServed = kessai('adjustments', 'list', 'acct_served_shop').stdout;
     expect(adjustmentsServed.trim().split('\n')).toEqual([adjusted.stdout.trim()]);
-    served = { accounts: accountsServed.stdout, run: ranServed.stdout };
+    // Reauthorization settings, the account's own plan and the job list go through the server too.
+    const reauthSet = kessai('accounts', 'reauth', 'acct_served_shop', '--enable', '--lead-hours', '24', '--max-count', '2');
+    expect(reauthSet.stderr).toBe('');
+    expect(reauthSet.stdout).toBe('acct_served_shop: scheduled reauthorization on: holds lapsing within 24 h are reauthorized, at most 2 time(s) per charge\n');
+    const reauthServed = kessai('accounts', 'reauth', 'acct_served_shop');
+    expect(reauthServed.stdout).toBe(reauthSet.stdout);
+    const reauthRefused = kessai('accounts', 'reauth', 'acct_served_shop', '--lead-hours', '0');
+    expect(reauthRefused.status).toBe(1);
+    expect(reauthRefused.stderr).toContain('invalid_param_key (lead_hours)');
+    const planSet = kessai('accounts', 'plan', 'acct_served_shop', '--subject', 'proplan', '--fee', '3000', '--from', '2026-12-01');
+    expect(planSet.stderr).toBe('');
+    expect(planSet.status).toBe(0);
+    expect(planSet.stdout).toBe('set: from 2026-12-01 00:00 +09:00\tproplan\t3000 yen/month\tnext bill 2026-12-01 00:00 +09:00\n');
+    const planServed = kessai('accounts', 'plan', 'acct_served_shop');
+    expect(planServed.stdout).toBe(planSet.stdout.replace(/^set: /, ''));
+    const planRefused = kessai('accounts', 'plan', 'acct_served_shop', '--subject', 'proplan', '--fee', '100', '--from', '2026-11-01');
+    expect(planRefused.status).toBe(1);
+    expect(planRefused.stderr).toContain('invalid_param_key (from)');
+    const jobsServed = kessai('jobs', 'list', '--at', LIST_AT);
+    expect(jobsServed.stderr).toBe('');
+    expect(jobsServed.status).toBe(0);
+    expect(jobsServed.stdout).toContain('terms.close  "0 0 * * *"');
+    expect(jobsServed.stdout).toContain('  last: 2026-11-02 00:00 +09:00 succeeded');
+    served = { accounts: accountsServed.stdout, run: ranServed.stdout, reauth: reauthServed.stdout, plan: planServed.stdout, jobs: jobsServed.stdout };
 
     // The server recorded the change as the CLI's.
     const tokenFile = spawnSync('cat', [join(dataDir, 'operator-token')], { encoding: 'utf8' }).stdout.trim();
@@ -100,7 +125,10 @@ it('kessai webhooks, accounts and jobs run while an embedded serve runs succeed 
   expect(accountsDirect.status).toBe(0);
   expect(accountsDirect.stdout).toBe(served!.accounts);
   expect(kessai('adjustments', 'list', 'acct_served_shop').stdout).toBe(adjustmentsServed!);
+  expect(kessai('accounts', 'reauth', 'acct_served_shop').stdout).toBe(served!.reauth);
+  expect(kessai('accounts', 'plan', 'acct_served_shop').stdout).toBe(served!.plan);
+  expect(kessai('jobs', 'list', '--at', LIST_AT).stdout).toBe(served!.jobs);
   const ranDirect = kessai('jobs', 'run', 'terms.close', '--at', JOB_SLOT);
   expect(ranDirect.status).toBe(0);
   expect(ranDirect.stdout).toBe(served!.run.replace(': succeeded', ' (replayed): succeeded'));
-}, 120_000);
+}, 900_000);

@@ -62,6 +62,19 @@ function flag(body: Body, name: string): boolean | undefined {
   return value;
 }
 
+function whole(body: Body, name: string): number | undefined {
+  const value = body[name];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value)) throw new KessaiError('invalid_param_key', { param: name, message: `${name} must be a whole number` });
+  return value;
+}
+
+function livemodeOf(query: Body): boolean {
+  const livemode = text(query, 'livemode');
+  if (livemode !== undefined && livemode !== 'true' && livemode !== 'false') throw new KessaiError('invalid_param_key', { param: 'livemode', message: 'livemode must be true or false' });
+  return livemode === 'true';
+}
+
 function textList(body: Body, name: string): string[] | undefined {
   const value = body[name];
   if (value === undefined || value === null) return undefined;
@@ -148,6 +161,45 @@ export async function registerOperatorApi(app: FastifyInstance, options: Operato
     return op(request).accounts.createKey(params(request).account!, { kind, livemode: flag(body, 'livemode') ?? false });
   });
   app.post('/accounts/:account/keys/:key/revoke', route, async (request) => op(request).accounts.revokeKey(params(request).account!, params(request).key!));
+  // Scheduled reauthorization of held charges, and the account's own paid plan of the service.
+  app.get('/accounts/:account/reauth', route, async (request) => op(request).accounts.reauth(params(request).account!, {}));
+  app.post('/accounts/:account/reauth', route, async (request) => {
+    const body = bodyOf(request);
+    allowOnly(body, ['enabled', 'leadHours', 'maxCount']);
+    const enabled = flag(body, 'enabled');
+    const leadHours = whole(body, 'leadHours');
+    const maxCount = whole(body, 'maxCount');
+    return op(request).accounts.reauth(params(request).account!, { ...(enabled === undefined ? {} : { enabled }), ...(leadHours === undefined ? {} : { leadHours }), ...(maxCount === undefined ? {} : { maxCount }) });
+  });
+  // An account's events and settlement (terms, statements, balances), read only.
+  app.get('/accounts/:account/events', route, async (request) => {
+    const q = query(request);
+    allowOnly(q, ['livemode']);
+    return { data: await op(request).accounts.events(params(request).account!, { livemode: livemodeOf(q) }) };
+  });
+  app.get('/accounts/:account/settlement', route, async (request) => {
+    const q = query(request);
+    allowOnly(q, ['livemode']);
+    return op(request).accounts.settlement(params(request).account!, { livemode: livemodeOf(q) });
+  });
+  app.get('/accounts/:account/statements/:statement/csv', route, async (request) => {
+    const q = query(request);
+    allowOnly(q, ['livemode']);
+    return { csv: await op(request).accounts.statementCsv(params(request).account!, { livemode: livemodeOf(q), statementId: params(request).statement! }) };
+  });
+  app.get('/accounts/:account/service_plans', route, async (request) => {
+    const q = query(request);
+    allowOnly(q, ['livemode']);
+    return { data: await op(request).accounts.servicePlans(params(request).account!, { livemode: livemodeOf(q) }) };
+  });
+  app.post('/accounts/:account/service_plans', route, async (request) => {
+    const body = bodyOf(request);
+    allowOnly(body, ['subject', 'monthlyFee', 'from', 'livemode']);
+    const monthlyFee = whole(body, 'monthlyFee');
+    if (monthlyFee === undefined) throw new KessaiError('invalid_param_key', { param: 'monthlyFee', message: 'monthlyFee is required' });
+    const from = instant(text(body, 'from'), 'from');
+    return op(request).accounts.setServicePlan(params(request).account!, { livemode: flag(body, 'livemode') ?? false, subject: requiredText(body, 'subject'), monthlyFee, ...(from === undefined ? {} : { from }) });
+  });
 
   // Webhook endpoints and their deliveries.
   app.get('/accounts/:account/webhook_endpoints', route, async (request) => ({ data: await op(request).webhooks.list(params(request).account!) }));
@@ -207,9 +259,7 @@ export async function registerOperatorApi(app: FastifyInstance, options: Operato
   app.get('/accounts/:account/adjustments', route, async (request) => {
     const q = query(request);
     allowOnly(q, ['livemode']);
-    const livemode = text(q, 'livemode');
-    if (livemode !== undefined && livemode !== 'true' && livemode !== 'false') throw new KessaiError('invalid_param_key', { param: 'livemode', message: 'livemode must be true or false' });
-    return { data: await op(request).adjustments.list(params(request).account!, { livemode: livemode === 'true' }) };
+    return { data: await op(request).adjustments.list(params(request).account!, { livemode: livemodeOf(q) }) };
   });
   app.post('/accounts/:account/adjustments', route, async (request) => {
     const body = bodyOf(request);

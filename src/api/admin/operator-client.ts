@@ -47,6 +47,12 @@ export function remoteOperator(baseUrl: string, token: string): Operator {
       keys: (accountId) => data(`/accounts/${enc(accountId)}/keys`),
       createKey: (accountId, input) => call('POST', `/accounts/${enc(accountId)}/keys`, input),
       revokeKey: (accountId, keyId) => call('POST', `/accounts/${enc(accountId)}/keys/${enc(keyId)}/revoke`),
+      reauth: (accountId, changes) => (Object.keys(changes).length === 0 ? call('GET', `/accounts/${enc(accountId)}/reauth`) : call('POST', `/accounts/${enc(accountId)}/reauth`, changes)),
+      servicePlans: (accountId, options) => data(`/accounts/${enc(accountId)}/service_plans${query({ livemode: String(options.livemode) })}`),
+      events: (accountId, options) => data(`/accounts/${enc(accountId)}/events${query({ livemode: String(options.livemode) })}`),
+      settlement: (accountId, options) => call('GET', `/accounts/${enc(accountId)}/settlement${query({ livemode: String(options.livemode) })}`),
+      statementCsv: async (accountId, options) => (await call<{ csv: string }>('GET', `/accounts/${enc(accountId)}/statements/${enc(options.statementId)}/csv${query({ livemode: String(options.livemode) })}`)).csv,
+      setServicePlan: (accountId, { from, ...input }) => call('POST', `/accounts/${enc(accountId)}/service_plans`, { ...input, ...(from === undefined ? {} : { from: from.toISOString() }) }),
     },
     webhooks: {
       add: (input) => call('POST', `/accounts/${enc(input.accountId)}/webhook_endpoints`, { url: input.url, livemode: input.livemode ?? false, apiVersion: input.apiVersion ?? null, eventTypes: input.eventTypes ?? null }),

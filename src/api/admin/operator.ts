@@ -11,6 +11,7 @@
 import type { Kysely } from 'kysely';
 import { createAccount, listAccounts, type Account, type AccountKeys, type CreateAccountInput, type TermCycle } from '../../accounts/accounts';
 import { createApiKey, listApiKeys, revokeApiKey, type ApiKeySummary } from '../../accounts/api-keys';
+import { setReauthSettings, type ReauthSettings } from '../../charges/hold-jobs';
 import type { JobRunStatus } from '../../db/column-types';
 import type { Database } from '../../db/schema';
 import { KessaiError } from '../../domain/errors';
@@ -21,6 +22,11 @@ import type { JobDefinition } from '../../engine/job';
 import { jobStates, LEDGER_STATUSES, ledgerSlots, type JobState, type LedgerSlot } from '../../engine/job-ledger';
 import { Scheduler, type SlotOutcome } from '../../engine/scheduler';
 import { bookAdjustment, listAdjustments, type AdjustmentObject, type BookAdjustmentInput } from '../../settlement/adjustments';
+import { listEventPage } from '../../events/events';
+import { renderStatementCsv } from '../../settlement/statement-urls';
+import { findStatement, listBalances, listStatements, renderBalanceRecord, renderStatementRecord, statementObjects, type BalanceObject, type StatementObject } from '../../settlement/statements';
+import { listTerms, renderTermRecord, type TermObject } from '../../settlement/terms';
+import { listServicePlans, setServicePlan, type ServicePlanObject, type SetServicePlanInput } from '../../settlement/service-fees';
 import { sendTestEvent } from '../../webhooks/delivery';
 import { addEndpoint, listEndpoints, removeEndpoint, rotateEndpointToken, setEndpointEnabled, type AddEndpointInput, type EndpointCounts, type WebhookEndpoint } from '../../webhooks/endpoints';
 import { deliveryAttempts, listDeliveries, resendGivenUp, type Delivery, type DeliveryAttempt, type ResendResult } from '../../webhooks/resend';
@@ -35,6 +41,25 @@ export interface TestSendResult {
   readonly durationMs: number;
 }
 
+/** An event of an account as the console shows it: its object as the API sends it. */
+export interface AccountEvent {
+  readonly id: string;
+  readonly type: string;
+  readonly apiVersion: string;
+  readonly createdAt: Date;
+  readonly data: unknown;
+}
+
+/** An account's settlement in one mode: the latest terms, statements and balances, newest first. */
+export interface AccountSettlement {
+  readonly terms: TermObject[];
+  readonly statements: StatementObject[];
+  readonly balances: BalanceObject[];
+}
+
+/** How many of each an account's pages show at most. */
+export const ACCOUNT_PAGE_LIMIT = 20;
+
 export interface Operator {
   readonly accounts: {
     create(input: CreateAccountInput): Promise<{ account: Account; keys: AccountKeys }>;
@@ -42,6 +67,17 @@ export interface Operator {
     keys(accountId: string): Promise<ApiKeySummary[]>;
     createKey(accountId: string, input: { kind: 'secret' | 'public'; livemode: boolean }): Promise<{ key: ApiKeySummary; secret: string }>;
     revokeKey(accountId: string, keyId: string): Promise<ApiKeySummary>;
+    /** The account's scheduled reauthorization of held charges, after the given changes (none: as it is). */
+    reauth(accountId: string, changes: Partial<ReauthSettings>): Promise<ReauthSettings>;
+    /** The account's own paid plan of the service in a mode: its settings, oldest first. */
+    servicePlans(accountId: string, options: { livemode: boolean }): Promise<ServicePlanObject[]>;
+    /** Appends a plan setting in force from `from` (now when absent). */
+    setServicePlan(accountId: string, input: SetServicePlanInput & { livemode: boolean }): Promise<ServicePlanObject>;
+    /** The account's latest events of a mode (both API versions), newest first. */
+    events(accountId: string, options: { livemode: boolean }): Promise<AccountEvent[]>;
+    settlement(accountId: string, options: { livemode: boolean }): Promise<AccountSettlement>;
+    /** A statement's CSV, as its download URL serves it (every item). */
+    statementCsv(accountId: string, options: { livemode: boolean; statementId: string }): Promise<string>;
   };
   readonly webhooks: {
     add(input: AddEndpointInput): Promise<{ endpoint: WebhookEndpoint; token: string }>;
@@ -124,6 +160,12 @@ export function localOperator(options: LocalOperatorOptions): Operator {
     if (!job) throw new KessaiError('invalid_param_key', { param: 'job', message: `no job named ${JSON.stringify(name)}; jobs: ${options.jobs.map((j) => j.name).join(', ')}` });
     return job;
   };
+  /** The account as a caller of its own reads (`invalid_id` on `account` when there is none). */
+  const accountCaller = async (accountId: string, livemode: boolean) => {
+    const account = await ctx.db.selectFrom('accounts').select('account_id').where('account_id', '=', accountId).executeTakeFirst();
+    if (!account) throw new KessaiError('invalid_id', { param: 'account', message: `No such account: ${accountId}` });
+    return { accountId, livemode, kind: 'secret' as const };
+  };
   const outcomeDetail = (outcome: SlotOutcome) => ({ job: outcome.job, slot: outcome.slot.toISOString(), status: outcome.status, attempt: outcome.attempt });
   return {
     accounts: {
@@ -143,6 +185,37 @@ export function localOperator(options: LocalOperatorOptions): Operator {
         const key = await revokeApiKey(ctx, accountId, keyId);
         await audit('api_key.revoke', accountId, key.id, { kind: key.kind, livemode: key.livemode, hint: key.hint });
         return key;
+      },
+      async reauth(accountId, changes) {
+        const settings = await setReauthSettings(ctx.db, accountId, changes);
+        if (Object.keys(changes).length > 0) await audit('account.reauth', accountId, accountId, { ...settings });
+        return settings;
+      },
+      async events(accountId, { livemode }) {
+        const caller = await accountCaller(accountId, livemode);
+        const page = { limit: ACCOUNT_PAGE_LIMIT, offset: 0, createdFrom: undefined, createdBefore: undefined };
+        const filters = { resourceId: undefined, object: undefined, type: undefined };
+        const both = [...(await listEventPage(ctx, caller, { version: 'v1', page, filters })), ...(await listEventPage(ctx, caller, { version: 'v2', page, filters }))];
+        both.sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime());
+        return both.slice(0, ACCOUNT_PAGE_LIMIT).map((e) => ({ id: e.id, type: e.type, apiVersion: e.apiVersion, createdAt: e.createdAt, data: e.data }));
+      },
+      async settlement(accountId, { livemode }) {
+        const caller = await accountCaller(accountId, livemode);
+        const page = { limit: ACCOUNT_PAGE_LIMIT, offset: 0, createdFrom: undefined, createdBefore: undefined };
+        const [terms, statements, balances] = [await listTerms(ctx, caller, page), await listStatements(ctx, caller, { page }), await listBalances(ctx, caller, { page })];
+        // The lists read one past the limit (for has_more): the page shows the limit.
+        return { terms: terms.slice(0, ACCOUNT_PAGE_LIMIT).map(renderTermRecord), statements: statements.slice(0, ACCOUNT_PAGE_LIMIT).map(renderStatementRecord), balances: balances.slice(0, ACCOUNT_PAGE_LIMIT).map(renderBalanceRecord) };
+      },
+      async statementCsv(accountId, { livemode, statementId }) {
+        const caller = await accountCaller(accountId, livemode);
+        const [statement] = await statementObjects(ctx.db, [await findStatement(ctx.db, caller, statementId, 'statement')]);
+        return renderStatementCsv(statement!, false);
+      },
+      servicePlans: (accountId, { livemode }) => listServicePlans(ctx, { accountId, livemode }),
+      async setServicePlan(accountId, { livemode, ...input }) {
+        const plan = await setServicePlan(ctx, { accountId, livemode }, input);
+        await audit('service_plan.set', accountId, accountId, { livemode, subject: plan.subject, monthlyFee: plan.monthly_fee, from: new Date(plan.effective_from * 1000).toISOString() });
+        return plan;
       },
     },
     webhooks: {

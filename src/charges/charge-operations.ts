@@ -16,9 +16,11 @@
 import { sql, type InferResult, type Kysely } from 'kysely';
 import { DEFAULT_FEE_RATES, type Caller } from '../accounts/accounts';
 import type { CardRow } from '../customers/card-object';
+import { assertCardNotFlagged, recordCardError } from '../customers/card-flags';
 import { consumeToken } from '../customers/tokens';
 import { finishedTokenThreeDSecure } from '../customers/token-three-d-secure';
 import type { Database } from '../db/schema';
+import { CARD_CAUSED_ERRORS } from '../domain/card-flags';
 import { KessaiError, reject, type ErrorCode } from '../domain/errors';
 import { holdLapsed, v1HoldExpiresAt, V1_EXPIRY_DAYS, type CardIssuer } from '../domain/hold-periods';
 import { mergeMetadata, type MetadataFlavour } from '../domain/metadata';
@@ -308,6 +310,9 @@ export async function createCharge(ctx: Context, caller: Caller, command: Create
   let authorization: AuthorizationResult | undefined;
   let result: Declined<ChargeObject>;
   try {
+    // card_flagged (src/domain/card-flags.ts): a card locked out after repeated refusals is not
+    // sent to the network again; the intent is undone below, so the token stays unused.
+    await assertCardNotFlagged(ctx.db, caller, card.fingerprint, now);
     [authorization] = await ctx.processor.authorize([intent.request]);
     const approval = authorization!;
     const approved = approval.approved;
@@ -351,6 +356,8 @@ export async function createCharge(ctx: Context, caller: Caller, command: Create
     await undoCreateIntent(ctx, intent, authorization);
     throw error;
   }
+  // The issuer's refusal of the card counts towards its lockout (committed on its own, after the failed charge).
+  if (authorization !== undefined && !authorization.approved && CARD_CAUSED_ERRORS.has(authorization.code)) await recordCardError(ctx.db, caller, card.fingerprint, now);
   return settled(result);
 }
 

@@ -75,3 +75,29 @@ describe('pg_wrong: the card network does not answer', () => {
     expect(await payjp.charges.create({ amount: 2_000, currency: 'jpy', card: token.id })).toMatchObject({ paid: true, captured: true, amount: 2_000 });
   });
 });
+
+describe('card_flagged counts the refusals of charges too', () => {
+  let server: TestServer;
+  let payjp: Payjp.Payjp;
+
+  beforeAll(async () => {
+    server = await startTestServer('harness');
+    payjp = server.sdk(server.keys.a.test.secret);
+  });
+  afterAll(async () => server?.close());
+
+  it('five declined charges of one stored card lock it out: the sixth is card_flagged without a charge, token creation too; other cards go on; 30 minutes later it is asked again', async () => {
+    const customer = await payjp.customers.create({ card: (await payjp.tokens.create(card(TEST_CARDS.declinesOnCharge.number), direct)).id });
+    for (let i = 0; i < 5; i += 1) {
+      expect(await sdkError(payjp.charges.create({ amount: 1_000, currency: 'jpy', customer: customer.id }))).toMatchObject({ status: 402, type: 'card_error', code: 'card_declined', charge: expect.stringMatching(/^ch_/) });
+    }
+    const flagged = await sdkError(payjp.charges.create({ amount: 1_000, currency: 'jpy', customer: customer.id }));
+    expect(flagged).toEqual({ status: 402, type: 'card_error', code: 'card_flagged', param: undefined, charge: undefined });
+    // The refused request made no charge: the five declined ones are all there is.
+    expect((await payjp.charges.list({ customer: customer.id } as never)).data).toHaveLength(5);
+    expect(await sdkError(payjp.tokens.create(card(TEST_CARDS.declinesOnCharge.number), direct))).toMatchObject({ status: 402, code: 'card_flagged' });
+    expect(await payjp.charges.create({ amount: 1_000, currency: 'jpy', card: (await payjp.tokens.create(card(), direct)).id })).toMatchObject({ paid: true });
+    server.ctx.clock.set(new Date(server.ctx.clock.now().getTime() + 30 * 60_000));
+    expect(await sdkError(payjp.charges.create({ amount: 1_000, currency: 'jpy', customer: customer.id }))).toMatchObject({ status: 402, code: 'card_declined' });
+  });
+});

@@ -17,6 +17,7 @@ import { packageVersion } from './version';
 // neither the database drivers nor the engine, and each command only what it uses.
 const accountCommands = () => import('./account-commands');
 const jobCommands = () => import('./job-commands');
+const clockCommands = () => import('./clock-commands');
 
 function instantArg(value: string): Date {
   try {
@@ -121,6 +122,44 @@ export function buildProgram(): Command {
     .description('list merchant accounts')
     .action(async (_options, command: Command) => {
       await (await accountCommands()).listAccountsCommand(globals(command));
+    });
+
+  const clocks = program.command('clocks').description("test clocks: a test-mode account's own time for the customers attached to them");
+  clocks
+    .command('create')
+    .description('create a test clock frozen at an instant')
+    .requiredOption('--account <id>', 'the account (test mode)')
+    .requiredOption('--frozen-time <instant>', 'the instant the clock starts at (JST unless it has a zone)', instantArg)
+    .option('--name <name>', 'a name for the clock')
+    .option('--json', 'print the clock as JSON')
+    .action(async (options: { account: string; frozenTime: Date; name?: string; json?: boolean }, command: Command) => {
+      await (await clockCommands()).createClockCommand(options, globals(command));
+    });
+  clocks
+    .command('advance')
+    .description("run every job for the clock's objects up to an instant, then freeze it there (waits until ready; resumes an advance whose process died)")
+    .argument('<clock>', 'the test clock id')
+    .requiredOption('--account <id>', 'the account (test mode)')
+    .requiredOption('--to <instant>', 'the instant to advance to (JST unless it has a zone; at most 732 days ahead)', instantArg)
+    .option('--json', 'print the clock as JSON')
+    .action(async (id: string, options: { account: string; to: Date; json?: boolean }, command: Command) => {
+      await (await clockCommands()).advanceClockCommand(id, options, globals(command));
+    });
+  clocks
+    .command('list')
+    .description("the account's test clocks, newest first")
+    .requiredOption('--account <id>', 'the account (test mode)')
+    .option('--json', 'print the list as JSON')
+    .action(async (options: { account: string; json?: boolean }, command: Command) => {
+      await (await clockCommands()).listClocksCommand(options, globals(command));
+    });
+  clocks
+    .command('delete')
+    .description('delete a test clock and every object on it')
+    .argument('<clock>', 'the test clock id')
+    .requiredOption('--account <id>', 'the account (test mode)')
+    .action(async (id: string, options: { account: string }, command: Command) => {
+      await (await clockCommands()).deleteClockCommand(id, options, globals(command));
     });
 
   const jobs = program.command('jobs').description('scheduled jobs');

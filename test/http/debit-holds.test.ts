@@ -14,7 +14,9 @@ import * as v2 from '@payjp/payjpv2';
 import type { Client } from '@payjp/payjpv2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { holdExpiryJob } from '../../jobs/hold-expiry';
+import { paymentFlowExpiryJob } from '../../jobs/payment-flow-expiry';
 import { termCloseJob } from '../../jobs/term-close';
+import { slotAtOrBefore } from '../../src/engine/cron';
 import { Scheduler } from '../../src/engine/scheduler';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { testContext } from '../support/database';
@@ -132,5 +134,38 @@ describe('v2: a debit card in a manual-capture payment flow', () => {
   it('cancel refunds the whole debit: canceled, nothing received', async () => {
     const flow = await heldFlow(3_000);
     expect(await ok(v2.cancelPaymentFlow({ client, path: { payment_flow_id: flow.id }, body: {} }))).toMatchObject({ status: 'canceled', amount_received: 0, amount_capturable: 0 });
+  });
+});
+
+describe('v2: a debit hold that lapses shows its refund', () => {
+  let server: TestServer;
+  let client: Client;
+
+  beforeAll(async () => {
+    server = await startTestServer('harness');
+    client = v2Client(server, server.keys.a.test.secret);
+    server.ctx.clock.set(jst('2027-05-10T10:00:00'));
+  });
+  afterAll(async () => server?.close());
+
+  async function heldFlow(number: string, amount: number) {
+    const pm = await ok(v2.createPaymentMethod({ client, body: { type: 'card', card: { number, exp_month: 12, exp_year: 2035, cvc: '123' }, billing_details: { email: 'buyer@example.com' } } }));
+    return ok(v2.createPaymentFlow({ client, body: { amount, currency: 'jpy', capture_method: 'manual', payment_method_id: pm.id, confirm: true } }));
+  }
+
+  it('the lapse cancels the flow (expired) and refunds the debit: a succeeded refund of the amount with refund.created; a credit hold lapses with no refund; no refund is booked as a sale’s', async () => {
+    const debit = await heldFlow(TEST_CARDS.debit.number, 4_500);
+    const credit = await heldFlow(TEST_CARDS.visa.number, 2_500);
+    const slot = new Date(Date.parse((debit as { capture_before?: string }).capture_before!) + 60_000);
+    const outcome = await new Scheduler(testContext(server.ctx.store, { at: slot, seed: 61 }), [paymentFlowExpiryJob], { owner: 'test' }).runSlot(paymentFlowExpiryJob.name, slotAtOrBefore(paymentFlowExpiryJob.schedule, slot));
+    expect(outcome).toMatchObject({ status: 'succeeded', counts: { canceled: 2 } });
+    expect(await ok(v2.getPaymentFlow({ client, path: { payment_flow_id: debit.id } }))).toMatchObject({ status: 'canceled', cancellation_reason: 'expired', amount_received: 0 });
+    const refunds = (await ok(v2.getPaymentFlowRefunds({ client, path: { payment_flow_id: debit.id } }))).data;
+    expect(refunds).toEqual([expect.objectContaining({ object: 'payment_refund', payment_flow_id: debit.id, amount: 4_500, status: 'succeeded' })]);
+    const refundId = (refunds[0] as { id: string }).id;
+    expect((await ok(v2.getAllEvents({ client, query: { resource_id: refundId } }))).data.map((e) => e.type)).toEqual(['refund.created']);
+    expect((await ok(v2.getPaymentFlowRefunds({ client, path: { payment_flow_id: credit.id } }))).data).toEqual([]);
+    const refundRows = await server.ctx.db.selectFrom('refunds').select('refund_id').where('account_id', '=', 'acct_http_a').execute();
+    expect(refundRows).toEqual([]);
   });
 });

@@ -31,8 +31,10 @@ th,td{text-align:left;padding:.35rem .5rem;border-bottom:1px solid #ddd;vertical
 .bad{color:#a00000;font-weight:600}.ok{color:#0a6b2d}.notice{background:#e6f4ea;border:1px solid #0a6b2d;padding:.5rem 1rem}
 .error{background:#fdecea;border:1px solid #a00000;padding:.5rem 1rem}
 button{font-size:.95rem;padding:.3rem .7rem;border-radius:.25rem;border:1px solid #0b4f9c;background:#0b5fbf;color:#fff;cursor:pointer}
-button:focus-visible,a:focus-visible,input:focus-visible,summary:focus-visible{outline:3px solid #f5a623;outline-offset:2px}
+button:focus-visible,a:focus-visible,input:focus-visible,select:focus-visible,summary:focus-visible{outline:3px solid #f5a623;outline-offset:2px}
 label{display:block;font-weight:600;margin:.5rem 0 .25rem}input{font-size:1rem;padding:.4rem;width:24rem;max-width:100%}
+fieldset{background:#fff;border:1px solid #ccc;margin:0 0 1.5rem;padding:.5rem 1rem 1rem}legend{font-weight:700}select{font-size:1rem;padding:.35rem}
+.secret{font-family:monospace;background:#fff8e1;padding:.2rem .4rem}
 pre{white-space:pre-wrap;word-break:break-all;font-size:.85rem;background:#f8f8f8;padding:.5rem}`;
 
 /** The console's script: a form sends once (its button is disabled while the answer comes). */
@@ -78,6 +80,33 @@ function action(session: Session, path: string, label: string, fields: Record<st
   return `<form method="post" action="${h(path)}">${csrfField(session)}${hidden}<button type="submit">${h(label)}</button></form>`;
 }
 
+/** A labelled text input (every control labelled). */
+function field(id: string, label: string, attributes = ''): string {
+  return `<label for="${h(id)}">${h(label)}</label><input id="${h(id)}" name="${h(id)}" ${attributes}>`;
+}
+
+/** A labelled choice of values (the first is chosen by default). */
+function choice(id: string, label: string, options: readonly (readonly [string, string])[]): string {
+  return `<label for="${h(id)}">${h(label)}</label><select id="${h(id)}" name="${h(id)}">${options.map(([value, text]) => `<option value="${h(value)}">${h(text)}</option>`).join('')}</select>`;
+}
+
+/** A POST form of labelled fields with a legend and one submit button. */
+function form(session: Session, path: string, legend: string, fields: string, button: string, hidden: Record<string, string> = {}): string {
+  const extra = Object.entries(hidden).map(([name, value]) => `<input type="hidden" name="${h(name)}" value="${h(value)}">`).join('');
+  return `<form method="post" action="${h(path)}"><fieldset><legend>${h(legend)}</legend>${csrfField(session)}${extra}${fields}<p><button type="submit">${h(button)}</button></p></fieldset></form>`;
+}
+
+const MODES = [['test', 'test'], ['live', 'live']] as const;
+const livemodeOf = (request: FastifyRequest): boolean => (request.query as Record<string, unknown>).mode === 'live';
+const modeName = (livemode: boolean): string => (livemode ? 'live' : 'test');
+const fromUnix = (seconds: number | null | undefined): Date | null => (seconds === null || seconds === undefined ? null : new Date(seconds * 1000));
+
+/** A whole number of yen from a form field, or `invalid_amount` naming it. */
+function yenOf(value: string | undefined, param: string): number {
+  if (value === undefined || !/^-?\d{1,12}$/.test(value.trim())) throw new KessaiError('invalid_amount', { param, message: `${param} must be a whole number of yen, e.g. 5000 or -5000` });
+  return Number(value.trim());
+}
+
 function table(caption: string, headers: readonly string[], rows: readonly string[][]): string {
   if (rows.length === 0) return `<h2>${h(caption)}</h2><p>None.</p>`;
   return `<table><caption class="visually-hidden">${h(caption)}</caption><thead><tr>${headers.map((x) => `<th scope="col">${h(x)}</th>`).join('')}</tr></thead><tbody>${rows.map((r) => `<tr>${r.map((c) => `<td>${c}</td>`).join('')}</tr>`).join('')}</tbody></table>`;
@@ -112,7 +141,7 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleOpti
     }
   };
   /** A change: session and CSRF token checked, then back to `back` with what was done. */
-  const change = (perform: (body: Record<string, string>, op: Operator, request: FastifyRequest) => Promise<{ back: string; done: string }>) => async (request: FastifyRequest, reply: FastifyReply) => {
+  const change = (perform: (body: Record<string, string>, op: Operator, request: FastifyRequest) => Promise<{ back: string; done: string } | { title: string; body: string; done: string }>) => async (request: FastifyRequest, reply: FastifyReply) => {
     assertOperatorChannel(request);
     const session = sessionOf(request);
     if (!session) return reply.code(303).header('location', `${CONSOLE_PREFIX}/login`).send();
@@ -122,7 +151,10 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleOpti
     const expected = Buffer.from(session.csrf);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return send(reply, 403, page('Refused', '<p class="error" role="alert">This form has expired: reload the page and try again.</p>', session));
     try {
-      const { back, done } = await perform(fields, options.operatorFor(session.who), request);
+      const result = await perform(fields, options.operatorFor(session.who), request);
+      // A secret made by the change is shown on this answer, once, never put in a URL.
+      if ('body' in result) return send(reply, 200, page(result.title, result.body, session, result.done));
+      const { back, done } = result;
       return reply.code(303).header('location', `${back}${back.includes('?') ? '&' : '?'}done=${enc(done)}`).send();
     } catch (error) {
       const refusal = toV1Error(error);
@@ -212,19 +244,112 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleOpti
     return { back: `${CONSOLE_PREFIX}/jobs`, done: outcomes.map((o) => `${o.job} at ${formatJst(o.slot)}: ${o.status}`).join('; ') };
   }));
 
-  app.get('/accounts', route, guarded(async (_request, _session, op) => {
+  app.get('/accounts', route, guarded(async (_request, session, op) => {
     const accounts = await op.accounts.list();
-    return { title: 'Accounts', body: table('Accounts', ['Account', 'Name', 'Term cycle', 'Live', 'Created'], accounts.map((a) => [`<a href="${CONSOLE_PREFIX}/accounts/${enc(a.id)}">${h(a.id)}</a>`, h(a.name), h(a.termCycle), a.liveEnabled ? 'live' : 'test only', jst(a.createdAt)])) };
+    const create = form(
+      session,
+      `${CONSOLE_PREFIX}/accounts`,
+      'Create an account',
+      `${field('name', 'Merchant name', 'required maxlength="200"')}${field('id', 'Account id (optional, acct_…)', 'pattern="acct_[A-Za-z0-9_]+"')}${choice('termCycle', 'Term cycle', [['monthly', 'monthly'], ['semi_monthly', 'semi-monthly']])}${choice('live', 'Live mode', [['no', 'not enabled'], ['yes', 'enabled']])}`,
+      'Create account',
+    );
+    return { title: 'Accounts', body: `${table('Accounts', ['Account', 'Name', 'Term cycle', 'Live', 'Created'], accounts.map((a) => [`<a href="${CONSOLE_PREFIX}/accounts/${enc(a.id)}">${h(a.id)}</a>`, h(a.name), h(a.termCycle), a.liveEnabled ? 'live' : 'test only', jst(a.createdAt)]))}${create}` };
+  }));
+  app.post('/accounts', route, change(async (body, op) => {
+    const termCycle = body.termCycle === 'semi_monthly' ? 'semi_monthly' : 'monthly';
+    const { account, keys } = await op.accounts.create({ name: body.name ?? '', liveEnabled: body.live === 'yes', termCycle, ...(body.id ? { id: body.id } : {}) });
+    const rows = [
+      ['test', 'secret', keys.test.secret],
+      ['test', 'public', keys.test.public],
+      ['live', 'secret', keys.live.secret],
+      ['live', 'public', keys.live.public],
+    ].map(([mode, kind, key]) => [h(mode!), h(kind!), `<code class="secret">${h(key!)}</code>`]);
+    return {
+      title: `Account ${account.id} created`,
+      done: `account ${account.id} (${account.name}) created`,
+      body: `<p>Keep the secret keys now: only their digests are stored, and this page is not shown again.</p>${table('API keys', ['Mode', 'Kind', 'Key'], rows)}<p><a href="${CONSOLE_PREFIX}/accounts/${enc(account.id)}">Account ${h(account.id)}</a></p>`,
+    };
   }));
   app.get('/accounts/:account', route, guarded(async (request, session, op) => {
     const accountId = (request.params as Record<string, string>).account!;
-    const [keys, endpoints] = await Promise.all([op.accounts.keys(accountId), op.webhooks.list(accountId)]);
+    const livemode = livemodeOf(request);
+    const [keys, endpoints, adjustments] = await Promise.all([op.accounts.keys(accountId), op.webhooks.list(accountId), op.adjustments.list(accountId, { livemode })]);
     const base = `${CONSOLE_PREFIX}/accounts/${enc(accountId)}`;
+    const mode = modeName(livemode);
+    const links = `<nav aria-label="Account"><p><a href="${base}/events?mode=${mode}">Recent events (${mode})</a> · <a href="${base}/settlement?mode=${mode}">Terms, statements and balances (${mode})</a> · <a href="${base}?mode=${livemode ? 'test' : 'live'}">Adjustments in ${livemode ? 'test' : 'live'} mode</a></p></nav>`;
     const keyRows = keys.map((k) => [h(k.id), `${h(k.hint)}…`, h(k.kind), k.livemode ? 'live' : 'test', jst(k.createdAt), k.revokedAt ? `revoked ${jst(k.revokedAt)}` : action(session, `${base}/keys/revoke`, `Revoke key ${k.hint}…`, { key: k.id })]);
+    const newKey = form(session, `${base}/keys`, 'Create a key', `${choice('kind', 'Kind', [['secret', 'secret'], ['public', 'public']])}${choice('mode', 'Mode', MODES)}`, 'Create key');
     const endpointRows = endpoints.map((e) => [`<a href="${base}/endpoints/${enc(e.id)}">${h(e.url)}</a>`, e.livemode ? 'live' : 'test', h(e.status), `delivered ${e.counts.delivered}, failing ${e.counts.failing}, waiting ${e.counts.waiting}, given up ${e.counts.givenUp}`]);
-    // ADJUSTMENTS GO HERE (operator.ts): the account's `misc` statement adjustments and a form to book one.
-    return { title: `Account ${accountId}`, body: `<h2>API keys</h2>${table('API keys', ['Id', 'Key', 'Kind', 'Mode', 'Created', 'State'], keyRows)}<h2>Webhook endpoints</h2>${table('Webhook endpoints', ['URL', 'Mode', 'Status', 'Deliveries'], endpointRows)}` };
+    const newEndpoint = form(session, `${base}/endpoints`, 'Add a webhook endpoint', `${field('url', 'Endpoint URL (https://…)', 'type="url" required')}${choice('mode', 'Mode', MODES)}${choice('apiVersion', 'Events of API version', [['', 'the account default'], ['v1', 'v1'], ['v2', 'v2']])}`, 'Add endpoint');
+    const adjustmentRows = adjustments.map((a) => [h(a.id), jst(fromUnix(a.created)), h(a.tenant_id ?? a.owner), h(a.subject), `<span class="${a.amount < 0 ? 'bad' : 'ok'}">${a.amount.toLocaleString('en-US')} yen</span>`, h(a.term_id), h(a.reason)]);
+    const newAdjustment = form(
+      session,
+      `${base}/adjustments`,
+      `Book an adjustment (${mode} mode)`,
+      `${field('amount', 'Amount in yen (positive: paid to the owner; negative: billed)', 'type="text" inputmode="numeric" pattern="-?[0-9]{1,12}" required')}${choice('subject', 'Subject', [['reallocation', 'reallocation'], ['other', 'other']])}${field('reason', 'Reason', 'required maxlength="500"')}${field('owner', 'Owner (merchant, platform or a tenant id)', 'value="merchant" required')}`,
+      'Book adjustment',
+      // A fresh request key per page: the form books once however often it is posted.
+      { mode, request: randomUUID() },
+    );
+    return {
+      title: `Account ${accountId}`,
+      body: `${links}<h2>API keys</h2>${table('API keys', ['Id', 'Key', 'Kind', 'Mode', 'Created', 'State'], keyRows)}${newKey}<h2>Webhook endpoints</h2>${table('Webhook endpoints', ['URL', 'Mode', 'Status', 'Deliveries'], endpointRows)}${newEndpoint}<h2>Adjustments (${mode} mode)</h2>${table('Adjustments', ['Id', 'Booked', 'Owner', 'Subject', 'Amount', 'Term', 'Reason'], adjustmentRows)}${newAdjustment}`,
+    };
   }));
+  app.post('/accounts/:account/keys', route, change(async (body, op, request) => {
+    const accountId = (request.params as Record<string, string>).account!;
+    const { key, secret } = await op.accounts.createKey(accountId, { kind: body.kind === 'public' ? 'public' : 'secret', livemode: body.mode === 'live' });
+    return { title: `New ${key.kind} key of ${accountId}`, done: `key ${key.hint}… created`, body: `<p>Keep the key now: only its digest is stored, and this page is not shown again.</p><p><code class="secret">${h(secret)}</code></p><p><a href="${CONSOLE_PREFIX}/accounts/${enc(accountId)}">Account ${h(accountId)}</a></p>` };
+  }));
+  app.post('/accounts/:account/endpoints', route, change(async (body, op, request) => {
+    const accountId = (request.params as Record<string, string>).account!;
+    const apiVersion = body.apiVersion === 'v1' || body.apiVersion === 'v2' ? body.apiVersion : null;
+    const { endpoint, token } = await op.webhooks.add({ accountId, url: body.url ?? '', livemode: body.mode === 'live', apiVersion, eventTypes: null });
+    return { title: `Webhook endpoint ${endpoint.id} added`, done: `endpoint ${endpoint.url} added`, body: `<p>Its token (sent with every event as X-Payjp-Webhook-Token) is shown once: keep it now.</p><p><code class="secret">${h(token)}</code></p><p><a href="${CONSOLE_PREFIX}/accounts/${enc(accountId)}">Account ${h(accountId)}</a></p>` };
+  }));
+  app.post('/accounts/:account/adjustments', route, change(async (body, op, request) => {
+    const accountId = (request.params as Record<string, string>).account!;
+    const livemode = body.mode === 'live';
+    const adjustment = await op.adjustments.book(accountId, { livemode, amount: yenOf(body.amount, 'amount'), subject: body.subject ?? '', reason: body.reason ?? '', owner: body.owner?.trim() || 'merchant', requestKey: `console-${body.request ?? ''}` });
+    return { back: `${CONSOLE_PREFIX}/accounts/${enc(accountId)}?mode=${modeName(livemode)}`, done: `adjustment ${adjustment.id} of ${adjustment.amount} yen booked into ${adjustment.term_id}` };
+  }));
+  app.get('/accounts/:account/events', route, guarded(async (request, _session, op) => {
+    const accountId = (request.params as Record<string, string>).account!;
+    const livemode = livemodeOf(request);
+    const events = await op.accounts.events(accountId, { livemode });
+    const rows = events.map((e) => [h(e.id), h(e.type), h(e.apiVersion), jst(e.createdAt), `<details><summary>JSON of ${h(e.id)}</summary><pre>${h(JSON.stringify(e.data, null, 2))}</pre></details>`]);
+    return { title: `Recent events of ${accountId} (${modeName(livemode)})`, body: `<p><a href="${CONSOLE_PREFIX}/accounts/${enc(accountId)}">Account ${h(accountId)}</a> · <a href="?mode=${livemode ? 'test' : 'live'}">${livemode ? 'test' : 'live'} mode</a></p>${table('Events', ['Event', 'Type', 'API', 'Created', 'Object'], rows)}` };
+  }));
+  app.get('/accounts/:account/settlement', route, guarded(async (request, _session, op) => {
+    const accountId = (request.params as Record<string, string>).account!;
+    const livemode = livemodeOf(request);
+    const mode = modeName(livemode);
+    const { terms, statements, balances } = await op.accounts.settlement(accountId, { livemode });
+    const base = `${CONSOLE_PREFIX}/accounts/${enc(accountId)}`;
+    const yen = (amount: number) => `<span class="${amount < 0 ? 'bad' : ''}">${amount.toLocaleString('en-US')} yen</span>`;
+    const termRows = terms.map((t) => [h(t.id), jst(fromUnix(t.start_at)), jst(fromUnix(t.end_at)), t.closed ? 'closed' : 'open', String(t.charge_count), String(t.refund_count), String(t.dispute_count)]);
+    const statementRows = statements.map((st) => [h(st.id), h(st.type), h(st.tenant_id ?? 'merchant'), h(st.term?.id ?? '—'), yen(st.net), jst(fromUnix(st.created)), `<a href="${base}/statements/${enc(st.id)}.csv?mode=${mode}" download>Download ${h(st.id)} (CSV)</a>`]);
+    const balanceRows = balances.map((b) => [h(b.id), h(b.tenant_id ?? b.owner), h(b.state), yen(b.net), b.closed ? `closed ${h(b.closed_date ?? '')}` : 'open', h(b.due_date ?? '—'), String(b.statements.length)]);
+    return {
+      title: `Settlement of ${accountId} (${mode})`,
+      body: `<p><a href="${base}">Account ${h(accountId)}</a> · <a href="?mode=${livemode ? 'test' : 'live'}">${livemode ? 'test' : 'live'} mode</a></p><h2>Terms</h2>${table('Terms', ['Term', 'Start', 'End', 'State', 'Charges', 'Refunds', 'Disputes'], termRows)}<h2>Statements</h2>${table('Statements', ['Statement', 'Type', 'Owner', 'Term', 'Net', 'Created', 'Download'], statementRows)}<h2>Balances</h2>${table('Balances', ['Balance', 'Owner', 'State', 'Net', 'Closed', 'Due', 'Statements'], balanceRows)}`,
+    };
+  }));
+  // The statement's CSV from the console's own origin (the page's CSP allows no other), as an attachment.
+  app.get('/accounts/:account/statements/:file', route, async (request, reply) => {
+    assertOperatorChannel(request);
+    const session = sessionOf(request);
+    if (!session) return reply.code(303).header('location', `${CONSOLE_PREFIX}/login`).send();
+    const { account: accountId, file } = request.params as Record<string, string>;
+    const statementId = file!.endsWith('.csv') ? file!.slice(0, -4) : file!;
+    try {
+      const csv = await options.operatorFor(session.who).accounts.statementCsv(accountId!, { livemode: livemodeOf(request), statementId });
+      return reply.type('text/csv; charset=utf-8').header('content-disposition', `attachment; filename="${statementId.replace(/[^A-Za-z0-9_-]/g, '_')}.csv"`).header('cache-control', 'no-store').header('x-content-type-options', 'nosniff').send(csv);
+    } catch (error) {
+      const refusal = toV1Error(error);
+      return send(reply, refusal.status, page('Not found', `<p class="error" role="alert">${h(refusal.code)}${refusal.param ? ` (${h(refusal.param)})` : ''}: ${h(refusal.message)}</p>`, session));
+    }
+  });
   app.post('/accounts/:account/keys/revoke', route, change(async (body, op, request) => {
     const accountId = (request.params as Record<string, string>).account!;
     const key = await op.accounts.revokeKey(accountId, body.key ?? '');

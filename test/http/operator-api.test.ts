@@ -252,4 +252,30 @@ describe.each<Backend>(['harness', 'pglite'])('operator API on %s', (backend) =>
     const booking = (await recentAudit(server.ctx.db, 1000)).filter((row) => row.action === 'adjustment.book');
     expect(booking.map((row) => row.target)).toEqual([first.id, booked.id]);
   });
+
+  it('an account: reauthorization and service plan settings (audited), its recent events, terms, statements and balances, and a statement CSV; unknown accounts refused', async () => {
+    expect(await ok('GET', '/accounts/acct_http_b/reauth')).toMatchObject({ enabled: false });
+    expect(await ok('POST', '/accounts/acct_http_b/reauth', { body: { enabled: true, leadHours: 24 } })).toMatchObject({ enabled: true, leadHours: 24 });
+    expect(await lastAudit()).toMatchObject({ operator: 'ops-alice', action: 'account.reauth', account: 'acct_http_b' });
+    expect((await admin('POST', '/accounts/acct_http_b/reauth', { body: { leadHours: 0 } })).body.error).toMatchObject({ code: 'invalid_param_key', param: 'lead_hours' });
+    expect((await admin('POST', '/accounts/acct_http_b/reauth', { body: { leadHours: '24' } })).body.error).toMatchObject({ code: 'invalid_param_key', param: 'leadHours' });
+    const plan = await ok('POST', '/accounts/acct_http_b/service_plans', { body: { subject: 'proplan', monthlyFee: 3000, from: '2027-02-01T00:00:00+09:00' } });
+    expect(plan).toMatchObject({ object: 'service_plan', subject: 'proplan', monthly_fee: 3000 });
+    expect(await lastAudit()).toMatchObject({ action: 'service_plan.set', account: 'acct_http_b' });
+    expect((await ok('GET', '/accounts/acct_http_b/service_plans')).data).toEqual([plan]);
+
+    const customer = await server.sdk(server.keys.b.test.secret).customers.create({ email: 'events@example.com' });
+    const events = (await ok('GET', '/accounts/acct_http_b/events')).data as { type: string; data: { id: string } }[];
+    expect(events.find((e) => e.type === 'customer.created')?.data.id).toBe(customer.id);
+    expect((await ok('GET', '/accounts/acct_http_b/events?livemode=true')).data).toEqual([]);
+    await ok('POST', '/accounts/acct_http_b/adjustments', { body: { amount: 900, subject: 'other', reason: 'goodwill' } });
+    const settlement = await ok('GET', '/accounts/acct_http_b/settlement');
+    expect(settlement.terms.length).toBeGreaterThan(0);
+    expect(settlement.balances).toEqual(expect.any(Array));
+    for (const statement of settlement.statements as { id: string }[]) {
+      expect((await ok('GET', `/accounts/acct_http_b/statements/${statement.id}/csv`)).csv).toContain(`statement_id,${statement.id}`);
+    }
+    expect((await admin('GET', '/accounts/acct_http_b/statements/st_missing/csv')).body.error).toMatchObject({ code: 'invalid_id', param: 'statement' });
+    expect((await admin('GET', '/accounts/acct_nobody/events')).body.error).toMatchObject({ code: 'invalid_id', param: 'account' });
+  });
 });

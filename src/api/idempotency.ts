@@ -63,6 +63,7 @@ import { isDatabaseUnavailable, isLockTimeout, unavailableRefusal } from '../db/
 import { joinTransaction, type JoinedTransaction } from '../db/joined-transaction';
 import type { Database } from '../db/schema';
 import { KessaiError, toError, type ErrorCode } from '../domain/errors';
+import { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_TTL_MS, MAX_TEXT_LENGTH } from '../domain/limits';
 import type { Clock } from '../engine/clock';
 import type { Context } from '../engine/context';
 import type { CardNetwork } from '../processor/card-network';
@@ -72,10 +73,6 @@ import { refusalOf, sendRefusal } from './refusal';
 import { withRetryAfter } from './retry-after';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
-/** How long a stored response answers retries (24 hours, the real service's figure). */
-export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
-/** The real service's key rule: up to 255 of `A-Z a-z 0-9 - _`. */
-const KEY_FORMAT = /^[A-Za-z0-9_-]{1,255}$/;
 
 export interface IdempotencyOptions {
   readonly db: Kysely<Database>;
@@ -371,7 +368,7 @@ async function idempotencyPlugin(app: FastifyInstance, options: IdempotencyOptio
     const caller = callerOf(request);
     if (header === undefined || caller === undefined) return;
     const key = Array.isArray(header) ? header.join(',') : header;
-    if (!KEY_FORMAT.test(key)) return refuse(request, reply, 'invalid_param_key', 'Idempotency-Key must be 1 to 255 characters of A-Z, a-z, 0-9, "-" and "_".', 'Idempotency-Key');
+    if (!IDEMPOTENCY_KEY_PATTERN.test(key)) return refuse(request, reply, 'invalid_param_key', `Idempotency-Key must be 1 to ${MAX_TEXT_LENGTH} characters of A-Z, a-z, 0-9, "-" and "_".`, 'Idempotency-Key');
     const reservation: Reservation = { caller, key, hash: requestHash(request.method, request.url, request.body) };
     // A row purged between the two statements below: reserve again (a second time cannot race a
     // purge). A committed `pending` row (a request at the card network, after its checkpoint):

@@ -24,7 +24,7 @@ import { CARD_CAUSED_ERRORS } from '../domain/card-flags';
 import { KessaiError, reject, type ErrorCode } from '../domain/errors';
 import { holdLapsed, v1HoldExpiresAt, V1_EXPIRY_DAYS, type CardIssuer } from '../domain/hold-periods';
 import { mergeMetadata, type MetadataFlavour } from '../domain/metadata';
-import { MS_PER_DAY } from '../domain/time';
+import { REFUND_WINDOW_MS, THREE_D_SECURE_WINDOW_MS } from '../domain/limits';
 import { termContaining, type TermCycle } from '../domain/terms';
 import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
@@ -44,17 +44,6 @@ import { chargeRecords, findCharge, findChargeObject, insertCreatedCharge, oneCh
 
 export const CHARGES_URL = '/v1/charges';
 
-/** v1 §8: "Charge amount 50 to 9,999,999 yen", "Capture amount 50 to 9,999,999 yen, at most the held amount". */
-export const MIN_CHARGE_AMOUNT = 50;
-export const MAX_CHARGE_AMOUNT = 9_999_999;
-/** v1 §8: "Refund amount 1 to 9,999,999 yen". */
-export const MIN_REFUND_AMOUNT = 1;
-/** v1 §8: "Refund window 180 days from the sale" (service rules §2: from creation). */
-export const REFUND_WINDOW_MS = 180 * MS_PER_DAY;
-/** v1 §8: "refund_reason up to 255 characters". */
-export const MAX_REFUND_REASON_LENGTH = 255;
-/** Service rules §2: "a pending charge can be finished for 30 minutes after creation". */
-export const THREE_D_SECURE_WINDOW_MS = 30 * 60 * 1000;
 export const CHARGE_CURRENCY = 'jpy';
 
 type Declined<T> = { readonly done: T } | { readonly declined: KessaiError };

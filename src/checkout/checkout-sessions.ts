@@ -10,6 +10,7 @@ import type { Caller } from '../accounts/accounts';
 import type { PaymentMethodType } from '../db/column-types';
 import type { CheckoutSessionLineItemsTable, CheckoutSessionsTable, Database } from '../db/schema';
 import { KessaiError, reject } from '../domain/errors';
+import { CHECKOUT_SESSION_LIFETIME_MS, MAX_AMOUNT, MIN_PAYMENT_FLOW_AMOUNT } from '../domain/limits';
 import { createMetadata, mergeMetadata } from '../domain/metadata';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
@@ -18,7 +19,7 @@ import { defineOperation } from '../operations/define';
 import { hasParam, optionalInteger, optionalString, readParams, requireString, type Params } from '../operations/params';
 import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
 import { findPaymentFlow, type PaymentFlowRow } from '../payment-flows/payment-flow-object';
-import { claimInlineConfirmation, finishConfirmation, flowEvent, insertPaymentFlow, MAX_FLOW_AMOUNT, MIN_FLOW_AMOUNT, readNestedObject, readPaymentMethodTypes } from '../payment-flows/payment-flows';
+import { claimInlineConfirmation, finishConfirmation, flowEvent, insertPaymentFlow, readNestedObject, readPaymentMethodTypes } from '../payment-flows/payment-flows';
 import { isPaymentMethodType, resolvePaymentMethod } from '../payment-flows/payment-method';
 import { findPrices } from '../prices/prices';
 import { completeSetupFlowAction, confirmSetupFlow, findSetupFlow, insertSetupFlow, retrieveSetupFlow, setupFlowEvent, type SetupFlowRow } from '../setup-flows/setup-flows';
@@ -28,8 +29,6 @@ import { accountsOf, inAccounts } from '../db/account-scope';
 export type CheckoutSessionRow = Selectable<CheckoutSessionsTable>;
 export type LineItemRow = Selectable<CheckoutSessionLineItemsTable>;
 
-/** Service rules §3: "a session expires 24 hours after creation". */
-export const CHECKOUT_SESSION_LIFETIME_MS = 24 * 60 * 60 * 1000;
 /**
  * Where the hosted payment page lives when no server says otherwise (simulation, the engine
  * alone); the session id completes the address. `kessai serve` serves the page itself and sets
@@ -230,7 +229,7 @@ export async function createCheckoutSession(ctx: Context, caller: Caller, input:
       return { ...item, position: i, unitAmount: price.unit_amount, total: price.unit_amount * item.quantity };
     });
     const total = lines.reduce((sum, line) => sum + line.total, 0);
-    if (mode === 'payment' && (total < MIN_FLOW_AMOUNT || total > MAX_FLOW_AMOUNT)) reject('invalid_amount', 'line_items', `the total ${total} yen must be from ${MIN_FLOW_AMOUNT} to ${MAX_FLOW_AMOUNT}`);
+    if (mode === 'payment' && (total < MIN_PAYMENT_FLOW_AMOUNT || total > MAX_AMOUNT)) reject('invalid_amount', 'line_items', `the total ${total} yen must be from ${MIN_PAYMENT_FLOW_AMOUNT} to ${MAX_AMOUNT}`);
     if (customerId !== null) {
       const found = await trx.selectFrom('customers').select('customer_id').where('account_id', '=', caller.accountId).where('livemode', '=', caller.livemode).where('customer_id', '=', customerId).where('deleted_at', 'is', null).executeTakeFirst();
       if (!found) reject('invalid_id', 'customer', `No such customer: ${customerId}`);

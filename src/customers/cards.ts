@@ -218,14 +218,8 @@ export async function retrieveCard(ctx: Context, caller: Caller, command: CardCo
 export const CARD_UPDATE_FIELDS = ['address_state', 'address_city', 'address_line1', 'address_line2', 'address_zip', 'country', 'name', 'email', 'phone'] as const;
 export type CardUpdateField = (typeof CARD_UPDATE_FIELDS)[number];
 
-/**
- * An e-mail address as far as it can be checked without sending mail: at most 255 characters, one
- * @, a dot in the domain, no spaces. Shared with customers.ts.
- */
 /** A postal code (a card's `address_zip`, a v2 billing address's `zip`): 1 to 20 letters, digits, spaces or hyphens. */
 export const POSTAL_CODE_PATTERN = /^[A-Za-z0-9 -]{1,20}$/;
-
-export const EMAIL_PATTERN = /^(?=.{3,255}$)[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 /** `cards.update` as a command: the billing details sent (null clears one) and a metadata change under its API's rules. */
 export interface UpdateCardCommand extends CardCommand {

@@ -25,8 +25,6 @@ export const CUSTOMERS_URL = '/v1/customers';
  * does not publish its rule; this one keeps ids safe in URL paths and form syntax (docs/decisions/customers-and-cards.md).
  */
 export { FLEXIBLE_ID_PATTERN } from '../operations/params';
-/** Longest `description`, in characters (a decision, like the real service's 255). */
-export const MAX_DESCRIPTION_LENGTH = 255;
 
 // A type alias, not an interface: it must be assignable to the outbox's indexed EventResource.
 export type CustomerObject = {

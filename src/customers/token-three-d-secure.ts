@@ -15,9 +15,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { Database, TokenThreeDSecureTable } from '../db/schema';
 import { reject } from '../domain/errors';
-
-/** Service rules §2: "a pending charge can be finished for 30 minutes after creation"; tokens alike. */
-export const TOKEN_THREE_D_SECURE_WINDOW_MS = 30 * 60 * 1000;
+import { THREE_D_SECURE_WINDOW_MS } from '../domain/limits';
 
 export type TokenThreeDSecureRow = Selectable<TokenThreeDSecureTable>;
 
@@ -27,7 +25,7 @@ type Scope = Pick<Caller, 'accountId' | 'livemode'>;
 export async function startTokenThreeDSecure(trx: Kysely<Database>, caller: Scope, tokenId: string, now: Date): Promise<void> {
   await trx
     .insertInto('token_three_d_secure')
-    .values({ account_id: caller.accountId, livemode: caller.livemode, token_id: tokenId, status: 'unverified', expires_at: new Date(now.getTime() + TOKEN_THREE_D_SECURE_WINDOW_MS), finished_at: null })
+    .values({ account_id: caller.accountId, livemode: caller.livemode, token_id: tokenId, status: 'unverified', expires_at: new Date(now.getTime() + THREE_D_SECURE_WINDOW_MS), finished_at: null })
     .execute();
 }
 

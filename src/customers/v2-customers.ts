@@ -8,6 +8,7 @@
  * v2 events: docs/decisions/api-conventions.md "The v2 wire: …"); the list pages by cursor.
  */
 import type { Caller } from '../accounts/accounts';
+import { EMAIL_PATTERN, EMAIL_RULE, MAX_TEXT_LENGTH } from '../domain/limits';
 import { createMetadata } from '../domain/metadata';
 import { reject } from '../domain/errors';
 import type { Context } from '../engine/context';
@@ -16,12 +17,10 @@ import { defineCommandOperation, defineOperation } from '../operations/define';
 import { hasParam, optionalFlexibleId, optionalString, optionalText, readParams, requireString } from '../operations/params';
 import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
 import { attachMethod } from '../payment-methods/payment-methods';
-import { EMAIL_PATTERN } from './cards';
 import { findCustomer, renderV2Customer, type V2CustomerObject } from './customer-record';
 import { deleteCustomer, insertCustomer, retrieveCustomer } from './customers';
 
 export const V2_CUSTOMERS_URL = '/v2/customers';
-const MAX_TEXT_LENGTH = 255;
 
 function customerEvent(caller: Caller, type: 'customer.created' | 'customer.deleted', data: V2CustomerObject, at: Date) {
   return { accountId: caller.accountId, livemode: caller.livemode, type, data, at, apiVersion: 'v2' as const };
@@ -37,7 +36,7 @@ export async function createV2Customer(ctx: Context, caller: Caller, input: unkn
   const params = readParams(input, ['id', 'email', 'description', 'payment_method_id', 'metadata', 'test_clock']);
   const chosenId = optionalFlexibleId(params);
   const email = optionalText(params, 'email', MAX_TEXT_LENGTH);
-  if (email !== undefined && email !== null && !EMAIL_PATTERN.test(email)) reject('invalid_email', 'email', 'email must be an e-mail address of at most 255 characters');
+  if (email !== undefined && email !== null && !EMAIL_PATTERN.test(email)) reject('invalid_email', 'email', `email must be ${EMAIL_RULE}`);
   const description = optionalText(params, 'description', MAX_TEXT_LENGTH);
   const methodId = optionalString(params, 'payment_method_id');
   const metadata = hasParam(params, 'metadata') ? createMetadata(params.metadata, 'v2') : {};

@@ -32,7 +32,7 @@ import { reject } from '../domain/errors';
 import { refundBreakdown, type PlatformSplit } from '../domain/fees';
 import type { Metadata } from '../domain/metadata';
 import type { TermCycle } from '../domain/terms';
-import { toIsoSeconds } from '../domain/time';
+import { MS_PER_DAY, toIsoSeconds } from '../domain/time';
 import { dueAccounts, earliestDueAt } from '../engine/account-batches';
 import { customerInScope, LIVE_BOOK, type JobScope } from '../test-clocks/clock-scope';
 import type { Context } from '../engine/context';
@@ -66,7 +66,6 @@ export const PAYMENT_DISPUTE_STATUSES = [
  */
 export const DISPUTE_STATUS_AT_OPENING: PaymentDisputeStatus = 'needs_response';
 export const DISPUTE_RESPONSE_DAYS = 14;
-const DAY_MS = 24 * 60 * 60 * 1000;
 
 // A type alias, not an interface: it must be assignable to the outbox's indexed EventResource.
 export type PaymentDisputeObject = {
@@ -190,7 +189,7 @@ const NEW_DISPUTE_COLUMNS = bulkColumns<NewDispute>()({
   f: ['text', (d) => d.charge.payment_flow_id],
   amt: ['bigint', 'amount'],
   r: ['text', 'reason'],
-  due: ['instant', (d) => new Date(d.charge.dispute_due_at.getTime() + DISPUTE_RESPONSE_DAYS * DAY_MS)],
+  due: ['instant', (d) => new Date(d.charge.dispute_due_at.getTime() + DISPUTE_RESPONSE_DAYS * MS_PER_DAY)],
   ten: ['text', (d) => d.charge.tenant_id],
   inc: ['boolean', (d) => d.charge.payjp_fee_included ?? false],
   cfo: ['bigint', 'chargebackFeeOffset'],

@@ -4,9 +4,8 @@
  * types v1 accepts (strings) and in how v1 form syntax spells "clear everything".
  */
 import { reject } from './errors';
+import { METADATA_LIMITS } from './limits';
 
-/** v1 §8 and v2 §8: the same numbers in both versions. Lengths count Unicode code points. */
-export const METADATA_LIMITS = { maxKeys: 20, maxKeyLength: 40, maxValueLength: 500 } as const;
 
 /** v1 §2.10: the v1 objects whose metadata can be set and updated. */
 export const V1_METADATA_OBJECTS = ['charge', 'customer', 'card', 'plan', 'subscription'] as const;

@@ -18,7 +18,7 @@ import {
 } from './billing-calendar';
 import { reject } from './errors';
 import { assertYen, shareOf } from './money';
-import { MS_PER_DAY } from './time';
+import { REFUND_WINDOW_MS } from './limits';
 
 export const CHARGE_KINDS = ['full', 'prorated'] as const;
 /** Whether a charge is the plan amount or a pro-rata share of it. */
@@ -124,15 +124,13 @@ export function proratedPlanChangeCharge(newPlanAmount: number, periodStart: Dat
   return shareOf(newPlanAmount, remainingDays, periodDays, 'floor');
 }
 
-/** §1.6 / §2: a pro-rata refund is possible up to 180 days after the last charge, like any refund. */
-export const PRORATED_REFUND_WINDOW_DAYS = 180;
-
 /**
- * Rejects a prorated delete past the refund window. The window is 180 × 24 h from the instant of
- * the last charge, the boundary included (matching "up to 180 days after" in §2).
+ * §1.6 / §2: a pro-rata refund is possible up to 180 days after the last charge, like any refund.
+ * Rejects a prorated delete past the refund window (REFUND_WINDOW_MS, 180 × 24 h from the instant
+ * of the last charge), the boundary included (matching "up to 180 days after" in §2).
  */
 export function assertProratedRefundAllowed(lastChargedAt: Date, at: Date): void {
-  if (at.getTime() - lastChargedAt.getTime() > PRORATED_REFUND_WINDOW_DAYS * MS_PER_DAY) {
+  if (at.getTime() - lastChargedAt.getTime() > REFUND_WINDOW_MS) {
     reject('cannot_prorated_refund_of_subscription', 'prorate');
   }
 }

@@ -8,6 +8,7 @@
  * (owner, subject) with SQL and hands the sums here.
  */
 import { reject } from './errors';
+import { MAX_AMOUNT } from './limits';
 import { assertYen } from './money';
 import { MERCHANT_OWNER_REF, PLATFORM_OWNER_REF, SERVICE_FEE_TAX_RATE, statementDraft, type OwnerKind, type StatementDraft } from './sales-statements';
 
@@ -19,8 +20,8 @@ export type ServicePlanSubject = (typeof SERVICE_PLAN_SUBJECTS)[number];
 export const ADJUSTMENT_SUBJECTS = ['reallocation', 'other'] as const;
 export type AdjustmentSubject = (typeof ADJUSTMENT_SUBJECTS)[number];
 
-/** A monthly plan fee is at most this (yen); the fee of a plan that ends is 0. */
-export const MONTHLY_PLAN_FEE_MAX = 9_999_999;
+/** A monthly plan fee is at most this (yen), the largest amount of v1 §8; the fee of a plan that ends is 0. */
+export const MONTHLY_PLAN_FEE_MAX = MAX_AMOUNT;
 /** An adjustment is at most this many yen either way. */
 export const ADJUSTMENT_AMOUNT_MAX = 99_999_999;
 /** An adjustment's reason: 1 to this many characters. */

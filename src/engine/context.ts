@@ -6,6 +6,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema';
 import type { Store } from '../db/connect';
 import type { IdGenerator } from '../domain/ids';
+import { MS_PER_DAY } from '../domain/time';
 import { simulatedCardNetwork, type CardNetwork } from '../processor/card-network';
 import type { Clock } from './clock';
 import type { Logger } from './logger';
@@ -46,7 +47,7 @@ export interface EngineConfig {
 
 export const DEFAULT_CONFIG: EngineConfig = {
   batchSize: 5_000,
-  backfillWindowMs: 24 * 60 * 60 * 1000,
+  backfillWindowMs: MS_PER_DAY,
   leaseMs: 5 * 60 * 1000,
   maxAttempts: 5,
   retryDelayMs: 60 * 1000,

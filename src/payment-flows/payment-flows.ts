@@ -23,6 +23,7 @@ import type { Database, PaymentFlowsTable } from '../db/schema';
 import { KessaiError, reject, type ErrorCode } from '../domain/errors';
 import { holdLapsed, parseExtendedAuthorizationRequest, v2HoldExpiresAt, type ExtendedAuthorizationRequest } from '../domain/hold-periods';
 import { createMetadata, mergeMetadata, type Metadata } from '../domain/metadata';
+import { MAX_AMOUNT, MAX_TEXT_LENGTH, MIN_PAYMENT_FLOW_AMOUNT } from '../domain/limits';
 import { claimLapsed } from '../domain/network-claims';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
@@ -35,14 +36,7 @@ import { recordFlowCaptures } from './flow-charges';
 import { findPaymentFlow, newClientSecret, PAYMENT_FLOWS_URL, renderPaymentFlow, type PaymentFlowObject, type PaymentFlowRow } from './payment-flow-object';
 import { isPaymentMethodType, needsThreeDSecure, paymentMethodColumns, resolvePaymentMethod, storedPaymentMethod, type PaymentMethodSnapshot } from './payment-method';
 
-/**
- * **Decision:** v2 amount bounds are not shown; a flow takes what a v1 charge takes (v1 §8: 50 to
- * 9,999,999 yen), since both end on the same card network and in the same settlement.
- */
-export const MIN_FLOW_AMOUNT = 50;
-export const MAX_FLOW_AMOUNT = 9_999_999;
 export const FLOW_CURRENCY = 'jpy';
-export const MAX_DESCRIPTION_LENGTH = 255;
 
 /** Reasons a merchant may give when canceling (`expired` is the hold-expiry job's own). */
 export const CANCELLATION_REASONS = ['duplicate', 'fraudulent', 'requested_by_customer', 'abandoned'] as const;
@@ -57,7 +51,7 @@ export function flowEvent(row: PaymentFlowRow, type: string, at: Date): EventInp
 }
 
 function readAmount(params: Params, key: string, required: boolean): number | undefined {
-  const amount = optionalInteger(params, key, { min: MIN_FLOW_AMOUNT, max: MAX_FLOW_AMOUNT, code: 'invalid_amount' });
+  const amount = optionalInteger(params, key, { min: MIN_PAYMENT_FLOW_AMOUNT, max: MAX_AMOUNT, code: 'invalid_amount' });
   if (amount === undefined && required) return reject('missing_param', key, `${key} is required`);
   return amount;
 }
@@ -98,7 +92,7 @@ function readCaptureMethod(params: Params): 'automatic' | 'manual' | undefined {
 function readDescription(params: Params): string | null | undefined {
   const description = optionalString(params, 'description', { code: 'invalid_string_length' });
   if (description === undefined) return undefined;
-  if ([...description].length > MAX_DESCRIPTION_LENGTH) reject('invalid_string_length', 'description', `description must be at most ${MAX_DESCRIPTION_LENGTH} characters`);
+  if ([...description].length > MAX_TEXT_LENGTH) reject('invalid_string_length', 'description', `description must be at most ${MAX_TEXT_LENGTH} characters`);
   return description === '' ? null : description;
 }
 
@@ -672,7 +666,7 @@ export async function completePaymentFlowAction(ctx: Context, caller: Caller, in
 export async function capturePaymentFlow(ctx: Context, caller: Caller, input: unknown): Promise<PaymentFlowObject> {
   const params = readParams(input, ['id', 'amount_to_capture']);
   const id = requireString(params, 'id');
-  const requested = optionalInteger(params, 'amount_to_capture', { min: 1, max: MAX_FLOW_AMOUNT, code: 'invalid_amount' });
+  const requested = optionalInteger(params, 'amount_to_capture', { min: 1, max: MAX_AMOUNT, code: 'invalid_amount' });
   const claim = await ctx.db.transaction().execute(async (trx) => {
     const flow = await findPaymentFlow(trx, caller, id, { lock: true });
     // Read after the lock: an expiry committed while this call waited is in its past.

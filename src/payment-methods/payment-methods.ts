@@ -12,9 +12,10 @@
 import type { Kysely, Selectable, Updateable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import { findCustomer, renderV2Customer, type V2CustomerObject } from '../customers/customer-record';
-import { EMAIL_PATTERN, POSTAL_CODE_PATTERN } from '../customers/cards';
+import { POSTAL_CODE_PATTERN } from '../customers/cards';
 import type { Database, PaymentMethodsTable } from '../db/schema';
 import { reject } from '../domain/errors';
+import { EMAIL_PATTERN, EMAIL_RULE, MAX_TEXT_LENGTH } from '../domain/limits';
 import { createMetadata, mergeMetadata, type Metadata } from '../domain/metadata';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
@@ -27,7 +28,6 @@ import { tokenizeTestCard } from '../processor/test-cards';
 export type PaymentMethodRow = Selectable<PaymentMethodsTable>;
 
 export const PAYMENT_METHODS_URL = '/v2/payment_methods';
-const MAX_TEXT_LENGTH = 255;
 
 export type BillingDetails = {
   readonly name: string | null;
@@ -374,7 +374,7 @@ export async function updateV2Customer(ctx: Context, caller: Caller, input: unkn
   const params = readParams(input, ['id', 'email', 'description', 'default_payment_method_id', 'metadata']);
   const customerId = requireString(params, 'id');
   const email = optionalText(params, 'email', MAX_TEXT_LENGTH);
-  if (email !== undefined && email !== null && !EMAIL_PATTERN.test(email)) reject('invalid_email', 'email', 'email must be an e-mail address of at most 255 characters');
+  if (email !== undefined && email !== null && !EMAIL_PATTERN.test(email)) reject('invalid_email', 'email', `email must be ${EMAIL_RULE}`);
   const description = optionalText(params, 'description', MAX_TEXT_LENGTH);
   const defaultMethod = optionalText(params, 'default_payment_method_id', MAX_TEXT_LENGTH);
   const now = ctx.clock.now();

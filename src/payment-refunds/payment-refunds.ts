@@ -12,10 +12,10 @@
  */
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
-import { REFUND_WINDOW_MS } from '../charges/charge-operations';
 import type { Database, PaymentRefundsTable } from '../db/schema';
 import type { PaymentRefundReason } from '../db/column-types';
 import { reject } from '../domain/errors';
+import { MAX_AMOUNT, REFUND_WINDOW_MS } from '../domain/limits';
 import { NETWORK_CLAIM_LEASE_MS } from '../domain/network-claims';
 import { createMetadata, mergeMetadata, type Metadata } from '../domain/metadata';
 import { toIsoSeconds } from '../domain/time';
@@ -25,7 +25,6 @@ import { defineOperation } from '../operations/define';
 import { hasParam, optionalInteger, optionalString, readParams, requireString } from '../operations/params';
 import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
 import { findPaymentFlow, type PaymentFlowRow } from '../payment-flows/payment-flow-object';
-import { MAX_FLOW_AMOUNT } from '../payment-flows/payment-flows';
 import { settleRefunds } from '../settlement/capture';
 import { disputedAmounts } from '../disputes/disputes';
 
@@ -212,7 +211,7 @@ async function setRefundStatus(trx: Kysely<Database>, row: PaymentRefundRow, sta
 export async function createPaymentRefund(ctx: Context, caller: Caller, input: unknown): Promise<PaymentRefundObject> {
   const params = readParams(input, ['payment_flow_id', 'amount', 'reason', 'metadata']);
   const flowId = requireString(params, 'payment_flow_id');
-  const requested = optionalInteger(params, 'amount', { min: 1, max: MAX_FLOW_AMOUNT, code: 'invalid_refund_amount' });
+  const requested = optionalInteger(params, 'amount', { min: 1, max: MAX_AMOUNT, code: 'invalid_refund_amount' });
   const reasonText = optionalString(params, 'reason', { code: 'invalid_refund_reason' }) ?? null;
   if (reasonText !== null && !(PAYMENT_REFUND_REASONS as readonly string[]).includes(reasonText)) {
     reject('invalid_refund_reason', 'reason', `reason must be one of ${PAYMENT_REFUND_REASONS.join(', ')}`);

@@ -4,7 +4,6 @@
  * writes its `plan.*` event in the same transaction (service rules §5).
  */
 import type { Caller } from '../accounts/accounts';
-import { MAX_DESCRIPTION_LENGTH } from '../customers/customers';
 import { PLAN_INTERVALS, type PlanInterval } from '../domain/billing-calendar';
 import { reject } from '../domain/errors';
 import { mergeMetadata, type MetadataFlavour } from '../domain/metadata';
@@ -15,15 +14,8 @@ import { findPlan, renderPlan, type PlanObject, type PlanRow } from './plan-reco
 
 export const PLANS_URL = '/v1/plans';
 
-/** v1 §4.5 and §8: "Plan amount 50 to 9,999,999 yen". */
-export const MIN_PLAN_AMOUNT = 50;
-export const MAX_PLAN_AMOUNT = 9_999_999;
-/** v1 §8: "Plan trial_days 0 to 365". */
-export const MAX_TRIAL_DAYS = 365;
 /** v1 §2.4: "currency: jpy only". Lower case only, as the service writes it everywhere. */
 export const PLAN_CURRENCY = 'jpy';
-/** Longest plan `name`, in characters: the same decision as a customer's description. */
-export const MAX_PLAN_NAME_LENGTH = MAX_DESCRIPTION_LENGTH;
 
 /** The deleted-object response (v1 §2.9). */
 export type DeletedPlan = { readonly deleted: true; readonly id: string; readonly livemode: boolean };

@@ -9,6 +9,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { Database, PricesTable } from '../db/schema';
 import { reject } from '../domain/errors';
+import { MAX_AMOUNT, MAX_LOOKUP_KEY_LENGTH, MAX_TEXT_LENGTH, MIN_PRICE_UNIT_AMOUNT } from '../domain/limits';
 import { createMetadata, mergeMetadata } from '../domain/metadata';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
@@ -20,8 +21,6 @@ import { findProduct } from '../products/products';
 
 export type PriceRow = Selectable<PricesTable>;
 
-/** **Decision:** a price is at most what one payment may be (v1 §8: 9,999,999 yen), at least 1 yen. */
-export const MAX_UNIT_AMOUNT = 9_999_999;
 export const PRICE_CURRENCY = 'jpy';
 
 // A type alias, not an interface: it must be assignable to the outbox's indexed EventResource.
@@ -60,9 +59,6 @@ export function renderPrice(row: PriceRow): PriceObject {
   };
 }
 
-/** **Decision:** nicknames up to 255 characters, lookup keys 200. */
-const MAX_NICKNAME_LENGTH = 255;
-const MAX_LOOKUP_KEY_LENGTH = 200;
 
 function priceEvent(row: PriceRow, type: 'price.created' | 'price.updated', at: Date) {
   return { accountId: row.account_id, livemode: row.livemode, type, data: renderPrice(row), at, apiVersion: 'v2' as const };
@@ -75,13 +71,13 @@ function priceEvent(row: PriceRow, type: 'price.created' | 'price.updated', at: 
 export async function createPrice(ctx: Context, caller: Caller, input: unknown): Promise<PriceObject> {
   const params = readParams(input, ['unit_amount', 'currency', 'metadata', 'product_id', 'id', 'active', 'nickname', 'lookup_key']);
   const chosenId = optionalFlexibleId(params);
-  const unitAmount = optionalInteger(params, 'unit_amount', { min: 1, max: MAX_UNIT_AMOUNT, code: 'invalid_amount' });
+  const unitAmount = optionalInteger(params, 'unit_amount', { min: MIN_PRICE_UNIT_AMOUNT, max: MAX_AMOUNT, code: 'invalid_amount' });
   if (unitAmount === undefined) return reject('missing_param', 'unit_amount', 'unit_amount is required');
   const currency = optionalString(params, 'currency', { code: 'invalid_currency' }) ?? PRICE_CURRENCY;
   if (currency !== PRICE_CURRENCY) reject('invalid_currency', 'currency', `currency must be ${PRICE_CURRENCY}, got ${JSON.stringify(currency)}`);
   const productId = optionalString(params, 'product_id');
   const active = optionalBoolean(params, 'active') ?? true;
-  const nickname = optionalText(params, 'nickname', MAX_NICKNAME_LENGTH) ?? null;
+  const nickname = optionalText(params, 'nickname', MAX_TEXT_LENGTH) ?? null;
   const lookupKey = optionalText(params, 'lookup_key', MAX_LOOKUP_KEY_LENGTH) ?? null;
   const metadata = hasParam(params, 'metadata') ? createMetadata(params.metadata, 'v2') : {};
   const now = ctx.clock.now();
@@ -142,7 +138,7 @@ export async function retrievePrice(ctx: Context, caller: Caller, input: unknown
 export async function updatePrice(ctx: Context, caller: Caller, input: unknown): Promise<PriceObject> {
   const params = readParams(input, ['id', 'active', 'nickname', 'lookup_key', 'metadata']);
   const id = requireString(params, 'id');
-  const changes = sentFields({ active: optionalBoolean(params, 'active'), nickname: optionalText(params, 'nickname', MAX_NICKNAME_LENGTH), lookup_key: optionalText(params, 'lookup_key', MAX_LOOKUP_KEY_LENGTH) });
+  const changes = sentFields({ active: optionalBoolean(params, 'active'), nickname: optionalText(params, 'nickname', MAX_TEXT_LENGTH), lookup_key: optionalText(params, 'lookup_key', MAX_LOOKUP_KEY_LENGTH) });
   const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
     const current = await trx.selectFrom('prices').selectAll().where('account_id', '=', caller.accountId).where('livemode', '=', caller.livemode).where('price_id', '=', id).forUpdate().executeTakeFirst();

@@ -9,7 +9,8 @@
 import { createHash } from 'node:crypto';
 import { reject, type ErrorCode } from '../domain/errors';
 import type { CardFunding, CardIssuer } from '../domain/hold-periods';
-import { JST_OFFSET_MS } from '../domain/time';
+import { CARD_NAME_PATTERN, CARD_NAME_RULE } from '../domain/limits';
+import { JST_OFFSET_MS, MS_PER_DAY } from '../domain/time';
 
 /** v1 card `brand` values, spelled as the service renders them. */
 export const CARD_BRANDS = ['Visa', 'MasterCard', 'JCB', 'American Express', 'Diners Club', 'Discover'] as const;
@@ -281,8 +282,6 @@ export function findTestCardByFingerprint(fingerprint: string): TestCard | undef
   return BY_FINGERPRINT.get(fingerprint);
 }
 
-const DAY_MS = 24 * 60 * 60 * 1000;
-
 /** The test cards whose captures are disputed, with their fingerprints. */
 export const DISPUTED_TEST_CARDS: readonly TestCard[] = TEST_CARD_LIST.filter((card) => card.dispute !== undefined);
 
@@ -294,7 +293,7 @@ export function disputeOfCapture(fingerprint: string | null, capturedAt: Date): 
   if (fingerprint === null) return undefined;
   const dispute = BY_FINGERPRINT.get(fingerprint)?.dispute;
   if (dispute === undefined) return undefined;
-  return { at: new Date(capturedAt.getTime() + dispute.afterDays * DAY_MS), reason: dispute.reason };
+  return { at: new Date(capturedAt.getTime() + dispute.afterDays * MS_PER_DAY), reason: dispute.reason };
 }
 
 /** The status 3-D Secure authentication of this card ends with. */
@@ -342,8 +341,6 @@ export const CARD_PARAMS = {
 
 /** Card numbers are 12 to 19 digits (ISO/IEC 7812 primary account numbers). */
 export const CARD_NUMBER_PATTERN = /^\d{12,19}$/;
-/** v1 §8: 2 to 45 characters; half-width letters, digits, space, period and hyphen. */
-export const CARD_NAME_PATTERN = /^[A-Za-z0-9 .-]{2,45}$/;
 export const CVC_PATTERN = /^\d{3,4}$/;
 /**
  * How far ahead an expiry year may lie. Not in the spec: cards are issued for at most about ten
@@ -444,7 +441,7 @@ export function validateCardData(input: CardDataInput, now: Date): CardData {
   let name: string | null = null;
   if (nameRaw !== undefined && nameRaw !== null) {
     if (typeof nameRaw !== 'string' || !CARD_NAME_PATTERN.test(nameRaw)) {
-      return reject('invalid_card_name', CARD_PARAMS.name, 'name must be 2 to 45 half-width letters, digits, spaces, periods or hyphens');
+      return reject('invalid_card_name', CARD_PARAMS.name, `name must be ${CARD_NAME_RULE}`);
     }
     name = nameRaw;
   }

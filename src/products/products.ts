@@ -8,6 +8,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { Database, ProductsTable } from '../db/schema';
 import { reject } from '../domain/errors';
+import { MAX_TEXT_LENGTH, MAX_UNIT_LABEL_LENGTH, MAX_URL_LENGTH } from '../domain/limits';
 import { createMetadata, mergeMetadata, type Metadata } from '../domain/metadata';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
@@ -19,10 +20,6 @@ import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List }
 export type ProductRow = Selectable<ProductsTable>;
 
 export const PRODUCTS_URL = '/v2/products';
-/** **Decision:** names and descriptions up to 255 characters, unit labels 12, URLs 2,048. */
-const MAX_NAME_LENGTH = 255;
-const MAX_UNIT_LABEL_LENGTH = 12;
-const MAX_URL_LENGTH = 2048;
 
 // A type alias, not an interface: it must be assignable to the outbox's indexed EventResource.
 export type ProductObject = {
@@ -81,14 +78,14 @@ function readUrl(params: Params): string | null | undefined {
 function readProductFields(params: Params) {
   return {
     active: optionalBoolean(params, 'active'),
-    description: optionalText(params, 'description', MAX_NAME_LENGTH),
+    description: optionalText(params, 'description', MAX_TEXT_LENGTH),
     unit_label: optionalText(params, 'unit_label', MAX_UNIT_LABEL_LENGTH),
     url: readUrl(params),
   };
 }
 
 function readName(params: Params, required: boolean): string | undefined {
-  const name = optionalText(params, 'name', MAX_NAME_LENGTH);
+  const name = optionalText(params, 'name', MAX_TEXT_LENGTH);
   if (name === null || (name === undefined && required)) return reject('missing_param', 'name', 'name is required');
   return name;
 }
@@ -144,7 +141,7 @@ export async function updateProduct(ctx: Context, caller: Caller, input: unknown
   const id = requireString(params, 'id');
   const name = readName(params, false);
   const fields = readProductFields(params);
-  const defaultPrice = optionalText(params, 'default_price_id', 255);
+  const defaultPrice = optionalText(params, 'default_price_id', MAX_TEXT_LENGTH);
   const now = ctx.clock.now();
   const row = await ctx.db.transaction().execute(async (trx) => {
     const current = await findProduct(trx, caller, id, { lock: true });

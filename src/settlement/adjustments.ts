@@ -10,6 +10,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { AdjustmentsTable, Database } from '../db/schema';
 import { KessaiError } from '../domain/errors';
+import { MAX_TEXT_LENGTH } from '../domain/limits';
 import { MERCHANT_OWNER_REF, PLATFORM_OWNER_REF } from '../domain/sales-statements';
 import { assertAdjustment } from '../domain/service-statements';
 import { toUnixSeconds } from '../domain/time';
@@ -84,8 +85,8 @@ async function ownerOf(trx: Kysely<Database>, caller: Pick<Caller, 'accountId' |
 export async function bookAdjustment(ctx: Pick<Context, 'db' | 'clock' | 'ids'>, caller: Pick<Caller, 'accountId' | 'livemode'>, input: BookAdjustmentInput): Promise<AdjustmentObject> {
   const { amount, subject, reason } = assertAdjustment(input);
   const requestKey = input.requestKey;
-  if (requestKey !== undefined && (requestKey.length === 0 || requestKey.length > 255)) {
-    throw new KessaiError('invalid_string_length', { param: 'request_key', message: 'request_key must be 1 to 255 characters' });
+  if (requestKey !== undefined && (requestKey.length === 0 || requestKey.length > MAX_TEXT_LENGTH)) {
+    throw new KessaiError('invalid_string_length', { param: 'request_key', message: `request_key must be 1 to ${MAX_TEXT_LENGTH} characters` });
   }
   const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {

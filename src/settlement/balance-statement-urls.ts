@@ -8,7 +8,8 @@
  */
 import type { Caller } from '../accounts/accounts';
 import type { Context } from '../engine/context';
-import { issueUrl, payloadOfToken, renderStatementCsv, statementDownloadBase, STATEMENT_URL_TTL_MS, type IssuedUrl, type IssueStatementUrlCommand } from './statement-urls';
+import { STATEMENT_URL_TTL_MS } from '../domain/limits';
+import { issueUrl, payloadOfToken, renderStatementCsv, statementDownloadBase, type IssuedUrl, type IssueStatementUrlCommand } from './statement-urls';
 import { balanceObjects, findBalance, type BalanceObject } from './statements';
 
 /** `platformer` true: the platform-fee version of each statement. */

@@ -15,11 +15,10 @@ import type { Kysely } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { Database } from '../db/schema';
 import { reject } from '../domain/errors';
+import { STATEMENT_URL_TTL_MS } from '../domain/limits';
 import type { Context, EngineConfig } from '../engine/context';
 import { findStatement, statementObjects, type StatementObject } from './statements';
 
-/** v1 §4.7: "A URL expires 1 hour after issue". */
-export const STATEMENT_URL_TTL_MS = 60 * 60 * 1000;
 export const DEFAULT_STATEMENT_DOWNLOAD_BASE = 'https://kessai.invalid/v1/statements/download';
 
 /** The statement URL settings of EngineConfig (set by the composition root). */

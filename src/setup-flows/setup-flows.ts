@@ -23,6 +23,7 @@ import { consumeToken } from '../customers/tokens';
 import type { Database, SetupFlowsTable } from '../db/schema';
 import { KessaiError, reject, type ErrorCode } from '../domain/errors';
 import { createMetadata, mergeMetadata } from '../domain/metadata';
+import { MAX_TEXT_LENGTH } from '../domain/limits';
 import { claimLapsed } from '../domain/network-claims';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
@@ -32,7 +33,6 @@ import { hasParam, optionalString, readParams, requireString, type Params } from
 import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
 import { newClientSecret } from '../payment-flows/payment-flow-object';
 import { cardNeedsThreeDSecure } from '../payment-flows/payment-method';
-import { MAX_DESCRIPTION_LENGTH } from '../payment-flows/payment-flows';
 import { attachMethod, findPaymentMethod, insertPaymentMethod, type PaymentMethodRow } from '../payment-methods/payment-methods';
 
 export type SetupFlowRow = Selectable<SetupFlowsTable>;
@@ -123,7 +123,7 @@ async function saveFlow(trx: Kysely<Database>, row: SetupFlowRow, changes: Updat
 function readDescription(params: Params): string | null | undefined {
   const description = optionalString(params, 'description', { code: 'invalid_string_length' });
   if (description === undefined) return undefined;
-  if ([...description].length > MAX_DESCRIPTION_LENGTH) reject('invalid_string_length', 'description', `description must be at most ${MAX_DESCRIPTION_LENGTH} characters`);
+  if ([...description].length > MAX_TEXT_LENGTH) reject('invalid_string_length', 'description', `description must be at most ${MAX_TEXT_LENGTH} characters`);
   return description === '' ? null : description;
 }
 

@@ -6,7 +6,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema';
-import { jstMidnight } from '../domain/time';
+import { JST_OFFSET_MS, jstMidnight } from '../domain/time';
 
 export interface SubscriberCounts {
   active: number;
@@ -57,7 +57,7 @@ export function emptyMonthEnd(): MonthEndFigures {
 
 /** The JST months overlapping [from, to), each with its end instant (the next month's 00:00 JST, or `to`). */
 export function monthsOfRange(from: Date, to: Date): { month: string; end: Date }[] {
-  const shifted = new Date(from.getTime() + 9 * 3_600_000);
+  const shifted = new Date(from.getTime() + JST_OFFSET_MS);
   let year = shifted.getUTCFullYear();
   let month = shifted.getUTCMonth() + 1;
   const months: { month: string; end: Date }[] = [];

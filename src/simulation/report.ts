@@ -14,7 +14,7 @@ import { cardKey, chargeCardsOf } from '../charges/charge-record';
 import { CHARGE_OBJECT_COLUMNS, chargeText, type ChargeRow } from '../charges/charges';
 import { renderCard } from '../customers/card-object';
 import type { Database } from '../db/schema';
-import { formatJst, fromUnixSeconds, jstMidnight, parseInstant, toIsoSeconds, toJstIso } from '../domain/time';
+import { formatJst, fromUnixSeconds, JST_OFFSET_MS, jstMidnight, MS_PER_DAY, parseInstant, toIsoSeconds, toJstIso } from '../domain/time';
 import { emptyMonthEnd, monthEndFigures, type MonthEndFigures } from './business-figures';
 import { renderCharts } from './report-charts';
 import { renderReportHtml } from './report-html';
@@ -91,11 +91,11 @@ export interface ReportHeader {
 const jstDays = new Map<number, string>();
 
 function jstDay(at: Date): string {
-  const shifted = at.getTime() + 9 * 3_600_000;
-  const number = Math.floor(shifted / 86_400_000);
+  const shifted = at.getTime() + JST_OFFSET_MS;
+  const number = Math.floor(shifted / MS_PER_DAY);
   let day = jstDays.get(number);
   if (day === undefined) {
-    day = new Date(number * 86_400_000).toISOString().slice(0, 10);
+    day = new Date(number * MS_PER_DAY).toISOString().slice(0, 10);
     jstDays.set(number, day);
   }
   return day;

@@ -9,6 +9,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { Database, TaxRatesTable } from '../db/schema';
 import { reject } from '../domain/errors';
+import { MAX_TEXT_LENGTH } from '../domain/limits';
 import { createMetadata, mergeMetadata, type Metadata } from '../domain/metadata';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
@@ -20,7 +21,6 @@ import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List }
 export type TaxRateRow = Selectable<TaxRatesTable>;
 
 export const TAX_RATES_URL = '/v2/tax_rates';
-const MAX_TEXT_LENGTH = 255;
 /** 0 to 100 with at most four decimals, as a number or a string. */
 const PERCENTAGE_TEXT = /^(?:100(?:\.0{1,4})?|\d{1,2}(?:\.\d{1,4})?)$/;
 

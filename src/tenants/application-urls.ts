@@ -8,7 +8,8 @@
 import type { Caller } from '../accounts/accounts';
 import { escapeHtml } from '../domain/html';
 import type { Context } from '../engine/context';
-import { issueUrl, payloadOfToken, STATEMENT_URL_TTL_MS, type IssuedUrl } from '../settlement/statement-urls';
+import { STATEMENT_URL_TTL_MS } from '../domain/limits';
+import { issueUrl, payloadOfToken, type IssuedUrl } from '../settlement/statement-urls';
 import { findTenant, type TenantRow } from './tenants';
 
 /** Decision (docs/decisions/api-conventions.md, "v1 routes: …"): the application URL lives as long as a statement URL. */

@@ -18,8 +18,6 @@ import { recordEvent } from '../events/outbox';
 import { inPage, type Page } from '../operations/pagination';
 
 export const TENANTS_URL = '/v1/tenants';
-/** Largest minimum_transfer_amount accepted: the largest charge amount (v1 §4.2). */
-export const MAX_MINIMUM_TRANSFER_AMOUNT = 9_999_999;
 
 export type TenantRow = Selectable<TenantsTable>;
 

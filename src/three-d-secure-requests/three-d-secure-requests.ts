@@ -20,6 +20,7 @@ import type { Caller } from '../accounts/accounts';
 import { renderCard } from '../customers/card-object';
 import type { Database, ThreeDSecureRequestsTable } from '../db/schema';
 import { reject } from '../domain/errors';
+import { THREE_D_SECURE_WINDOW_MS } from '../domain/limits';
 import { toUnixSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
@@ -27,8 +28,6 @@ import { inPage, type Page } from '../operations/pagination';
 import { findTenant } from '../tenants/tenants';
 
 export const THREE_D_SECURE_REQUESTS_URL = '/v1/three_d_secure_requests';
-/** Service rules §2: the 3-D Secure window of a pending charge, applied to requests alike. */
-export const THREE_D_SECURE_REQUEST_WINDOW_MS = 30 * 60 * 1000;
 
 export type ThreeDSecureRequestRow = Selectable<ThreeDSecureRequestsTable>;
 
@@ -124,7 +123,7 @@ export async function createThreeDSecureRequest(ctx: Context, caller: Caller, co
         started_at: null,
         result_received_at: null,
         finished_at: null,
-        expires_at: new Date(now.getTime() + THREE_D_SECURE_REQUEST_WINDOW_MS),
+        expires_at: new Date(now.getTime() + THREE_D_SECURE_WINDOW_MS),
       })
       .returningAll()
       .executeTakeFirstOrThrow();

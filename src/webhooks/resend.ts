@@ -11,6 +11,7 @@
  */
 import { sql } from 'kysely';
 import { KessaiError } from '../domain/errors';
+import { MAX_TEXT_LENGTH } from '../domain/limits';
 import type { Context } from '../engine/context';
 import { endpointForSending } from './endpoints';
 
@@ -107,14 +108,14 @@ export interface ResendResult {
   readonly deliveries: readonly { readonly eventId: string; readonly attempt: number }[];
 }
 
-const REQUEST_KEY = /^[\x21-\x7e]{1,255}$/;
+const REQUEST_KEY = new RegExp(`^[\\x21-\\x7e]{1,${MAX_TEXT_LENGTH}}$`);
 
 /**
  * Re-sends given-up deliveries of an endpoint: one (`eventId`) or every one. `requestKey` makes the
  * request idempotent (a retry with the same key re-sends nothing more); `operator` is recorded.
  */
 export async function resendGivenUp(ctx: Pick<Context, 'db' | 'clock'>, input: { readonly accountId: string; readonly endpointId: string; readonly eventId?: string; readonly requestKey: string; readonly operator: string }): Promise<ResendResult> {
-  if (!REQUEST_KEY.test(input.requestKey)) throw new KessaiError('invalid_param_key', { param: 'idempotency_key', message: 'the request key must be 1 to 255 printable ASCII characters' });
+  if (!REQUEST_KEY.test(input.requestKey)) throw new KessaiError('invalid_param_key', { param: 'idempotency_key', message: `the request key must be 1 to ${MAX_TEXT_LENGTH} printable ASCII characters` });
   await endpointForSending(ctx.db, input.accountId, input.endpointId);
   if (input.eventId !== undefined) {
     const delivery = await ctx.db

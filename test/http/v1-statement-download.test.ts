@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { termCloseJob } from '../../jobs/term-close';
 import { Scheduler } from '../../src/engine/scheduler';
-import { STATEMENT_URL_TTL_MS } from '../../src/settlement/statement-urls';
+import { STATEMENT_URL_TTL_MS } from '../../src/domain/limits';
 import { testContext } from '../support/database';
 import { startTestServer, type TestServer } from '../support/http-server';
 import { captureCharge } from '../support/settlement-seed';

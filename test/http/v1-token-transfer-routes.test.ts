@@ -13,7 +13,7 @@ import type { Caller } from '../../src/accounts/accounts';
 import { Scheduler } from '../../src/engine/scheduler';
 import { runOperation } from '../../src/operations/registry';
 import { TEST_CARDS } from '../../src/processor/test-cards';
-import { STATEMENT_URL_TTL_MS } from '../../src/settlement/statement-urls';
+import { STATEMENT_URL_TTL_MS } from '../../src/domain/limits';
 import { testContext } from '../support/database';
 import { rawRequest, sdkError, startTestServer, type Backend, type TestServer } from '../support/http-server';
 import { rejection } from '../support/rejections';

@@ -9,7 +9,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type AccountKeys } from '../../src/accounts/accounts';
-import { IDEMPOTENCY_TTL_MS, purgeExpiredIdempotencyKeys, requestHash } from '../../src/api/idempotency';
+import { purgeExpiredIdempotencyKeys, requestHash } from '../../src/api/idempotency';
+import { IDEMPOTENCY_TTL_MS } from '../../src/domain/limits';
 import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card-network';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';

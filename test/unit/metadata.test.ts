@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { KessaiError } from '../../src/domain/errors';
+import { METADATA_LIMITS } from '../../src/domain/limits';
 import {
-  METADATA_LIMITS,
   V1_METADATA_OBJECTS,
   createMetadata,
   mergeMetadata,

@@ -9,7 +9,6 @@ import {
   cardsUrl,
   createCard,
   deleteCard,
-  EMAIL_PATTERN,
   POSTAL_CODE_PATTERN,
   listCards,
   retrieveCard,
@@ -24,7 +23,7 @@ import { createMetadata } from '../../domain/metadata';
 import { defineCommandOperation } from '../../operations/define';
 import { listObject, PAGINATION_PARAMS, readPage, type Page } from '../../operations/pagination';
 import { hasParam, optionalBoolean, optionalString, readParams, requireString, type Params } from '../../operations/params';
-import { CARD_NAME_PATTERN } from '../../processor/test-cards';
+import { CARD_NAME_PATTERN, CARD_NAME_RULE, EMAIL_PATTERN, EMAIL_RULE } from '../../domain/limits';
 
 /** `cards.create`: `customer`, `card` (token), `default` (make it the default card), `metadata`. */
 export function decodeCreateCard(input: unknown): CreateCardCommand {
@@ -55,8 +54,8 @@ const CARD_FIELD_RULES: Readonly<Record<CardUpdateField, { readonly pattern: Reg
   address_line1: { pattern: /^[^\p{Cc}]{1,200}$/u, code: 'invalid_card_address_line', rule: '1 to 200 characters' },
   address_line2: { pattern: /^[^\p{Cc}]{1,200}$/u, code: 'invalid_card_address_line', rule: '1 to 200 characters' },
   country: { pattern: /^[A-Z]{2}$/, code: 'invalid_card_country', rule: 'a 2-letter ISO 3166-1 code in capitals' },
-  name: { pattern: CARD_NAME_PATTERN, code: 'invalid_card_name', rule: '2 to 45 half-width letters, digits, spaces, periods or hyphens' },
-  email: { pattern: EMAIL_PATTERN, code: 'invalid_email', rule: 'an e-mail address of at most 255 characters' },
+  name: { pattern: CARD_NAME_PATTERN, code: 'invalid_card_name', rule: CARD_NAME_RULE },
+  email: { pattern: EMAIL_PATTERN, code: 'invalid_email', rule: EMAIL_RULE },
   // E.164: "+", a country code not starting with 0, at most 15 digits in all. The catalogue has no
   // phone code, so a bad phone is invalid_param_key on `phone` (see params.ts).
   phone: { pattern: /^\+[1-9]\d{1,14}$/, code: 'invalid_param_key', rule: 'an E.164 number such as +819012345678' },

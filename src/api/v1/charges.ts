@@ -12,10 +12,6 @@ import {
   createCharge,
   finishThreeDSecure,
   listCharges,
-  MAX_CHARGE_AMOUNT,
-  MAX_REFUND_REASON_LENGTH,
-  MIN_CHARGE_AMOUNT,
-  MIN_REFUND_AMOUNT,
   reauthCharge,
   refundCharge,
   retrieveCharge,
@@ -26,10 +22,10 @@ import {
   type UpdateChargeCommand,
 } from '../../charges/charge-operations';
 import { renderChargeRecord } from '../../charges/charge-record';
-import { MAX_DESCRIPTION_LENGTH } from '../../customers/customers';
 import { reject } from '../../domain/errors';
 import { ID_PREFIX } from '../../domain/ids';
 import { V1_EXPIRY_DAYS } from '../../domain/hold-periods';
+import { MAX_AMOUNT, MAX_REFUND_REASON_LENGTH, MAX_TEXT_LENGTH, MIN_CHARGE_AMOUNT, MIN_REFUND_AMOUNT } from '../../domain/limits';
 import { createMetadata } from '../../domain/metadata';
 import { defineCommandOperation } from '../../operations/define';
 import { listObject, PAGINATION_PARAMS, readPage } from '../../operations/pagination';
@@ -44,12 +40,12 @@ function characterCount(text: string): number {
 function readDescription(params: Params): string | null | undefined {
   const description = optionalString(params, 'description', { code: 'invalid_string_length' });
   if (description === undefined) return undefined;
-  if (characterCount(description) > MAX_DESCRIPTION_LENGTH) reject('invalid_string_length', 'description', `description must be at most ${MAX_DESCRIPTION_LENGTH} characters`);
+  if (characterCount(description) > MAX_TEXT_LENGTH) reject('invalid_string_length', 'description', `description must be at most ${MAX_TEXT_LENGTH} characters`);
   return description === '' ? null : description;
 }
 
 function requireAmount(params: Params, min: number): number {
-  const amount = optionalInteger(params, 'amount', { min, max: MAX_CHARGE_AMOUNT, code: 'invalid_amount' });
+  const amount = optionalInteger(params, 'amount', { min, max: MAX_AMOUNT, code: 'invalid_amount' });
   if (amount === undefined) return reject('missing_param', 'amount', 'amount is required');
   return amount;
 }
@@ -107,14 +103,14 @@ export function decodeListCharges(input: unknown): ListChargesCommand {
 export function decodeCaptureCharge(input: unknown): { readonly id: string; readonly amount: number | undefined } {
   const params = readParams(input, ['id', 'amount']);
   const id = requireString(params, 'id');
-  return { id, amount: optionalInteger(params, 'amount', { min: MIN_CHARGE_AMOUNT, max: MAX_CHARGE_AMOUNT, code: 'invalid_amount' }) };
+  return { id, amount: optionalInteger(params, 'amount', { min: MIN_CHARGE_AMOUNT, max: MAX_AMOUNT, code: 'invalid_amount' }) };
 }
 
 /** `charges.refund`: `amount` (1 to 9,999,999), `refund_reason` (up to 255 characters). */
 export function decodeRefundCharge(input: unknown): RefundChargeCommand {
   const params = readParams(input, ['id', 'amount', 'refund_reason']);
   const id = requireString(params, 'id');
-  const amount = optionalInteger(params, 'amount', { min: MIN_REFUND_AMOUNT, max: MAX_CHARGE_AMOUNT, code: 'invalid_refund_amount' });
+  const amount = optionalInteger(params, 'amount', { min: MIN_REFUND_AMOUNT, max: MAX_AMOUNT, code: 'invalid_refund_amount' });
   const reason = optionalString(params, 'refund_reason', { code: 'invalid_refund_reason' });
   if (reason !== undefined && characterCount(reason) > MAX_REFUND_REASON_LENGTH) {
     reject('invalid_refund_reason', 'refund_reason', `refund_reason must be at most ${MAX_REFUND_REASON_LENGTH} characters`);

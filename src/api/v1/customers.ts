@@ -3,13 +3,11 @@
  * (v1 metadata, empty string clears a field), customers → v1 customer objects. The checks run
  * here, in the order v1 has always given them, before anything is read or written.
  */
-import { EMAIL_PATTERN } from '../../customers/cards';
 import {
   createCustomer,
   CUSTOMERS_URL,
   deleteCustomer,
   listCustomers,
-  MAX_DESCRIPTION_LENGTH,
   renderCustomerWithCards,
   retrieveCustomer,
   updateCustomer,
@@ -18,6 +16,7 @@ import {
   type UpdateCustomerCommand,
 } from '../../customers/customers';
 import { reject } from '../../domain/errors';
+import { EMAIL_PATTERN, EMAIL_RULE, MAX_TEXT_LENGTH } from '../../domain/limits';
 import { createMetadata } from '../../domain/metadata';
 import { defineCommandOperation } from '../../operations/define';
 import { listObject } from '../../operations/pagination';
@@ -29,12 +28,12 @@ function readContact(params: Params): CustomerContact {
   const out: { email?: string | null; description?: string | null } = {};
   const email = optionalString(params, 'email', { code: 'invalid_email' });
   if (email !== undefined) {
-    if (email !== '' && !EMAIL_PATTERN.test(email)) reject('invalid_email', 'email', 'email must be an e-mail address of at most 255 characters');
+    if (email !== '' && !EMAIL_PATTERN.test(email)) reject('invalid_email', 'email', `email must be ${EMAIL_RULE}`);
     out.email = email === '' ? null : email;
   }
   const description = optionalString(params, 'description', { code: 'invalid_string_length' });
   if (description !== undefined) {
-    if ([...description].length > MAX_DESCRIPTION_LENGTH) reject('invalid_string_length', 'description', `description must be at most ${MAX_DESCRIPTION_LENGTH} characters`);
+    if ([...description].length > MAX_TEXT_LENGTH) reject('invalid_string_length', 'description', `description must be at most ${MAX_TEXT_LENGTH} characters`);
     out.description = description === '' ? null : description;
   }
   return out;

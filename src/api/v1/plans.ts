@@ -5,6 +5,7 @@
 import { FLEXIBLE_ID_PATTERN } from '../../customers/customers';
 import { FIRST_BILLING_DAY, LAST_BILLING_DAY } from '../../domain/billing-calendar';
 import { reject } from '../../domain/errors';
+import { MAX_AMOUNT, MAX_TEXT_LENGTH, MAX_TRIAL_DAYS, MIN_PLAN_AMOUNT } from '../../domain/limits';
 import { createMetadata } from '../../domain/metadata';
 import { defineCommandOperation } from '../../operations/define';
 import { listObject } from '../../operations/pagination';
@@ -16,10 +17,6 @@ import {
   deletePlan,
   isPlanInterval,
   listPlans,
-  MAX_PLAN_AMOUNT,
-  MAX_PLAN_NAME_LENGTH,
-  MAX_TRIAL_DAYS,
-  MIN_PLAN_AMOUNT,
   PLAN_CURRENCY,
   PLANS_URL,
   retrievePlan,
@@ -32,7 +29,7 @@ import {
 function readName(params: Params): string | null | undefined {
   const name = optionalString(params, 'name', { code: 'invalid_string_length' });
   if (name === undefined) return undefined;
-  if ([...name].length > MAX_PLAN_NAME_LENGTH) reject('invalid_string_length', 'name', `name must be at most ${MAX_PLAN_NAME_LENGTH} characters`);
+  if ([...name].length > MAX_TEXT_LENGTH) reject('invalid_string_length', 'name', `name must be at most ${MAX_TEXT_LENGTH} characters`);
   return name === '' ? null : name;
 }
 
@@ -50,7 +47,7 @@ function requireInteger(params: Params, key: string, options: { readonly min: nu
  */
 export function decodeCreatePlan(input: unknown): CreatePlanCommand {
   const params = readParams(input, ['amount', 'currency', 'interval', 'id', 'name', 'trial_days', 'billing_day', 'metadata']);
-  const amount = requireInteger(params, 'amount', { min: MIN_PLAN_AMOUNT, max: MAX_PLAN_AMOUNT, code: 'invalid_plan_amount' });
+  const amount = requireInteger(params, 'amount', { min: MIN_PLAN_AMOUNT, max: MAX_AMOUNT, code: 'invalid_plan_amount' });
   const currency = requireString(params, 'currency', { code: 'invalid_currency' });
   if (currency !== PLAN_CURRENCY) reject('invalid_currency', 'currency', `currency must be ${PLAN_CURRENCY}, got ${JSON.stringify(currency)}`);
   const interval = requireString(params, 'interval', { code: 'invalid_interval' });

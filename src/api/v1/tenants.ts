@@ -3,10 +3,10 @@
  * under the v1 rules (v1 metadata, empty `name` clears it), tenant rows → v1 tenant objects. The
  * checks run here, in the order v1 has always given them, before anything is read or written.
  */
-import { MAX_DESCRIPTION_LENGTH } from '../../customers/customers';
 import { TENANT_MINIMUM_TRANSFER_AMOUNT_DEFAULT, TENANT_MINIMUM_TRANSFER_AMOUNT_FLOOR } from '../../domain/balance-rules';
 import { reject } from '../../domain/errors';
 import { parsePlatformFeeRate } from '../../domain/fees';
+import { MAX_AMOUNT, MAX_TEXT_LENGTH } from '../../domain/limits';
 import { createMetadata } from '../../domain/metadata';
 import { formatRate } from '../../domain/money';
 import { defineCommandOperation } from '../../operations/define';
@@ -16,7 +16,6 @@ import {
   createTenant,
   deleteTenant,
   listTenants,
-  MAX_MINIMUM_TRANSFER_AMOUNT,
   renderTenant,
   retrieveTenant,
   TENANTS_URL,
@@ -39,7 +38,7 @@ function readRate(params: Params): string | undefined {
 }
 
 function readMinimum(params: Params): number | undefined {
-  return optionalInteger(params, 'minimum_transfer_amount', { min: TENANT_MINIMUM_TRANSFER_AMOUNT_FLOOR, max: MAX_MINIMUM_TRANSFER_AMOUNT, code: 'invalid_amount' });
+  return optionalInteger(params, 'minimum_transfer_amount', { min: TENANT_MINIMUM_TRANSFER_AMOUNT_FLOOR, max: MAX_AMOUNT, code: 'invalid_amount' });
 }
 
 /**
@@ -49,7 +48,7 @@ function readMinimum(params: Params): number | undefined {
 export function decodeCreateTenant(input: unknown): CreateTenantCommand {
   const params = readParams(input, ['id', 'name', 'platform_fee_rate', 'payjp_fee_included', 'minimum_transfer_amount', 'metadata']);
   const id = optionalFlexibleId(params);
-  const name = optionalText(params, 'name', MAX_DESCRIPTION_LENGTH) ?? null;
+  const name = optionalText(params, 'name', MAX_TEXT_LENGTH) ?? null;
   const platformFeeRate = readRate(params);
   if (platformFeeRate === undefined) return reject('missing_param', 'platform_fee_rate', 'platform_fee_rate is required');
   return {
@@ -69,7 +68,7 @@ export function decodeCreateTenant(input: unknown): CreateTenantCommand {
 export function decodeUpdateTenant(input: unknown): UpdateTenantCommand {
   const params = readParams(input, ['id', 'name', 'platform_fee_rate', 'minimum_transfer_amount', 'metadata']);
   const id = requireString(params, 'id');
-  const name = optionalText(params, 'name', MAX_DESCRIPTION_LENGTH);
+  const name = optionalText(params, 'name', MAX_TEXT_LENGTH);
   const platformFeeRate = readRate(params);
   const minimumTransferAmount = readMinimum(params);
   return { id, name, platformFeeRate, minimumTransferAmount, metadata: hasParam(params, 'metadata') ? { update: params.metadata, flavour: 'v1' } : undefined };

@@ -3,7 +3,7 @@
  * only when one of them runs (the options and help stay in main.ts).
  */
 import { ALL_JOBS } from '../../jobs/index';
-import { formatJst } from '../domain/time';
+import { formatJst, MS_PER_DAY } from '../domain/time';
 import { FixedClock } from '../engine/clock';
 import type { EngineConfig } from '../engine/context';
 import { nextSlotAfter } from '../engine/cron';
@@ -22,9 +22,9 @@ const DEFAULT_RUN_RETENTION_DAYS = 30;
 
 /** KESSAI_JOB_RUN_RETENTION_DAYS: a whole number of days, 1 or more (the backfill window is one day). */
 export function runRetentionMs(value: string | undefined): number {
-  if (value === undefined || value === '') return DEFAULT_RUN_RETENTION_DAYS * 86_400_000;
+  if (value === undefined || value === '') return DEFAULT_RUN_RETENTION_DAYS * MS_PER_DAY;
   if (!/^[1-9][0-9]{0,4}$/.test(value)) throw new Error(`KESSAI_JOB_RUN_RETENTION_DAYS must be a whole number of days from 1, got ${JSON.stringify(value)}`);
-  return Number(value) * 86_400_000;
+  return Number(value) * MS_PER_DAY;
 }
 
 /** Engine settings from the options of the commands that run jobs. */

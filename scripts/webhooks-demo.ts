@@ -9,7 +9,7 @@ import { randomIds } from '../src/engine/random-ids';
 import { silentLogger } from '../src/engine/logger';
 import { openRuntime } from '../src/engine/runtime';
 import { systemClock } from '../src/engine/system-clock';
-import { runOperation } from '../src/operations/registry';
+import { runOperation } from '../src/api/operations';
 import { TEST_CARDS } from '../src/processor/test-cards';
 
 const accountId = process.argv[2];

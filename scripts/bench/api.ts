@@ -39,7 +39,7 @@ import { createContext } from '../../src/engine/context';
 import { silentLogger } from '../../src/engine/logger';
 import { randomIds } from '../../src/engine/random-ids';
 import { systemClock } from '../../src/engine/system-clock';
-import { runOperation } from '../../src/operations/registry';
+import { runOperation } from '../../src/api/operations';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { startServe } from '../../test/support/spawn-worker';
 import { admin, ceilingRatioLine, log, SERVER, withDatabase } from './bench-support';

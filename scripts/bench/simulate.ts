@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { ALL_JOBS } from '../../jobs/index';
 import { parseInstant } from '../../src/domain/time';
 import { simulate } from '../../src/simulation/simulate';
-import { operationNames } from '../../src/operations/registry';
+import { operationNames } from '../../src/api/operations';
 import { writeReport } from '../../src/simulation/report';
 import { parseScenario, planSteps } from '../../src/simulation/scenario';
 

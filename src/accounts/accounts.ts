@@ -10,6 +10,7 @@ import type { Context } from '../engine/context';
 import { KessaiError } from '../domain/errors';
 import { ID_PREFIX } from '../domain/ids';
 import { formatRate, parseRate } from '../domain/money';
+import type { Caller } from '../operations/define';
 
 export type TermCycle = 'monthly' | 'semi_monthly';
 
@@ -178,11 +179,7 @@ export async function listAccounts(ctx: Pick<Context, 'db'>): Promise<{ id: stri
   return rows.map((row) => ({ id: row.account_id, name: row.name, liveEnabled: row.live_enabled, termCycle: row.term_cycle, createdAt: row.created_at }));
 }
 
-export interface Caller {
-  readonly accountId: string;
-  readonly livemode: boolean;
-  readonly kind: 'secret' | 'public';
-}
+export type { Caller } from '../operations/define';
 
 /** How long a server reuses a key's answer: a revocation or a withdrawn live permission refuses within this. */
 export const KEY_ANSWER_FRESH_MS = 1_000;

@@ -7,7 +7,7 @@
  * it: a secret key pasted into a web page does not work there. Credentials are the key in the
  * Authorization header, never cookies, so any origin may call.
  */
-import { findOperation } from '../operations/registry';
+import { findOperation } from './operations';
 import { routePattern, type HttpMethod } from './v1/routes';
 
 /** The headers a browser call may carry (no X-Payjp-Direct-Token-Generate: that is the secret key's). */

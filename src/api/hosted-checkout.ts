@@ -41,7 +41,7 @@ import { defaultConfiguration, renderPaymentMethodConfiguration } from '../check
 import { KessaiError } from '../domain/errors';
 import { DISPLAY_METHODS, type DisplayMethod } from '../domain/payment-method-display';
 import type { Context } from '../engine/context';
-import { runOperation } from '../operations/registry';
+import { runOperation } from './operations';
 import type { PaymentFlowObject } from '../payment-flows/payment-flow-object';
 import { findPrices } from '../prices/prices';
 import { TEST_CARDS } from '../processor/test-cards';

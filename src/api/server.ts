@@ -17,7 +17,7 @@ import { KessaiError } from '../domain/errors';
 import type { Context } from '../engine/context';
 import { silentLogger, type Logger } from '../engine/logger';
 import { checkParameterText } from '../operations/params';
-import { runOperation } from '../operations/registry';
+import { runOperation } from './operations';
 import { balanceStatementsCsv } from '../settlement/balance-statement-urls';
 import { claimedKindOf, statementCsv } from '../settlement/statement-urls';
 import { tenantApplicationPage } from '../tenants/application-urls';

@@ -22,7 +22,7 @@ import type { TokenObject } from '../customers/tokens';
 import { KessaiError } from '../domain/errors';
 import { ID_PREFIX } from '../domain/ids';
 import type { Context } from '../engine/context';
-import { runOperation } from '../operations/registry';
+import { runOperation } from './operations';
 import type { ThreeDSecureRequestObject } from '../three-d-secure-requests/three-d-secure-requests';
 import { httpUrl, sendPage, text, type Query } from './hosted-checkout';
 

@@ -11,14 +11,32 @@ import { ALL_JOBS } from '../../jobs/index';
 import { formatJst, jstDate, MS_PER_DAY } from '../domain/time';
 import { simulate, type SimulationOptions, type SimulationStats } from '../simulation/simulate';
 import { declineRateOf, openForecast, type Forecast } from '../simulation/forecast';
-import { operationNames } from '../operations/registry';
+import { operationNames } from '../api/operations';
 import { diffSummaries, formatDiff, formatSummary, writeReport, writeSummaryFiles, type ReportHeader, type Summary, type WrittenReport } from '../simulation/report';
+import type { ReportDetail } from '../simulation/report-detail';
 import { openOutputFolder, type OutputFolder } from '../simulation/output-folder';
 import { loadScenario, overlayScenario, planSteps, type Scenario, type Step } from '../simulation/scenario';
-import type { SimulateOptions } from './simulate';
 
 /** What a forecast run adds: the copied snapshot and the report's source header. */
 type ForecastRun = Pick<SimulationOptions, 'source'> & { readonly header?: ReportHeader['source'] };
+
+/** The options of `kessai simulate`, as simulate.ts parses them. */
+export interface SimulateOptions {
+  /** Optional with --source (a forecast needs no scenario). */
+  readonly scenario?: string;
+  readonly from: Date;
+  readonly to: Date;
+  readonly seed: number;
+  readonly whatIf?: string;
+  readonly out: string;
+  readonly json?: boolean;
+  readonly strict?: boolean;
+  readonly batchSize?: number;
+  readonly source?: string;
+  readonly account?: string[];
+  readonly declineRate?: number;
+  readonly detail: ReportDetail;
+}
 
 /** The options once --from is settled (`now` becomes the source's newest instant). */
 type SettledOptions = Omit<SimulateOptions, 'from'> & { readonly from: Date };

@@ -6,23 +6,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { parseInstant } from '../domain/time';
 import { REPORT_DETAILS, type ReportDetail } from '../simulation/report-detail';
-
-export interface SimulateOptions {
-  /** Optional with --source (a forecast needs no scenario). */
-  readonly scenario?: string;
-  readonly from: Date;
-  readonly to: Date;
-  readonly seed: number;
-  readonly whatIf?: string;
-  readonly out: string;
-  readonly json?: boolean;
-  readonly strict?: boolean;
-  readonly batchSize?: number;
-  readonly source?: string;
-  readonly account?: string[];
-  readonly declineRate?: number;
-  readonly detail: ReportDetail;
-}
+import type { SimulateOptions } from './simulate-run';
 
 function instantArg(value: string): Date {
   try {

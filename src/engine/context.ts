@@ -10,7 +10,7 @@ import { MS_PER_DAY } from '../domain/time';
 import { simulatedCardNetwork, type CardNetwork } from '../processor/card-network';
 import type { Clock } from './clock';
 import type { Logger } from './logger';
-import type { SlotOutcome } from './scheduler';
+import type { SlotOutcome } from './slot-outcome';
 
 export interface EngineConfig {
   /** Rows a batch job takes per transaction. */

@@ -7,12 +7,9 @@ import type { Database } from '../db/schema';
 import { packDueAccounts, type DueAccount } from './account-batches';
 import type { Clock } from './clock';
 import type { Context } from './context';
+import type { JobCounts } from './slot-outcome';
 
-/**
- * What a run reports: counts by name (renewed, failed, released, …). The ledger keeps, per slot,
- * the sum of what all its attempts committed (see SlotRun.recordBatch).
- */
-export type JobCounts = Readonly<Record<string, number>>;
+export type { JobCounts } from './slot-outcome';
 
 export interface SlotRun {
   /** The scheduled instant this run stands for: work is due "as of" it, never as of wall time. */

@@ -32,7 +32,10 @@ import type { Clock } from './clock';
 import type { Context } from './context';
 import type { Logger } from './logger';
 import { isSlot, slotsBetween } from './cron';
-import { causedBy, RunAborted, RunLost, type JobCounts, type JobDefinition, type SlotRun } from './job';
+import { causedBy, RunAborted, RunLost, type JobDefinition, type SlotRun } from './job';
+import type { ClaimedFrom, JobCounts, OutcomeBase, SlotOutcome } from './slot-outcome';
+
+export type { ClaimedFrom, SlotOutcome } from './slot-outcome';
 
 export interface SchedulerOptions {
   /** Names this worker in the ledger (`owner`), e.g. `host:pid`. */
@@ -49,31 +52,6 @@ export interface SchedulerOptions {
    */
   readonly stopSignal?: AbortSignal;
 }
-
-/**
- * What the claim found the slot in: `pending` (never run, or handed back at a stop), `failed`
- * (a retry), `lapsed` (its worker died: a take-over), `succeeded` (a replay), `abandoned` (a
- * re-run by hand); null for a slot abandoned without being claimed (its last worker died).
- */
-export type ClaimedFrom = 'pending' | 'failed' | 'lapsed' | 'succeeded' | 'abandoned' | null;
-
-interface OutcomeBase {
-  readonly job: string;
-  readonly slot: Date;
-  readonly attempt: number;
-  readonly claimedFrom: ClaimedFrom;
-  /**
-   * What this attempt did: for a success, the job's own report; otherwise the batches it
-   * committed before it stopped, failed or lost its claim.
-   */
-  readonly counts: JobCounts;
-}
-
-export type SlotOutcome =
-  /** `slotCounts`: the ledger's counts of the slot, the sum over all its attempts. */
-  | (OutcomeBase & { readonly status: 'succeeded'; readonly slotCounts: JobCounts })
-  | (OutcomeBase & { readonly status: 'failed' | 'abandoned'; readonly error: string; readonly attemptsWithoutProgress: number })
-  | (OutcomeBase & { readonly status: 'released' | 'lost' });
 
 interface Claim {
   readonly job: string;

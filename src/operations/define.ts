@@ -1,9 +1,15 @@
 /**
- * What an operation is. Kept apart from registry.ts so feature modules can define operations
- * without importing the registry, which imports them (no import cycle).
+ * What an operation is, and who calls it. Below the features: they define their operations with
+ * it, and src/api/operations.ts puts them in the registry.
  */
-import type { Caller } from '../accounts/accounts';
 import type { Context } from '../engine/context';
+
+/** Who runs an operation: the account and mode of the API key that authenticated, and its kind. */
+export interface Caller {
+  readonly accountId: string;
+  readonly livemode: boolean;
+  readonly kind: 'secret' | 'public';
+}
 
 /**
  * Runs one operation for an authenticated caller: returns the API-shaped object (v1 JSON) or

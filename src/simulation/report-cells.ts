@@ -2,7 +2,7 @@
  * Cells shared by the summary's text tables (report.ts) and report.html (report-html.ts), apart
  * from both so that neither imports the other's values (no import cycle).
  */
-import type { MonthSummary } from './report';
+import type { MonthSummary } from './report-summary';
 
 export const yen = (n: number) => n.toLocaleString('en-US');
 

@@ -9,7 +9,7 @@ import * as vega from 'vega';
 import type { TopLevelSpec } from 'vega-lite';
 import { compile } from 'vega-lite';
 import { jstDate, MS_PER_DAY } from '../domain/time';
-import type { DayPoint, Summary } from './report';
+import type { DayPoint, Summary } from './report-summary';
 
 export interface Chart {
   /** File name stem under charts/ and the figure's id in report.html. */

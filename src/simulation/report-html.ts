@@ -6,7 +6,7 @@
  */
 import { formatJst } from '../domain/time';
 import type { Chart } from './report-charts';
-import type { DiffRow, Summary } from './report';
+import type { DiffRow, Summary } from './report-summary';
 import { subscriberCells, yen } from './report-cells';
 
 const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');

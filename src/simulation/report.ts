@@ -15,68 +15,23 @@ import { CHARGE_OBJECT_COLUMNS, chargeText, type ChargeRow } from '../charges/ch
 import { renderCard } from '../customers/card-object';
 import type { Database } from '../db/schema';
 import { formatJst, fromUnixSeconds, JST_OFFSET_MS, jstMidnight, MS_PER_DAY, parseInstant, toIsoSeconds, toJstIso } from '../domain/time';
-import { emptyMonthEnd, monthEndFigures, type MonthEndFigures } from './business-figures';
+import { emptyMonthEnd, monthEndFigures } from './business-figures';
 import { renderCharts } from './report-charts';
 import { renderReportHtml } from './report-html';
 import { subscriberCells, yen } from './report-cells';
 import type { SimulatedWorld } from './simulate';
 import { webhookReport } from './webhooks';
 import { REPORT_DETAILS, type ReportDetail } from './report-detail';
+import type { DayPoint, DiffRow, MonthSummary, Summary } from './report-summary';
+
+export type { DayPoint, DiffRow, MonthMoney, MonthSummary, Summary } from './report-summary';
 import { EVENT_TEXT_SQL } from '../events/outbox';
-import { findOperation, runOperation } from '../operations/registry';
+import { findOperation, runOperation } from '../api/operations';
 import { subscriptionObjects } from '../subscriptions/subscription-record';
 import type { SubscriptionRow } from '../subscriptions/subscription-object';
 import { renderAdjustment } from '../settlement/adjustments';
 
 const PAGE = 5_000;
-
-/** The money of one JST month, from the simulated rows. */
-export interface MonthMoney {
-  month: string;
-  charges: number;
-  captured_charges: number;
-  captured_yen: number;
-  failed_charges: number;
-  failed_renewals: number;
-  refunds: number;
-  refunded_yen: number;
-  fees_yen: number;
-  /** Platform fees of the charges captured in the month (platform mode). */
-  platform_fees_yen: number;
-  /** The merchant accounts' own paid plans of the service billed for the month (`service_fee` statements). */
-  service_fees_yen: number;
-  /** Operator adjustments booked in the month, signed (positive: paid to the owner; `misc` statements). */
-  adjustments_yen: number;
-  /** Failed renewal charges of the month by failure code. */
-  failed_renewals_by_reason: Record<string, number>;
-  /**
-   * Money that left for each owner (merchant account, tenant, platform) in balances closed in
-   * the month with a payout date, by their closing date: transfers positive, collected claims
-   * negative (a forfeited balance is in forfeited_by_owner).
-   */
-  paid_out_by_owner: Record<string, number>;
-}
-
-/** A month of the summary: its money and what stood at its end (see MonthEndFigures). */
-export type MonthSummary = MonthMoney & MonthEndFigures;
-
-export interface Summary {
-  scenario: string | null;
-  from: string;
-  to: string;
-  seed: number;
-  steps: number;
-  failed_steps: number;
-  job_runs: number;
-  months: MonthSummary[];
-  totals: Omit<MonthSummary, 'month'>;
-}
-
-export interface DayPoint {
-  readonly day: string;
-  captured_yen: number;
-  failures: number;
-}
 
 export interface ReportHeader {
   readonly scenario: string | null;
@@ -646,14 +601,6 @@ function monthEndStates(m: MonthSummary): Pick<MonthSummary, 'mrr_yen' | 'subscr
 }
 
 const METRICS = ['mrr_yen', 'charges', 'captured_yen', 'failed_renewals', 'refunded_yen', 'fees_yen', 'platform_fees_yen', 'service_fees_yen', 'adjustments_yen', 'new_subscriptions', 'churned_subscriptions', 'recovered_subscriptions'] as const;
-
-export interface DiffRow {
-  readonly month: string;
-  readonly metric: string;
-  readonly baseline: number;
-  readonly variant: number;
-  readonly delta: number;
-}
 
 /** Month by month, metric by metric: baseline, variant, delta (variant − baseline). */
 export function diffSummaries(baseline: Summary, variant: Summary): DiffRow[] {

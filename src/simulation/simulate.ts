@@ -28,7 +28,7 @@ import { citusNodes, distributeAccountTables, dropScratchDatabase, joinCitusClus
 import { KessaiError, toError } from '../domain/errors';
 import { seededIds } from '../domain/ids';
 import { formatJst } from '../domain/time';
-import { runOperation } from '../operations/registry';
+import { runOperation } from '../api/operations';
 import { decodeCreateSubscription } from '../api/v1/subscriptions';
 import { simulatedCardNetwork } from '../processor/card-network';
 import { tokenizedCardOf } from '../customers/tokens';

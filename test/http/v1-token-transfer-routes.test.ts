@@ -11,7 +11,7 @@ import type Payjp from 'payjp';
 import { termCloseJob } from '../../jobs/term-close';
 import type { Caller } from '../../src/accounts/accounts';
 import { Scheduler } from '../../src/engine/scheduler';
-import { runOperation } from '../../src/operations/registry';
+import { runOperation } from '../../src/api/operations';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { STATEMENT_URL_TTL_MS } from '../../src/domain/limits';
 import { testContext } from '../support/database';

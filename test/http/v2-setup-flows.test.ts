@@ -8,7 +8,7 @@ import * as v2 from '@payjp/payjpv2';
 import type { Client } from '@payjp/payjpv2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authenticate } from '../../src/accounts/accounts';
-import { runOperation } from '../../src/operations/registry';
+import { runOperation } from '../../src/api/operations';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { startTestServer, type TestServer } from '../support/http-server';
 import { ok, problem, v2CardMethod, v2Client, v2EventTypes } from '../support/v2-sdk';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authenticate, createAccount, DEFAULT_FEE_RATES, getAccount, publicKeyOf } from '../../src/accounts/accounts';
 import { toUnixSeconds } from '../../src/domain/time';
 import { EVENT_TEXT_SQL, listEvents, recordEvent, recordEvents, renderEvent } from '../../src/events/outbox';
-import { runOperation } from '../../src/operations/registry';
+import { runOperation } from '../../src/api/operations';
 import { createTestDatabase, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
 import { rejection } from '../support/rejections';
 

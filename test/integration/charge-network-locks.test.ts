@@ -11,7 +11,7 @@ import { createAccount, type Caller } from '../../src/accounts/accounts';
 import { expireHoldBatch } from '../../src/charges/hold-jobs';
 import type { Database } from '../../src/db/schema';
 import { KessaiError } from '../../src/domain/errors';
-import { runOperation } from '../../src/operations/registry';
+import { runOperation } from '../../src/api/operations';
 import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card-network';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';

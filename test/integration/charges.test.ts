@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
 import { chargeCards, type ChargeRequest } from '../../src/charges/charges';
 import { listEvents } from '../../src/events/outbox';
-import { runOperation } from '../../src/operations/registry';
+import { runOperation } from '../../src/api/operations';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, testContext, type TestDatabase } from '../support/database';
 

@@ -13,7 +13,7 @@ import { decodeCreateToken } from '../../src/api/v1/tokens';
 import { createToken } from '../../src/customers/tokens';
 import type { Database } from '../../src/db/schema';
 import { listEvents } from '../../src/events/outbox';
-import { runOperation } from '../../src/operations/registry';
+import { runOperation } from '../../src/api/operations';
 import { confirmPaymentFlow, retrievePaymentFlow, updatePaymentFlow } from '../../src/payment-flows/payment-flows';
 import { Scheduler } from '../../src/engine/scheduler';
 import { createPrice, retrievePrice } from '../../src/prices/prices';

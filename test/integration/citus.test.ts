@@ -24,7 +24,7 @@ import { openStore } from '../../src/db/connect';
 import { migrate, SQL_DIR } from '../../src/db/migrate';
 import type { Database } from '../../src/db/schema';
 import { createAccount } from '../../src/accounts/accounts';
-import { runOperation } from '../../src/operations/registry';
+import { runOperation } from '../../src/api/operations';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { testContext } from '../support/database';
 import { EVERY_JOB_ACCOUNTS, idleJobs, simulateEveryJob } from '../support/every-job-accounts';

@@ -16,7 +16,7 @@ import { recoverCreateIntents } from '../../src/charges/create-intents';
 import { KessaiError } from '../../src/domain/errors';
 import { listEvents } from '../../src/events/outbox';
 import { Scheduler } from '../../src/engine/scheduler';
-import { runOperation } from '../../src/operations/registry';
+import { runOperation } from '../../src/api/operations';
 import { simulatedCardNetwork, type AuthorizationRequest, type AuthorizationResult, type CardNetwork } from '../../src/processor/card-network';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { recordingNetwork } from '../support/recording-network';

@@ -3,7 +3,7 @@ import { createAccount, type Caller } from '../../src/accounts/accounts';
 import { KessaiError } from '../../src/domain/errors';
 import { toUnixSeconds } from '../../src/domain/time';
 import { listEvents } from '../../src/events/outbox';
-import { operationNames, runOperation } from '../../src/operations/registry';
+import { operationNames, runOperation } from '../../src/api/operations';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
 import { expectRefused } from '../support/rejections';

@@ -14,7 +14,7 @@ import { nextDisputeDueAt } from '../../src/disputes/disputes';
 import type { JobDefinition } from '../../src/engine/job';
 import { Scheduler } from '../../src/engine/scheduler';
 import { listEvents } from '../../src/events/outbox';
-import { runOperation } from '../../src/operations/registry';
+import { runOperation } from '../../src/api/operations';
 import { TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';
 import { createTestDatabase, testContext, type TestDatabase } from '../support/database';
 

@@ -11,7 +11,7 @@ import type { Context } from '../../src/engine/context';
 import type { JobDefinition, SlotRun } from '../../src/engine/job';
 import { Scheduler } from '../../src/engine/scheduler';
 import { listEvents } from '../../src/events/outbox';
-import { runOperation } from '../../src/operations/registry';
+import { runOperation } from '../../src/api/operations';
 import type { SettlementRequest } from '../../src/processor/card-network';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, testContext, type TestDatabase } from '../support/database';

@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { ALL_JOBS } from '../../jobs/index';
 import { parseInstant } from '../../src/domain/time';
 import { simulate } from '../../src/simulation/simulate';
-import { operationNames } from '../../src/operations/registry';
+import { operationNames } from '../../src/api/operations';
 import { writeReport } from '../../src/simulation/report';
 import { parseScenario, planSteps, type Scenario } from '../../src/simulation/scenario';
 

@@ -7,7 +7,7 @@ import { createToken } from '../../src/customers/tokens';
 import type { Database } from '../../src/db/schema';
 import { listEvents } from '../../src/events/outbox';
 import { Scheduler } from '../../src/engine/scheduler';
-import { runOperation } from '../../src/operations/registry';
+import { runOperation } from '../../src/api/operations';
 import { capturePaymentFlow, confirmPaymentFlow, createPaymentFlow } from '../../src/payment-flows/payment-flows';
 import { createPaymentRefund, listPaymentFlowRefunds, listPaymentRefunds, retrievePaymentRefund, updatePaymentRefund } from '../../src/payment-refunds/payment-refunds';
 import { TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';

@@ -5,7 +5,7 @@ import { assertSubscribablePlan } from '../../src/domain/billing-calendar';
 import { KessaiError } from '../../src/domain/errors';
 import { toUnixSeconds } from '../../src/domain/time';
 import { listEvents } from '../../src/events/outbox';
-import { operationNames, runOperation } from '../../src/operations/registry';
+import { operationNames, runOperation } from '../../src/api/operations';
 import { createTestDatabase, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
 import { rejectionOf, expectRefused } from '../support/rejections';
 

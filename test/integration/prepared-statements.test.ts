@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createAccount } from '../../src/accounts/accounts';
 import { openStore, type Store } from '../../src/db/connect';
 import { prepared, preparedNameOf } from '../../src/db/prepared';
-import { runOperation } from '../../src/operations/registry';
+import { runOperation } from '../../src/api/operations';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, testContext, type TestDatabase } from '../support/database';
 

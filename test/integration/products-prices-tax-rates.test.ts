@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
 import type { Database } from '../../src/db/schema';
 import { listEvents } from '../../src/events/outbox';
-import { runOperation } from '../../src/operations/registry';
+import { runOperation } from '../../src/api/operations';
 import { createPrice, listPrices, retrievePrice, updatePrice } from '../../src/prices/prices';
 import { createProduct, deleteProduct, listProducts, retrieveProduct, updateProduct } from '../../src/products/products';
 import { createTaxRate, listTaxRates, retrieveTaxRate, updateTaxRate } from '../../src/tax-rates/tax-rates';

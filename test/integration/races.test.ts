@@ -15,7 +15,7 @@ import { expireHoldBatch } from '../../src/charges/hold-jobs';
 import type { Store } from '../../src/db/connect';
 import { KessaiError } from '../../src/domain/errors';
 import { listEvents } from '../../src/events/outbox';
-import { runOperation } from '../../src/operations/registry';
+import { runOperation } from '../../src/api/operations';
 import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card-network';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';

@@ -20,7 +20,7 @@ import { KessaiError } from '../../src/domain/errors';
 import { seededIds } from '../../src/domain/ids';
 import { FixedClock } from '../../src/engine/clock';
 import { Scheduler } from '../../src/engine/scheduler';
-import { runOperation } from '../../src/operations/registry';
+import { runOperation } from '../../src/api/operations';
 import { bookAdjustment } from '../../src/settlement/adjustments';
 import { nextServiceFeeDueAt, setServicePlan } from '../../src/settlement/service-fees';
 import { createTestDatabase, testContext, type TestDatabase } from '../support/database';

@@ -7,7 +7,7 @@ import { termCloseJob } from '../../jobs/term-close';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
 import type { EngineConfig } from '../../src/engine/context';
 import { Scheduler } from '../../src/engine/scheduler';
-import { runOperation } from '../../src/operations/registry';
+import { runOperation } from '../../src/api/operations';
 import { statementCsv } from '../../src/settlement/statement-urls';
 import { createTestDatabase, testContext, type TestDatabase } from '../support/database';
 import { expectRefused, rejection } from '../support/rejections';

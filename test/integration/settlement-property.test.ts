@@ -15,7 +15,7 @@ import { serviceFeeBillingJob } from '../../jobs/service-fee-billing';
 import { termCloseJob } from '../../jobs/term-close';
 import { createAccount } from '../../src/accounts/accounts';
 import { Scheduler } from '../../src/engine/scheduler';
-import { runOperation } from '../../src/operations/registry';
+import { runOperation } from '../../src/api/operations';
 import { bookAdjustment } from '../../src/settlement/adjustments';
 import { setServicePlan } from '../../src/settlement/service-fees';
 import { createTestDatabase, testContext, type TestDatabase } from '../support/database';

@@ -9,7 +9,7 @@ import { termCloseJob } from '../../jobs/term-close';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
 import { Scheduler } from '../../src/engine/scheduler';
 import { listEvents } from '../../src/events/outbox';
-import { runOperation } from '../../src/operations/registry';
+import { runOperation } from '../../src/api/operations';
 import { closeTermBatch } from '../../src/settlement/term-close';
 import { createTestDatabase, testContext, type TestDatabase } from '../support/database';
 import { rejection } from '../support/rejections';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ALL_JOBS } from '../../jobs/index';
 import { parseInstant } from '../../src/domain/time';
-import { operationNames } from '../../src/operations/registry';
+import { operationNames } from '../../src/api/operations';
 import { writeReport, type WrittenReport } from '../../src/simulation/report';
 import { REPORT_DETAILS, type ReportDetail } from '../../src/simulation/report-detail';
 import { loadScenario, planSteps } from '../../src/simulation/scenario';

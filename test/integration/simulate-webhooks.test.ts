@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ALL_JOBS } from '../../jobs/index';
 import { parseInstant } from '../../src/domain/time';
-import { operationNames } from '../../src/operations/registry';
+import { operationNames } from '../../src/api/operations';
 import { writeReport } from '../../src/simulation/report';
 import { loadScenario, planSteps, ScenarioError, parseScenario } from '../../src/simulation/scenario';
 import { simulate } from '../../src/simulation/simulate';

@@ -14,7 +14,7 @@ import { createAccount } from '../../src/accounts/accounts';
 import { parseInstant } from '../../src/domain/time';
 import { Scheduler } from '../../src/engine/scheduler';
 import { resolveParams, simulate } from '../../src/simulation/simulate';
-import { operationNames, runOperation } from '../../src/operations/registry';
+import { operationNames, runOperation } from '../../src/api/operations';
 import { writeReport, type Summary } from '../../src/simulation/report';
 import { DEFAULT_ACCOUNT_ID, loadScenario, overlayScenario, parseScenario, planSteps, ScenarioError, type Scenario } from '../../src/simulation/scenario';
 import { createTestDatabase, testContext, type TestDatabase } from '../support/database';

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
 import { listEvents } from '../../src/events/outbox';
-import { runOperation } from '../../src/operations/registry';
+import { runOperation } from '../../src/api/operations';
 import { resolveChargeTenant } from '../../src/tenants/charge-tenant';
 import { createTestDatabase, testContext, type TestDatabase } from '../support/database';
 import { expectRefused, rejection } from '../support/rejections';

@@ -3,7 +3,7 @@ import { createAccount, type Caller } from '../../src/accounts/accounts';
 import { listEvents } from '../../src/events/outbox';
 import { settleCaptured } from '../../src/settlement/capture';
 import { closeTermBatch } from '../../src/settlement/term-close';
-import { runOperation } from '../../src/operations/registry';
+import { runOperation } from '../../src/api/operations';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { MS_PER_DAY } from '../../src/domain/time';
 import { createTestDatabase, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';

@@ -11,7 +11,7 @@ import { createAccount, type Caller } from '../../src/accounts/accounts';
 import { createLogger } from '../../src/engine/logger';
 import { Scheduler } from '../../src/engine/scheduler';
 import { listEvents, renderEvent, type StoredEvent } from '../../src/events/outbox';
-import { runOperation } from '../../src/operations/registry';
+import { runOperation } from '../../src/api/operations';
 import { deliverDueWebhooks, sendTestEvent } from '../../src/webhooks/delivery';
 import { addEndpoint, checkEndpointUrl, listEndpoints, removeEndpoint, rotateEndpointToken, setEndpointEnabled } from '../../src/webhooks/endpoints';
 import type { WebhookTransport } from '../../src/engine/context';

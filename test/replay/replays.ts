@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { ALL_JOBS } from '../../jobs/index';
 import { parseInstant } from '../../src/domain/time';
 import { simulate } from '../../src/simulation/simulate';
-import { operationNames } from '../../src/operations/registry';
+import { operationNames } from '../../src/api/operations';
 import { writeReport } from '../../src/simulation/report';
 import { loadScenario, planSteps } from '../../src/simulation/scenario';
 

@@ -6,7 +6,7 @@
 import { fileURLToPath } from 'node:url';
 import { ALL_JOBS } from '../../jobs/index';
 import { parseInstant } from '../../src/domain/time';
-import { operationNames } from '../../src/operations/registry';
+import { operationNames } from '../../src/api/operations';
 import { loadScenario, planSteps } from '../../src/simulation/scenario';
 import { simulate, type SimulatedWorld } from '../../src/simulation/simulate';
 

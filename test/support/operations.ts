@@ -4,7 +4,7 @@
  */
 import type { Caller } from '../../src/accounts/accounts';
 import type { Context } from '../../src/engine/context';
-import { runOperation } from '../../src/operations/registry';
+import { runOperation } from '../../src/api/operations';
 
 export function v1Operation<T extends object>(name: string): (ctx: Context, caller: Caller, params: object) => Promise<T> {
   return async (ctx, caller, params) => (await runOperation(ctx, caller, name, params)) as T;

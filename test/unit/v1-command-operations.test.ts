@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { V1_ROUTES } from '../../src/api/v1/routes';
-import { findOperation } from '../../src/operations/registry';
+import { findOperation } from '../../src/api/operations';
 
 describe('v1 operations apart from the wire', () => {
   it('every v1 route runs a registered command operation (decode, execute, encode)', () => {

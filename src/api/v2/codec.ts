@@ -20,7 +20,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { KessaiError, reject } from '../../domain/errors';
 import { PROBLEM_MEDIA_TYPE, toProblemDocument } from '../../domain/problem-details';
 import type { Context } from '../../engine/context';
-import { runOperation } from '../../operations/registry';
+import { runOperation } from '../operations';
 import { checkParameterText, isPlainObject } from '../../operations/params';
 import { bodyText, decodeV1Input, toV1Error } from '../v1/codec';
 import { routePattern, type HttpMethod } from '../v1/routes';

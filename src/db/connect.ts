@@ -13,39 +13,13 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import type { Database } from './schema';
+import type { Store } from './store';
 import { PG_VERSION_FILE, pgliteTemplateFile, unpackPgliteTemplate } from './pglite-template';
 import { PreparingClient } from './prepared';
 import { SHARED_PARSERS } from './type-parsers';
 import { PGLITE_SERIALIZERS } from './utf8-param';
 
-export type StoreKind = 'postgres' | 'pglite';
-
-export interface Store {
-  readonly kind: StoreKind;
-  readonly db: Kysely<Database>;
-  /** Where the data lives, for messages: a redacted URL or a folder. */
-  readonly location: string;
-  /**
-   * Runs a script of several SQL statements (a migration) on the given executor's session.
-   * Kept apart from `db` because PGlite runs multi-statement text only through `exec`.
-   */
-  executeScript(executor: Kysely<Database>, script: string): Promise<void>;
-  /**
-   * PostgreSQL only: runs `COPY (…) TO STDOUT` on a connection of its own and hands its output to
-   * `write` chunk by chunk, as the raw bytes the server sends (no text decoding in this process).
-   */
-  copyOut?(statement: string, write: (chunk: Buffer) => void | Promise<void>): Promise<void>;
-  /**
-   * Loads COPY text-format rows into `target` (`table (columns)`), set-based: `COPY … FROM STDIN`
-   * on PostgreSQL, `COPY … FROM '/dev/blob'` on PGlite. Returns the number of rows loaded.
-   */
-  copyIn?(target: string, rows: AsyncIterable<Uint8Array>): Promise<number>;
-  /** PostgreSQL only: the connection pool's connections now (the metrics' database pool gauges). */
-  poolStats?(): { readonly total: number; readonly idle: number; readonly waiting: number };
-  /** PGlite only: the whole database as a tarball (gzipped if asked), to start another one from. */
-  snapshot?(compression?: 'none' | 'gzip'): Promise<Blob>;
-  close(): Promise<void>;
-}
+export type { Store, StoreKind } from './store';
 
 export interface OpenStoreOptions {
   /** PostgreSQL connection string; when absent, embedded PGlite is used. */

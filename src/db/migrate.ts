@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { sql } from 'kysely';
 import { packagePath } from '../package-root';
-import type { Store } from './connect';
+import type { Store } from './store';
 import { splitStatements } from './sql-statements';
 
 export const SQL_DIR = packagePath('sql/');

@@ -16,6 +16,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { Database } from '../db/schema';
 import { reject, toError } from '../domain/errors';
+import { MS_PER_DAY } from '../domain/time';
 import { FixedClock, VirtualClock, type Clock } from '../engine/clock';
 import type { Context } from '../engine/context';
 import type { JobDefinition } from '../engine/job';
@@ -50,7 +51,7 @@ export async function claimAdvance(ctx: Context, realClock: Clock, caller: Calle
   const lapsed = clock.status === 'advancing' && clock.advance_lease_until !== null && clock.advance_lease_until.getTime() < realClock.now().getTime();
   if (!lapsed) {
     if (target.getTime() <= from) reject('invalid_timestamp', 'frozen_time', `frozen_time must be after the clock's current instant (${clock.frozen_time.toISOString()}): a clock only moves forward`);
-    if (target.getTime() - from > ADVANCE_HORIZON_MS) reject('invalid_timestamp', 'frozen_time', `one advance moves a clock at most ${ADVANCE_HORIZON_MS / 86_400_000} days; advance in steps`);
+    if (target.getTime() - from > ADVANCE_HORIZON_MS) reject('invalid_timestamp', 'frozen_time', `one advance moves a clock at most ${ADVANCE_HORIZON_MS / MS_PER_DAY} days; advance in steps`);
   }
   const now = realClock.now();
   const leaseUntil = new Date(now.getTime() + ctx.config.leaseMs);

@@ -8,6 +8,7 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { Database, TestClocksTable } from '../db/schema';
 import { KessaiError, reject } from '../domain/errors';
+import { MAX_TEXT_LENGTH } from '../domain/limits';
 import { toUnixSeconds } from '../domain/time';
 import { FixedClock } from '../engine/clock';
 import type { Context } from '../engine/context';
@@ -175,7 +176,7 @@ const NAMING_PARAMS = ['id', 'customer', 'test_clock', 'subscription', 'charge',
 export async function requestOnClock(ctx: Context, caller: Caller, operation: string, input: unknown): Promise<Context> {
   if (caller.livemode || input === null || typeof input !== 'object') return ctx;
   const params = input as Record<string, unknown>;
-  const named = NAMING_PARAMS.map((name) => params[name]).filter((value): value is string => typeof value === 'string' && value.length > 0 && value.length <= 255);
+  const named = NAMING_PARAMS.map((name) => params[name]).filter((value): value is string => typeof value === 'string' && value.length > 0 && value.length <= MAX_TEXT_LENGTH);
   const forNewCustomer = operation === 'customers.create' || operation === 'v2.customers.create';
   if (named.length === 0 && !forNewCustomer) return ctx;
   const account = caller.accountId;

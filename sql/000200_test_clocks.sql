@@ -17,7 +17,7 @@ CREATE TABLE test_clocks (
   advance_lease_until timestamptz,
   -- Real time (audit), unlike frozen_time.
   created_at          timestamptz NOT NULL,
-  PRIMARY KEY (account_id, test_clock_id)
+  CONSTRAINT test_clocks_pkey PRIMARY KEY (account_id, test_clock_id)
 );
 ALTER TABLE test_clocks ADD CONSTRAINT test_clocks_status_check CHECK (status IN ('ready', 'advancing'));
 ALTER TABLE test_clocks ADD CONSTRAINT test_clocks_advancing_check CHECK ((status = 'advancing') = (advancing_to IS NOT NULL));

@@ -50,9 +50,15 @@ export function isLockTimeout(error: unknown): boolean {
 }
 
 /**
+ * The driver's own words for a connection it lost: ended by the server or the network, or found
+ * broken when the next query of the same session was sent (node-postgres, lib/client.js).
+ */
+const DRIVER_LOST_CONNECTION = /^(Connection terminated( unexpectedly| due to connection timeout)?|Client has encountered a connection error and is not queryable)$/;
+
+/**
  * The database (or, on Citus, the worker node holding the rows) could not be reached: a connection
  * exception (SQLSTATE class 08), a server shutting down or starting (57P01–57P03), a socket error
- * of the driver, or node-postgres's "Connection terminated". Looked for along the `cause` chain, as
+ * of the driver, or node-postgres's words for a lost connection. Looked for along the `cause` chain, as
  * errors are wrapped. Nothing the statement did was committed; the same request may succeed later.
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
@@ -65,7 +71,7 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     const code = (current as { code?: unknown }).code;
     if (typeof code === 'string' && UNREACHABLE_SOCKET_CODES.has(code)) return true;
     const message = (current as { message?: unknown }).message;
-    if (typeof message === 'string' && /^Connection terminated( unexpectedly| due to connection timeout)?$/.test(message)) return true;
+    if (typeof message === 'string' && DRIVER_LOST_CONNECTION.test(message)) return true;
     current = (current as { cause?: unknown }).cause;
   }
   return false;

@@ -115,9 +115,16 @@ describe.runIf(isPostgres())('a database that cannot be reached: 503 with Retry-
     // A session the server ends (SQLSTATE 57P01, as on a node's shutdown).
     const victim = await database.openAnother();
     try {
-      const pid = (await victim.db.selectNoFrom((eb) => eb.fn<number>('pg_backend_pid', []).as('pid')).executeTakeFirstOrThrow()).pid;
-      await database.store.db.selectNoFrom((eb) => eb.fn<boolean>('pg_terminate_backend', [eb.val(pid)]).as('ended')).execute();
-      const error = await victim.db.selectNoFrom((eb) => eb.lit(1).as('one')).execute().then(() => undefined, (e: unknown) => e);
+      // In one transaction, so the query after the termination runs on the ended session (the pool
+      // would otherwise hand out a fresh connection once it noticed the end).
+      const error = await victim.db
+        .transaction()
+        .execute(async (trx) => {
+          const pid = (await trx.selectNoFrom((eb) => eb.fn<number>('pg_backend_pid', []).as('pid')).executeTakeFirstOrThrow()).pid;
+          await database.store.db.selectNoFrom((eb) => eb.fn<boolean>('pg_terminate_backend', [eb.val(pid)]).as('ended')).execute();
+          await trx.selectNoFrom((eb) => eb.lit(1).as('one')).execute();
+        })
+        .then(() => undefined, (e: unknown) => e);
       expect(error).toBeDefined();
       expect(isDatabaseUnavailable(error)).toBe(true);
     } finally {

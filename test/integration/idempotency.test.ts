@@ -156,7 +156,7 @@ describe('Idempotency-Key on POST', () => {
     const header = key('fault');
     const body = { amount: '600', currency: 'jpy', customer: cus };
     const first = await call(faulty.apibase, keys.test.secret, 'POST', '/charges', body, header);
-    expect(first).toMatchObject({ status: 500, body: { error: { status: 500, code: 'payjp_wrong' } } });
+    expect(first).toMatchObject({ status: 500, body: { error: { status: 500, code: 'pg_wrong' } } });
     expect(await chargesOf(cus)).toEqual([]);
     const second = await call(faulty.apibase, keys.test.secret, 'POST', '/charges', body, header);
     expect(second).toMatchObject({ status: 200, body: { object: 'charge', amount: 600, paid: true } });

@@ -1,0 +1,108 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type Payjp from 'payjp';
+import { TEST_CARDS } from '../../src/processor/test-cards';
+import { TEST_CLOCKS_PATH } from '../../src/api/test-clock-routes';
+import { Scheduler } from '../../src/engine/scheduler';
+import { subscriptionRenewalsJob } from '../../jobs/subscription-renewals';
+import { REFERENCE_INSTANT, testContext } from '../support/database';
+import { startTestServer, type TestServer } from '../support/http-server';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the API answers are read field by field
+type Json = Record<string, any>;
+const card = (number: string) => ({ number, exp_month: '12', exp_year: '2035', cvc: '123' });
+const seconds = (at: Date | string) => (typeof at === 'string' ? Date.parse(at) : at.getTime()) / 1000;
+/** The server's clock stands at REFERENCE_INSTANT: a monthly subscription created now renews a month later. */
+const NOW = seconds(REFERENCE_INSTANT);
+const RENEWAL = new Date('2027-02-01T00:00:00.000Z');
+
+describe('test clocks are isolated: an advance and the live worker each touch only their own objects', () => {
+  let server: TestServer;
+  let payjp: Payjp.Payjp;
+  let other: Payjp.Payjp;
+  let key: string;
+  const clockApi = async (method: string, path: string, body?: Record<string, string>): Promise<{ status: number; body: Json }> => {
+    const response = await fetch(`${server.baseUrl}${TEST_CLOCKS_PATH}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
+      ...(body ? { body: new URLSearchParams(body).toString() } : {}),
+    });
+    return { status: response.status, body: (await response.json()) as Json };
+  };
+  /** Waits (a bounded number of reads) until the clock says ready. */
+  const ready = async (id: string): Promise<Json> => {
+    for (let i = 0; i < 600; i += 1) {
+      const { body } = await clockApi('GET', `/${id}`);
+      if (body.status === 'ready') return body;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error(`test clock ${id} did not become ready`);
+  };
+  /** A customer with a card (on `clock` when given) and a monthly subscription of `sdk`'s account. */
+  const subscribed = async (sdk: Payjp.Payjp, clock?: string) => {
+    const token = (await sdk.tokens.create({ card: card(TEST_CARDS.visa.number) } as never, { 'X-Payjp-Direct-Token-Generate': 'true' })).id;
+    const customer = await sdk.customers.create({ card: token, ...(clock ? { test_clock: clock } : {}) } as never);
+    const plan = await sdk.plans.create({ amount: 1200, currency: 'jpy', interval: 'month' });
+    const subscription = await sdk.subscriptions.create({ customer: customer.id, plan: plan.id });
+    expect(subscription).toMatchObject({ status: 'active', current_period_start: NOW, current_period_end: seconds(RENEWAL) });
+    return { customer: customer.id, subscription: subscription.id };
+  };
+  const chargesOf = async (sdk: Payjp.Payjp, customer: string) => (await sdk.charges.list({ customer, limit: 100 } as never)).data;
+  const periodOf = async (sdk: Payjp.Payjp, subscription: string) => {
+    const s = await sdk.subscriptions.retrieve(subscription);
+    return { status: s.status, current_period_start: s.current_period_start, current_period_end: s.current_period_end };
+  };
+
+  beforeAll(async () => {
+    server = await startTestServer('harness');
+    key = server.keys.a.test.secret;
+    payjp = server.sdk(key);
+    other = server.sdk(server.keys.b.test.secret);
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('an advance renews its clock’s subscription only: a same-account and another account’s subscription due in the interval do not move', async () => {
+    const clock = (await clockApi('POST', '', { frozen_time: String(NOW), name: 'isolation' })).body;
+    expect(clock).toMatchObject({ status: 'ready', frozen_time: NOW });
+    const onClock = await subscribed(payjp, clock.id);
+    const sameAccount = await subscribed(payjp);
+    const otherAccount = await subscribed(other);
+    const before = { same: await periodOf(payjp, sameAccount.subscription), other: await periodOf(other, otherAccount.subscription) };
+
+    const to = seconds('2027-02-15T00:00:00.000Z');
+    expect(await clockApi('POST', `/${clock.id}/advance`, { frozen_time: String(to) })).toMatchObject({ status: 200, body: { status: 'advancing' } });
+    expect(await ready(clock.id)).toMatchObject({ status: 'ready', frozen_time: to });
+
+    // The clock's subscription renewed once at its due instant: a second charge and the next period.
+    expect(await periodOf(payjp, onClock.subscription)).toMatchObject({ status: 'active', current_period_start: seconds(RENEWAL), current_period_end: seconds('2027-03-01T00:00:00.000Z') });
+    const clockCharges = await chargesOf(payjp, onClock.customer);
+    expect(clockCharges.map((charge) => charge.created).sort()).toEqual([NOW, seconds(RENEWAL)]);
+    // The others were due at the same instant, inside the advanced interval, and did not move.
+    expect(await periodOf(payjp, sameAccount.subscription)).toEqual(before.same);
+    expect(await periodOf(other, otherAccount.subscription)).toEqual(before.other);
+    expect(before.same.current_period_end).toBe(seconds(RENEWAL));
+    expect(await chargesOf(payjp, sameAccount.customer)).toHaveLength(1);
+    expect(await chargesOf(other, otherAccount.customer)).toHaveLength(1);
+  });
+
+  it('the live worker renews a live subscription due at an instant and leaves the clock’s subscription due at the same instant alone', async () => {
+    const clock = (await clockApi('POST', '', { frozen_time: String(NOW), name: 'live worker' })).body;
+    const onClock = await subscribed(payjp, clock.id);
+    const live = await subscribed(payjp);
+    const clockBefore = await periodOf(payjp, onClock.subscription);
+
+    // The live worker's renewal slot at the due instant, its clock a minute later.
+    const worker = testContext(server.ctx.store, { at: new Date(RENEWAL.getTime() + 60_000), seed: 901 });
+    const outcome = await new Scheduler(worker, [subscriptionRenewalsJob], { owner: 'live-worker' }).runSlot(subscriptionRenewalsJob.name, RENEWAL);
+    expect(outcome.status, outcome.status === 'failed' ? outcome.error : '').toBe('succeeded');
+
+    // The probe says yes: the live subscription due at that instant renewed …
+    expect(await periodOf(payjp, live.subscription)).toMatchObject({ status: 'active', current_period_start: seconds(RENEWAL) });
+    expect(await chargesOf(payjp, live.customer)).toHaveLength(2);
+    // … and no: the clock's subscription, due at the same instant, has no new charge and its period did not move.
+    expect(await periodOf(payjp, onClock.subscription)).toEqual(clockBefore);
+    expect(await chargesOf(payjp, onClock.customer)).toHaveLength(1);
+    expect((await clockApi('GET', `/${clock.id}`)).body).toMatchObject({ status: 'ready', frozen_time: NOW });
+  });
+});

@@ -15,6 +15,7 @@ import { MERCHANT_OWNER_REF, PLATFORM_OWNER_REF } from '../domain/sales-statemen
 import { assertAdjustment } from '../domain/service-statements';
 import { toUnixSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
+import { findTenant } from '../tenants/tenants';
 import { openTermIdsOpening } from './terms';
 
 export type AdjustmentRow = Selectable<AdjustmentsTable>;
@@ -67,14 +68,8 @@ async function ownerOf(trx: Kysely<Database>, caller: Pick<Caller, 'accountId' |
   if (owner === 'merchant') return { owner: 'merchant', ownerRef: MERCHANT_OWNER_REF, tenantId: null };
   if (owner === 'platform') return { owner: 'platform', ownerRef: PLATFORM_OWNER_REF, tenantId: null };
   if (!owner.startsWith('ten_')) throw new KessaiError('invalid_param_key', { param: 'owner', message: 'owner must be merchant, platform or a tenant id (ten_...)' });
-  const tenant = await trx
-    .selectFrom('tenants')
-    .select('tenant_id')
-    .where('account_id', '=', caller.accountId)
-    .where('livemode', '=', caller.livemode)
-    .where('tenant_id', '=', owner)
-    .executeTakeFirst();
-  if (!tenant) throw new KessaiError('invalid_id', { param: 'owner', message: `No such tenant: ${owner}` });
+  // A deleted tenant's balances still settle, so an adjustment may name it.
+  await findTenant(trx, caller, owner, 'owner', { deleted: 'accepted' });
   return { owner: 'tenant', ownerRef: owner, tenantId: owner };
 }
 

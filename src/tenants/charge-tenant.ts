@@ -40,7 +40,7 @@ export async function resolveChargeTenant(trx: Kysely<Database>, caller: Pick<Ca
     const none = chargePlatformFee(input.amount, null, input.platformFee ?? null);
     return { tenant_id: null, platform_fee: none.platformFee, platform_fee_rate: none.platformFeeRate, payjp_fee_included: null, total_platform_fee: none.totalPlatformFee };
   }
-  const tenant = await findTenant(trx, caller, input.tenant, 'tenant', 'share');
+  const tenant = await findTenant(trx, caller, input.tenant, 'tenant', { lock: 'share' });
   const fee = chargePlatformFee(input.amount, { platformFeeRate: tenant.platform_fee_rate, payjpFeeIncluded: tenant.payjp_fee_included }, input.platformFee ?? null);
   return {
     tenant_id: tenant.tenant_id,

@@ -47,15 +47,22 @@ export function renderTenant(row: TenantRow): TenantObject {
   };
 }
 
-/** A live tenant of the caller, or `invalid_id` on `param`. `lock` takes it FOR SHARE / UPDATE. */
-export async function findTenant(executor: Kysely<Database>, caller: Pick<Caller, 'accountId' | 'livemode'>, tenantId: string, param: string, lock: false | 'share' | 'update' = false): Promise<TenantRow> {
+/** How `findTenant` reads: `lock` takes the row FOR SHARE / UPDATE; `deleted: 'accepted'` also finds a deleted tenant. */
+export interface FindTenantOptions {
+  readonly lock?: 'share' | 'update';
+  readonly deleted?: 'refused' | 'accepted';
+}
+
+/** A tenant of the caller (a live one unless `deleted: 'accepted'`), or `invalid_id` on `param`. */
+export async function findTenant(executor: Kysely<Database>, caller: Pick<Caller, 'accountId' | 'livemode'>, tenantId: string, param: string, options: FindTenantOptions = {}): Promise<TenantRow> {
+  const { lock, deleted = 'refused' } = options;
   let query = executor
     .selectFrom('tenants')
     .selectAll()
     .where('account_id', '=', caller.accountId)
     .where('livemode', '=', caller.livemode)
-    .where('tenant_id', '=', tenantId)
-    .where('deleted_at', 'is', null);
+    .where('tenant_id', '=', tenantId);
+  if (deleted === 'refused') query = query.where('deleted_at', 'is', null);
   if (lock === 'share') query = query.forShare();
   else if (lock === 'update') query = query.forUpdate();
   const row = await query.executeTakeFirst();
@@ -128,7 +135,7 @@ export async function updateTenant(ctx: Context, caller: Caller, command: Update
   const { id: tenantId, name, platformFeeRate: rate, minimumTransferAmount: minimum } = command;
   const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
-    const current = await findTenant(trx, caller, tenantId, 'id', 'update');
+    const current = await findTenant(trx, caller, tenantId, 'id', { lock: 'update' });
     const metadata = command.metadata === undefined ? current.metadata : (mergeMetadata(current.metadata, command.metadata.update, command.metadata.flavour) as Record<string, string>);
     const changes = {
       ...(name === undefined ? {} : { name }),
@@ -157,7 +164,7 @@ export async function deleteTenant(ctx: Context, caller: Caller, command: { read
   const tenantId = command.id;
   const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
-    const current = await findTenant(trx, caller, tenantId, 'id', 'update');
+    const current = await findTenant(trx, caller, tenantId, 'id', { lock: 'update' });
     await trx
       .updateTable('tenants')
       .set({ deleted_at: now, updated_at: now })

@@ -132,6 +132,17 @@ describe('operator adjustments', () => {
     const balance = await ctx.db.selectFrom('balances').selectAll().where('account_id', '=', accountId).executeTakeFirstOrThrow();
     expect(balance).toMatchObject({ owner: 'tenant', tenant_id: tenant.id, state: 'transfer', net: 11_750 });
   });
+
+  it('a deleted tenant can still be named by an adjustment (its balances settle); another account\'s tenant cannot', async () => {
+    const accountId = 'acct_adjust_deleted';
+    await createAccount(ctx, { name: accountId, id: accountId });
+    const caller = { accountId, livemode: false, kind: 'secret' as const };
+    const tenant = (await runOperation(ctx, caller, 'tenants.create', { platform_fee_rate: '10.00' })) as { id: string };
+    await runOperation(ctx, caller, 'tenants.delete', { id: tenant.id });
+    const booked = await bookAdjustment(ctx, caller, { amount: 500, subject: 'other', reason: 'late correction', owner: tenant.id });
+    expect(booked).toMatchObject({ owner: 'tenant', amount: 500 });
+    await expect(bookAdjustment(ctx, { accountId: 'acct_adjust', livemode: false }, { amount: 500, subject: 'other', reason: 'x', owner: tenant.id })).rejects.toMatchObject({ code: 'invalid_id', param: 'owner' });
+  });
 });
 
 describe('kessai adjustments add / accounts plan', () => {

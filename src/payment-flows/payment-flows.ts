@@ -20,6 +20,8 @@ import type { Kysely, Updateable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { PaymentMethodType } from '../db/column-types';
 import type { Database, PaymentFlowsTable } from '../db/schema';
+import { assertCardNotFlagged, recordCardError } from '../customers/card-flags';
+import { CARD_CAUSED_ERRORS } from '../domain/card-flags';
 import { KessaiError, reject, type ErrorCode } from '../domain/errors';
 import { holdLapsed, parseExtendedAuthorizationRequest, v2HoldExpiresAt, type ExtendedAuthorizationRequest } from '../domain/hold-periods';
 import { createMetadata, mergeMetadata, type Metadata } from '../domain/metadata';
@@ -406,6 +408,9 @@ async function claimConfirmation(
   if (!CONFIRMABLE.has(flow.status)) reject('invalid_status', undefined, `a payment flow that is ${flow.status} cannot be confirmed`);
   assertMethodAllowed(flow.payment_method_types, snapshot.type);
   if (flow.capture_method === 'manual') holdFor(flow, snapshot, at);
+  // card_flagged (src/domain/card-flags.ts): a card locked out after repeated refusals is not
+  // sent to the network again; the refusal rolls back the confirmation, so the flow is unchanged.
+  if (snapshot.card !== null) await assertCardNotFlagged(trx, flowCaller(flow), snapshot.card.fingerprint, at);
   const attached = { ...paymentMethodColumns(snapshot), last_payment_error: null, three_d_secure_status: null };
   const authenticate = needsThreeDSecure(snapshot);
   if (authenticate && !options.authenticateInline) {
@@ -502,16 +507,27 @@ function recordedOutcome(row: PaymentFlowRow): ConfirmOutcome {
 export async function finishConfirmation(ctx: Context, claim: ConfirmClaim, hooks: ConfirmationHooks = {}): Promise<ConfirmOutcome> {
   if (claim.kind === 'done') return claim.outcome;
   const answer = await askNetwork(ctx, claim);
-  return ctx.db.transaction().execute(async (trx) => {
+  const caller = flowCaller(claim.flow);
+  const { outcome, recorded } = await ctx.db.transaction().execute(async (trx) => {
     await hooks.before?.(trx);
-    const { account_id: accountId, livemode, payment_flow_id: id } = claim.flow;
-    const current = await findPaymentFlow(trx, { accountId, livemode, kind: 'secret' }, id, { lock: true });
+    const current = await findPaymentFlow(trx, caller, claim.flow.payment_flow_id, { lock: true });
     // Taken over after the lease (or the claimer's answer came too late): the record made stands.
     const stale = current.status !== 'processing' || current.updated_at.getTime() !== claim.flow.updated_at.getTime();
     const outcome = stale ? recordedOutcome(current) : await recordAnswer(trx, ctx, claim, current, answer);
     await hooks.after?.(trx, outcome);
-    return outcome;
+    return { outcome, recorded: !stale };
   });
+  // The issuer's refusal of the card counts towards its lockout, once: by the confirmation that
+  // recorded it, after its commit (as a declined v1 charge).
+  if (recorded && !answer.approved && claim.snapshot.card !== null && CARD_CAUSED_ERRORS.has(answer.code)) {
+    await recordCardError(ctx.db, caller, claim.snapshot.card.fingerprint, claim.at);
+  }
+  return outcome;
+}
+
+/** The flow's own account and mode, as the engine reads it (a secret-key caller). */
+function flowCaller(flow: PaymentFlowRow): Caller {
+  return { accountId: flow.account_id, livemode: flow.livemode, kind: 'secret' };
 }
 
 /**

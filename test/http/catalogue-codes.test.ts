@@ -5,6 +5,7 @@
  *   call throws) makes a charge 500 `pg_wrong` (`server_error`), not the service's `payjp_wrong`,
  *   and nothing is charged; the token can be used again.
  */
+import * as v2 from '@payjp/payjpv2';
 import Payjp from 'payjp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type AccountKeys } from '../../src/accounts/accounts';
@@ -12,6 +13,7 @@ import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, testContext, type TestDatabase } from '../support/database';
 import { sdkError, serveOn, startTestServer, type Served, type TestServer } from '../support/http-server';
+import { ok, problem, v2CardMethod, v2Client } from '../support/v2-sdk';
 
 const card = (number: string = TEST_CARDS.visa.number) => ({ card: { number, exp_month: 12, exp_year: 2035, cvc: '123' } }) as never;
 const direct = { 'X-Payjp-Direct-Token-Generate': 'true' };
@@ -76,7 +78,7 @@ describe('pg_wrong: the card network does not answer', () => {
   });
 });
 
-describe('card_flagged counts the refusals of charges too', () => {
+describe('card_flagged counts the refusals of charges and payment flows too', () => {
   let server: TestServer;
   let payjp: Payjp.Payjp;
 
@@ -99,5 +101,23 @@ describe('card_flagged counts the refusals of charges too', () => {
     expect(await payjp.charges.create({ amount: 1_000, currency: 'jpy', card: (await payjp.tokens.create(card(), direct)).id })).toMatchObject({ paid: true });
     server.ctx.clock.set(new Date(server.ctx.clock.now().getTime() + 30 * 60_000));
     expect(await sdkError(payjp.charges.create({ amount: 1_000, currency: 'jpy', customer: customer.id }))).toMatchObject({ status: 402, code: 'card_declined' });
+  });
+
+  it('v2: five declined confirmations of one card lock it out too: the sixth confirmation is 402 card_flagged and leaves the flow as it was; a v1 token for the card is refused; other cards go on', async () => {
+    const client = v2Client(server, server.keys.b.test.secret);
+    const v1 = server.sdk(server.keys.b.test.secret);
+    const declining = await v2CardMethod(client, TEST_CARDS.declinesOnCharge.number);
+    for (let i = 0; i < 5; i += 1) {
+      const declined = await problem(v2.createPaymentFlow({ client, body: { amount: 1_000, currency: 'jpy', payment_method_id: declining.id, confirm: true } }));
+      expect(declined).toMatchObject({ status: 402, code: 'card_declined' });
+    }
+    const flow = await ok(v2.createPaymentFlow({ client, body: { amount: 1_000, currency: 'jpy' } }));
+    const flagged = await problem(v2.confirmPaymentFlow({ client, path: { payment_flow_id: flow.id }, body: { payment_method_id: declining.id } }));
+    expect(flagged).toMatchObject({ status: 402, code: 'card_flagged' });
+    // Refused before the network and before the flow changed: no payment method attached, no event of processing.
+    expect(await ok(v2.getPaymentFlow({ client, path: { payment_flow_id: flow.id } }))).toMatchObject({ status: 'requires_payment_method', payment_method_id: null });
+    expect(await sdkError(v1.tokens.create(card(TEST_CARDS.declinesOnCharge.number), direct))).toMatchObject({ status: 402, code: 'card_flagged' });
+    const good = await v2CardMethod(client, TEST_CARDS.visa.number);
+    expect(await ok(v2.confirmPaymentFlow({ client, path: { payment_flow_id: flow.id }, body: { payment_method_id: good.id } }))).toMatchObject({ status: 'succeeded' });
   });
 });

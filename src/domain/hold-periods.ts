@@ -240,6 +240,14 @@ export function holdLapsed(expiresAt: Date, at: Date): boolean {
 /** How the card pays: debit and prepaid cards move money at authorization. */
 export type CardFunding = 'credit' | 'debit' | 'prepaid' | 'unknown';
 
+/**
+ * Service rules §2.1: a debit or prepaid card moves the money at authorization, so giving back a
+ * hold, or the rest of one after a partial capture, refunds the buyer.
+ */
+export function debitedAtAuthorization(funding: string | null): boolean {
+  return funding === 'debit' || funding === 'prepaid';
+}
+
 export interface ReauthCandidate {
   /** `expired_at` of the current hold. */
   readonly expiresAt: Date;

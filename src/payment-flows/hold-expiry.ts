@@ -35,7 +35,7 @@ import { customerInScope, LIVE_BOOK, type JobScope } from '../test-clocks/clock-
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { recordEvents } from '../events/outbox';
 import { flowEvent } from './payment-flows';
-import { renderPaymentRefund } from '../payment-refunds/payment-refunds';
+import { recordDebitReturns } from './debit-returns';
 import type { PaymentFlowRow } from './payment-flow-object';
 import { bulkColumns, compositeKey } from '../db/bulk-rows';
 
@@ -117,21 +117,15 @@ export async function expireFlowBatch(
     const row = byKey.get(compositeKey(flow.account_id, flow.livemode, flow.payment_flow_id));
     return row === undefined ? [] : [flowEvent(row, row.status === 'canceled' ? 'payment_flow.canceled' : 'payment_flow.succeeded', flow.capture_before!)];
   });
-  // A debit or prepaid card was debited at authorization (service rules §2.1: "an expiry …
-  // refunds all"): the lapse sends the debit back, shown as a succeeded refund of the flow with
-  // `refund.created`. No `refunds` row: nothing was sold, so settlement has nothing to book.
-  const debitRefunds = updated.rows
-    .filter((row) => row.status === 'canceled' && (row.card_funding === 'debit' || row.card_funding === 'prepaid'))
+  // A debit or prepaid card was debited at authorization: the lapse sends the debit back (service
+  // rules §2.1: "an expiry … refunds all"), as a refund of the flow.
+  const returns = updated.rows
+    .filter((row) => row.status === 'canceled')
     .map((row) => {
       const debited = due.find((flow) => flow.account_id === row.account_id && flow.livemode === row.livemode && flow.payment_flow_id === row.payment_flow_id)!;
-      const at = debited.capture_before!;
-      return { account_id: row.account_id, livemode: row.livemode, payment_refund_id: ctx.ids.next('paymentRefund'), payment_flow_id: row.payment_flow_id, amount: debited.amount_capturable, status: 'succeeded' as const, reason: null, metadata: '{}', created_at: at, updated_at: at };
-    })
-    .filter((refund) => refund.amount > 0);
-  if (debitRefunds.length > 0) {
-    const refunds = await trx.insertInto('payment_refunds').values(debitRefunds).returningAll().execute();
-    events.push(...refunds.map((refund) => ({ accountId: refund.account_id, livemode: refund.livemode, type: 'refund.created', data: renderPaymentRefund(refund), at: refund.created_at, apiVersion: 'v2' as const })));
-  }
+      return { flow: row, amount: debited.amount_capturable, at: debited.capture_before! };
+    });
+  events.push(...(await recordDebitReturns(trx, ctx.ids, returns)));
   await recordEvents(trx, ctx.ids, events);
   const canceled = updated.rows.filter((row) => row.status === 'canceled').length;
   return { selected: due.length, canceled, remainder_released: updated.rows.length - canceled, released: results.filter((r) => r.ok).length };

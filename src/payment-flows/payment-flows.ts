@@ -23,7 +23,7 @@ import type { Database, PaymentFlowsTable } from '../db/schema';
 import { assertCardNotFlagged, recordCardError } from '../customers/card-flags';
 import { CARD_CAUSED_ERRORS } from '../domain/card-flags';
 import { KessaiError, reject, type ErrorCode } from '../domain/errors';
-import { holdLapsed, parseExtendedAuthorizationRequest, v2HoldExpiresAt, type ExtendedAuthorizationRequest } from '../domain/hold-periods';
+import { debitedAtAuthorization, holdLapsed, parseExtendedAuthorizationRequest, v2HoldExpiresAt, type ExtendedAuthorizationRequest } from '../domain/hold-periods';
 import { createMetadata, mergeMetadata, type Metadata } from '../domain/metadata';
 import { MAX_AMOUNT, MAX_TEXT_LENGTH, MIN_PAYMENT_FLOW_AMOUNT } from '../domain/limits';
 import { claimLapsed } from '../domain/network-claims';
@@ -34,6 +34,7 @@ import { defineOperation } from '../operations/define';
 import { hasParam, isPlainObject, optionalBoolean, optionalInteger, optionalString, readParams, requireString, sentFields, type Params } from '../operations/params';
 import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
 
+import { recordDebitReturns } from './debit-returns';
 import { recordFlowCaptures } from './flow-charges';
 import { findPaymentFlow, newClientSecret, PAYMENT_FLOWS_URL, renderPaymentFlow, type PaymentFlowObject, type PaymentFlowRow } from './payment-flow-object';
 import { isPaymentMethodType, needsThreeDSecure, paymentMethodColumns, resolvePaymentMethod, storedPaymentMethod, type PaymentMethodSnapshot } from './payment-method';
@@ -711,8 +712,7 @@ export async function capturePaymentFlow(ctx: Context, caller: Caller, input: un
     // Service rules §2.1: on a debit or prepaid card "releasing or partially capturing refunds the
     // rest" — the network gave the remainder back with this capture, so nothing is left to capture
     // or to release later.
-    const debited = flow.card_funding === 'debit' || flow.card_funding === 'prepaid';
-    const full = amount === remaining || debited;
+    const full = amount === remaining || debitedAtAuthorization(flow.card_funding);
     const captured = await saveFlow(trx, flow, {
       status: full ? 'succeeded' : 'requires_capture',
       network_claim: null,
@@ -722,7 +722,8 @@ export async function capturePaymentFlow(ctx: Context, caller: Caller, input: un
       updated_at: at,
     });
     await recordFlowCaptures(trx, ctx, [{ flow: captured, captureNumber: captured.capture_count, amount, at }]);
-    await recordEvents(trx, ctx.ids, [flowEvent(captured, full ? 'payment_flow.succeeded' : 'payment_flow.amount_capturable_updated', at)]);
+    const returned = await recordDebitReturns(trx, ctx.ids, [{ flow, amount: remaining - amount, at }]);
+    await recordEvents(trx, ctx.ids, [flowEvent(captured, full ? 'payment_flow.succeeded' : 'payment_flow.amount_capturable_updated', at), ...returned]);
     return captured;
   });
   return renderPaymentFlow(row);
@@ -754,16 +755,20 @@ export async function cancelPaymentFlow(ctx: Context, caller: Caller, input: unk
     const lapsed = flow.status === 'requires_capture' && flow.capture_before !== null && holdLapsed(flow.capture_before, now);
     if (flow.status === 'requires_capture') return claimSettlement(trx, flow, { op: 'release', amount: flow.amount_capturable, reason, lapsed }, now);
     // Nothing held: nothing to ask the network.
-    return cancelFlow(trx, ctx, flow, reason, now);
+    return cancelFlow(trx, ctx, flow, reason, now, 0);
   });
-  const row = 'work' in claim ? await finishSettlement(ctx, claim, (trx, flow) => cancelFlow(trx, ctx, flow, claim.work.op === 'release' && claim.work.lapsed ? 'expired' : reason, releasedAt(claim))) : claim;
+  const row = 'work' in claim ? await finishSettlement(ctx, claim, (trx, flow) => cancelFlow(trx, ctx, flow, claim.work.op === 'release' && claim.work.lapsed ? 'expired' : reason, releasedAt(claim), claim.work.amount)) : claim;
   return renderPaymentFlow(row);
 }
 
-/** Cancels the flow at `at` with `payment_flow.canceled`; its hold, if any, already released. */
-async function cancelFlow(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, flow: PaymentFlowRow, reason: string | null, at: Date): Promise<PaymentFlowRow> {
+/**
+ * Cancels the flow at `at` with `payment_flow.canceled`; its hold, if any, already released:
+ * `released` yen, which a debited card gets back as a refund.
+ */
+async function cancelFlow(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, flow: PaymentFlowRow, reason: string | null, at: Date, released: number): Promise<PaymentFlowRow> {
   const canceled = await saveFlow(trx, flow, { status: 'canceled', cancellation_reason: reason, canceled_at: at, amount_capturable: 0, next_action: null, network_claim: null, updated_at: at });
-  await recordEvents(trx, ctx.ids, [flowEvent(canceled, 'payment_flow.canceled', at)]);
+  const returned = await recordDebitReturns(trx, ctx.ids, [{ flow, amount: released, at }]);
+  await recordEvents(trx, ctx.ids, [flowEvent(canceled, 'payment_flow.canceled', at), ...returned]);
   return canceled;
 }
 

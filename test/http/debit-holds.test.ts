@@ -26,6 +26,22 @@ import { ok, v2Client } from '../support/v2-sdk';
 const jst = (local: string): Date => new Date(`${local}+09:00`);
 const card = (number: string) => ({ number, exp_month: 12, exp_year: 2035, cvc: '123' });
 
+/** A manual-capture flow held on a card of `number` through the SDK. */
+async function heldFlow(client: Client, number: string, amount: number) {
+  const pm = await ok(v2.createPaymentMethod({ client, body: { type: 'card', card: card(number), billing_details: { email: 'buyer@example.com' } } }));
+  const flow = await ok(v2.createPaymentFlow({ client, body: { amount, currency: 'jpy', capture_method: 'manual', payment_method_id: pm.id, confirm: true } }));
+  expect(flow).toMatchObject({ status: 'requires_capture', amount_capturable: amount, amount_received: 0 });
+  return flow;
+}
+
+/** The debit given back to the buyer: one succeeded refund of the flow of `amount`, with `refund.created`. */
+async function expectReturned(client: Client, flowId: string, amount: number) {
+  const refunds = (await ok(v2.getPaymentFlowRefunds({ client, path: { payment_flow_id: flowId } }))).data;
+  expect(refunds).toEqual([expect.objectContaining({ object: 'payment_refund', payment_flow_id: flowId, amount, status: 'succeeded' })]);
+  const refundId = (refunds[0] as { id: string }).id;
+  expect((await ok(v2.getAllEvents({ client, query: { resource_id: refundId } }))).data.map((e) => e.type)).toEqual(['refund.created']);
+}
+
 describe('debit card holds, each path with its money', () => {
   let server: TestServer;
   const ids: Record<string, string> = {};
@@ -118,22 +134,22 @@ describe('v2: a debit card in a manual-capture payment flow', () => {
   });
   afterAll(async () => server?.close());
 
-  async function heldFlow(amount: number) {
-    const pm = await ok(v2.createPaymentMethod({ client, body: { type: 'card', card: { number: TEST_CARDS.debit.number, exp_month: 12, exp_year: 2035, cvc: '123' }, billing_details: { email: 'buyer@example.com' } } }));
-    const flow = await ok(v2.createPaymentFlow({ client, body: { amount, currency: 'jpy', capture_method: 'manual', payment_method_id: pm.id, confirm: true } }));
-    expect(flow).toMatchObject({ status: 'requires_capture', amount_capturable: amount, amount_received: 0 });
-    return flow;
-  }
-
-  it('a partial capture is final: the rest is refunded to the buyer with it, the flow succeeds with what was captured', async () => {
-    const flow = await heldFlow(9_000);
+  it('a partial capture is final: the rest is refunded to the buyer with it (a succeeded refund of the flow, refund.created), the flow succeeds with what was captured, all of which is still refundable', async () => {
+    const flow = await heldFlow(client, TEST_CARDS.debit.number, 9_000);
     const captured = await ok(v2.capturePaymentFlow({ client, path: { payment_flow_id: flow.id }, body: { amount_to_capture: 6_000 } }));
     expect(captured).toMatchObject({ status: 'succeeded', amount_received: 6_000, amount_capturable: 0 });
+    await expectReturned(client, flow.id, 3_000);
+    // What came back was never sold: the 6,000 captured can still be refunded whole.
+    expect(await ok(v2.createPaymentRefund({ client, body: { payment_flow_id: flow.id, amount: 6_000 } }))).toMatchObject({ amount: 6_000 });
   });
 
-  it('cancel refunds the whole debit: canceled, nothing received', async () => {
-    const flow = await heldFlow(3_000);
+  it('cancel refunds the whole debit: canceled, nothing received, a succeeded refund of the held amount; a credit hold canceled has no refund', async () => {
+    const flow = await heldFlow(client, TEST_CARDS.debit.number, 3_000);
     expect(await ok(v2.cancelPaymentFlow({ client, path: { payment_flow_id: flow.id }, body: {} }))).toMatchObject({ status: 'canceled', amount_received: 0, amount_capturable: 0 });
+    await expectReturned(client, flow.id, 3_000);
+    const credit = await heldFlow(client, TEST_CARDS.visa.number, 2_000);
+    await ok(v2.cancelPaymentFlow({ client, path: { payment_flow_id: credit.id }, body: {} }));
+    expect((await ok(v2.getPaymentFlowRefunds({ client, path: { payment_flow_id: credit.id } }))).data).toEqual([]);
   });
 });
 
@@ -148,22 +164,14 @@ describe('v2: a debit hold that lapses shows its refund', () => {
   });
   afterAll(async () => server?.close());
 
-  async function heldFlow(number: string, amount: number) {
-    const pm = await ok(v2.createPaymentMethod({ client, body: { type: 'card', card: { number, exp_month: 12, exp_year: 2035, cvc: '123' }, billing_details: { email: 'buyer@example.com' } } }));
-    return ok(v2.createPaymentFlow({ client, body: { amount, currency: 'jpy', capture_method: 'manual', payment_method_id: pm.id, confirm: true } }));
-  }
-
   it('the lapse cancels the flow (expired) and refunds the debit: a succeeded refund of the amount with refund.created; a credit hold lapses with no refund; no refund is booked as a sale’s', async () => {
-    const debit = await heldFlow(TEST_CARDS.debit.number, 4_500);
-    const credit = await heldFlow(TEST_CARDS.visa.number, 2_500);
+    const debit = await heldFlow(client, TEST_CARDS.debit.number, 4_500);
+    const credit = await heldFlow(client, TEST_CARDS.visa.number, 2_500);
     const slot = new Date(Date.parse((debit as { capture_before?: string }).capture_before!) + 60_000);
     const outcome = await new Scheduler(testContext(server.ctx.store, { at: slot, seed: 61 }), [paymentFlowExpiryJob], { owner: 'test' }).runSlot(paymentFlowExpiryJob.name, slotAtOrBefore(paymentFlowExpiryJob.schedule, slot));
     expect(outcome).toMatchObject({ status: 'succeeded', counts: { canceled: 2 } });
     expect(await ok(v2.getPaymentFlow({ client, path: { payment_flow_id: debit.id } }))).toMatchObject({ status: 'canceled', cancellation_reason: 'expired', amount_received: 0 });
-    const refunds = (await ok(v2.getPaymentFlowRefunds({ client, path: { payment_flow_id: debit.id } }))).data;
-    expect(refunds).toEqual([expect.objectContaining({ object: 'payment_refund', payment_flow_id: debit.id, amount: 4_500, status: 'succeeded' })]);
-    const refundId = (refunds[0] as { id: string }).id;
-    expect((await ok(v2.getAllEvents({ client, query: { resource_id: refundId } }))).data.map((e) => e.type)).toEqual(['refund.created']);
+    await expectReturned(client, debit.id, 4_500);
     expect((await ok(v2.getPaymentFlowRefunds({ client, path: { payment_flow_id: credit.id } }))).data).toEqual([]);
     const refundRows = await server.ctx.db.selectFrom('refunds').select('refund_id').where('account_id', '=', 'acct_http_a').execute();
     expect(refundRows).toEqual([]);

@@ -12,23 +12,17 @@ import { createAccount, type AccountKeys } from '../../src/accounts/accounts';
 import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card-network';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, testContext, type TestDatabase } from '../support/database';
-import { sdkError, serveOn, startTestServer, type Served, type TestServer } from '../support/http-server';
+import { harnessServerForBlock, sdkError, serveOn, type Served } from '../support/http-server';
 import { ok, problem, v2CardMethod, v2Client } from '../support/v2-sdk';
 
 const card = (number: string = TEST_CARDS.visa.number) => ({ card: { number, exp_month: 12, exp_year: 2035, cvc: '123' } }) as never;
 const direct = { 'X-Payjp-Direct-Token-Generate': 'true' };
 
 describe('no_param: an update that sets no parameter', () => {
-  let server: TestServer;
-  let payjp: Payjp.Payjp;
-
-  beforeAll(async () => {
-    server = await startTestServer('harness');
-    payjp = server.sdk(server.keys.a.test.secret);
-  });
-  afterAll(async () => server?.close());
+  const harness = harnessServerForBlock();
 
   it('customers, charges, plans: 400 no_param (client_error) and nothing changes; one parameter updates', async () => {
+    const payjp = harness.server.sdk(harness.server.keys.a.test.secret);
     const customer = await payjp.customers.create({ email: 'buyer@example.com', metadata: { tier: 'gold' } });
     expect(await sdkError(payjp.customers.update(customer.id, {}))).toEqual({ status: 400, type: 'client_error', code: 'no_param', param: undefined, charge: undefined });
     expect(await payjp.customers.retrieve(customer.id)).toEqual(customer);
@@ -79,16 +73,11 @@ describe('pg_wrong: the card network does not answer', () => {
 });
 
 describe('card_flagged counts the refusals of charges and payment flows too', () => {
-  let server: TestServer;
-  let payjp: Payjp.Payjp;
-
-  beforeAll(async () => {
-    server = await startTestServer('harness');
-    payjp = server.sdk(server.keys.a.test.secret);
-  });
-  afterAll(async () => server?.close());
+  const harness = harnessServerForBlock();
 
   it('five declined charges of one stored card lock it out: the sixth is card_flagged without a charge, token creation too; other cards go on; 30 minutes later it is asked again', async () => {
+    const { server } = harness;
+    const payjp = server.sdk(server.keys.a.test.secret);
     const customer = await payjp.customers.create({ card: (await payjp.tokens.create(card(TEST_CARDS.declinesOnCharge.number), direct)).id });
     for (let i = 0; i < 5; i += 1) {
       expect(await sdkError(payjp.charges.create({ amount: 1_000, currency: 'jpy', customer: customer.id }))).toMatchObject({ status: 402, type: 'card_error', code: 'card_declined', charge: expect.stringMatching(/^ch_/) });
@@ -104,6 +93,7 @@ describe('card_flagged counts the refusals of charges and payment flows too', ()
   });
 
   it('v2: five declined confirmations of one card lock it out too: the sixth confirmation is 402 card_flagged and leaves the flow as it was; a v1 token for the card is refused; other cards go on', async () => {
+    const { server } = harness;
     const client = v2Client(server, server.keys.b.test.secret);
     const v1 = server.sdk(server.keys.b.test.secret);
     const declining = await v2CardMethod(client, TEST_CARDS.declinesOnCharge.number);

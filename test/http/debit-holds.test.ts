@@ -12,7 +12,7 @@
  */
 import * as v2 from '@payjp/payjpv2';
 import type { Client } from '@payjp/payjpv2';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { holdExpiryJob } from '../../jobs/hold-expiry';
 import { paymentFlowExpiryJob } from '../../jobs/payment-flow-expiry';
 import { termCloseJob } from '../../jobs/term-close';
@@ -20,10 +20,12 @@ import { slotAtOrBefore } from '../../src/engine/cron';
 import { Scheduler } from '../../src/engine/scheduler';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { testContext } from '../support/database';
-import { startTestServer, type TestServer } from '../support/http-server';
+import { harnessServerForBlock } from '../support/http-server';
 import { ok, v2Client } from '../support/v2-sdk';
 
 const jst = (local: string): Date => new Date(`${local}+09:00`);
+/** Where every block's clock starts: its holds are authorized then. */
+const MAY_10 = jst('2027-05-10T10:00:00');
 const card = (number: string) => ({ number, exp_month: 12, exp_year: 2035, cvc: '123' });
 
 /** A manual-capture flow held on a card of `number` through the SDK. */
@@ -43,23 +45,17 @@ async function expectReturned(client: Client, flowId: string, amount: number) {
 }
 
 describe('debit card holds, each path with its money', () => {
-  let server: TestServer;
+  const harness = harnessServerForBlock({ at: MAY_10 });
   const ids: Record<string, string> = {};
 
-  beforeAll(async () => {
-    server = await startTestServer('harness');
-    server.ctx.clock.set(jst('2027-05-10T10:00:00'));
-  });
-  afterAll(async () => server?.close());
-
   async function hold(number: string, amount: number) {
-    const payjp = server.sdk(server.keys.a.test.secret);
+    const payjp = harness.server.sdk(harness.server.keys.a.test.secret);
     const token = await payjp.tokens.create({ card: card(number) } as never, { 'X-Payjp-Direct-Token-Generate': 'true' });
     return payjp.charges.create({ amount, currency: 'jpy', card: token.id, capture: false, expiry_days: 3 });
   }
 
   it('full capture: the whole debit is the sale', async () => {
-    const payjp = server.sdk(server.keys.a.test.secret);
+    const payjp = harness.server.sdk(harness.server.keys.a.test.secret);
     const held = await hold(TEST_CARDS.debit.number, 10_000);
     expect(held).toMatchObject({ paid: true, captured: false, card: { brand: 'Visa', last4: '5556' } });
     const captured = await payjp.charges.capture(held.id);
@@ -68,7 +64,7 @@ describe('debit card holds, each path with its money', () => {
   });
 
   it('partial capture: the rest is refunded to the buyer at once (amount_refunded), the charge stays unrefunded', async () => {
-    const payjp = server.sdk(server.keys.a.test.secret);
+    const payjp = harness.server.sdk(harness.server.keys.a.test.secret);
     const held = await hold(TEST_CARDS.debit.number, 8_000);
     const captured = await payjp.charges.capture(held.id, { amount: 5_000 });
     expect(captured).toMatchObject({ captured: true, amount: 8_000, refunded: false, amount_refunded: 3_000 });
@@ -79,18 +75,18 @@ describe('debit card holds, each path with its money', () => {
   });
 
   it('cancel: the whole debit is refunded, nothing is sold', async () => {
-    const payjp = server.sdk(server.keys.a.test.secret);
+    const payjp = harness.server.sdk(harness.server.keys.a.test.secret);
     const held = await hold(TEST_CARDS.debit.number, 7_000);
     expect(await payjp.charges.refund(held.id)).toMatchObject({ captured: false, refunded: true, amount_refunded: 7_000 });
     ids.cancel = held.id;
   });
 
   it('expiry (the hold-expiry job): a debit hold is refunded whole with charge.refunded; a credit hold just lapses', async () => {
-    const payjp = server.sdk(server.keys.a.test.secret);
+    const payjp = harness.server.sdk(harness.server.keys.a.test.secret);
     const debit = await hold(TEST_CARDS.debit.number, 6_000);
     const credit = await hold(TEST_CARDS.visa.number, 4_000);
     const slot = jst('2027-05-13T10:01:00');
-    const outcome = await new Scheduler(testContext(server.ctx.store, { at: slot, seed: 51 }), [holdExpiryJob], { owner: 'test' }).runSlot(holdExpiryJob.name, slot);
+    const outcome = await new Scheduler(testContext(harness.server.ctx.store, { at: slot, seed: 51 }), [holdExpiryJob], { owner: 'test' }).runSlot(holdExpiryJob.name, slot);
     expect(outcome).toMatchObject({ status: 'succeeded', counts: { released: 2 } });
     expect(await payjp.charges.retrieve(debit.id)).toMatchObject({ captured: false, refunded: true, amount_refunded: 6_000, expired_at: debit.expired_at });
     expect(await payjp.charges.retrieve(credit.id)).toMatchObject({ captured: false, refunded: false, amount_refunded: 0 });
@@ -101,16 +97,16 @@ describe('debit card holds, each path with its money', () => {
     expect(creditEvents.data.map((e) => e.type)).toContain('charge.updated');
     expect(creditEvents.data.map((e) => e.type)).not.toContain('charge.refunded');
     // The debit is gone: nothing to capture, nothing to reauthorize (that would debit again).
-    server.ctx.clock.set(jst('2027-05-14T10:00:00'));
+    harness.server.ctx.clock.set(jst('2027-05-14T10:00:00'));
     await expect(payjp.charges.capture(debit.id)).rejects.toMatchObject({ status: 400 });
     await expect(payjp.charges.reauth(debit.id)).rejects.toMatchObject({ status: 400 });
     ids.expired = debit.id;
   });
 
   it('the term close: only captured money is on the merchant statement; the buyer refunds of a debit are not refunds of a sale', async () => {
-    const close = testContext(server.ctx.store, { at: jst('2027-06-01T00:00:00'), seed: 52 });
+    const close = testContext(harness.server.ctx.store, { at: jst('2027-06-01T00:00:00'), seed: 52 });
     expect((await new Scheduler(close, [termCloseJob], { owner: 'test' }).runSlot(termCloseJob.name, jst('2027-06-01T00:00:00'))).status).toBe('succeeded');
-    const payjp = server.sdk(server.keys.a.test.secret);
+    const payjp = harness.server.sdk(harness.server.keys.a.test.secret);
     const [sales] = (await payjp.statements.list({ type: 'sales' } as never)).data;
     const amountOf = (subject: string) => sales!.items.filter((item) => item.subject === subject).reduce((sum, item) => sum + item.amount, 0);
     // Sales 10,000 + 5,000 at 3.00 %; the merchant's one refund is the 5,000 captured and refunded later.
@@ -118,23 +114,16 @@ describe('debit card holds, each path with its money', () => {
     expect(amountOf('fee')).toBe(-450);
     expect(amountOf('gross_refund')).toBe(-5_000);
     expect(amountOf('refund_fee_offset')).toBe(150);
-    const refundRows = await server.ctx.db.selectFrom('refunds').select(['charge_id', 'amount']).where('account_id', '=', 'acct_http_a').execute();
+    const refundRows = await harness.server.ctx.db.selectFrom('refunds').select(['charge_id', 'amount']).where('account_id', '=', 'acct_http_a').execute();
     expect(refundRows).toEqual([{ charge_id: ids.partial, amount: 5_000 }]);
   });
 });
 
 describe('v2: a debit card in a manual-capture payment flow', () => {
-  let server: TestServer;
-  let client: Client;
-
-  beforeAll(async () => {
-    server = await startTestServer('harness');
-    client = v2Client(server, server.keys.a.test.secret);
-    server.ctx.clock.set(jst('2027-05-10T10:00:00'));
-  });
-  afterAll(async () => server?.close());
+  const harness = harnessServerForBlock({ at: MAY_10 });
 
   it('a partial capture is final: the rest is refunded to the buyer with it (a succeeded refund of the flow, refund.created), the flow succeeds with what was captured, all of which is still refundable', async () => {
+    const client = v2Client(harness.server, harness.server.keys.a.test.secret);
     const flow = await heldFlow(client, TEST_CARDS.debit.number, 9_000);
     const captured = await ok(v2.capturePaymentFlow({ client, path: { payment_flow_id: flow.id }, body: { amount_to_capture: 6_000 } }));
     expect(captured).toMatchObject({ status: 'succeeded', amount_received: 6_000, amount_capturable: 0 });
@@ -144,6 +133,7 @@ describe('v2: a debit card in a manual-capture payment flow', () => {
   });
 
   it('cancel refunds the whole debit: canceled, nothing received, a succeeded refund of the held amount; a credit hold canceled has no refund', async () => {
+    const client = v2Client(harness.server, harness.server.keys.a.test.secret);
     const flow = await heldFlow(client, TEST_CARDS.debit.number, 3_000);
     expect(await ok(v2.cancelPaymentFlow({ client, path: { payment_flow_id: flow.id }, body: {} }))).toMatchObject({ status: 'canceled', amount_received: 0, amount_capturable: 0 });
     await expectReturned(client, flow.id, 3_000);
@@ -154,17 +144,11 @@ describe('v2: a debit card in a manual-capture payment flow', () => {
 });
 
 describe('v2: a debit hold that lapses shows its refund', () => {
-  let server: TestServer;
-  let client: Client;
-
-  beforeAll(async () => {
-    server = await startTestServer('harness');
-    client = v2Client(server, server.keys.a.test.secret);
-    server.ctx.clock.set(jst('2027-05-10T10:00:00'));
-  });
-  afterAll(async () => server?.close());
+  const harness = harnessServerForBlock({ at: MAY_10 });
 
   it('the lapse cancels the flow (expired) and refunds the debit: a succeeded refund of the amount with refund.created; a credit hold lapses with no refund; no refund is booked as a sale’s', async () => {
+    const { server } = harness;
+    const client = v2Client(server, server.keys.a.test.secret);
     const debit = await heldFlow(client, TEST_CARDS.debit.number, 4_500);
     const credit = await heldFlow(client, TEST_CARDS.visa.number, 2_500);
     const slot = new Date(Date.parse((debit as { capture_before?: string }).capture_before!) + 60_000);

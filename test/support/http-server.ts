@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import Payjp from 'payjp';
+import { afterAll, beforeAll } from 'vitest';
 import { createAccount, type AccountKeys } from '../../src/accounts/accounts';
 import type { IdempotencyOptions } from '../../src/api/idempotency';
 import { serverPolicies, type ServerPolicyOptions } from '../../src/api/request-policies';
@@ -111,6 +112,20 @@ export async function startTestServer(backend: Backend, options: ServeOptions & 
 }
 
 /** A raw request with a key as HTTP Basic user (for what the SDK cannot send: the public key, bad bodies). */
+/**
+ * A harness server for the describe block (or file) that calls this: started before its tests (its
+ * clock at `at` when given), closed after them. Read `.server` in the tests, once beforeAll has run.
+ */
+export function harnessServerForBlock(options: { readonly at?: Date } = {}): { readonly server: TestServer } {
+  const block = {} as { server: TestServer };
+  beforeAll(async () => {
+    block.server = await startTestServer('harness');
+    if (options.at !== undefined) block.server.ctx.clock.set(options.at);
+  });
+  afterAll(async () => block.server?.close());
+  return block;
+}
+
 export async function rawRequest(server: TestServer, method: string, path: string, options: { key?: string; body?: string | Buffer; contentType?: string } = {}): Promise<{ status: number; body: Record<string, unknown> }> {
   const headers: Record<string, string> = {};
   if (options.key !== undefined) headers.authorization = `Basic ${Buffer.from(`${options.key}:`).toString('base64')}`;

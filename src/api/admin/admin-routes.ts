@@ -69,6 +69,12 @@ function whole(body: Body, name: string): number | undefined {
   return value;
 }
 
+/** The mode of a read whose query takes `livemode` only (test mode by default). */
+function modeOnly(query: Body): { livemode: boolean } {
+  allowOnly(query, ['livemode']);
+  return { livemode: livemodeOf(query) };
+}
+
 function livemodeOf(query: Body): boolean {
   const livemode = text(query, 'livemode');
   if (livemode !== undefined && livemode !== 'true' && livemode !== 'false') throw new KessaiError('invalid_param_key', { param: 'livemode', message: 'livemode must be true or false' });
@@ -172,26 +178,10 @@ export async function registerOperatorApi(app: FastifyInstance, options: Operato
     return op(request).accounts.reauth(params(request).account!, { ...(enabled === undefined ? {} : { enabled }), ...(leadHours === undefined ? {} : { leadHours }), ...(maxCount === undefined ? {} : { maxCount }) });
   });
   // An account's events and settlement (terms, statements, balances), read only.
-  app.get('/accounts/:account/events', route, async (request) => {
-    const q = query(request);
-    allowOnly(q, ['livemode']);
-    return { data: await op(request).accounts.events(params(request).account!, { livemode: livemodeOf(q) }) };
-  });
-  app.get('/accounts/:account/settlement', route, async (request) => {
-    const q = query(request);
-    allowOnly(q, ['livemode']);
-    return op(request).accounts.settlement(params(request).account!, { livemode: livemodeOf(q) });
-  });
-  app.get('/accounts/:account/statements/:statement/csv', route, async (request) => {
-    const q = query(request);
-    allowOnly(q, ['livemode']);
-    return { csv: await op(request).accounts.statementCsv(params(request).account!, { livemode: livemodeOf(q), statementId: params(request).statement! }) };
-  });
-  app.get('/accounts/:account/service_plans', route, async (request) => {
-    const q = query(request);
-    allowOnly(q, ['livemode']);
-    return { data: await op(request).accounts.servicePlans(params(request).account!, { livemode: livemodeOf(q) }) };
-  });
+  app.get('/accounts/:account/events', route, async (request) => ({ data: await op(request).accounts.events(params(request).account!, modeOnly(query(request))) }));
+  app.get('/accounts/:account/settlement', route, async (request) => op(request).accounts.settlement(params(request).account!, modeOnly(query(request))));
+  app.get('/accounts/:account/statements/:statement/csv', route, async (request) => ({ csv: await op(request).accounts.statementCsv(params(request).account!, { ...modeOnly(query(request)), statementId: params(request).statement! }) }));
+  app.get('/accounts/:account/service_plans', route, async (request) => ({ data: await op(request).accounts.servicePlans(params(request).account!, modeOnly(query(request))) }));
   app.post('/accounts/:account/service_plans', route, async (request) => {
     const body = bodyOf(request);
     allowOnly(body, ['subject', 'monthlyFee', 'from', 'livemode']);
@@ -256,11 +246,7 @@ export async function registerOperatorApi(app: FastifyInstance, options: Operato
   });
 
   // Adjustments of a balance (settlement): the Idempotency-Key header, when sent, books once.
-  app.get('/accounts/:account/adjustments', route, async (request) => {
-    const q = query(request);
-    allowOnly(q, ['livemode']);
-    return { data: await op(request).adjustments.list(params(request).account!, { livemode: livemodeOf(q) }) };
-  });
+  app.get('/accounts/:account/adjustments', route, async (request) => ({ data: await op(request).adjustments.list(params(request).account!, modeOnly(query(request))) }));
   app.post('/accounts/:account/adjustments', route, async (request) => {
     const body = bodyOf(request);
     allowOnly(body, ['amount', 'subject', 'reason', 'owner', 'livemode']);

@@ -141,6 +141,20 @@ describe('v2: a debit card in a manual-capture payment flow', () => {
     await ok(v2.cancelPaymentFlow({ client, path: { payment_flow_id: credit.id }, body: {} }));
     expect((await ok(v2.getPaymentFlowRefunds({ client, path: { payment_flow_id: credit.id } }))).data).toEqual([]);
   });
+
+  it('full capture: the whole debit is the sale, nothing goes back; the payment transactions are the settled money only (captures and the merchant’s refund), never a debit given back', async () => {
+    const client = v2Client(harness.server, harness.server.keys.a.test.secret);
+    const flow = await heldFlow(client, TEST_CARDS.debit.number, 5_000);
+    expect(await ok(v2.capturePaymentFlow({ client, path: { payment_flow_id: flow.id }, body: {} }))).toMatchObject({ status: 'succeeded', amount_received: 5_000, amount_capturable: 0 });
+    expect((await ok(v2.getPaymentFlowRefunds({ client, path: { payment_flow_id: flow.id } }))).data).toEqual([]);
+    // This block's flows: the 6,000 captured of 9,000 and refunded by the merchant, the canceled 3,000 debit and 2,000 credit hold, this 5,000.
+    const transactions = (await ok(v2.getAllPaymentTransactions({ client, query: { limit: 100 } }))).data;
+    expect(transactions.map((t) => [t.type, t.amount]).sort()).toEqual([
+      ['payment', 5_000],
+      ['payment', 6_000],
+      ['refund', -6_000],
+    ]);
+  });
 });
 
 describe('v2: a debit hold that lapses shows its refund', () => {

@@ -9,8 +9,7 @@ export const balanceCloseJob: JobDefinition = {
   name: 'balances.close',
   schedule: '0 0 * * *',
   description: 'closes transfer and claim balances on their due date',
-  bookWide: true,
   run: (ctx, run) => closeDueBalances(ctx, run),
-  nextDueAt: (ctx, after) => nextBalanceCloseDueAt(ctx.db, after),
+  nextDueAt: (ctx, after) => nextBalanceCloseDueAt(ctx, after),
   waitsForEarlierJobs: true,
 };

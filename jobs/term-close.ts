@@ -10,8 +10,7 @@ export const termCloseJob: JobDefinition = {
   name: 'terms.close',
   schedule: '0 0 * * *',
   description: 'closes ended settlement terms, opens the next, writes statements and decides balances',
-  bookWide: true,
   run: (ctx, run) => closeDueTerms(ctx, run),
-  nextDueAt: (ctx, after) => nextTermCloseDueAt(ctx.db, after),
+  nextDueAt: (ctx, after) => nextTermCloseDueAt(ctx, after),
   waitsForEarlierJobs: true,
 };

@@ -34,6 +34,7 @@ import { fixedStatement } from '../db/fixed-statement';
 import { prepared } from '../db/prepared';
 import { captureAmounts, settleCaptured, settleRefunds } from '../settlement/capture';
 import { openTermIdsOpening } from '../settlement/terms';
+import { bookOf } from '../test-clocks/clock-scope';
 import { disputeDueAt, disputedAmounts } from '../disputes/disputes';
 import { resolveChargeTenant } from '../tenants/charge-tenant';
 import { chargeRow, type ChargeCard, type ChargeObject, type ChargeRow } from './charges';
@@ -149,7 +150,20 @@ function customerCardQuery(db: Kysely<Database>, byDefault: boolean, v: Customer
     })
     .leftJoin('account_fee_rates as f', (join) => join.on('f.account_id', '=', v.accountId).onRef('f.brand', '=', 'cd.brand'))
     .leftJoinLateral(
-      (eb) => eb.selectFrom('terms').select(['term_id', 'start_at', 'end_at', 'closed']).where('account_id', '=', v.accountId).where('livemode', '=', v.livemode).where('start_at', '<=', v.at).orderBy('start_at', 'desc').limit(1).as('tm'),
+      // The account's own books only: a clock's customer finds none here, and the charge's term is
+      // then found (or opened) in the clock's books by openTermIdsOpening.
+      (eb) =>
+        eb
+          .selectFrom('terms')
+          .select(['term_id', 'start_at', 'end_at', 'closed'])
+          .where('account_id', '=', v.accountId)
+          .where('livemode', '=', v.livemode)
+          .where('test_clock_id', 'is', null)
+          .where(sql<boolean>`cu.test_clock_id IS NULL`)
+          .where('start_at', '<=', v.at)
+          .orderBy('start_at', 'desc')
+          .limit(1)
+          .as('tm'),
       (join) => join.onTrue(),
     )
     .selectAll('cd')
@@ -329,7 +343,7 @@ export async function createCharge(ctx: Context, caller: Caller, command: Create
     // Nothing written and no term to blame: the intent was taken over.
     if (stored === undefined && !row.captured) throw new CreateIntentLost(chargeId);
     stored ??= await ctx.db.transaction().execute(async (trx) => {
-      const [termId] = await openTermIdsOpening(trx, ctx.ids, [{ accountId: row.account_id, livemode: row.livemode, cycle: termCycle, at: row.captured_at! }]);
+      const [termId] = await openTermIdsOpening(trx, ctx.ids, [{ accountId: row.account_id, livemode: row.livemode, cycle: termCycle, at: row.captured_at!, testClockId: bookOf(ctx) }]);
       const written = await insertCreatedCharge(trx, ctx.ids, settledNewCharge(row, card.fingerprint, termId!), type, intent);
       // The term is this transaction's (read FOR SHARE): only the intent can have failed.
       if (written === undefined) throw new CreateIntentLost(chargeId);

@@ -86,6 +86,7 @@ export interface BalancesTable {
   owner_ref: string;
   state: "collecting" | "transfer" | "claim";
   tenant_id: string | null;
+  test_clock_id: string | null;
   updated_at: Date;
 }
 
@@ -550,6 +551,7 @@ export interface StatementsTable {
   statement_id: string;
   tenant_id: string | null;
   term_id: string | null;
+  test_clock_id: string | null;
   title: string | null;
   type: "sales" | "service_fee" | "forfeit" | "transfer_fee" | "misc";
   updated_at: Date;
@@ -633,6 +635,7 @@ export interface TermsTable {
   refund_count: Generated<number>;
   start_at: Date;
   term_id: string;
+  test_clock_id: string | null;
 }
 
 export interface TestClocksTable {

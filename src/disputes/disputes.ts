@@ -34,7 +34,7 @@ import type { Metadata } from '../domain/metadata';
 import type { TermCycle } from '../domain/terms';
 import { MS_PER_DAY, toIsoSeconds } from '../domain/time';
 import { dueAccounts, earliestDueAt } from '../engine/account-batches';
-import { customerInScope, LIVE_BOOK, type JobScope } from '../test-clocks/clock-scope';
+import { bookOf, customerInScope, LIVE_BOOK, type JobScope } from '../test-clocks/clock-scope';
 import type { Context } from '../engine/context';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { recordEvents, type EventInput } from '../events/outbox';
@@ -229,7 +229,7 @@ export async function openDisputeBatch(
   if (due.rows.length === 0) return { selected: 0, opened: 0, skipped: 0 };
 
   const disputed = due.rows.filter((charge) => charge.amount_captured - charge.refunded > 0);
-  const wants = disputed.map((charge) => ({ accountId: charge.account_id, livemode: charge.livemode, cycle: charge.term_cycle, at: charge.dispute_due_at }));
+  const wants = disputed.map((charge) => ({ accountId: charge.account_id, livemode: charge.livemode, cycle: charge.term_cycle, at: charge.dispute_due_at, testClockId: bookOf(ctx) }));
   const termIds = await openTermIdsOpening(trx, ctx.ids, wants);
   const disputes = disputed.map((charge, i): NewDispute => {
     const amount = charge.amount_captured - charge.refunded;

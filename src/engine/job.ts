@@ -68,8 +68,8 @@ export interface JobDefinition {
    */
   readonly waitsForEarlierJobs?: boolean;
   /**
-   * Works on an account's books as a whole (terms, balances, service fees), not on objects a test
-   * clock holds: a clock's advance leaves it out (src/test-clocks/advance.ts).
+   * Works on the account's own books only, never on a test clock's (service fees: a clock has no
+   * plan fee): a clock's advance leaves it out (src/test-clocks/advance.ts).
    */
   readonly bookWide?: boolean;
 }

@@ -7,7 +7,7 @@ import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
 import type { Database, EventsTable } from '../db/schema';
 import { utf8Text } from '../db/utf8-param';
 import { bulkColumns, type BulkDocument, type ColumnsOf } from '../db/bulk-rows';
-import type { IdGenerator } from '../domain/ids';
+import { ID_PREFIX, type IdGenerator } from '../domain/ids';
 import { toIsoSeconds, toUnixSeconds } from '../domain/time';
 import { instantFromEpochMs } from '../db/epoch-ms';
 import { accountsOf, inAccounts } from '../db/account-scope';
@@ -183,9 +183,13 @@ export function pendingWebhooksSql(rows: string, account: string, livemode: stri
 export function withWebhookDeliveries(insertEvents: RawBuilder<unknown>, accountIds: readonly string[], around?: AroundEvents): RawBuilder<unknown> {
   const written = sql`written AS (${insertEvents} RETURNING account_id, event_id, livemode, api_version, type, created_at, object_type, resource_id, data)`;
   // A delivery is on the test clock of its event's customer (src/test-clocks/clock-scope.ts): the
-  // customer the event's object names, or the customer itself; a clock's own events are on it.
+  // customer the event's object names, or the customer itself; a clock's own events are on it, and
+  // so are those of its books (a test-mode term, statement or balance carrying the clock).
+  const book = (table: string, id: string) =>
+    sql`SELECT b.test_clock_id FROM ${sql.table(table)} b WHERE ${inAccounts('b.account_id', accountIds)} AND b.account_id = e.account_id AND NOT b.livemode AND ${sql.ref(`b.${id}`)} = e.resource_id`;
   const deliveries = sql`INSERT INTO webhook_deliveries (account_id, endpoint_id, event_id, next_attempt_at, created_at, test_clock_id)
-    SELECT e.account_id, w.endpoint_id, e.event_id, e.created_at, e.created_at, coalesce(k.test_clock_id, CASE WHEN e.object_type = 'test_clock' THEN e.resource_id END)
+    SELECT e.account_id, w.endpoint_id, e.event_id, e.created_at, e.created_at, coalesce(k.test_clock_id, CASE WHEN e.object_type = 'test_clock' THEN e.resource_id END,
+      CASE WHEN NOT e.livemode AND (${sql.join([ID_PREFIX.term, ID_PREFIX.statement, ID_PREFIX.balance].map((prefix) => sql`starts_with(e.resource_id, ${prefix})`), sql` OR `)}) THEN (${book('terms', 'term_id')} UNION ALL ${book('statements', 'statement_id')} UNION ALL ${book('balances', 'balance_id')} LIMIT 1) END)
     FROM written e JOIN webhook_endpoints w ON ${endpointReceives('e.account_id', 'e.livemode', 'e.api_version', 'e.type', accountIds)}
     LEFT JOIN customers k ON NOT e.livemode AND ${inAccounts('k.account_id', accountIds)} AND k.account_id = e.account_id AND k.livemode = e.livemode
       AND k.customer_id = CASE WHEN e.object_type = 'customer' THEN e.resource_id ELSE e.data->>'customer' END AND k.test_clock_id IS NOT NULL`;

@@ -17,6 +17,7 @@ import { toUnixSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { findTenant } from '../tenants/tenants';
 import { openTermIdsOpening } from './terms';
+import { bookOf } from '../test-clocks/clock-scope';
 
 export type AdjustmentRow = Selectable<AdjustmentsTable>;
 
@@ -77,7 +78,7 @@ async function ownerOf(trx: Kysely<Database>, caller: Pick<Caller, 'accountId' |
  * Books an adjustment at the clock's instant into the owner's open term (opened if needed, as a
  * capture would). Bad input is refused with the parameter named and books nothing.
  */
-export async function bookAdjustment(ctx: Pick<Context, 'db' | 'clock' | 'ids'>, caller: Pick<Caller, 'accountId' | 'livemode'>, input: BookAdjustmentInput): Promise<AdjustmentObject> {
+export async function bookAdjustment(ctx: Pick<Context, 'db' | 'clock' | 'ids' | 'testClock'>, caller: Pick<Caller, 'accountId' | 'livemode'>, input: BookAdjustmentInput): Promise<AdjustmentObject> {
   const { amount, subject, reason } = assertAdjustment(input);
   const requestKey = input.requestKey;
   if (requestKey !== undefined && (requestKey.length === 0 || requestKey.length > MAX_TEXT_LENGTH)) {
@@ -92,7 +93,7 @@ export async function bookAdjustment(ctx: Pick<Context, 'db' | 'clock' | 'ids'>,
       const earlier = await findByRequestKey(trx, caller, requestKey);
       if (earlier) return sameBooking(earlier, { amount, subject, reason, ownerRef: owner.ownerRef });
     }
-    const [termId] = await openTermIdsOpening(trx, ctx.ids, [{ accountId: caller.accountId, livemode: caller.livemode, cycle: account.term_cycle, at: now }]);
+    const [termId] = await openTermIdsOpening(trx, ctx.ids, [{ accountId: caller.accountId, livemode: caller.livemode, cycle: account.term_cycle, at: now, testClockId: bookOf(ctx) }]);
     const row = await trx
       .insertInto('adjustments')
       .values({

@@ -15,6 +15,7 @@ import { inBothApis } from './v2-settlement-objects';
 import { recordEvents } from '../events/outbox';
 import { balanceObjects, type BalanceRow } from './statements';
 import { ROW_KEYS } from '../db/bulk-rows';
+import { ownClockInScope } from '../test-clocks/clock-scope';
 
 export type BalanceCloseCounts = { readonly balances_closed: number; readonly batches: number };
 
@@ -23,7 +24,7 @@ export async function closeDueBalances(ctx: Context, run: SlotRun): Promise<Bala
     ctx,
     run,
     ['balances_closed'],
-    (db, cap) => dueAccounts(db, 'balances', sql`NOT d.closed AND d.due_at IS NOT NULL AND d.due_at <= ${run.slot}`, cap),
+    (db, cap) => dueAccounts(db, 'balances', sql`NOT d.closed AND d.due_at IS NOT NULL AND d.due_at <= ${run.slot} AND ${ownClockInScope(ctx, 'd')}`, cap),
     async (trx, accountIds, limit) => {
       const closed = await closeBalanceBatch(trx, ctx, accountIds, run.slot, limit);
       return { selected: closed, balances_closed: closed };
@@ -31,15 +32,16 @@ export async function closeDueBalances(ctx: Context, run: SlotRun): Promise<Bala
   );
 }
 
-export async function nextBalanceCloseDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
-  return earliestDueAt(db, 'balances', 'due_at', sql`NOT d.closed AND d.due_at IS NOT NULL`, after);
+/** The earliest due instant of a fixed balance of the run's books strictly after `after`, or null. */
+export async function nextBalanceCloseDueAt(ctx: Pick<Context, 'db' | 'testClock'>, after: Date): Promise<Date | null> {
+  return earliestDueAt(ctx.db, 'balances', 'due_at', sql`NOT d.closed AND d.due_at IS NOT NULL AND ${ownClockInScope(ctx, 'd')}`, after);
 }
 
-/** One batch of the accounts' due balances; returns how many it closed (0: none left). */
-export async function closeBalanceBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<number> {
+/** One batch of the accounts' due balances of the run's books (clock-scope.ts); returns how many it closed (0: none left). */
+export async function closeBalanceBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'testClock'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<number> {
   const due = await sql<BalanceRow>`
     SELECT b.* FROM balances b
-    WHERE ${inAccounts('b.account_id', accountIds)} AND NOT b.closed AND b.due_at IS NOT NULL AND b.due_at <= ${asOf}
+    WHERE ${inAccounts('b.account_id', accountIds)} AND NOT b.closed AND b.due_at IS NOT NULL AND b.due_at <= ${asOf} AND ${ownClockInScope(ctx, 'b')}
     ORDER BY b.due_at, b.account_id, b.livemode, b.balance_id
     LIMIT ${limit}
     FOR UPDATE SKIP LOCKED`.execute(trx);

@@ -16,6 +16,7 @@ import { shareOf } from '../domain/money';
 import type { TermCycle } from '../domain/terms';
 import type { Context } from '../engine/context';
 import { openTermIdsOpening } from './terms';
+import { bookOf } from '../test-clocks/clock-scope';
 import type { EventRecorder } from '../events/outbox';
 import { bulkColumns, ROW_KEYS } from '../db/bulk-rows';
 import { accountsOf, inAccounts } from '../db/account-scope';
@@ -98,7 +99,8 @@ export interface CaptureSettlement {
  */
 export async function settlementOfCaptures(
   trx: Kysely<Database>,
-  ctx: Pick<Context, 'ids'>,
+  /** testClock: the book the captures settle into (clock-scope.ts), the account's own without one. */
+  ctx: Pick<Context, 'ids' | 'testClock'>,
   captures: readonly NewCapture[],
   /** The accounts' term cycles when the caller has read them (fixed at account creation); read here otherwise. */
   knownCycles?: ReadonlyMap<string, TermCycle>,
@@ -116,7 +118,7 @@ export async function settlementOfCaptures(
   const wants = captures.map((c) => {
     const cycle = cycles.get(c.accountId);
     if (cycle === undefined) throw new Error(`no account ${c.accountId} for a capture`);
-    return { accountId: c.accountId, livemode: c.livemode, cycle, at: c.capturedAt };
+    return { accountId: c.accountId, livemode: c.livemode, cycle, at: c.capturedAt, testClockId: bookOf(ctx) };
   });
   const termIds = await openTermIdsOpening(trx, ctx.ids, wants, record);
   return captures.map((c, i) => ({ ...captureAmounts(c), term_id: termIds[i]! }));
@@ -215,7 +217,7 @@ const SETTLED_REFUND_COLUMNS = bulkColumns<{ readonly row: UnsettledRefund; read
   t: ['text', 'termId'],
 });
 
-export async function settleRefunds(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'clock'>, refunds: readonly RefundKey[]): Promise<void> {
+export async function settleRefunds(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'clock' | 'testClock'>, refunds: readonly RefundKey[]): Promise<void> {
   if (refunds.length === 0) return;
   const k = ROW_KEYS.table('k', refunds.map((r) => ({ accountId: r.accountId, livemode: r.livemode, id: r.refundId })));
   const accountIds = accountsOf(refunds, (r) => r.accountId);
@@ -241,7 +243,7 @@ export async function settleRefunds(trx: Kysely<Database>, ctx: Pick<Context, 'i
     ORDER BY r.account_id, r.livemode, r.refund_id
     FOR UPDATE OF r`.execute(trx);
   if (due.rows.length === 0) return;
-  const wants = due.rows.map((row) => ({ accountId: row.account_id, livemode: row.livemode, cycle: row.term_cycle, at: row.created_at }));
+  const wants = due.rows.map((row) => ({ accountId: row.account_id, livemode: row.livemode, cycle: row.term_cycle, at: row.created_at, testClockId: bookOf(ctx) }));
   const termIds = await openTermIdsOpening(trx, ctx.ids, wants);
   const u = SETTLED_REFUND_COLUMNS.table(
     'u',

@@ -211,7 +211,7 @@ export async function billServiceFeeBatch(trx: Kysely<Database>, ctx: Pick<Conte
   const termIds = await openTermIdsOpening(
     trx,
     ctx.ids,
-    billings.map((b) => ({ accountId: b.accountId, livemode: b.livemode, cycle: cycleOf.get(b.accountId)!, at: b.periodStart })),
+    billings.map((b) => ({ accountId: b.accountId, livemode: b.livemode, cycle: cycleOf.get(b.accountId)!, at: b.periodStart, testClockId: null })),
   );
   billings.forEach((b, i) => (b.termId = termIds[i]!));
   if (billings.length > 0) {

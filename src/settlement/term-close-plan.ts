@@ -223,6 +223,7 @@ export function planTermClose(input: TermCloseInput, ids: IdGenerator): TermClos
         last_term_id: term.term_id,
         created_at: closeAt,
         updated_at: closeAt,
+        test_clock_id: term.test_clock_id,
       };
       for (const added of transition.statements) {
         const draft =
@@ -243,6 +244,7 @@ export function planTermClose(input: TermCloseInput, ids: IdGenerator): TermClos
           type: draft.type,
           title: draft.title,
           term_id: term.term_id,
+          test_clock_id: term.test_clock_id,
           balance_id: base.balance_id,
           net: draft.net,
           created_at: closeAt,

@@ -43,6 +43,7 @@ import {
   type TermClosePlan,
 } from './term-close-plan';
 import { openTerms, type TermRow } from './terms';
+import { ownClockInScope, type JobScope } from '../test-clocks/clock-scope';
 
 export type TermCloseCounts = {
   readonly terms_closed: number;
@@ -67,6 +68,7 @@ const STATEMENT_COLUMNS = bulkColumns<StatementRow>()({
   b: ['text', 'balance_id'],
   n: ['bigint', 'net'],
   c: ['instant', 'created_at'],
+  k: ['text', 'test_clock_id'],
 });
 const STATEMENT_ITEM_COLUMNS = bulkColumns<{ readonly statement: StatementRow; readonly item: StatementDraft['items'][number]; readonly position: number }>()({
   a: ['text', (x) => x.statement.account_id],
@@ -94,6 +96,7 @@ const BALANCE_COLUMNS = bulkColumns<BalanceRow>()({
   lt: ['text', 'last_term_id'],
   c: ['instant', 'created_at'],
   u: ['instant', 'updated_at'],
+  k: ['text', 'test_clock_id'],
 });
 const CLOSED_TERM_COLUMNS = bulkColumns<TermRow>()({
   a: ['text', 'account_id'],
@@ -110,19 +113,23 @@ export async function closeDueTerms(ctx: Context, run: SlotRun): Promise<TermClo
     ctx,
     run,
     ['terms_closed', 'statements', 'balances_fixed'],
-    (db, cap) => dueAccounts(db, 'terms', sql`NOT d.closed AND d.end_at <= ${run.slot}`, cap),
+    (db, cap) => dueAccounts(db, 'terms', sql`NOT d.closed AND d.end_at <= ${run.slot} AND ${ownClockInScope(ctx, 'd')}`, cap),
     (trx, accountIds, limit) => closeTermBatch(trx, ctx, accountIds, run.slot, limit),
   );
 }
 
-/** The earliest open term end strictly after `after`, or null. */
-export async function nextTermCloseDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
-  return earliestDueAt(db, 'terms', 'end_at', sql`NOT d.closed`, after);
+/** The earliest open term end of the run's books strictly after `after`, or null. */
+export async function nextTermCloseDueAt(ctx: Pick<Context, 'db' | 'testClock'>, after: Date): Promise<Date | null> {
+  return earliestDueAt(ctx.db, 'terms', 'end_at', sql`NOT d.closed AND ${ownClockInScope(ctx, 'd')}`, after);
 }
 
-/** One batch of the accounts inside the caller's transaction; `selected` 0 means nothing due is left. */
-export async function closeTermBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'log'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<BatchCounts> {
-  const input = await readTermBatch(trx, accountIds, asOf, limit);
+/**
+ * One batch of the accounts inside the caller's transaction; `selected` 0 means nothing due is
+ * left. The books of `ctx.testClock` (clock-scope.ts): the account's own without one, else the
+ * clock's terms, balances and statements.
+ */
+export async function closeTermBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'log' | 'testClock'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<BatchCounts> {
+  const input = await readTermBatch(trx, ctx, accountIds, asOf, limit);
   if (input.terms.length === 0) return { selected: 0, terms_closed: 0, statements: 0, balances_fixed: 0 };
   const plan = planTermClose(input, ctx.ids);
   await writeTermClose(trx, ctx, input.terms, plan);
@@ -130,15 +137,16 @@ export async function closeTermBatch(trx: Kysely<Database>, ctx: Pick<Context, '
 }
 
 /** Steps 1–3: the due terms (locked), their money aggregated, the owners' collecting balances (locked) and the tenants' minimums. */
-async function readTermBatch(trx: Kysely<Database>, batchAccounts: readonly string[], asOf: Date, limit: number): Promise<TermCloseInput> {
+async function readTermBatch(trx: Kysely<Database>, scope: JobScope, batchAccounts: readonly string[], asOf: Date, limit: number): Promise<TermCloseInput> {
   // 1. Due terms, the earliest open one of each account and mode, locked. Not SKIP LOCKED: a term
   //    is share-locked only by a capture or refund being settled into it, and the close must wait
   //    for that row rather than leave the term open until tomorrow's slot. A second run of the
   //    job waits too, then finds the term closed (the re-checked `NOT t.closed`).
   const due = await sql<TermRow>`
     SELECT t.* FROM terms t
-    WHERE ${inAccounts('t.account_id', batchAccounts)} AND NOT t.closed AND t.end_at <= ${asOf}
-      AND NOT EXISTS (SELECT 1 FROM terms p WHERE ${inAccounts('p.account_id', batchAccounts)} AND p.account_id = t.account_id AND p.livemode = t.livemode AND NOT p.closed AND p.start_at < t.start_at)
+    WHERE ${inAccounts('t.account_id', batchAccounts)} AND NOT t.closed AND t.end_at <= ${asOf} AND ${ownClockInScope(scope, 't')}
+      AND NOT EXISTS (SELECT 1 FROM terms p WHERE ${inAccounts('p.account_id', batchAccounts)} AND p.account_id = t.account_id AND p.livemode = t.livemode
+        AND ${ownClockInScope(scope, 'p')} AND NOT p.closed AND p.start_at < t.start_at)
     ORDER BY t.end_at, t.account_id, t.livemode
     LIMIT ${limit}
     FOR UPDATE OF t`.execute(trx);
@@ -190,7 +198,7 @@ async function readTermBatch(trx: Kysely<Database>, batchAccounts: readonly stri
       ORDER BY j.account_id, j.term_id, j.owner_ref, j.subject`.execute(trx),
     sql<BalanceRow>`
       SELECT b.* FROM ${k.from}
-      JOIN balances b ON ${inAccounts('b.account_id', accountIds)} AND b.account_id = ${k.col('a')} AND b.livemode = ${k.col('l')} AND b.state = 'collecting'
+      JOIN balances b ON ${inAccounts('b.account_id', accountIds)} AND b.account_id = ${k.col('a')} AND b.livemode = ${k.col('l')} AND ${ownClockInScope(scope, 'b')} AND b.state = 'collecting'
       ORDER BY b.account_id, b.livemode, b.owner_ref
       FOR UPDATE OF b`.execute(trx),
     sql<TenantMinimumRow>`
@@ -215,8 +223,8 @@ async function writeTermClose(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, 
   if (statements.length > 0) {
     const x = STATEMENT_COLUMNS.table('x', statements);
     await sql`
-      INSERT INTO statements (account_id, livemode, statement_id, owner, owner_ref, tenant_id, type, title, term_id, balance_id, net, created_at, updated_at)
-      SELECT ${x.cols('a', 'l', 'id', 'o', 'r', 'ten', 'ty', 'ti', 't', 'b', 'n', 'c', 'c')}
+      INSERT INTO statements (account_id, livemode, statement_id, owner, owner_ref, tenant_id, type, title, term_id, balance_id, net, created_at, updated_at, test_clock_id)
+      SELECT ${x.cols('a', 'l', 'id', 'o', 'r', 'ten', 'ty', 'ti', 't', 'b', 'n', 'c', 'c', 'k')}
       FROM ${x.from}`.execute(trx);
     const i = STATEMENT_ITEM_COLUMNS.table('x', statements.flatMap((s) => s.items.map((item, position) => ({ statement: s, item, position }))));
     await sql`
@@ -234,8 +242,8 @@ async function writeTermClose(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, 
   if (newBalances.length > 0) {
     const x = BALANCE_COLUMNS.table('x', newBalances);
     await sql`
-      INSERT INTO balances (account_id, livemode, balance_id, owner, owner_ref, tenant_id, state, net, deadline, due_date, due_at, closed, closed_date, last_term_id, created_at, updated_at)
-      SELECT ${x.cols('a', 'l', 'id', 'o', 'r', 'ten', 'st', 'n', 'dl', 'dd', 'da', 'cl', 'cd', 'lt', 'c', 'u')}
+      INSERT INTO balances (account_id, livemode, balance_id, owner, owner_ref, tenant_id, state, net, deadline, due_date, due_at, closed, closed_date, last_term_id, created_at, updated_at, test_clock_id)
+      SELECT ${x.cols('a', 'l', 'id', 'o', 'r', 'ten', 'st', 'n', 'dl', 'dd', 'da', 'cl', 'cd', 'lt', 'c', 'u', 'k')}
       FROM ${x.from}`.execute(trx);
   }
   const x = CLOSED_TERM_COLUMNS.table('x', closedTerms);
@@ -261,6 +269,6 @@ async function writeTermClose(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, 
   await openTerms(
     trx,
     ctx.ids,
-    terms.map((t) => ({ accountId: t.account_id, livemode: t.livemode, cycle: t.cycle, at: t.end_at })),
+    terms.map((t) => ({ accountId: t.account_id, livemode: t.livemode, cycle: t.cycle, at: t.end_at, testClockId: t.test_clock_id })),
   );
 }

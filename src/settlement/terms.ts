@@ -4,7 +4,7 @@
  * the v2 list: ./v2-lists.ts). A term is stored with its real end (the close job's due instant);
  * the API shows `end_at` null while the term is open.
  */
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Selectable, type SqlBool } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { Database, TermsTable } from '../db/schema';
 import { reject } from '../domain/errors';
@@ -65,6 +65,8 @@ export interface TermWant {
   readonly livemode: boolean;
   readonly cycle: TermCycle;
   readonly at: Date;
+  /** The book: the test clock whose objects need the term (bookOf in clock-scope.ts), null for the account's own. */
+  readonly testClockId: string | null;
 }
 
 /**
@@ -91,6 +93,7 @@ interface NewTerm {
   readonly cycle: TermCycle;
   readonly start: Date;
   readonly end: Date;
+  readonly testClockId: string | null;
   at: Date;
   id: string;
 }
@@ -102,6 +105,7 @@ const NEW_TERM_COLUMNS = bulkColumns<NewTerm>()({
   s: ['instant', 'start'],
   e: ['instant', 'end'],
   t: ['instant', 'at'],
+  k: ['text', 'testClockId'],
 });
 
 /** The open term at or after an instant (openTermIds), numbered. */
@@ -110,8 +114,18 @@ interface TermLookup {
   readonly accountId: string;
   readonly livemode: boolean;
   readonly at: Date;
+  readonly testClockId: string | null;
 }
-const TERM_LOOKUP_COLUMNS = bulkColumns<TermLookup>()({ i: ['int', 'index'], a: ['text', 'accountId'], l: ['boolean', 'livemode'], t: ['instant', 'at'] });
+const TERM_LOOKUP_COLUMNS = bulkColumns<TermLookup>()({ i: ['int', 'index'], a: ['text', 'accountId'], l: ['boolean', 'livemode'], t: ['instant', 'at'], k: ['text', 'testClockId'] });
+
+/**
+ * The terms `t` of the books the rows name (their test_clock_id in `clock`): `IS NULL` when every
+ * row wants the account's own books (the live book keeps its index probe), else by equality.
+ */
+function inBooks(rows: readonly { readonly testClockId: string | null }[], clock: RawBuilder<unknown>): RawBuilder<SqlBool> {
+  if (rows.every((row) => row.testClockId === null)) return sql<SqlBool>`t.test_clock_id IS NULL`;
+  return sql<SqlBool>`t.test_clock_id IS NOT DISTINCT FROM ${clock}`;
+}
 
 /**
  * Opens (idempotently, on the (account, mode, start) key) the terms containing the wanted instants
@@ -129,27 +143,28 @@ export async function openTerms(
   const boundsOf = termBoundsCache();
   for (const want of wants) {
     const bounds = boundsOf(want.cycle, want.at);
-    const key = compositeKey(want.accountId, want.livemode, bounds.start.getTime());
+    const key = compositeKey(want.accountId, want.livemode, want.testClockId ?? '', bounds.start.getTime());
     const current = byKey.get(key);
-    if (current === undefined) byKey.set(key, { accountId: want.accountId, livemode: want.livemode, cycle: want.cycle, start: bounds.start, end: bounds.end, at: want.at, id: '' });
+    if (current === undefined) byKey.set(key, { accountId: want.accountId, livemode: want.livemode, cycle: want.cycle, start: bounds.start, end: bounds.end, testClockId: want.testClockId, at: want.at, id: '' });
     else if (want.at.getTime() < current.at.getTime()) current.at = want.at;
   }
   // Skip the ones that exist already, so ids are drawn only for new terms (deterministic sequences).
   const candidates = [...byKey.values()];
   const k = NEW_TERM_COLUMNS.table('k', candidates);
-  const existing = await sql<{ account_id: string; livemode: boolean; start_at: Date }>`
-    SELECT t.account_id, t.livemode, t.start_at FROM ${k.from}
-    JOIN terms t ON ${inAccounts('t.account_id', accountsOf(candidates, (c) => c.accountId))} AND t.account_id = ${k.col('a')} AND t.livemode = ${k.col('l')} AND t.start_at = ${k.col('s')}`.execute(trx);
-  const have = new Set(existing.rows.map((row) => compositeKey(row.account_id, row.livemode, row.start_at.getTime())));
-  const fresh = candidates.filter((c) => !have.has(compositeKey(c.accountId, c.livemode, c.start.getTime())));
+  const existing = await sql<{ account_id: string; livemode: boolean; test_clock_id: string | null; start_at: Date }>`
+    SELECT t.account_id, t.livemode, t.test_clock_id, t.start_at FROM ${k.from}
+    JOIN terms t ON ${inAccounts('t.account_id', accountsOf(candidates, (c) => c.accountId))} AND t.account_id = ${k.col('a')} AND t.livemode = ${k.col('l')}
+      AND ${inBooks(candidates, k.col('k'))} AND t.start_at = ${k.col('s')}`.execute(trx);
+  const have = new Set(existing.rows.map((row) => compositeKey(row.account_id, row.livemode, row.test_clock_id ?? '', row.start_at.getTime())));
+  const fresh = candidates.filter((c) => !have.has(compositeKey(c.accountId, c.livemode, c.testClockId ?? '', c.start.getTime())));
   if (fresh.length === 0) return;
   for (const term of fresh) term.id = ids.next('term');
   const x = NEW_TERM_COLUMNS.table('k', fresh);
   const inserted = await sql<TermRow>`
-    INSERT INTO terms (account_id, livemode, term_id, cycle, start_at, end_at, created_at)
-    SELECT ${x.cols('a', 'l', 'id', 'c', 's', 'e', 't')}
+    INSERT INTO terms (account_id, livemode, term_id, cycle, start_at, end_at, created_at, test_clock_id)
+    SELECT ${x.cols('a', 'l', 'id', 'c', 's', 'e', 't', 'k')}
     FROM ${x.from}
-    ON CONFLICT (account_id, livemode, start_at) DO NOTHING
+    ON CONFLICT (account_id, livemode, test_clock_id, start_at) DO NOTHING
     RETURNING *`.execute(trx);
   const events: EventInput[] = inserted.rows
     .sort((x, y) => x.start_at.getTime() - y.start_at.getTime() || (x.account_id < y.account_id ? -1 : x.account_id > y.account_id ? 1 : 0))
@@ -170,11 +185,11 @@ function termLookups(wants: readonly TermWant[]): TermLookups {
   const distinct = new Map<string, TermLookup>();
   const indexOf = wants.map((want) => {
     const start = boundsOf(want.cycle, want.at).start;
-    const key = compositeKey(want.accountId, want.livemode, start.getTime());
+    const key = compositeKey(want.accountId, want.livemode, want.testClockId ?? '', start.getTime());
     let lookup = distinct.get(key);
     // The containing term's start stands for every instant in it: no term boundary lies between.
     if (lookup === undefined) {
-      lookup = { index: distinct.size, accountId: want.accountId, livemode: want.livemode, at: start };
+      lookup = { index: distinct.size, accountId: want.accountId, livemode: want.livemode, at: start, testClockId: want.testClockId };
       distinct.set(key, lookup);
     }
     return lookup.index;
@@ -196,7 +211,8 @@ async function firstOpenTerms(trx: Kysely<Database>, group: readonly TermLookup[
     SELECT ${k.col('i')} AS i, x.term_id, x.start_at FROM ${k.from}
     CROSS JOIN LATERAL (
       SELECT t.term_id, t.start_at FROM terms t
-      WHERE ${inAccounts('t.account_id', accountIds)} AND t.account_id = ${k.col('a')} AND t.livemode = ${k.col('l')} AND NOT t.closed AND t.end_at > ${k.col('t')}
+      WHERE ${inAccounts('t.account_id', accountIds)} AND t.account_id = ${k.col('a')} AND t.livemode = ${k.col('l')} AND ${inBooks(group, k.col('k'))}
+        AND NOT t.closed AND t.end_at > ${k.col('t')}
       ORDER BY t.start_at LIMIT 1 FOR SHARE
     ) x`.execute(trx);
   return new Map(rows.map((row) => [row.i, { term_id: row.term_id, start_at: row.start_at }]));

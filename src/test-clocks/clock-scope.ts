@@ -32,18 +32,19 @@ export function customerInScope(scope: JobScope, alias: string, accountIds?: rea
   return sql<SqlBool>`(${row('account_id')} = ${clock.accountId} AND NOT ${row('livemode')} AND ${onClock(sql<SqlBool>`tc.test_clock_id = ${clock.testClockId}`)})`;
 }
 
-/** The webhook deliveries `alias` in the run's scope (their own test_clock_id column). */
-export function deliveryInScope(scope: JobScope, alias: string): RawBuilder<SqlBool> {
+/**
+ * The rows `alias` that carry their own test_clock_id column, in the run's scope: webhook
+ * deliveries, and a book's terms and balances (null: the account's own books, which the live
+ * worker closes; a clock's, which its advance closes at the clock's instants).
+ */
+export function ownClockInScope(scope: JobScope, alias: string): RawBuilder<SqlBool> {
   const clock = scope.testClock;
   const column = sql.ref(`${alias}.test_clock_id`);
   if (clock === undefined) return sql<SqlBool>`${column} IS NULL`;
   return sql<SqlBool>`(${sql.ref(`${alias}.account_id`)} = ${clock.accountId} AND ${column} = ${clock.testClockId})`;
 }
 
-/**
- * Rows of account-wide tables (terms, balances, service plans): they belong to the live book, and
- * no advance of a clock takes them.
- */
-export function accountWideInScope(scope: JobScope): RawBuilder<SqlBool> {
-  return scope.testClock === undefined ? sql<SqlBool>`TRUE` : sql<SqlBool>`FALSE`;
+/** The book what a run (or a request on a clock's objects) settles into: its clock, or null for the account's own. */
+export function bookOf(scope: JobScope): string | null {
+  return scope.testClock?.testClockId ?? null;
 }

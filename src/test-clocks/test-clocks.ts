@@ -130,6 +130,15 @@ export async function deleteTestClock(ctx: Context, caller: Caller, id: string):
     await sql`DELETE FROM subscriptions WHERE account_id = ${account} AND NOT livemode AND customer_id IN ${customers}`.execute(trx);
     await sql`DELETE FROM cards WHERE account_id = ${account} AND NOT livemode AND customer_id IN ${customers}`.execute(trx);
     await sql`DELETE FROM customers WHERE account_id = ${account} AND NOT livemode AND test_clock_id = ${id}`.execute(trx);
+    // The clock's books: what its charges were settled into and its term closes wrote.
+    const statements = sql`(SELECT statement_id FROM statements WHERE account_id = ${account} AND NOT livemode AND test_clock_id = ${id})`;
+    const terms = sql`(SELECT term_id FROM terms WHERE account_id = ${account} AND NOT livemode AND test_clock_id = ${id})`;
+    const balances = sql`(SELECT balance_id FROM balances WHERE account_id = ${account} AND NOT livemode AND test_clock_id = ${id})`;
+    await sql`DELETE FROM events WHERE account_id = ${account} AND NOT livemode AND (resource_id IN ${terms} OR resource_id IN ${statements} OR resource_id IN ${balances})`.execute(trx);
+    await sql`DELETE FROM statement_items WHERE account_id = ${account} AND NOT livemode AND statement_id IN ${statements}`.execute(trx);
+    await sql`DELETE FROM statements WHERE account_id = ${account} AND NOT livemode AND test_clock_id = ${id}`.execute(trx);
+    await sql`DELETE FROM balances WHERE account_id = ${account} AND NOT livemode AND test_clock_id = ${id}`.execute(trx);
+    await sql`DELETE FROM terms WHERE account_id = ${account} AND NOT livemode AND test_clock_id = ${id}`.execute(trx);
     await sql`UPDATE accounts SET default_test_clock_id = NULL WHERE account_id = ${account} AND default_test_clock_id = ${id}`.execute(trx);
     await sql`DELETE FROM job_runs WHERE job LIKE ${`%@${id}`}`.execute(trx);
     await trx.deleteFrom('test_clocks').where('account_id', '=', account).where('test_clock_id', '=', id).execute();
@@ -196,5 +205,5 @@ export async function requestOnClock(ctx: Context, caller: Caller, operation: st
   const clock = found.rows[0];
   if (!clock) return ctx;
   if (clock.status === 'advancing') throw new KessaiError('invalid_status', { message: `Test clock ${clock.test_clock_id} is advancing; try again once it is ready.` });
-  return { ...ctx, clock: new FixedClock(clock.frozen_time) };
+  return { ...ctx, clock: new FixedClock(clock.frozen_time), testClock: { accountId: account, testClockId: clock.test_clock_id } };
 }

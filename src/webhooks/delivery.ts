@@ -32,7 +32,7 @@ import { toError } from '../domain/errors';
 import type { Clock } from '../engine/clock';
 import type { Context, WebhookResult, WebhookTransport } from '../engine/context';
 import { accountsWithDueRows } from '../engine/account-batches';
-import { deliveryInScope, LIVE_BOOK, type JobScope } from '../test-clocks/clock-scope';
+import { ownClockInScope, LIVE_BOOK, type JobScope } from '../test-clocks/clock-scope';
 import type { SlotRun } from '../engine/job';
 import { EVENT_TEXT_SQL, renderEvent } from '../events/outbox';
 import { endpointForSending } from './endpoints';
@@ -122,7 +122,7 @@ export async function closeDefaultWebhookTransport(): Promise<void> {
  * due by the engine clock's `now`, and not leased, or its lease lapsed by the lease clock's `leaseNow`.
  */
 const dueDelivery = (scope: JobScope, now: Date, leaseNow: Date) =>
-  sql`d.status = 'pending' AND d.next_attempt_at <= ${now} AND (d.lease_until IS NULL OR d.lease_until < ${leaseNow}) AND ${deliveryInScope(scope, 'd')}`;
+  sql`d.status = 'pending' AND d.next_attempt_at <= ${now} AND (d.lease_until IS NULL OR d.lease_until < ${leaseNow}) AND ${ownClockInScope(scope, 'd')}`;
 
 /**
  * Claims up to `limit` due deliveries of one account, not of the `excluded` endpoints, under a
@@ -142,7 +142,7 @@ async function claimDue(ctx: Context, leaseClock: Clock, accountId: string, owne
         SELECT dd.ctid FROM webhook_deliveries dd
         JOIN webhook_endpoints w ON w.account_id = dd.account_id AND w.endpoint_id = dd.endpoint_id AND w.status = 'enabled'
         WHERE dd.account_id = ${accountId} AND dd.status = 'pending' AND dd.next_attempt_at <= ${now} AND (dd.lease_until IS NULL OR dd.lease_until < ${leaseNow})
-          AND dd.endpoint_id <> ALL(${excluded}::text[]) AND ${deliveryInScope(ctx, 'dd')}
+          AND dd.endpoint_id <> ALL(${excluded}::text[]) AND ${ownClockInScope(ctx, 'dd')}
         ORDER BY dd.next_attempt_at
         LIMIT ${limit}
         FOR UPDATE OF dd SKIP LOCKED))
@@ -434,7 +434,7 @@ export async function nextWebhookDueAt(db: Kysely<Database>, scope: JobScope = L
   const row = await sql<{ due: Date | null }>`
     SELECT min(d.next_attempt_at) AS due FROM webhook_deliveries d
     JOIN webhook_endpoints w ON w.account_id = d.account_id AND w.endpoint_id = d.endpoint_id AND w.status = 'enabled'
-    WHERE d.status = 'pending' AND ${deliveryInScope(scope, 'd')}`.execute(db);
+    WHERE d.status = 'pending' AND ${ownClockInScope(scope, 'd')}`.execute(db);
   return row.rows[0]?.due ?? null;
 }
 

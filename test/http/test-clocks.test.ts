@@ -3,6 +3,9 @@ import type Payjp from 'payjp';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { addEndpoint } from '../../src/webhooks/endpoints';
 import { TEST_CLOCKS_PATH } from '../../src/api/test-clock-routes';
+import { Scheduler } from '../../src/engine/scheduler';
+import { termCloseJob } from '../../jobs/term-close';
+import { testContext } from '../support/database';
 import { startTestServer, sdkError, type TestServer } from '../support/http-server';
 import { startReceiver, type Receiver } from '../support/webhook-receiver';
 
@@ -106,7 +109,50 @@ describe('test clocks through the payjp SDK and plain fetch', () => {
     const types = events.map((event) => event.type);
     expect(types.filter((type) => type === 'charge.succeeded')).toHaveLength(13);
     expect(types).toContain('test_clock.ready');
-    for (const event of events) expect(event.created).toBeGreaterThanOrEqual(seconds(start));
+    // v1 events carry `created` (UNIX seconds); the v2 ones of the books (terms, statements, balances) `created_at`.
+    const createdOf = (event: Json): number => event.created ?? Date.parse(event.created_at) / 1000;
+    for (const event of events) expect(createdOf(event)).toBeGreaterThanOrEqual(seconds(start));
     expect(events.find((event) => event.type === 'test_clock.ready')!.created).toBe(finished.frozen_time);
+
+    // The clock's books: a term a month from the first capture's (2027-01) to 2028-01, each closed by the
+    // advance at its own end on the clock's time, with the captures in it and its sales statement
+    // dated at that end; the close of 2028-01 (at the target) opened 2028-02.
+    const month = (m: number) => seconds(`${2027 + Math.floor(m / 12)}-${String((m % 12) + 1).padStart(2, '0')}-01T00:00:00+09:00`);
+    const terms = (await payjp.terms.list({ limit: 100 })).data.filter((term) => term.start_at >= seconds(start)).sort((x, y) => x.start_at - y.start_at);
+    expect(terms.map((term) => [term.start_at, term.end_at, term.closed])).toEqual([
+      ...Array.from({ length: 13 }, (_, m) => [month(m), month(m + 1), true]),
+      [month(13), null, false],
+    ]);
+    expect(terms.reduce((sum, term) => sum + term.charge_count, 0)).toBe(13);
+    for (const term of terms.slice(0, 13)) {
+      const statements = (await payjp.statements.list({ term: term.id, limit: 100 })).data;
+      // Its sales statement (a transfer fee beside it when the balance is paid out), dated at the term's end.
+      expect(statements.filter((statement) => statement.type === 'sales')).toHaveLength(1);
+      for (const statement of statements) expect([statement.created, statement.term?.id]).toEqual([term.end_at, term.id]);
+    }
+    // Their events reached the receiver on the clock's time: each close at its term's end.
+    const closes = events.filter((event) => event.type === 'term.closed' && event.created !== undefined);
+    expect(closes.map((event) => [event.data.id, event.created])).toEqual(terms.slice(0, 13).map((term) => [term.id, term.end_at]));
+
+    // The live worker closes the account's own terms and leaves the clock's: a live capture opens the
+    // account's term of 2027-01 (beside the clock's), and the worker's close slot after the clock's
+    // open term ended closes that live term (the probe says yes) but not the clock's.
+    const liveCharge = await payjp.charges.create({ amount: 500, currency: 'jpy', card: await token(TEST_CARDS.visa.number) });
+    const liveTerm = (await payjp.terms.list({ limit: 100 })).data.find((term) => !terms.some((t) => t.id === term.id));
+    expect(liveTerm).toMatchObject({ start_at: seconds(start), closed: false, charge_count: 1 });
+    expect(liveCharge.captured).toBe(true);
+    const slot = new Date(month(14) * 1000 + 86_400_000);
+    const worker = testContext(server.ctx.store, { at: new Date(slot.getTime() + 60_000), seed: 902 });
+    const outcome = await new Scheduler(worker, [termCloseJob], { owner: 'live-worker' }).runSlot(termCloseJob.name, slot);
+    expect(outcome.status, outcome.status === 'failed' ? outcome.error : '').toBe('succeeded');
+    expect(await payjp.terms.retrieve(liveTerm!.id)).toMatchObject({ closed: true, end_at: month(1) });
+    expect(await payjp.terms.retrieve(terms[13]!.id)).toMatchObject({ start_at: month(13), closed: false, end_at: null });
+
+    // Deleting the clock removes its books with it; the account's own term stays.
+    const closedStatement = (await payjp.statements.list({ term: terms[0]!.id, limit: 1 })).data[0]!;
+    expect(await clockApi('DELETE', `/${clock.id}`)).toMatchObject({ status: 200, body: { deleted: true } });
+    expect(await sdkError(payjp.terms.retrieve(terms[0]!.id))).toMatchObject({ status: 404 });
+    expect(await sdkError(payjp.statements.retrieve(closedStatement.id))).toMatchObject({ status: 404 });
+    expect((await payjp.terms.list({ limit: 100 })).data.map((term) => term.id)).toContain(liveTerm!.id);
   });
 });

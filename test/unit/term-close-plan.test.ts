@@ -25,6 +25,7 @@ const term = (accountId: string, termId: string): TermRow => ({
   refund_count: 0,
   dispute_count: 0,
   created_at: start,
+  test_clock_id: null,
 });
 
 const collecting = (accountId: string, owner: BalanceRow['owner'], ownerRef: string, net: number, deadline: Date | null): BalanceRow => ({
@@ -44,6 +45,7 @@ const collecting = (accountId: string, owner: BalanceRow['owner'], ownerRef: str
   last_term_id: 'tm_previous',
   created_at: jst('2026-06-01T00:00:00'),
   updated_at: jst('2026-06-01T00:00:00'),
+  test_clock_id: null,
 });
 
 /** An id generator that records the kinds drawn, in order. */

@@ -15,7 +15,7 @@ import { compositeKey } from '../db/bulk-rows';
 import { fixedStatement } from '../db/fixed-statement';
 import { prepared } from '../db/prepared';
 import { claimRowDeletion, claimRowOf, type ChargeClaim, type ClaimRowValues } from './claim-rows';
-import { pendingWebhooksSql, withWebhookDeliveries } from '../events/outbox';
+import { insertBuiltEvents, withWebhookDeliveries } from '../events/outbox';
 
 /** The charge of the caller's account and mode, locked FOR UPDATE when asked; `invalid_id` on `id` otherwise. */
 export async function findCharge(executor: Kysely<Database>, caller: Caller, chargeId: string, lock = false): Promise<ChargeRow> {
@@ -186,9 +186,7 @@ const createdChargeWrite = fixedStatement((db, shape: { readonly columns: readon
     .returning(sql<number>`1`.as('one'));
   return withWebhookDeliveries(
     sql`${prepared('charges.insert_created')}
-    WITH p AS (${pendingWebhooksSql('x', 'x.account_id', 'x.livemode', "'v1'", 'x.t', [accountId])})
-    INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks)
-    SELECT x.account_id, x.eid, x.livemode, 'v1', x.t, 'charge', x.charge_id, x.data, x.at, coalesce(p.pending, 0) FROM x LEFT JOIN p ON p.n = x.n`,
+    WITH ${insertBuiltEvents('charge', 'charge_id', [accountId])}`,
     [accountId],
     {
       before: sql`term_lock AS (${term}), intent_dropped AS (${drop}), c AS (${insert}),
@@ -226,8 +224,5 @@ export async function recordChargeEvents(executor: Kysely<Database>, ids: IdGene
     -- accounts' charges per key); joined, the ANY filters and the keys probe the primary key.
     JOIN charges c ON ${inAccounts('c.account_id', accountIds)} AND c.account_id = k.a AND c.livemode = k.l AND c.charge_id = k.id
     ${chargeCardJoins(accountIds)}),
-    p AS (${pendingWebhooksSql('x', 'x.account_id', 'x.livemode', "'v1'", 'x.t', accountIds)})
-    INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks)
-    SELECT x.account_id, x.eid, x.livemode, 'v1', x.t, 'charge', x.charge_id, x.data, x.at, coalesce(p.pending, 0) FROM x LEFT JOIN p ON p.n = x.n
-    ORDER BY x.n`, accountIds).execute(executor);
+    ${insertBuiltEvents('charge', 'charge_id', accountIds)}`, accountIds).execute(executor);
 }

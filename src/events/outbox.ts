@@ -198,6 +198,22 @@ export function withWebhookDeliveries(insertEvents: RawBuilder<unknown>, account
 }
 
 /**
+ * The INSERT of v1 events whose rows a statement builds in SQL (the charge objects of
+ * CHARGE_OBJECT_SQL, src/charges/charge-record.ts), written like recordEvents' own: each row's
+ * `pending_webhooks` counted by pendingWebhooksSql, the rows in their order. `x`: a common table
+ * expression of the statement, one row per event, with the columns account_id, eid (the event id,
+ * drawn in the caller's order), livemode, t (the type), the resource's id column, data, at and n
+ * (the order). Pass the result to withWebhookDeliveries, after `WITH x AS (…),` (or with `x`
+ * among AroundEvents' `before`).
+ */
+export function insertBuiltEvents(objectType: 'charge', idColumn: 'charge_id', accountIds: readonly string[]): RawBuilder<unknown> {
+  return sql`p AS (${pendingWebhooksSql('x', 'x.account_id', 'x.livemode', "'v1'", 'x.t', accountIds)})
+    INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks)
+    SELECT x.account_id, x.eid, x.livemode, 'v1', x.t, ${sql.lit(objectType)}, x.${sql.raw(idColumn)}, x.data, x.at, coalesce(p.pending, 0) FROM x LEFT JOIN p ON p.n = x.n
+    ORDER BY x.n`;
+}
+
+/**
  * What a statement that writes events also does (withWebhookDeliveries): `before`, common table
  * expressions ahead of the events' (the state change itself, say `c AS (INSERT … RETURNING *)`,
  * which the events' INSERT may read), and `select`, the statement's result (`SELECT * FROM c`).

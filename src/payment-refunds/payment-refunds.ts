@@ -25,7 +25,7 @@ import { defineOperation } from '../operations/define';
 import { hasParam, optionalInteger, optionalString, readParams, requireString } from '../operations/params';
 import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
 import { findPaymentFlow, type PaymentFlowRow } from '../payment-flows/payment-flow-object';
-import { settleRefunds } from '../settlement/capture';
+import { refundCharges } from '../charges/charge-refunds';
 import { disputedAmounts } from '../disputes/disputes';
 
 export type PaymentRefundRow = Selectable<PaymentRefundsTable>;
@@ -161,21 +161,15 @@ async function finishRefund(ctx: Context, claim: RefundClaim): Promise<PaymentRe
       return failed;
     }
     const { refundable } = await refundableCaptures(trx, flow, current.payment_refund_id);
-    const parts = allocateRefund(refundable, current.amount).map((part) => ({ ...part, refundId: ctx.ids.next('refund') }));
-    await trx
-      .insertInto('refunds')
-      .values(parts.map((part) => ({ account_id: current.account_id, livemode: current.livemode, refund_id: part.refundId, charge_id: part.chargeId, amount: part.amount, reason: current.reason, created_at: at, payment_refund_id: current.payment_refund_id })))
-      .execute();
-    for (const part of parts) {
-      await trx
-        .updateTable('charges')
-        .set({ amount_refunded: sql<number>`amount_refunded + ${part.amount}`, refunded: sql<boolean>`amount_refunded + ${part.amount} >= amount_captured`, updated_at: at })
-        .where('account_id', '=', current.account_id)
-        .where('livemode', '=', current.livemode)
-        .where('charge_id', '=', part.chargeId)
-        .execute();
-    }
-    await settleRefunds(trx, ctx, parts.map((part) => ({ accountId: current.account_id, livemode: current.livemode, refundId: part.refundId })));
+    const parts = allocateRefund(refundable, current.amount).map((part) => ({
+      accountId: current.account_id,
+      livemode: current.livemode,
+      chargeId: part.chargeId,
+      amount: part.amount,
+      reason: current.reason,
+      paymentRefundId: current.payment_refund_id,
+    }));
+    await refundCharges(trx, ctx, parts, at);
     const succeeded = await setRefundStatus(trx, current, 'succeeded', at);
     await recordEvent(trx, ctx.ids, refundEvent(succeeded, 'refund.created', at));
     return succeeded;

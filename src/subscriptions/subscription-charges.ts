@@ -5,6 +5,7 @@
  */
 import type { Kysely } from 'kysely';
 import type { Caller } from '../accounts/accounts';
+import { refundCharges } from '../charges/charge-refunds';
 import { chargeCards, renderCharge, type ChargeOutcome, type ChargeRow } from '../charges/charges';
 import type { CardRow } from '../customers/card-object';
 import type { Database } from '../db/schema';
@@ -12,7 +13,6 @@ import { KessaiError } from '../domain/errors';
 import { assertProratedRefundAllowed, proratedRefund } from '../domain/proration';
 import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
-import { settleRefunds } from '../settlement/capture';
 import type { SubscriptionRow } from './subscription-object';
 
 /**
@@ -114,19 +114,7 @@ export async function refundRemainder(trx: Kysely<Database>, ctx: Pick<Context, 
   if (refund <= 0) return 0;
   const amountRefunded = charge.amount_refunded + refund;
   const refunded: ChargeRow = { ...charge, amount_refunded: amountRefunded, refunded: amountRefunded === charge.amount, refund_reason: null, updated_at: at };
-  await trx
-    .updateTable('charges')
-    .set({ amount_refunded: refunded.amount_refunded, refunded: refunded.refunded, refund_reason: null, updated_at: at })
-    .where('account_id', '=', charge.account_id)
-    .where('livemode', '=', charge.livemode)
-    .where('charge_id', '=', charge.charge_id)
-    .execute();
-  const refundId = ctx.ids.next('refund');
-  await trx
-    .insertInto('refunds')
-    .values({ account_id: charge.account_id, livemode: charge.livemode, refund_id: refundId, charge_id: charge.charge_id, amount: refund, reason: null, created_at: at })
-    .execute();
-  await settleRefunds(trx, ctx, [{ accountId: charge.account_id, livemode: charge.livemode, refundId }]);
+  await refundCharges(trx, ctx, [{ accountId: charge.account_id, livemode: charge.livemode, chargeId: charge.charge_id, amount: refund, reason: null, chargeRefundReason: null }], at);
   const card = await trx
     .selectFrom('cards')
     .selectAll()

@@ -15,7 +15,7 @@ import { V2_EVENT_OPERATIONS } from '../events/v2-events';
 import { PAYMENT_FLOW_OPERATIONS } from '../payment-flows/payment-flows';
 import { PAYMENT_METHOD_OPERATIONS } from '../payment-methods/payment-methods';
 import { SETUP_FLOW_OPERATIONS } from '../setup-flows/setup-flows';
-import { TAX_RATE_OPERATIONS } from '../tax-rates/tax-rates';
+import { TAX_RATE_OPERATIONS } from './v2/tax-rates';
 import { PRODUCT_OPERATIONS } from '../products/products';
 import { PAYMENT_REFUND_OPERATIONS } from '../payment-refunds/payment-refunds';
 import { DISPUTE_OPERATIONS } from '../disputes/disputes';

@@ -6,13 +6,22 @@ import { listEvents } from '../../src/events/outbox';
 import { runOperation } from '../../src/api/operations';
 import { createPrice, listPrices, retrievePrice, updatePrice } from '../../src/prices/prices';
 import { createProduct, deleteProduct, listProducts, retrieveProduct, updateProduct } from '../../src/products/products';
-import { createTaxRate, listTaxRates, retrieveTaxRate, updateTaxRate } from '../../src/tax-rates/tax-rates';
+import type { TaxRateObject } from '../../src/tax-rates/tax-rates';
+import type { V2List } from '../../src/operations/v2-pagination';
 import { createTestDatabase, testContext, type TestDatabase } from '../support/database';
 import { expectRefused } from '../support/rejections';
 
 const ACCOUNT = 'acct_catalogue';
 const secret: Caller = { accountId: ACCOUNT, livemode: false, kind: 'secret' };
 const live: Caller = { accountId: ACCOUNT, livemode: true, kind: 'secret' };
+
+// Tax rates through their operations: the v2 codec reads the parameters, the feature executes.
+type Run = (context: typeof ctx, caller: Caller, input: unknown) => Promise<TaxRateObject>;
+const taxRateOperation = (name: string): Run => (context, caller, input) => runOperation(context, caller, name, input) as Promise<TaxRateObject>;
+const createTaxRate = taxRateOperation('tax_rates.create');
+const retrieveTaxRate = taxRateOperation('tax_rates.retrieve');
+const updateTaxRate = taxRateOperation('tax_rates.update');
+const listTaxRates = (context: typeof ctx, caller: Caller, input: unknown) => runOperation(context, caller, 'tax_rates.list', input) as Promise<V2List<TaxRateObject>>;
 
 let database: TestDatabase;
 let db: Kysely<Database>;

@@ -309,10 +309,14 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
   };
 
   // When an attempt is made: now; in a simulation, at the slot the worker would have made it (the
-  // first minute at or after it came due), as every simulated job processes each item at its own
-  // due instant however late the simulator runs it. Deliveries are independent of each other, so
+  // first minute at or after it came due), and in a test clock's advance at its due instant (as
+  // the running worker's poller sends it), as every simulated job processes each item at its own
+  // due instant however late the driver runs it. Deliveries are independent of each other, so
   // this is exact; retries that come due by now are attempted in the same pass.
-  const attemptInstant = (claim: Claimed): number => (ctx.config.simulation ? Math.ceil(claim.dueAt / 60_000) * 60_000 : ctx.clock.now().getTime());
+  const attemptInstant = (claim: Claimed): number => {
+    if (ctx.config.simulation) return Math.ceil(claim.dueAt / 60_000) * 60_000;
+    return ctx.testClock !== undefined ? claim.dueAt : ctx.clock.now().getTime();
+  };
 
   const release = (claims: readonly Claimed[]): void => {
     const at = ctx.clock.now().getTime();

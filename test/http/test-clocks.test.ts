@@ -7,7 +7,7 @@ import { Scheduler } from '../../src/engine/scheduler';
 import { termCloseJob } from '../../jobs/term-close';
 import { testContext } from '../support/database';
 import { startTestServer, sdkError, type TestServer } from '../support/http-server';
-import { startReceiver, type Receiver } from '../support/webhook-receiver';
+import { answer as respondWith, startReceiver, type Receiver } from '../support/webhook-receiver';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the API answers are read field by field
 type Json = Record<string, any>;
@@ -80,6 +80,9 @@ describe('test clocks through the payjp SDK and plain fetch', () => {
     const declined = await payjp.subscriptions.create({ customer: declining.id, plan: plan.id });
     const liveSubscription = await payjp.subscriptions.create({ customer: live.id, plan: plan.id });
     const receivedBefore = receiver.received.length;
+    // A second endpoint that always fails: its retries come on the clock's time too.
+    const failing = await startReceiver(respondWith(500, 'down'));
+    const { endpoint: failingEndpoint } = await addEndpoint(server.ctx, { accountId: 'acct_http_a', url: failing.url });
 
     const to = seconds('2028-02-01T00:00:00+09:00');
     const answer = await clockApi('POST', `/${clock.id}/advance`, { frozen_time: String(to) });
@@ -113,6 +116,26 @@ describe('test clocks through the payjp SDK and plain fetch', () => {
     const createdOf = (event: Json): number => event.created ?? Date.parse(event.created_at) / 1000;
     for (const event of events) expect(createdOf(event)).toBeGreaterThanOrEqual(seconds(start));
     expect(events.find((event) => event.type === 'test_clock.ready')!.created).toBe(finished.frozen_time);
+
+    // The failing endpoint: each event due early enough is tried at +0, +3, +6 and +9 clock minutes,
+    // then given up; the good endpoint got it once (above).
+    const attempts = await server.ctx.db
+      .selectFrom('webhook_attempts')
+      .select(['event_id', 'attempt', 'attempted_at'])
+      .where('account_id', '=', 'acct_http_a')
+      .where('endpoint_id', '=', failingEndpoint.id)
+      .orderBy('event_id')
+      .orderBy('attempt')
+      .execute();
+    // (The charge and subscription events the advance made: those at the clock's start predate the failing endpoint.)
+    const retried = events.filter((event) => /^(charge|subscription)\./.test(event.type) && createdOf(event) > seconds(start) && createdOf(event) + 9 * 60 <= to);
+    expect(retried.length).toBeGreaterThan(13);
+    for (const event of retried) {
+      const times = attempts.filter((a) => a.event_id === event.id).map((a) => a.attempted_at.getTime() / 1000 - createdOf(event));
+      expect(times, `${event.type} ${event.id}`).toEqual([0, 180, 360, 540]);
+      expect(failing.received.filter((request) => (JSON.parse(request.body) as Json).id === event.id)).toHaveLength(4);
+    }
+    await failing.close();
 
     // The clock's books: a term a month from the first capture's (2027-01) to 2028-01, each closed by the
     // advance at its own end on the clock's time, with the captures in it and its sales statement

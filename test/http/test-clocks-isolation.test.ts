@@ -1,14 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type Payjp from 'payjp';
 import { TEST_CARDS } from '../../src/processor/test-cards';
-import { TEST_CLOCKS_PATH } from '../../src/api/test-clock-routes';
 import { Scheduler } from '../../src/engine/scheduler';
 import { subscriptionRenewalsJob } from '../../jobs/subscription-renewals';
 import { REFERENCE_INSTANT, testContext } from '../support/database';
 import { startTestServer, type TestServer } from '../support/http-server';
+import { callTestClocks, untilClockReady } from '../support/test-clock-api';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the API answers are read field by field
-type Json = Record<string, any>;
 const card = (number: string) => ({ number, exp_month: '12', exp_year: '2035', cvc: '123' });
 const seconds = (at: Date | string) => (typeof at === 'string' ? Date.parse(at) : at.getTime()) / 1000;
 /** The server's clock stands at REFERENCE_INSTANT: a monthly subscription created now renews a month later. */
@@ -20,23 +18,8 @@ describe('test clocks are isolated: an advance and the live worker each touch on
   let payjp: Payjp.Payjp;
   let other: Payjp.Payjp;
   let key: string;
-  const clockApi = async (method: string, path: string, body?: Record<string, string>): Promise<{ status: number; body: Json }> => {
-    const response = await fetch(`${server.baseUrl}${TEST_CLOCKS_PATH}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
-      ...(body ? { body: new URLSearchParams(body).toString() } : {}),
-    });
-    return { status: response.status, body: (await response.json()) as Json };
-  };
-  /** Waits (a bounded number of reads) until the clock says ready. */
-  const ready = async (id: string): Promise<Json> => {
-    for (let i = 0; i < 600; i += 1) {
-      const { body } = await clockApi('GET', `/${id}`);
-      if (body.status === 'ready') return body;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    throw new Error(`test clock ${id} did not become ready`);
-  };
+  const clockApi = (method: string, path: string, body?: Record<string, string>) => callTestClocks(server.baseUrl, key, method, path, body);
+  const ready = (id: string) => untilClockReady(server.baseUrl, key, id);
   /** A customer with a card (on `clock` when given) and a monthly subscription of `sdk`'s account. */
   const subscribed = async (sdk: Payjp.Payjp, clock?: string) => {
     const token = (await sdk.tokens.create({ card: card(TEST_CARDS.visa.number) } as never, { 'X-Payjp-Direct-Token-Generate': 'true' })).id;

@@ -2,15 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type Payjp from 'payjp';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { addEndpoint } from '../../src/webhooks/endpoints';
-import { TEST_CLOCKS_PATH } from '../../src/api/test-clock-routes';
 import { Scheduler } from '../../src/engine/scheduler';
 import { termCloseJob } from '../../jobs/term-close';
 import { testContext } from '../support/database';
 import { startTestServer, sdkError, type TestServer } from '../support/http-server';
 import { answer as respondWith, startReceiver, type Receiver } from '../support/webhook-receiver';
+import { callTestClocks, untilClockReady, type Json } from '../support/test-clock-api';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the API answers are read field by field
-type Json = Record<string, any>;
 const card = (number: string) => ({ number, exp_month: '12', exp_year: '2035', cvc: '123' });
 const seconds = (iso: string) => Date.parse(iso) / 1000;
 
@@ -19,23 +17,8 @@ describe('test clocks through the payjp SDK and plain fetch', () => {
   let payjp: Payjp.Payjp;
   let receiver: Receiver;
   let key: string;
-  const clockApi = async (method: string, path: string, body?: Record<string, string>, as = key): Promise<{ status: number; body: Json }> => {
-    const response = await fetch(`${server.baseUrl}${TEST_CLOCKS_PATH}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${as}`, ...(body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
-      ...(body ? { body: new URLSearchParams(body).toString() } : {}),
-    });
-    return { status: response.status, body: (await response.json()) as Json };
-  };
-  /** Waits (a bounded number of reads) until the clock says ready. */
-  const ready = async (id: string): Promise<Json> => {
-    for (let i = 0; i < 600; i += 1) {
-      const { body } = await clockApi('GET', `/${id}`);
-      if (body.status === 'ready') return body;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    throw new Error(`test clock ${id} did not become ready`);
-  };
+  const clockApi = (method: string, path: string, body?: Record<string, string>, as = key) => callTestClocks(server.baseUrl, as, method, path, body);
+  const ready = (id: string) => untilClockReady(server.baseUrl, key, id);
   const token = async (number: string) => (await payjp.tokens.create({ card: card(number) } as never, { 'X-Payjp-Direct-Token-Generate': 'true' })).id;
 
   beforeAll(async () => {

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sql, type Insertable, type Kysely } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -404,11 +407,14 @@ describe.runIf(isPostgres())('subscriptions.renew across processes (PostgreSQL)'
     // Both wake at minute 5 after a downtime: slots 0..5 to share, each taking everything due as of it,
     // so the two processes work on the same due rows at once.
     await db.insertInto('job_schedule').values({ job: JOB, high_water: at(-1), updated_at: at(-1) }).execute();
-    const env = { KESSAI_AT: at(5).toISOString(), KESSAI_BATCH_SIZE: '50', KESSAI_PAUSE_MS: '5' };
+    // Each process's first batch waits, its rows locked, until the other's is in flight too: both
+    // do part of the work at the same time, whatever the machine's load.
+    const meeting = mkdtempSync(join(tmpdir(), 'kessai-rendezvous-'));
+    const env = { KESSAI_AT: at(5).toISOString(), KESSAI_BATCH_SIZE: '50', KESSAI_PAUSE_MS: '5', KESSAI_RENDEZVOUS: `${meeting}:2` };
     const workers = [startWorker({ ...env, KESSAI_OWNER: 'proc-a' }), startWorker({ ...env, KESSAI_OWNER: 'proc-b' })];
     const results = await Promise.all(workers.map((w) => w.exited));
+    rmSync(meeting, { recursive: true, force: true });
     for (const [i, result] of results.entries()) expect(result, workers[i]!.errors()).toEqual({ code: 0, signal: null });
-    // Both did part of the work.
     for (const worker of workers) expect(worker.output()).toMatch(/batch 1 authorizing 50/);
 
     expect(await tallyRenewals(db, due)).toEqual({ subscriptions: 2_000, renewed: 2_000, charges: 2_000, charged_twice: 0, mismatched: 0, renewed_events: 2_000, charge_events: 2_000 });

@@ -6,9 +6,14 @@
  * KESSAI_PAUSE_MS, so a test can kill it in the middle of a batch; and a final JSON line with its
  * outcomes.
  *
+ * KESSAI_RENDEZVOUS=<dir>:<n> gates the first batch: it leaves a file named by the owner in <dir>
+ * and waits, its rows locked, until <n> owners have (so <n> processes are in a batch at once).
+ *
  * Env: DATABASE_URL, KESSAI_AT (ISO instant), KESSAI_OWNER, KESSAI_BATCH_SIZE, KESSAI_PAUSE_MS,
- * KESSAI_LEASE_MS, KESSAI_JOB (a job of the registry, default subscriptions.renew).
+ * KESSAI_LEASE_MS, KESSAI_JOB (a job of the registry, default subscriptions.renew), KESSAI_RENDEZVOUS.
  */
+import { readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ALL_JOBS } from '../../jobs/index';
 import { openStore } from '../../src/db/connect';
@@ -29,9 +34,22 @@ if (!job) throw new Error(`no job named ${jobName}`);
 const pauseMs = Number(process.env.KESSAI_PAUSE_MS ?? 0);
 const network = simulatedCardNetwork();
 let batch = 0;
+const rendezvous = process.env.KESSAI_RENDEZVOUS?.split(':');
+/** The first batch waits (a bounded number of looks) until the rendezvous has all its owners. */
+const meet = async (): Promise<void> => {
+  if (rendezvous === undefined) return;
+  const [dir, count] = [rendezvous[0]!, Number(rendezvous[1])];
+  writeFileSync(join(dir, owner), '');
+  for (let i = 0; i < 3_000; i += 1) {
+    if (readdirSync(dir).length >= count) return;
+    await sleep(10);
+  }
+  throw new Error(`rendezvous: ${count} owners never met in ${dir}`);
+};
 const announce = async (what: string, requests: readonly unknown[]): Promise<void> => {
   batch += 1;
   process.stdout.write(`batch ${batch} ${what} ${requests.length}\n`);
+  if (batch === 1) await meet();
   if (pauseMs > 0) await sleep(pauseMs);
 };
 const processor: CardNetwork = {

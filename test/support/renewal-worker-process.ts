@@ -40,7 +40,7 @@ const meet = async (): Promise<void> => {
   if (rendezvous === undefined) return;
   const [dir, count] = [rendezvous[0]!, Number(rendezvous[1])];
   writeFileSync(join(dir, owner), '');
-  for (let i = 0; i < 3_000; i += 1) {
+  for (let i = 0; i < 4_500; i += 1) {
     if (readdirSync(dir).length >= count) return;
     await sleep(10);
   }

@@ -8,14 +8,11 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { Database, ProductsTable } from '../db/schema';
 import { reject } from '../domain/errors';
-import { MAX_TEXT_LENGTH, MAX_UNIT_LABEL_LENGTH, MAX_URL_LENGTH } from '../domain/limits';
-import { createMetadata, mergeMetadata, type Metadata } from '../domain/metadata';
+import { mergeMetadata, type Metadata } from '../domain/metadata';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
-import { defineOperation } from '../operations/define';
-import { hasParam, optionalBoolean, optionalFlexibleId, optionalText, readParams, requireString, sentFields, type Params } from '../operations/params';
-import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
+import { inV2Page, type V2Page } from '../operations/v2-pagination';
 
 export type ProductRow = Selectable<ProductsTable>;
 
@@ -67,52 +64,49 @@ export async function findProduct(executor: Kysely<Database>, caller: Caller, id
   return row;
 }
 
-function readUrl(params: Params): string | null | undefined {
-  const url = optionalText(params, 'url', MAX_URL_LENGTH);
-  if (url === undefined || url === null) return url;
-  if (!/^https?:\/\/\S+$/.test(url)) reject('invalid_param_key', 'url', 'url must be an http or https URL');
-  return url;
+/** A product to create (parameters read by the v2 codec, src/api/v2/products.ts). */
+export interface CreateProductCommand {
+  /** The id the merchant chose; undefined for a generated one. */
+  readonly chosenId: string | undefined;
+  readonly name: string;
+  readonly active: boolean;
+  readonly description: string | null;
+  readonly unitLabel: string | null;
+  readonly url: string | null;
+  readonly metadata: Metadata;
 }
 
-/** The fields create and update share, as sent (undefined when not sent). */
-function readProductFields(params: Params) {
-  return {
-    active: optionalBoolean(params, 'active'),
-    description: optionalText(params, 'description', MAX_TEXT_LENGTH),
-    unit_label: optionalText(params, 'unit_label', MAX_UNIT_LABEL_LENGTH),
-    url: readUrl(params),
-  };
+export interface UpdateProductCommand {
+  readonly id: string;
+  /** The sent fields; `default_price_id` null clears it. */
+  readonly changes: Partial<Pick<ProductRow, 'name' | 'active' | 'description' | 'unit_label' | 'url' | 'default_price_id'>>;
+  /** The metadata as sent, merged (and checked) against the product's own once it is found; undefined when not sent. */
+  readonly metadata?: unknown;
 }
 
-function readName(params: Params, required: boolean): string | undefined {
-  const name = optionalText(params, 'name', MAX_TEXT_LENGTH);
-  if (name === null || (name === undefined && required)) return reject('missing_param', 'name', 'name is required');
-  return name;
+export interface ListProductsCommand {
+  readonly page: V2Page;
+  readonly active?: boolean;
 }
 
-/** `products.create`: `name` (required), `id` (chosen), `active` (default true), `description`, `unit_label`, `url`, `metadata`. */
-export async function createProduct(ctx: Context, caller: Caller, input: unknown): Promise<ProductObject> {
-  const params = readParams(input, ['id', 'name', 'active', 'description', 'unit_label', 'url', 'metadata']);
-  const chosenId = optionalFlexibleId(params);
-  const name = readName(params, true)!;
-  const fields = readProductFields(params);
-  const metadata = hasParam(params, 'metadata') ? createMetadata(params.metadata, 'v2') : {};
+/** `products.create`: the product (a chosen id taken is `already_exist_id`) and its `product.created`. */
+export async function createProduct(ctx: Context, caller: Caller, command: CreateProductCommand): Promise<ProductRow> {
   const now = ctx.clock.now();
-  const productId = chosenId ?? ctx.ids.next('product');
-  const row = await ctx.db.transaction().execute(async (trx) => {
+  const productId = command.chosenId ?? ctx.ids.next('product');
+  return ctx.db.transaction().execute(async (trx) => {
     const inserted = await trx
       .insertInto('products')
       .values({
         account_id: caller.accountId,
         livemode: caller.livemode,
         product_id: productId,
-        name,
-        active: fields.active ?? true,
-        description: fields.description ?? null,
-        unit_label: fields.unit_label ?? null,
-        url: fields.url ?? null,
+        name: command.name,
+        active: command.active,
+        description: command.description,
+        unit_label: command.unitLabel,
+        url: command.url,
         default_price_id: null,
-        metadata: JSON.stringify(metadata),
+        metadata: JSON.stringify(command.metadata),
         created_at: now,
         updated_at: now,
       })
@@ -123,29 +117,23 @@ export async function createProduct(ctx: Context, caller: Caller, input: unknown
     await recordEvent(trx, ctx.ids, productEvent(inserted, 'product.created', now));
     return inserted;
   });
-  return renderProduct(row);
 }
 
-export async function retrieveProduct(ctx: Context, caller: Caller, input: unknown): Promise<ProductObject> {
-  const params = readParams(input, ['id']);
-  return renderProduct(await findProduct(ctx.db, caller, requireString(params, 'id')));
+export function retrieveProduct(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<ProductRow> {
+  return findProduct(ctx.db, caller, command.id);
 }
 
 /**
- * `products.update`: `name`, `active`, `description`, `unit_label`, `url`, `metadata` (v2 §2.6
- * merge), `default_price_id` (an active price of this product, `invalid_default_price` otherwise;
- * the empty string clears it). `product.updated`.
+ * `products.update`: the sent fields, metadata merged (v2 §2.6), `default_price_id` an active
+ * price of this product (`invalid_default_price` otherwise). `product.updated`.
  */
-export async function updateProduct(ctx: Context, caller: Caller, input: unknown): Promise<ProductObject> {
-  const params = readParams(input, ['id', 'name', 'active', 'description', 'unit_label', 'url', 'default_price_id', 'metadata']);
-  const id = requireString(params, 'id');
-  const name = readName(params, false);
-  const fields = readProductFields(params);
-  const defaultPrice = optionalText(params, 'default_price_id', MAX_TEXT_LENGTH);
+export async function updateProduct(ctx: Context, caller: Caller, command: UpdateProductCommand): Promise<ProductRow> {
+  const { id, changes } = command;
   const now = ctx.clock.now();
-  const row = await ctx.db.transaction().execute(async (trx) => {
+  return ctx.db.transaction().execute(async (trx) => {
     const current = await findProduct(trx, caller, id, { lock: true });
-    const metadata = hasParam(params, 'metadata') ? mergeMetadata(current.metadata, params.metadata, 'v2') : current.metadata;
+    const metadata = command.metadata === undefined ? current.metadata : mergeMetadata(current.metadata, command.metadata, 'v2');
+    const defaultPrice = changes.default_price_id;
     if (defaultPrice !== undefined && defaultPrice !== null) {
       const price = await trx
         .selectFrom('prices')
@@ -156,7 +144,6 @@ export async function updateProduct(ctx: Context, caller: Caller, input: unknown
         .executeTakeFirst();
       if (!price || !price.active || price.product_id !== id) reject('invalid_default_price', 'default_price_id', `${defaultPrice} is not an active price of product ${id}`);
     }
-    const changes = sentFields({ ...fields, name, default_price_id: defaultPrice });
     const updated = await trx
       .updateTable('products')
       .set({ ...changes, metadata: JSON.stringify(metadata), updated_at: now })
@@ -168,13 +155,11 @@ export async function updateProduct(ctx: Context, caller: Caller, input: unknown
     await recordEvent(trx, ctx.ids, productEvent(updated, 'product.updated', now));
     return updated;
   });
-  return renderProduct(row);
 }
 
-/** `products.delete`: only while no price names the product (`product_has_prices`); `product.deleted`; answers `{ id, object, deleted }`. */
-export async function deleteProduct(ctx: Context, caller: Caller, input: unknown): Promise<{ readonly id: string; readonly object: 'product'; readonly deleted: true; readonly livemode: boolean }> {
-  const params = readParams(input, ['id']);
-  const id = requireString(params, 'id');
+/** `products.delete`: only while no price names the product (`product_has_prices`); `product.deleted`; returns the deleted row. */
+export async function deleteProduct(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<ProductRow> {
+  const { id } = command;
   const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
     // The product's lock orders this with prices.create of the same product, which locks it too.
@@ -183,17 +168,15 @@ export async function deleteProduct(ctx: Context, caller: Caller, input: unknown
     if (price) reject('product_has_prices', 'id', `product ${id} has prices (${price.price_id}); deactivate it instead`);
     await trx.deleteFrom('products').where('account_id', '=', caller.accountId).where('livemode', '=', caller.livemode).where('product_id', '=', id).execute();
     await recordEvent(trx, ctx.ids, productEvent(current, 'product.deleted', now));
-    return { id, object: 'product', deleted: true, livemode: caller.livemode } as const;
+    return current;
   });
 }
 
 /** `products.list`: newest first, cursors, optional `active` filter. */
-export async function listProducts(ctx: Context, caller: Caller, input: unknown): Promise<V2List<ProductObject>> {
-  const params = readParams(input, [...V2_PAGINATION_PARAMS, 'active']);
-  const page = readV2Page(params);
-  const active = optionalBoolean(params, 'active');
+export async function listProducts(ctx: Context, caller: Caller, command: ListProductsCommand): Promise<ProductRow[]> {
+  const { page, active } = command;
   const cursor = page.cursor === undefined ? undefined : await findProduct(ctx.db, caller, page.cursor.id, { param: page.cursor.param });
-  const rows = await ctx.db
+  return ctx.db
     .selectFrom('products')
     .selectAll()
     .where('account_id', '=', caller.accountId)
@@ -201,13 +184,4 @@ export async function listProducts(ctx: Context, caller: Caller, input: unknown)
     .$if(active !== undefined, (q) => q.where('active', '=', active!))
     .$call(inV2Page(page, cursor && { created_at: cursor.created_at, id: cursor.product_id }, 'product_id'))
     .execute();
-  return v2ListObject(rows, page, PRODUCTS_URL, renderProduct);
 }
-
-export const PRODUCT_OPERATIONS = [
-  defineOperation('products.create', createProduct),
-  defineOperation('products.retrieve', retrieveProduct),
-  defineOperation('products.update', updateProduct),
-  defineOperation('products.delete', deleteProduct),
-  defineOperation('products.list', listProducts),
-] as const;

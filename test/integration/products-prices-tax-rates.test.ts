@@ -5,7 +5,7 @@ import type { Database } from '../../src/db/schema';
 import { listEvents } from '../../src/events/outbox';
 import { runOperation } from '../../src/api/operations';
 import { createPrice, listPrices, retrievePrice, updatePrice } from '../../src/prices/prices';
-import { createProduct, deleteProduct, listProducts, retrieveProduct, updateProduct } from '../../src/products/products';
+import type { ProductObject } from '../../src/products/products';
 import type { TaxRateObject } from '../../src/tax-rates/tax-rates';
 import type { V2List } from '../../src/operations/v2-pagination';
 import { createTestDatabase, testContext, type TestDatabase } from '../support/database';
@@ -15,13 +15,20 @@ const ACCOUNT = 'acct_catalogue';
 const secret: Caller = { accountId: ACCOUNT, livemode: false, kind: 'secret' };
 const live: Caller = { accountId: ACCOUNT, livemode: true, kind: 'secret' };
 
-// Tax rates through their operations: the v2 codec reads the parameters, the feature executes.
-type Run = (context: typeof ctx, caller: Caller, input: unknown) => Promise<TaxRateObject>;
-const taxRateOperation = (name: string): Run => (context, caller, input) => runOperation(context, caller, name, input) as Promise<TaxRateObject>;
-const createTaxRate = taxRateOperation('tax_rates.create');
-const retrieveTaxRate = taxRateOperation('tax_rates.retrieve');
-const updateTaxRate = taxRateOperation('tax_rates.update');
-const listTaxRates = (context: typeof ctx, caller: Caller, input: unknown) => runOperation(context, caller, 'tax_rates.list', input) as Promise<V2List<TaxRateObject>>;
+// Products and tax rates through their operations: the v2 codec reads the parameters, the feature executes.
+const operation =
+  <T>(name: string) =>
+  (context: typeof ctx, caller: Caller, input: unknown) =>
+    runOperation(context, caller, name, input) as Promise<T>;
+const createProduct = operation<ProductObject>('products.create');
+const retrieveProduct = operation<ProductObject>('products.retrieve');
+const updateProduct = operation<ProductObject>('products.update');
+const deleteProduct = operation<{ id: string; object: 'product'; deleted: true; livemode: boolean }>('products.delete');
+const listProducts = operation<V2List<ProductObject>>('products.list');
+const createTaxRate = operation<TaxRateObject>('tax_rates.create');
+const retrieveTaxRate = operation<TaxRateObject>('tax_rates.retrieve');
+const updateTaxRate = operation<TaxRateObject>('tax_rates.update');
+const listTaxRates = operation<V2List<TaxRateObject>>('tax_rates.list');
 
 let database: TestDatabase;
 let db: Kysely<Database>;

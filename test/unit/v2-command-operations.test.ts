@@ -8,12 +8,22 @@ import { V2_ROUTES } from '../../src/api/v2/routes';
 import { findOperation } from '../../src/api/operations';
 
 /** The v2 resources split from the wire so far. */
-const SPLIT_RESOURCES = ['tax_rates'];
+const SPLIT_RESOURCES = ['tax_rates', 'products'];
 
 describe('v2 operations apart from the wire', () => {
   it('every route of a split v2 resource runs a registered command operation', () => {
     const names = [...new Set(V2_ROUTES.map((route) => route.operation))].filter((name) => SPLIT_RESOURCES.includes(name.split('.')[0]!));
-    expect(names.sort()).toEqual(['tax_rates.create', 'tax_rates.list', 'tax_rates.retrieve', 'tax_rates.update']);
+    expect(names.sort()).toEqual([
+      'products.create',
+      'products.delete',
+      'products.list',
+      'products.retrieve',
+      'products.update',
+      'tax_rates.create',
+      'tax_rates.list',
+      'tax_rates.retrieve',
+      'tax_rates.update',
+    ]);
     const unknown = names.filter((name) => findOperation(name) === undefined);
     const plain = names.filter((name) => findOperation(name) !== undefined && findOperation(name)!.parts === undefined);
     expect({ unknown, plain }).toEqual({ unknown: [], plain: [] });

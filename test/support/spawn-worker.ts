@@ -52,10 +52,25 @@ export interface SpawnOptions {
    * process started that much later, e.g. once a killed worker's real-time leases have lapsed.
    */
   readonly clockAheadMs?: number;
+  /** The working directory of the process (default: the test's). */
+  readonly cwd?: string;
 }
 
 function spawnNode(args: readonly string[], env: Record<string, string>, options: SpawnOptions = {}): SpawnedWorker {
-  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', options.discardLogs ? 'ignore' : 'pipe'] });
+  return spawnCollecting(process.execPath, args, env, options);
+}
+
+/**
+ * A command line run by bash as a user would paste it (one simple command, which bash runs in its
+ * own place, so a signal reaches the command itself). An `undefined` in `env` unsets that variable.
+ */
+export function spawnShell(commandLine: string, env: Record<string, string | undefined>, options: SpawnOptions = {}): SpawnedWorker {
+  return spawnCollecting('bash', ['-c', commandLine], env, options);
+}
+
+function spawnCollecting(command: string, args: readonly string[], env: Record<string, string | undefined>, options: SpawnOptions): SpawnedWorker {
+  const merged = Object.fromEntries(Object.entries({ ...process.env, ...env }).filter((entry): entry is [string, string] => entry[1] !== undefined));
+  const child = spawn(command, args, { cwd: options.cwd, env: merged, stdio: ['ignore', 'pipe', options.discardLogs ? 'ignore' : 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

@@ -1,6 +1,6 @@
 /**
- * Makes a few real events for the webhook walkthrough of docs/webhooks.md, until the HTTP API exists:
- * on the account given (test mode), a plan, a customer with the test Visa card and a
+ * Makes a few real events for the webhook walkthrough of docs/webhooks.md without starting `kessai serve`
+ * (the SDKs against the server make the same events): on the account given (test mode), a plan, a customer with the test Visa card and a
  * subscription, through the same operations the API runs, at the real clock.
  *
  *   DATABASE_URL=… npx tsx scripts/webhooks-demo.ts acct_demo

@@ -40,6 +40,8 @@ export type V2CustomerObject = {
   readonly description: string | null;
   readonly default_payment_method_id: string | null;
   readonly metadata: Metadata;
+  /** The id of the test clock the customer is on (as v1's `test_clock`); null when none. */
+  readonly test_clock: string | null;
   readonly created_at: string;
   readonly updated_at: string;
 };
@@ -53,6 +55,7 @@ export function renderV2Customer(row: CustomerRow): V2CustomerObject {
     description: row.description,
     default_payment_method_id: row.default_payment_method_id,
     metadata: row.metadata,
+    test_clock: row.test_clock_id,
     created_at: toIsoSeconds(row.created_at),
     updated_at: toIsoSeconds(row.updated_at),
   };

@@ -37,6 +37,8 @@ export type CustomerObject = {
   readonly description: string | null;
   readonly metadata: Readonly<Record<string, string>>;
   readonly cards: ListObject<CardObject>;
+  /** The id of the test clock the customer is on (docs/decisions/test-clocks.md); null when none. */
+  readonly test_clock: string | null;
 };
 
 export function renderCustomer(row: CustomerRow, cards: ListObject<CardObject>): CustomerObject {
@@ -50,6 +52,7 @@ export function renderCustomer(row: CustomerRow, cards: ListObject<CardObject>):
     description: row.description,
     metadata: row.metadata,
     cards,
+    test_clock: row.test_clock_id,
   };
 }
 

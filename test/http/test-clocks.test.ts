@@ -1,6 +1,8 @@
+import * as v2 from '@payjp/payjpv2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type Payjp from 'payjp';
 import { TEST_CARDS } from '../../src/processor/test-cards';
+import { DEFAULT_TEST_CLOCK_PATH } from '../../src/api/test-clock-routes';
 import { addEndpoint } from '../../src/webhooks/endpoints';
 import { Scheduler } from '../../src/engine/scheduler';
 import { termCloseJob } from '../../jobs/term-close';
@@ -8,6 +10,7 @@ import { testContext } from '../support/database';
 import { startTestServer, sdkError, type TestServer } from '../support/http-server';
 import { answer as respondWith, startReceiver, type Receiver } from '../support/webhook-receiver';
 import { callTestClocks, untilClockReady, type Json } from '../support/test-clock-api';
+import { ok, v2Client } from '../support/v2-sdk';
 
 const card = (number: string) => ({ number, exp_month: '12', exp_year: '2035', cvc: '123' });
 const seconds = (iso: string) => Date.parse(iso) / 1000;
@@ -48,6 +51,32 @@ describe('test clocks through the payjp SDK and plain fetch', () => {
     expect(await sdkError(payjp.customers.create({ test_clock: 'clock_nope' } as never))).toMatchObject({ status: 400, param: 'test_clock' });
     expect(await clockApi('DELETE', `/${created.body.id}`)).toMatchObject({ status: 200, body: { deleted: true } });
     expect((await clockApi('GET', `/${created.body.id}`)).status).toBe(404);
+  });
+
+  it('shows the clock on the customer object: its id on v1 and v2, in retrieve, list and the created event; null when none', async () => {
+    const clock = (await clockApi('POST', '', { frozen_time: String(seconds('2027-05-01T00:00:00+09:00')), name: 'shown' })).body;
+    const onClock = await payjp.customers.create({ test_clock: clock.id } as never);
+    const plain = await payjp.customers.create({});
+    expect((onClock as unknown as Json).test_clock).toBe(clock.id);
+    expect((plain as unknown as Json).test_clock).toBeNull();
+    expect((await payjp.customers.retrieve(onClock.id) as unknown as Json).test_clock).toBe(clock.id);
+    const listed = (await payjp.customers.list({ limit: 100 })).data as unknown as Json[];
+    expect(listed.find((c) => c.id === onClock.id)?.test_clock).toBe(clock.id);
+    expect(listed.find((c) => c.id === plain.id)?.test_clock).toBeNull();
+    const created = (await payjp.events.list({ type: 'customer.created', limit: 100 } as never)).data.find((event) => (event.data as unknown as Json).id === onClock.id);
+    expect((created?.data as unknown as Json | undefined)?.test_clock).toBe(clock.id);
+
+    const client = v2Client(server, key);
+    const v2OnClock = (await ok(v2.createCustomer({ client, body: { test_clock: clock.id } as never }))) as Json;
+    expect(v2OnClock).toMatchObject({ object: 'customer', test_clock: clock.id, created_at: '2027-04-30T15:00:00Z' });
+    expect(((await ok(v2.getCustomer({ client, path: { customer_id: v2OnClock.id } }))) as Json).test_clock).toBe(clock.id);
+    expect(((await ok(v2.getCustomer({ client, path: { customer_id: plain.id } }))) as Json).test_clock).toBeNull();
+    // The account's default clock attaches a new customer the same way, and shows it.
+    const setDefault = (id: string) => fetch(`${server.baseUrl}${DEFAULT_TEST_CLOCK_PATH}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ test_clock: id }).toString() });
+    expect((await setDefault(clock.id)).status).toBe(200);
+    const byDefault = (await ok(v2.createCustomer({ client, body: {} }))) as Json;
+    expect(byDefault.test_clock).toBe(clock.id);
+    expect((await setDefault('')).status).toBe(200);
   });
 
   it('a year on a clock: trial end, 12 renewals, a declined trial end paused, webhooks once each on the clock time; live objects untouched', async () => {

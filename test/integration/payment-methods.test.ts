@@ -137,6 +137,7 @@ describe('v2 customers update (v2 §4.6)', () => {
       description: null,
       default_payment_method_id: method.id,
       metadata: { keep: 'yes', visits: 3, vip: true },
+      test_clock: null,
       created_at: '2027-01-01T00:00:00Z',
       updated_at: '2027-01-01T00:01:00Z',
     });

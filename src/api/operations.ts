@@ -32,7 +32,7 @@ import { TENANT_OPERATIONS } from './v1/tenants';
 import { TERM_OPERATIONS } from './v1/terms';
 import { TOKEN_OPERATIONS, TOKEN_READ_OPERATIONS } from './v1/tokens';
 import { TRANSFER_OPERATIONS } from './v1/transfers';
-import { PRICE_OPERATIONS } from '../prices/prices';
+import { PRICE_OPERATIONS } from './v2/prices';
 import { PAYMENT_TRANSACTION_OPERATIONS } from '../settlement/payment-transactions';
 import { V2_SETTLEMENT_LIST_OPERATIONS } from '../settlement/v2-lists';
 

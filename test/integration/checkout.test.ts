@@ -16,10 +16,14 @@ import { listEvents } from '../../src/events/outbox';
 import { runOperation } from '../../src/api/operations';
 import { confirmPaymentFlow, retrievePaymentFlow, updatePaymentFlow } from '../../src/payment-flows/payment-flows';
 import { Scheduler } from '../../src/engine/scheduler';
-import { createPrice, retrievePrice } from '../../src/prices/prices';
+import type { PriceObject } from '../../src/prices/prices';
 import { TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';
 import { createTestDatabase, testContext, type TestDatabase } from '../support/database';
 import { expectRefused, rejection } from '../support/rejections';
+import { v2Operation } from '../support/operations';
+
+const createPrice = v2Operation<PriceObject>('prices.create');
+const retrievePrice = v2Operation<PriceObject>('prices.retrieve');
 
 const ACCOUNT = 'acct_checkout';
 const secret: Caller = { accountId: ACCOUNT, livemode: false, kind: 'secret' };

@@ -13,11 +13,14 @@ import type { JobDefinition } from '../../src/engine/job';
 import { Scheduler } from '../../src/engine/scheduler';
 import { listEvents } from '../../src/events/outbox';
 import { capturePaymentFlow, confirmPaymentFlow, createPaymentFlow, retrievePaymentFlow } from '../../src/payment-flows/payment-flows';
-import { createPrice } from '../../src/prices/prices';
+import type { PriceObject } from '../../src/prices/prices';
 import { simulatedCardNetwork, type CardNetwork, type SettlementRequest } from '../../src/processor/card-network';
 import { cardFingerprint, TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
 import { rejection } from '../support/rejections';
+import { v2Operation } from '../support/operations';
+
+const createPrice = v2Operation<PriceObject>('prices.create');
 
 const ACCOUNT = 'acct_flowjobs';
 const secret: Caller = { accountId: ACCOUNT, livemode: false, kind: 'secret' };

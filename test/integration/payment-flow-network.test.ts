@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
 import { completeCheckoutSession, createCheckoutSession, expireCheckoutSession, retrieveCheckoutSession } from '../../src/checkout/checkout-sessions';
 import { expireSessionBatch } from '../../src/checkout/session-expiry';
-import { createPrice } from '../../src/prices/prices';
+import type { PriceObject } from '../../src/prices/prices';
 import { decodeCreateToken } from '../../src/api/v1/tokens';
 import { createToken } from '../../src/customers/tokens';
 import type { Store } from '../../src/db/connect';
@@ -25,6 +25,9 @@ import { confirmSetupFlow, createSetupFlow, updateSetupFlow } from '../../src/se
 import { TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
 import { probeRowLock, whileLocked, type ProbedRow } from '../support/row-locks';
+import { v2Operation } from '../support/operations';
+
+const createPrice = v2Operation<PriceObject>('prices.create');
 
 const ACCOUNT = 'acct_flow_network';
 const secret: Caller = { accountId: ACCOUNT, livemode: false, kind: 'secret' };

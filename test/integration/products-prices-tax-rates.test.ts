@@ -4,27 +4,29 @@ import { createAccount, type Caller } from '../../src/accounts/accounts';
 import type { Database } from '../../src/db/schema';
 import { listEvents } from '../../src/events/outbox';
 import { runOperation } from '../../src/api/operations';
-import { createPrice, listPrices, retrievePrice, updatePrice } from '../../src/prices/prices';
+import type { PriceObject } from '../../src/prices/prices';
 import type { ProductObject } from '../../src/products/products';
 import type { TaxRateObject } from '../../src/tax-rates/tax-rates';
 import type { V2List } from '../../src/operations/v2-pagination';
 import { createTestDatabase, testContext, type TestDatabase } from '../support/database';
+import { v2Operation } from '../support/operations';
 import { expectRefused } from '../support/rejections';
 
 const ACCOUNT = 'acct_catalogue';
 const secret: Caller = { accountId: ACCOUNT, livemode: false, kind: 'secret' };
 const live: Caller = { accountId: ACCOUNT, livemode: true, kind: 'secret' };
 
-// Products and tax rates through their operations: the v2 codec reads the parameters, the feature executes.
-const operation =
-  <T>(name: string) =>
-  (context: typeof ctx, caller: Caller, input: unknown) =>
-    runOperation(context, caller, name, input) as Promise<T>;
+// Through their operations: the v2 codec reads the parameters, the feature executes.
+const operation = v2Operation;
 const createProduct = operation<ProductObject>('products.create');
 const retrieveProduct = operation<ProductObject>('products.retrieve');
 const updateProduct = operation<ProductObject>('products.update');
 const deleteProduct = operation<{ id: string; object: 'product'; deleted: true; livemode: boolean }>('products.delete');
 const listProducts = operation<V2List<ProductObject>>('products.list');
+const createPrice = operation<PriceObject>('prices.create');
+const retrievePrice = operation<PriceObject>('prices.retrieve');
+const updatePrice = operation<PriceObject>('prices.update');
+const listPrices = operation<V2List<PriceObject>>('prices.list');
 const createTaxRate = operation<TaxRateObject>('tax_rates.create');
 const retrieveTaxRate = operation<TaxRateObject>('tax_rates.retrieve');
 const updateTaxRate = operation<TaxRateObject>('tax_rates.update');

@@ -8,12 +8,16 @@ import { V2_ROUTES } from '../../src/api/v2/routes';
 import { findOperation } from '../../src/api/operations';
 
 /** The v2 resources split from the wire so far. */
-const SPLIT_RESOURCES = ['tax_rates', 'products'];
+const SPLIT_RESOURCES = ['tax_rates', 'products', 'prices'];
 
 describe('v2 operations apart from the wire', () => {
   it('every route of a split v2 resource runs a registered command operation', () => {
     const names = [...new Set(V2_ROUTES.map((route) => route.operation))].filter((name) => SPLIT_RESOURCES.includes(name.split('.')[0]!));
     expect(names.sort()).toEqual([
+      'prices.create',
+      'prices.list',
+      'prices.retrieve',
+      'prices.update',
       'products.create',
       'products.delete',
       'products.list',

@@ -17,7 +17,7 @@ import { PAYMENT_METHOD_OPERATIONS } from '../payment-methods/payment-methods';
 import { SETUP_FLOW_OPERATIONS } from '../setup-flows/setup-flows';
 import { TAX_RATE_OPERATIONS } from './v2/tax-rates';
 import { PRODUCT_OPERATIONS } from './v2/products';
-import { PAYMENT_REFUND_OPERATIONS } from '../payment-refunds/payment-refunds';
+import { PAYMENT_REFUND_OPERATIONS } from './v2/payment-refunds';
 import { DISPUTE_OPERATIONS } from '../disputes/disputes';
 import { PLAN_OPERATIONS } from './v1/plans';
 import { SUBSCRIPTION_OPERATIONS } from './v1/subscriptions';

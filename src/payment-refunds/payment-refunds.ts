@@ -15,23 +15,19 @@ import type { Caller } from '../accounts/accounts';
 import type { Database, PaymentRefundsTable } from '../db/schema';
 import type { PaymentRefundReason } from '../db/column-types';
 import { reject } from '../domain/errors';
-import { MAX_AMOUNT, REFUND_WINDOW_MS } from '../domain/limits';
+import { REFUND_WINDOW_MS } from '../domain/limits';
 import { NETWORK_CLAIM_LEASE_MS } from '../domain/network-claims';
-import { createMetadata, mergeMetadata, type Metadata } from '../domain/metadata';
+import { mergeMetadata, type Metadata } from '../domain/metadata';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
-import { defineOperation } from '../operations/define';
-import { hasParam, optionalInteger, optionalString, readParams, requireString } from '../operations/params';
-import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
+import type { Params } from '../operations/params';
+import { inV2Page, readV2Page, type V2Page } from '../operations/v2-pagination';
 import { findPaymentFlow, type PaymentFlowRow } from '../payment-flows/payment-flow-object';
 import { refundCharges } from '../charges/charge-refunds';
 import { disputedAmounts } from '../disputes/disputes';
 
 export type PaymentRefundRow = Selectable<PaymentRefundsTable>;
-
-export const PAYMENT_REFUNDS_URL = '/v2/payment_refunds';
-export const PAYMENT_REFUND_REASONS = ['duplicate', 'fraudulent', 'requested_by_customer'] as const satisfies readonly PaymentRefundReason[];
 
 // A type alias, not an interface: it must be assignable to the outbox's indexed EventResource.
 export type PaymentRefundObject = {
@@ -187,10 +183,30 @@ async function setRefundStatus(trx: Kysely<Database>, row: PaymentRefundRow, sta
     .executeTakeFirstOrThrow();
 }
 
+/** A refund to make (parameters read by the v2 codec, src/api/v2/payment-refunds.ts). */
+export interface CreatePaymentRefundCommand {
+  readonly flowId: string;
+  /** Omitted: everything still refundable. */
+  readonly amount: number | undefined;
+  readonly reason: PaymentRefundReason | null;
+  readonly metadata: Metadata;
+}
+
+export interface UpdatePaymentRefundCommand {
+  readonly id: string;
+  /** The metadata as sent, merged (and checked) against the refund's own once it is found; undefined when not sent. */
+  readonly metadata?: unknown;
+}
+
+export interface ListPaymentFlowRefundsCommand {
+  readonly flowId: string;
+  /** The pagination parameters as sent, read once the flow is found (an unknown flow is refused first). */
+  readonly pageParams: Params;
+}
+
 /**
- * `payment_refunds.create`: `payment_flow_id` (required), `amount` (1..; omitted = everything
- * still refundable), `reason` (duplicate, fraudulent, requested_by_customer), `metadata`.
- * Refused: a flow that captured nothing (`invalid_status`), one refunded in full
+ * `payment_refunds.create`: a refund of `amount` (omitted = everything still refundable) on the
+ * flow `flowId`. Refused: a flow that captured nothing (`invalid_status`), one refunded in full
  * (`already_refunded`), an amount above what is left (`refund_amount_gt_net` on `amount`), past the
  * 180-day window from the flow's creation (`refund_limit_exceeded`, service rules §2).
  *
@@ -202,16 +218,8 @@ async function setRefundStatus(trx: Kysely<Database>, row: PaymentRefundRow, sta
  * after the lease by the flow's next refund request, which finishes it (the same reference at the
  * network) before making its own.
  */
-export async function createPaymentRefund(ctx: Context, caller: Caller, input: unknown): Promise<PaymentRefundObject> {
-  const params = readParams(input, ['payment_flow_id', 'amount', 'reason', 'metadata']);
-  const flowId = requireString(params, 'payment_flow_id');
-  const requested = optionalInteger(params, 'amount', { min: 1, max: MAX_AMOUNT, code: 'invalid_refund_amount' });
-  const reasonText = optionalString(params, 'reason', { code: 'invalid_refund_reason' }) ?? null;
-  if (reasonText !== null && !(PAYMENT_REFUND_REASONS as readonly string[]).includes(reasonText)) {
-    reject('invalid_refund_reason', 'reason', `reason must be one of ${PAYMENT_REFUND_REASONS.join(', ')}`);
-  }
-  const reason = reasonText as PaymentRefundReason | null;
-  const metadata = hasParam(params, 'metadata') ? createMetadata(params.metadata, 'v2') : {};
+export async function createPaymentRefund(ctx: Context, caller: Caller, command: CreatePaymentRefundCommand): Promise<PaymentRefundRow> {
+  const { flowId, amount: requested, reason, metadata } = command;
   for (;;) {
     const claim = await ctx.db.transaction().execute(async (trx): Promise<RefundClaim> => {
       const flow = await findPaymentFlow(trx, caller, flowId, { lock: true, param: 'payment_flow_id' });
@@ -253,23 +261,21 @@ export async function createPaymentRefund(ctx: Context, caller: Caller, input: u
       return { refund, card: cardOf(flow), takenOver: false };
     });
     const row = await finishRefund(ctx, claim);
-    if (!claim.takenOver) return renderPaymentRefund(row);
+    if (!claim.takenOver) return row;
   }
 }
 
-export async function retrievePaymentRefund(ctx: Context, caller: Caller, input: unknown): Promise<PaymentRefundObject> {
-  const params = readParams(input, ['id']);
-  return renderPaymentRefund(await findPaymentRefund(ctx.db, caller, requireString(params, 'id')));
+export function retrievePaymentRefund(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<PaymentRefundRow> {
+  return findPaymentRefund(ctx.db, caller, command.id);
 }
 
 /** `payment_refunds.update`: `metadata` under v2 §2.6 rules 3–5; `refund.updated`. */
-export async function updatePaymentRefund(ctx: Context, caller: Caller, input: unknown): Promise<PaymentRefundObject> {
-  const params = readParams(input, ['id', 'metadata']);
-  const id = requireString(params, 'id');
+export async function updatePaymentRefund(ctx: Context, caller: Caller, command: UpdatePaymentRefundCommand): Promise<PaymentRefundRow> {
+  const { id } = command;
   const now = ctx.clock.now();
-  const row = await ctx.db.transaction().execute(async (trx) => {
+  return ctx.db.transaction().execute(async (trx) => {
     const current = await findPaymentRefund(trx, caller, id, { lock: true });
-    const metadata = hasParam(params, 'metadata') ? mergeMetadata(current.metadata, params.metadata, 'v2') : current.metadata;
+    const metadata = command.metadata === undefined ? current.metadata : mergeMetadata(current.metadata, command.metadata, 'v2');
     const updated = await trx
       .updateTable('payment_refunds')
       .set({ metadata: JSON.stringify(metadata), updated_at: now })
@@ -281,13 +287,11 @@ export async function updatePaymentRefund(ctx: Context, caller: Caller, input: u
     await recordEvent(trx, ctx.ids, refundEvent(updated, 'refund.updated', now));
     return updated;
   });
-  return renderPaymentRefund(row);
 }
 
-async function listRefunds(ctx: Context, caller: Caller, input: unknown, flowId: string | undefined, url: string): Promise<V2List<PaymentRefundObject>> {
-  const page = readV2Page(readParams(input, [...V2_PAGINATION_PARAMS, 'id']));
+async function listRefunds(ctx: Context, caller: Caller, page: V2Page, flowId: string | undefined): Promise<PaymentRefundRow[]> {
   const cursor = page.cursor === undefined ? undefined : await findPaymentRefund(ctx.db, caller, page.cursor.id, { param: page.cursor.param });
-  const rows = await ctx.db
+  return ctx.db
     .selectFrom('payment_refunds')
     .selectAll()
     .where('account_id', '=', caller.accountId)
@@ -295,26 +299,16 @@ async function listRefunds(ctx: Context, caller: Caller, input: unknown, flowId:
     .$if(flowId !== undefined, (q) => q.where('payment_flow_id', '=', flowId!))
     .$call(inV2Page(page, cursor && { created_at: cursor.created_at, id: cursor.payment_refund_id }, 'payment_refund_id'))
     .execute();
-  return v2ListObject(rows, page, url, renderPaymentRefund);
 }
 
 /** `payment_refunds.list`: every refund of the account and mode, newest first, with cursors. */
-export async function listPaymentRefunds(ctx: Context, caller: Caller, input: unknown): Promise<V2List<PaymentRefundObject>> {
-  readParams(input, V2_PAGINATION_PARAMS);
-  return listRefunds(ctx, caller, input, undefined, PAYMENT_REFUNDS_URL);
+export function listPaymentRefunds(ctx: Context, caller: Caller, command: { readonly page: V2Page }): Promise<PaymentRefundRow[]> {
+  return listRefunds(ctx, caller, command.page, undefined);
 }
 
-/** `payment_flows.list_refunds` (`GET /v2/payment_flows/{id}/refunds`): the flow's refunds, newest first. */
-export async function listPaymentFlowRefunds(ctx: Context, caller: Caller, input: unknown): Promise<V2List<PaymentRefundObject>> {
-  const flowId = requireString(readParams(input, [...V2_PAGINATION_PARAMS, 'id']), 'id');
-  await findPaymentFlow(ctx.db, caller, flowId);
-  return listRefunds(ctx, caller, input, flowId, `/v2/payment_flows/${flowId}/refunds`);
+/** `payment_flows.list_refunds` (`GET /v2/payment_flows/{id}/refunds`): the flow's refunds, newest first, and the page read. */
+export async function listPaymentFlowRefunds(ctx: Context, caller: Caller, command: ListPaymentFlowRefundsCommand): Promise<{ rows: PaymentRefundRow[]; page: V2Page }> {
+  await findPaymentFlow(ctx.db, caller, command.flowId);
+  const page = readV2Page(command.pageParams);
+  return { rows: await listRefunds(ctx, caller, page, command.flowId), page };
 }
-
-export const PAYMENT_REFUND_OPERATIONS = [
-  defineOperation('payment_refunds.create', createPaymentRefund),
-  defineOperation('payment_refunds.retrieve', retrievePaymentRefund),
-  defineOperation('payment_refunds.update', updatePaymentRefund),
-  defineOperation('payment_refunds.list', listPaymentRefunds),
-  defineOperation('payment_flows.list_refunds', listPaymentFlowRefunds),
-] as const;

@@ -9,12 +9,17 @@ import * as v2 from '@payjp/payjpv2';
 import type { Client } from '@payjp/payjpv2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NETWORK_CLAIM_LEASE_MS } from '../../src/domain/network-claims';
-import { createPaymentRefund } from '../../src/payment-refunds/payment-refunds';
+import { runOperation } from '../../src/api/operations';
+import type { Caller } from '../../src/accounts/accounts';
+import type { Context } from '../../src/engine/context';
+import type { PaymentRefundObject } from '../../src/payment-refunds/payment-refunds';
 import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card-network';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { testContext } from '../support/database';
 import { startTestServer, type TestServer } from '../support/http-server';
 import { ok, v2CardMethod, v2Client, v2EventTypes } from '../support/v2-sdk';
+
+const createPaymentRefund = (ctx: Context, caller: Caller, input: unknown) => runOperation(ctx, caller, 'payment_refunds.create', input) as Promise<PaymentRefundObject>;
 
 describe.each(['harness', 'pglite'] as const)('v2 refunds the issuer refuses (%s)', (backend) => {
   let server: TestServer;

@@ -9,7 +9,8 @@ import { listEvents } from '../../src/events/outbox';
 import { Scheduler } from '../../src/engine/scheduler';
 import { runOperation } from '../../src/api/operations';
 import { capturePaymentFlow, confirmPaymentFlow, createPaymentFlow } from '../../src/payment-flows/payment-flows';
-import { createPaymentRefund, listPaymentFlowRefunds, listPaymentRefunds, retrievePaymentRefund, updatePaymentRefund } from '../../src/payment-refunds/payment-refunds';
+import type { V2List } from '../../src/operations/v2-pagination';
+import type { PaymentRefundObject } from '../../src/payment-refunds/payment-refunds';
 import { TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';
 import { createTestDatabase, testContext, type TestDatabase } from '../support/database';
 import { expectRefused, rejection } from '../support/rejections';
@@ -19,6 +20,15 @@ const secret: Caller = { accountId: ACCOUNT, livemode: false, kind: 'secret' };
 const browser: Caller = { accountId: ACCOUNT, livemode: false, kind: 'public' };
 const live: Caller = { accountId: ACCOUNT, livemode: true, kind: 'secret' };
 const DAY = 24 * 60 * 60 * 1000;
+
+// Refunds through their operations: the v2 codec reads the parameters, the feature executes.
+type Run<T> = (context: typeof ctx, caller: Caller, input: unknown) => Promise<T>;
+const operation = <T>(name: string): Run<T> => (context, caller, input) => runOperation(context, caller, name, input) as Promise<T>;
+const createPaymentRefund = operation<PaymentRefundObject>('payment_refunds.create');
+const retrievePaymentRefund = operation<PaymentRefundObject>('payment_refunds.retrieve');
+const updatePaymentRefund = operation<PaymentRefundObject>('payment_refunds.update');
+const listPaymentRefunds = operation<V2List<PaymentRefundObject>>('payment_refunds.list');
+const listPaymentFlowRefunds = operation<V2List<PaymentRefundObject>>('payment_flows.list_refunds');
 
 let database: TestDatabase;
 let db: Kysely<Database>;

@@ -5,6 +5,7 @@ import { Scheduler } from '../../src/engine/scheduler';
 import { subscriptionRenewalsJob } from '../../jobs/subscription-renewals';
 import { REFERENCE_INSTANT, testContext } from '../support/database';
 import { startTestServer, type TestServer } from '../support/http-server';
+import { gatedNetwork } from '../support/recording-network';
 import { callTestClocks, untilClockReady } from '../support/test-clock-api';
 
 const card = (number: string) => ({ number, exp_month: '12', exp_year: '2035', cvc: '123' });
@@ -18,6 +19,8 @@ describe('test clocks are isolated: an advance and the live worker each touch on
   let payjp: Payjp.Payjp;
   let other: Payjp.Payjp;
   let key: string;
+  /** The server's card network: calls pass, except while a test arms the gate to hold one mid-flight. */
+  const gate = gatedNetwork({ armed: false });
   const clockApi = (method: string, path: string, body?: Record<string, string>) => callTestClocks(server.baseUrl, key, method, path, body);
   const ready = (id: string) => untilClockReady(server.baseUrl, key, id);
   /** A customer with a card (on `clock` when given) and a monthly subscription of `sdk`'s account. */
@@ -36,7 +39,7 @@ describe('test clocks are isolated: an advance and the live worker each touch on
   };
 
   beforeAll(async () => {
-    server = await startTestServer('harness');
+    server = await startTestServer('harness', { processor: gate.processor });
     key = server.keys.a.test.secret;
     payjp = server.sdk(key);
     other = server.sdk(server.keys.b.test.secret);
@@ -87,5 +90,32 @@ describe('test clocks are isolated: an advance and the live worker each touch on
     expect(await periodOf(payjp, onClock.subscription)).toEqual(clockBefore);
     expect(await chargesOf(payjp, onClock.customer)).toHaveLength(1);
     expect((await clockApi('GET', `/${clock.id}`)).body).toMatchObject({ status: 'ready', frozen_time: NOW });
+  });
+
+  it('two advances of one clock at once: the first runs, the second is refused while the first is held mid-flight at the card network', async () => {
+    const clock = (await clockApi('POST', '', { frozen_time: String(NOW), name: 'one at a time' })).body;
+    const onClock = await subscribed(payjp, clock.id);
+    const to = seconds('2027-02-10T00:00:00.000Z');
+    // From here the renewal's network call waits at the gate: the first advance is in flight and stays so.
+    gate.arm();
+    const calls = gate.asked.length + gate.captured.length;
+    try {
+      expect(await clockApi('POST', `/${clock.id}/advance`, { frozen_time: String(to) })).toMatchObject({ status: 200, body: { status: 'advancing', advancing_to: to } });
+      await gate.atNetwork();
+      // The second advance, to another instant, is refused while the first holds the clock; the clock still says where the first goes.
+      expect(await clockApi('POST', `/${clock.id}/advance`, { frozen_time: String(to + 86_400) })).toMatchObject({ status: 400, body: { error: { code: 'invalid_status', param: 'id' } } });
+      expect((await clockApi('GET', `/${clock.id}`)).body).toMatchObject({ status: 'advancing', frozen_time: NOW, advancing_to: to });
+    } finally {
+      // Let the held call (and any later one) through, also when an expectation failed: the server closes after.
+      gate.arm(false);
+      gate.open();
+    }
+    // The first finishes at its own target, having renewed once.
+    expect(await ready(clock.id)).toMatchObject({ status: 'ready', frozen_time: to, advancing_to: null });
+    expect((await chargesOf(payjp, onClock.customer)).map((charge) => charge.created).sort()).toEqual([NOW, seconds(RENEWAL)]);
+    expect(gate.asked.length + gate.captured.length - calls).toBeGreaterThan(0);
+    // Once ready, the clock advances again.
+    expect(await clockApi('POST', `/${clock.id}/advance`, { frozen_time: String(to + 86_400) })).toMatchObject({ status: 200, body: { status: 'advancing' } });
+    expect(await ready(clock.id)).toMatchObject({ status: 'ready', frozen_time: to + 86_400 });
   });
 });

@@ -12,6 +12,7 @@ import { seededIds, type IdGenerator } from '../../src/domain/ids';
 import { ManualClock } from '../../src/engine/clock';
 import { createContext, type Context, type EngineConfig } from '../../src/engine/context';
 import { silentLogger } from '../../src/engine/logger';
+import type { CardNetwork } from '../../src/processor/card-network';
 import { withDatabase } from './backend';
 
 /** The one fixed reference instant tests set their clocks from: 2027-01-01 09:00 JST. */
@@ -85,11 +86,13 @@ export interface TestContextOptions {
   readonly seed?: number;
   readonly config?: Partial<EngineConfig>;
   readonly ids?: IdGenerator;
+  /** The card network (the deterministic simulator when absent). */
+  readonly processor?: CardNetwork;
 }
 
 /** A context on the test database with a manual clock at the reference instant and seeded ids. */
 export function testContext(store: Store, options: TestContextOptions = {}): Context & { clock: ManualClock } {
   const clock = new ManualClock(options.at ?? REFERENCE_INSTANT);
-  const ctx = createContext({ db: store.db, store, clock, ids: options.ids ?? seededIds(options.seed ?? 1), log: silentLogger(), config: options.config ?? {} });
+  const ctx = createContext({ db: store.db, store, clock, ids: options.ids ?? seededIds(options.seed ?? 1), log: silentLogger(), config: options.config ?? {}, ...(options.processor ? { processor: options.processor } : {}) });
   return { ...ctx, clock };
 }

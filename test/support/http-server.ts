@@ -17,6 +17,7 @@ import { ALL_JOBS } from '../../jobs/index';
 import { openStore, type Store } from '../../src/db/connect';
 import { migrate } from '../../src/db/migrate';
 import type { Context, EngineConfig } from '../../src/engine/context';
+import type { CardNetwork } from '../../src/processor/card-network';
 import { createTestDatabase, testContext, REFERENCE_INSTANT } from './database';
 
 export type Backend = 'harness' | 'pglite';
@@ -78,7 +79,7 @@ export async function serveOn(ctx: Context, storeKind: 'postgres' | 'pglite', op
   return { baseUrl, apibase: `${baseUrl}/v1`, close: () => app.close() };
 }
 
-export async function startTestServer(backend: Backend, options: ServeOptions & { seed?: number; config?: Partial<EngineConfig> } = {}): Promise<TestServer> {
+export async function startTestServer(backend: Backend, options: ServeOptions & { seed?: number; config?: Partial<EngineConfig>; processor?: CardNetwork } = {}): Promise<TestServer> {
   let store: Store;
   let drop: () => Promise<void>;
   let kind: string;
@@ -93,7 +94,7 @@ export async function startTestServer(backend: Backend, options: ServeOptions & 
     drop = () => database.drop();
     kind = database.kind;
   }
-  const ctx = testContext(store, { seed: options.seed ?? 15, at: REFERENCE_INSTANT, config: { statementUrlSecret: 'http-test-statement-secret', ...options.config } });
+  const ctx = testContext(store, { seed: options.seed ?? 15, at: REFERENCE_INSTANT, config: { statementUrlSecret: 'http-test-statement-secret', ...options.config }, ...(options.processor ? { processor: options.processor } : {}) });
   const a = await createAccount(ctx, { name: 'HTTP Shop A', id: 'acct_http_a', liveEnabled: true });
   const b = await createAccount(ctx, { name: 'HTTP Shop B', id: 'acct_http_b' });
   const served = await serveOn(ctx, kind === 'postgres' ? 'postgres' : 'pglite', options);

@@ -50,14 +50,22 @@ export interface GatedNetwork extends RecordingNetwork {
   atNetwork(): Promise<void>;
   /** Lets the waiting call through, and re-arms the gate for the next one. */
   open(): void;
+  /** Holds calls at the gate from now on (`arm(false)`: lets them through again; a gate made with `armed: false` does until armed). */
+  arm(on?: boolean): void;
 }
 
-/** The recording simulator with a gate before every authorization and capture, opened by the test: a call stays at the network until then. */
-export function gatedNetwork(): GatedNetwork {
+/**
+ * The recording simulator with a gate before every authorization and capture, opened by the test: a
+ * call stays at the network until then. `armed: false`: calls pass until `arm()`, so a test sets up
+ * through the network freely and holds only the calls of the step it races.
+ */
+export function gatedNetwork(options: { readonly armed?: boolean } = {}): GatedNetwork {
+  let armed = options.armed ?? true;
   let waiting: (() => void) | undefined;
   let arrived: (() => void) | undefined;
   let arrival = new Promise<void>((resolve) => (arrived = resolve));
   const recorded = recordingNetwork(async () => {
+    if (!armed) return;
     arrived?.();
     await new Promise<void>((resolve) => (waiting = resolve));
   });
@@ -67,6 +75,9 @@ export function gatedNetwork(): GatedNetwork {
     open: () => {
       arrival = new Promise<void>((resolve) => (arrived = resolve));
       waiting?.();
+    },
+    arm: (on = true) => {
+      armed = on;
     },
   };
 }

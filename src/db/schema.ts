@@ -310,6 +310,17 @@ export interface KessaiMigrationsTable {
   name: string;
 }
 
+export interface NetworkClaimsTable {
+  account_id: string;
+  claimed_at: Date;
+  lease_until: Date;
+  livemode: boolean;
+  operation: string;
+  recovery: JsonColumn;
+  resource: string;
+  resource_id: string;
+}
+
 export interface OperatorAuditTable {
   account: string | null;
   action: string;
@@ -767,6 +778,7 @@ export interface Database {
   job_runs: JobRunsTable;
   job_schedule: JobScheduleTable;
   kessai_migrations: KessaiMigrationsTable;
+  network_claims: NetworkClaimsTable;
   operator_audit: OperatorAuditTable;
   payment_flows: PaymentFlowsTable;
   payment_method_configurations: PaymentMethodConfigurationsTable;

@@ -1,0 +1,304 @@
+/**
+ * Claims around the card network (docs/network-claims.md): the one way an operation asks the
+ * network about an object without holding a row lock across the call.
+ *
+ * 1. **Claim** — a short transaction decides (checks, refusals, locks it needs) and takes a claim on
+ *    the object in `network_claims` (committed): the operation that holds it, its instant (the
+ *    fencing token), a lease (NETWORK_CLAIM_LEASE_MS) and its recovery point: the authorization
+ *    requests it is about to send, whose references are the network's idempotency.
+ * 2. **Network** — the authorizations are asked with no transaction open.
+ * 3. **Record** — a second short transaction locks the claim row again and, only while the claim is
+ *    still this operation's, writes the outcome and drops the claim in the same commit.
+ *
+ * Another operation on a claimed object waits (polling with no transaction open) until the claim
+ * is gone, then decides on what was recorded; after about 10 s it answers `over_capacity`. A claim
+ * whose lease lapsed (its process died between the claim and the record) is taken over: the taker
+ * restamps it (fenced by the old instant, so one taker wins), asks the network again under the same
+ * references — the network answers a repeated request under one reference with the same
+ * authorization, so nothing is authorized twice — releases what was approved, and drops it. So a
+ * crash between the network's answer and the record is undone exactly once and nothing is charged.
+ * The same recovery runs for every lapsed claim of a set of accounts (recoverLapsedClaims).
+ *
+ * With an Idempotency-Key, the steps' transactions are savepoints of the request transaction and
+ * the network call is the keyed request's checkpoint (src/api/idempotency.ts), so the claim is
+ * committed before the network is asked either way.
+ */
+import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
+import { inAccounts } from '../db/account-scope';
+import type { Database } from '../db/schema';
+import { reject } from '../domain/errors';
+import type { AuthorizationRequest, AuthorizationResult } from '../processor/card-network';
+import type { Context } from './context';
+
+/** How long a claim holds before another process may take it over. */
+export const NETWORK_CLAIM_LEASE_MS = 60_000;
+/** A waiting operation looks at the claim every CLAIM_POLL_MS, CLAIM_POLLS times at most (about 10 s), then answers over_capacity. */
+const CLAIM_POLL_MS = 20;
+const CLAIM_POLLS = 500;
+/** An operation whose recorded outcome no longer applies starts again at most this many times. */
+const MAX_ROUNDS = 3;
+
+/** The object a claim is on. */
+export interface ClaimedObject {
+  readonly accountId: string;
+  readonly livemode: boolean;
+  /** The kind of object (`subscription`, `customer`, …). */
+  readonly resource: string;
+  readonly resourceId: string;
+}
+
+/** A claim as taken: `claimedAt` is its fencing token and the operation's business instant. */
+export interface NetworkClaim extends ClaimedObject {
+  readonly operation: string;
+  readonly claimedAt: Date;
+}
+
+/** What a claim's network call may leave at the network: what a taker asks again and undoes. */
+export interface RecoveryPoint {
+  readonly authorizations: readonly AuthorizationRequest[];
+}
+
+interface StoredRecovery {
+  readonly authorizations: readonly (Omit<AuthorizationRequest, 'at'> & { readonly at: string })[];
+}
+
+const recoveryText = (point: RecoveryPoint): string => JSON.stringify({ authorizations: point.authorizations.map((a) => ({ ...a, at: a.at.toISOString() })) });
+const recoveryOf = (stored: unknown): RecoveryPoint => {
+  const parsed = (typeof stored === 'string' ? JSON.parse(stored) : stored) as StoredRecovery;
+  return { authorizations: parsed.authorizations.map((a) => ({ ...a, at: new Date(a.at) })) };
+};
+
+/** Thrown inside a claim step: the object is claimed by another operation (live), or by a dead one (lapsed: to recover first). */
+class Claimed extends Error {
+  constructor(readonly lapsed: (NetworkClaim & { readonly recovery: RecoveryPoint }) | undefined) {
+    super('the object is claimed');
+  }
+}
+
+function claimRow(executor: Kysely<Database>, object: ClaimedObject) {
+  return executor
+    .selectFrom('network_claims')
+    .where('account_id', '=', object.accountId)
+    .where('livemode', '=', object.livemode)
+    .where('resource', '=', object.resource)
+    .where('resource_id', '=', object.resourceId);
+}
+
+const claimIs = (claim: NetworkClaim) => (eb: ExpressionBuilder<Database, 'network_claims'>) =>
+  eb.and([
+    eb('account_id', '=', claim.accountId),
+    eb('livemode', '=', claim.livemode),
+    eb('resource', '=', claim.resource),
+    eb('resource_id', '=', claim.resourceId),
+    eb('claimed_at', '=', claim.claimedAt),
+  ]);
+
+/**
+ * In a claim step's transaction: claims `object` for `operation` at `at` with its recovery point.
+ * If the object is claimed already, the step is abandoned (its transaction rolled back) and
+ * runClaimed waits for the claim, or recovers it when it lapsed, then runs the step again.
+ */
+export async function takeNetworkClaim(trx: Kysely<Database>, object: ClaimedObject, operation: string, at: Date, recovery: RecoveryPoint): Promise<NetworkClaim> {
+  const inserted = await trx
+    .insertInto('network_claims')
+    .values({
+      account_id: object.accountId,
+      livemode: object.livemode,
+      resource: object.resource,
+      resource_id: object.resourceId,
+      operation,
+      claimed_at: at,
+      lease_until: new Date(at.getTime() + NETWORK_CLAIM_LEASE_MS),
+      recovery: recoveryText(recovery),
+    })
+    .onConflict((oc) => oc.columns(['account_id', 'livemode', 'resource', 'resource_id']).doNothing())
+    .returning('claimed_at')
+    .executeTakeFirst();
+  if (inserted !== undefined) return { ...object, operation, claimedAt: at };
+  const held = await claimRow(trx, object).select(['operation', 'claimed_at', 'lease_until', 'recovery']).executeTakeFirst();
+  if (held === undefined || held.lease_until.getTime() > at.getTime()) throw new Claimed(undefined);
+  throw new Claimed({ ...object, operation: held.operation, claimedAt: held.claimed_at, recovery: recoveryOf(held.recovery) });
+}
+
+/** Whether `object` has a claim live at `at` (for an operation that must not decide while the network answers for another). */
+export async function liveNetworkClaim(executor: Kysely<Database>, object: ClaimedObject, at: Date): Promise<boolean> {
+  const live = await claimRow(executor, object).select('lease_until').where('lease_until', '>', at).executeTakeFirst();
+  return live !== undefined;
+}
+
+/** Drops the claim if it is still this one (fenced by its instant); true when it was. */
+export async function dropNetworkClaim(executor: Kysely<Database>, claim: NetworkClaim): Promise<boolean> {
+  const dropped = await executor.deleteFrom('network_claims').where(claimIs(claim)).executeTakeFirst();
+  return dropped.numDeletedRows > 0n;
+}
+
+/** Restamps a claim at `now` if it is still `claim` (fenced): the one taker of a lapsed claim. */
+async function restamp(executor: Kysely<Database>, claim: NetworkClaim, now: Date): Promise<NetworkClaim | undefined> {
+  const taken = await executor
+    .updateTable('network_claims')
+    .set({ claimed_at: now, lease_until: new Date(now.getTime() + NETWORK_CLAIM_LEASE_MS) })
+    .where(claimIs(claim))
+    .executeTakeFirst();
+  return taken.numUpdatedRows > 0n ? { ...claim, claimedAt: now } : undefined;
+}
+
+/**
+ * The network side of an undo, with no transaction open: the authorizations not answered yet
+ * (`known`) asked again under their references (the same answers), the approved ones released.
+ */
+async function releaseAuthorized(ctx: Pick<Context, 'processor'>, point: RecoveryPoint, known: readonly AuthorizationResult[] | undefined, at: Date): Promise<void> {
+  if (point.authorizations.length === 0) return;
+  const answers = known ?? (await ctx.processor.authorize(point.authorizations));
+  const approved = point.authorizations.flatMap((request, i) => {
+    const answer = answers[i]!;
+    return answer.approved ? [{ reference: request.reference, authorizationCode: answer.authorizationCode, amount: request.amount, at }] : [];
+  });
+  if (approved.length > 0) await ctx.processor.release(approved);
+}
+
+/**
+ * Undoes a claim this process holds: what its authorizations left at the network released, then
+ * the claim dropped if still this one. `known`: the network's answers, when this process has them.
+ */
+async function undoHeld(ctx: Pick<Context, 'db' | 'processor'>, claim: NetworkClaim, point: RecoveryPoint, known: readonly AuthorizationResult[] | undefined, at: Date): Promise<void> {
+  await releaseAuthorized(ctx, point, known, at);
+  await dropNetworkClaim(ctx.db, claim);
+}
+
+/**
+ * Takes over and undoes one lapsed claim: restamped at now (committed, fenced by the lapsed
+ * instant, so of two takers one goes on), the network asked again and what it approved released,
+ * then dropped. True when this call undid it.
+ */
+export async function recoverNetworkClaim(ctx: Pick<Context, 'db' | 'processor' | 'clock'>, lapsed: NetworkClaim & { readonly recovery: RecoveryPoint }): Promise<boolean> {
+  const now = ctx.clock.now();
+  const taken = await restamp(ctx.db, lapsed, now);
+  if (taken === undefined) return false;
+  await undoHeld(ctx, taken, lapsed.recovery, undefined, now);
+  return true;
+}
+
+/**
+ * Undoes every claim of `accountIds` lapsed at now, `limit` at a time: each batch restamped in one
+ * short transaction (FOR UPDATE SKIP LOCKED, so two recoverers split the work), then its network
+ * calls with no transaction open, then the drops. Returns how many claims this call undid.
+ */
+export async function recoverLapsedClaims(ctx: Pick<Context, 'db' | 'processor' | 'clock'>, accountIds: readonly string[], limit = 100): Promise<number> {
+  let undone = 0;
+  for (;;) {
+    const now = ctx.clock.now();
+    const claimed = await sql<{ account_id: string; livemode: boolean; resource: string; resource_id: string; operation: string; recovery: unknown }>`
+      WITH due AS (
+        SELECT c.account_id, c.livemode, c.resource, c.resource_id FROM network_claims c
+        WHERE ${inAccounts('c.account_id', accountIds)} AND c.lease_until <= ${now}
+        ORDER BY c.lease_until, c.account_id, c.livemode, c.resource, c.resource_id LIMIT ${limit}
+        FOR UPDATE OF c SKIP LOCKED)
+      UPDATE network_claims n SET claimed_at = ${now}, lease_until = ${new Date(now.getTime() + NETWORK_CLAIM_LEASE_MS)}
+      FROM due WHERE ${inAccounts('n.account_id', accountIds)} AND n.account_id = due.account_id AND n.livemode = due.livemode
+        AND n.resource = due.resource AND n.resource_id = due.resource_id
+      RETURNING n.account_id, n.livemode, n.resource, n.resource_id, n.operation, n.recovery`.execute(ctx.db);
+    for (const row of claimed.rows) {
+      const claim: NetworkClaim = { accountId: row.account_id, livemode: row.livemode, resource: row.resource, resourceId: row.resource_id, operation: row.operation, claimedAt: now };
+      await undoHeld(ctx, claim, recoveryOf(row.recovery), undefined, now);
+      undone += 1;
+    }
+    if (claimed.rows.length < limit) return undone;
+  }
+}
+
+/** The accounts having claims lapsed at `now` (lock-free, through the lease index). */
+export async function accountsWithLapsedClaims(db: Kysely<Database>, now: Date): Promise<string[]> {
+  const rows = await db.selectFrom('network_claims').select('account_id').distinct().where('lease_until', '<=', now).orderBy('account_id').execute();
+  return rows.map((row) => row.account_id);
+}
+
+/** What a claim step decided: the operation's answer without the network, or a claim and what to ask. */
+export type ClaimStep<P, R> =
+  | { readonly done: R }
+  | { readonly claim: NetworkClaim; readonly authorizations: readonly AuthorizationRequest[]; readonly plan: P };
+
+/** The record step's answer: the result, or STALE when the answers no longer apply to the object (released, and the operation starts again). */
+export const STALE = Symbol('stale');
+
+export interface ClaimedOperation<P, R> {
+  /**
+   * The claim step, in its own transaction, with `now` read once per attempt: decides, refuses,
+   * and either answers at once or takes the claim (takeNetworkClaim) with the authorizations as its
+   * recovery point.
+   */
+  readonly claim: (trx: Kysely<Database>, now: Date) => Promise<ClaimStep<P, R>>;
+  /**
+   * The record step, in its own transaction while the claim still holds (the claim row locked):
+   * writes the outcome (or STALE). The claim is dropped in the same commit.
+   */
+  readonly record: (trx: Kysely<Database>, plan: P, answers: readonly AuthorizationResult[], claim: NetworkClaim) => Promise<R | typeof STALE>;
+}
+
+/** Thrown when a claim lapsed and was undone by another process before this one recorded: nothing was charged. */
+export class NetworkClaimLost extends Error {
+  constructor(claim: NetworkClaim) {
+    super(`${claim.resource} ${claim.resourceId}: the claim of ${claim.operation} lapsed and was undone by another process before its outcome was recorded`);
+    this.name = 'NetworkClaimLost';
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Runs the claim step until it answers or holds a claim: while the object is claimed by a live
+ * operation it looks again every CLAIM_POLL_MS with no transaction open (`over_capacity` after
+ * about 10 s); a lapsed claim is recovered first (recoverNetworkClaim).
+ */
+async function claimTurn<P, R>(ctx: Pick<Context, 'db' | 'processor' | 'clock'>, step: ClaimedOperation<P, R>['claim'], busyParam: string | undefined): Promise<ClaimStep<P, R>> {
+  for (let polls = CLAIM_POLLS; ; polls -= 1) {
+    try {
+      return await ctx.db.transaction().execute((trx) => step(trx, ctx.clock.now()));
+    } catch (error) {
+      if (!(error instanceof Claimed)) throw error;
+      if (error.lapsed !== undefined) {
+        await recoverNetworkClaim(ctx, error.lapsed);
+        continue;
+      }
+    }
+    if (polls <= 0) return reject('over_capacity', busyParam, 'The object is being processed by another request; retry later.');
+    await sleep(CLAIM_POLL_MS);
+  }
+}
+
+/**
+ * Claim → network → record (this file's header). A network fault drops the claim (after releasing
+ * what may have been approved) and is rethrown; a record step that finds its claim taken over
+ * throws NetworkClaimLost (the taker undid the authorizations); STALE releases the approvals and
+ * runs the operation again from its claim step.
+ */
+export async function runClaimed<P, R>(ctx: Pick<Context, 'db' | 'processor' | 'clock'>, operation: ClaimedOperation<P, R>, busyParam?: string): Promise<R> {
+  for (let round = 1; ; round += 1) {
+    const step = await claimTurn(ctx, operation.claim, busyParam);
+    if ('done' in step) return step.done;
+    const { claim, authorizations, plan } = step;
+    const point: RecoveryPoint = { authorizations };
+    let answers: readonly AuthorizationResult[];
+    try {
+      answers = authorizations.length === 0 ? [] : await ctx.processor.authorize(authorizations);
+    } catch (error) {
+      // The network may have approved before failing: asked again (same references) and released.
+      await undoHeld(ctx, claim, point, undefined, claim.claimedAt).catch(() => undefined);
+      throw error;
+    }
+    const recorded = await ctx.db.transaction().execute(async (trx) => {
+      const held = await trx
+        .selectFrom('network_claims')
+        .select('claimed_at')
+        .where(claimIs(claim))
+        .forUpdate()
+        .executeTakeFirst();
+      if (held === undefined) throw new NetworkClaimLost(claim);
+      const result = await operation.record(trx, plan, answers, claim);
+      if (result !== STALE) await dropNetworkClaim(trx, claim);
+      return result;
+    });
+    if (recorded !== STALE) return recorded;
+    await undoHeld(ctx, claim, point, answers, claim.claimedAt);
+    if (round >= MAX_ROUNDS) return reject('over_capacity', busyParam, 'The object changed while the card network answered; retry later.');
+  }
+}

@@ -18,7 +18,7 @@ import { SETUP_FLOW_OPERATIONS } from '../setup-flows/setup-flows';
 import { TAX_RATE_OPERATIONS } from './v2/tax-rates';
 import { PRODUCT_OPERATIONS } from './v2/products';
 import { PAYMENT_REFUND_OPERATIONS } from './v2/payment-refunds';
-import { DISPUTE_OPERATIONS } from '../disputes/disputes';
+import { DISPUTE_OPERATIONS } from './v2/payment-disputes';
 import { PLAN_OPERATIONS } from './v1/plans';
 import { SUBSCRIPTION_OPERATIONS } from './v1/subscriptions';
 import { ACCOUNT_OPERATIONS } from './v1/accounts';

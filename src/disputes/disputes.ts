@@ -38,26 +38,11 @@ import { bookOf, customerInScope, LIVE_BOOK, type JobScope } from '../test-clock
 import type { Context } from '../engine/context';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { recordEvents, type EventInput } from '../events/outbox';
-import { defineOperation } from '../operations/define';
-import { readParams, requireString, optionalString, type Params } from '../operations/params';
-import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
+import { inV2Page, type V2Page } from '../operations/v2-pagination';
 import { disputeOfCapture } from '../processor/test-cards';
 import { openTermIdsOpening } from '../settlement/terms';
 
 export type DisputeRow = Selectable<DisputesTable>;
-
-export const PAYMENT_DISPUTES_URL = '/v2/payment_disputes';
-
-export const PAYMENT_DISPUTE_STATUSES = [
-  'pre_warning_needs_response',
-  'warning_needs_response',
-  'warning_needs_refund',
-  'warning_under_review',
-  'needs_response',
-  'under_review',
-  'lost',
-  'cancel',
-] as const satisfies readonly PaymentDisputeStatus[];
 
 /**
  * **Decision:** a dispute opens as `needs_response` (the SDK's チャージバック: the card network has
@@ -310,35 +295,24 @@ async function findDispute(executor: Kysely<Database>, caller: Caller, id: strin
 }
 
 /** `payment_disputes.retrieve` (`GET /v2/payment_disputes/{id}`). */
-export async function retrievePaymentDispute(ctx: Context, caller: Caller, input: unknown): Promise<PaymentDisputeObject> {
-  const params = readParams(input, ['id']);
-  return renderPaymentDispute(await findDispute(ctx.db, caller, requireString(params, 'id')));
+export function retrievePaymentDispute(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<DisputeRow> {
+  return findDispute(ctx.db, caller, command.id);
 }
 
-/** `status`: one status or several (`status=lost&status=cancel`), each one of the SDK's. */
-function readStatuses(params: Params): PaymentDisputeStatus[] | undefined {
-  const raw = params.status;
-  if (raw === undefined || raw === null) return undefined;
-  const values = Array.isArray(raw) ? (raw as unknown[]) : [raw];
-  return values.map((value) => {
-    if (typeof value !== 'string' || !(PAYMENT_DISPUTE_STATUSES as readonly string[]).includes(value)) {
-      return reject('invalid_querystring', 'status', `status must be one of ${PAYMENT_DISPUTE_STATUSES.join(', ')}, got ${JSON.stringify(value)}`);
-    }
-    return value as PaymentDisputeStatus;
-  });
+export interface ListPaymentDisputesCommand {
+  readonly page: V2Page;
+  readonly flowId?: string;
+  readonly statuses?: readonly PaymentDisputeStatus[];
 }
 
 /**
  * `payment_disputes.list` (`GET /v2/payment_disputes`): the account's disputes, newest first, with
- * cursors; filters `payment_flow_id` and `status` (official-sdks.md, `getAllPaymentDisputes`).
+ * cursors; filters by flow and statuses (official-sdks.md, `getAllPaymentDisputes`).
  */
-export async function listPaymentDisputes(ctx: Context, caller: Caller, input: unknown): Promise<V2List<PaymentDisputeObject>> {
-  const params = readParams(input, [...V2_PAGINATION_PARAMS, 'payment_flow_id', 'status']);
-  const page = readV2Page(params);
-  const flowId = optionalString(params, 'payment_flow_id', { code: 'invalid_querystring' });
-  const statuses = readStatuses(params);
+export async function listPaymentDisputes(ctx: Context, caller: Caller, command: ListPaymentDisputesCommand): Promise<DisputeRow[]> {
+  const { page, flowId, statuses } = command;
   const cursor = page.cursor === undefined ? undefined : await findDispute(ctx.db, caller, page.cursor.id, page.cursor.param);
-  const rows = await ctx.db
+  return ctx.db
     .selectFrom('disputes')
     .selectAll()
     .where('account_id', '=', caller.accountId)
@@ -347,7 +321,4 @@ export async function listPaymentDisputes(ctx: Context, caller: Caller, input: u
     .$if(statuses !== undefined, (q) => q.where('status', 'in', statuses!))
     .$call(inV2Page(page, cursor && { created_at: cursor.created_at, id: cursor.dispute_id }, 'dispute_id'))
     .execute();
-  return v2ListObject(rows, page, PAYMENT_DISPUTES_URL, renderPaymentDispute);
 }
-
-export const DISPUTE_OPERATIONS = [defineOperation('payment_disputes.retrieve', retrievePaymentDispute), defineOperation('payment_disputes.list', listPaymentDisputes)] as const;

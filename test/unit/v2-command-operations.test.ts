@@ -8,13 +8,15 @@ import { V2_ROUTES } from '../../src/api/v2/routes';
 import { findOperation } from '../../src/api/operations';
 
 /** The v2 resources split from the wire so far (a full operation name stands for that operation alone). */
-const SPLIT_RESOURCES = ['tax_rates', 'products', 'prices', 'payment_refunds', 'payment_flows.list_refunds'];
+const SPLIT_RESOURCES = ['tax_rates', 'products', 'prices', 'payment_refunds', 'payment_flows.list_refunds', 'payment_disputes'];
 const isSplit = (name: string) => SPLIT_RESOURCES.some((split) => name === split || name.split('.')[0] === split);
 
 describe('v2 operations apart from the wire', () => {
   it('every route of a split v2 resource runs a registered command operation', () => {
     const names = [...new Set(V2_ROUTES.map((route) => route.operation))].filter(isSplit);
     expect(names.sort()).toEqual([
+      'payment_disputes.list',
+      'payment_disputes.retrieve',
       'payment_flows.list_refunds',
       'payment_refunds.create',
       'payment_refunds.list',

@@ -10,7 +10,7 @@ import { CHARGE_OPERATIONS } from './v1/charges';
 import { CHECKOUT_SESSION_OPERATIONS } from '../checkout/checkout-sessions';
 import { PAYMENT_METHOD_CONFIGURATION_OPERATIONS } from '../checkout/payment-method-configurations';
 import { CUSTOMER_OPERATIONS } from './v1/customers';
-import { V2_CUSTOMER_OPERATIONS } from '../customers/v2-customers';
+import { V2_CUSTOMER_OPERATIONS } from './v2/customers';
 import { V2_EVENT_OPERATIONS } from '../events/v2-events';
 import { PAYMENT_FLOW_OPERATIONS } from '../payment-flows/payment-flows';
 import { PAYMENT_METHOD_OPERATIONS } from '../payment-methods/payment-methods';

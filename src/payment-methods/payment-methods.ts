@@ -11,17 +11,17 @@
  */
 import type { Kysely, Selectable, Updateable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
-import { findCustomer, renderV2Customer, type V2CustomerObject } from '../customers/customer-record';
+import { findCustomer, renderV2Customer, type CustomerRow } from '../customers/customer-record';
 import { POSTAL_CODE_PATTERN } from '../customers/cards';
 import type { Database, PaymentMethodsTable } from '../db/schema';
 import { reject } from '../domain/errors';
-import { EMAIL_PATTERN, EMAIL_RULE, MAX_TEXT_LENGTH } from '../domain/limits';
+import { EMAIL_PATTERN, MAX_TEXT_LENGTH } from '../domain/limits';
 import { createMetadata, mergeMetadata, type Metadata } from '../domain/metadata';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
 import { defineOperation } from '../operations/define';
-import { hasParam, optionalString, optionalText, readParams, requireString, sentFields, type Params } from '../operations/params';
+import { hasParam, optionalString, optionalText, readParams, requireString, type Params } from '../operations/params';
 import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
 import { tokenizeTestCard } from '../processor/test-cards';
 
@@ -360,33 +360,36 @@ export const PAYMENT_METHOD_OPERATIONS = [
   defineOperation('payment_methods.detach', detachPaymentMethod),
   defineOperation('payment_methods.retrieve_by_card', retrievePaymentMethodByCard),
   defineOperation('customers.list_payment_methods', listCustomerPaymentMethods),
-  defineOperation('v2.customers.update', updateV2Customer),
 ] as const;
+
+/** `v2.customers.update` as a command (parameters read by the v2 codec, src/api/v2/customers.ts). */
+export interface UpdateV2CustomerCommand {
+  readonly id: string;
+  /** The sent fields; `default_payment_method_id` null clears it. */
+  readonly changes: Partial<Pick<CustomerRow, 'email' | 'description' | 'default_payment_method_id'>>;
+  /** The metadata as sent, merged under the v2 rules (and checked) once the customer is found; undefined when not sent. */
+  readonly metadata?: unknown;
+}
 
 /**
  * `v2.customers.update` (v2 §4.6): `metadata` under the v2 rules of §2.6 (string, integer and
  * boolean values; v1 `customers.update` keeps v1 rules), `email`, `description`, and
  * `default_payment_method_id` (a method attached to this customer: `payment_method_unattached`
- * otherwise, `payment_method_already_detached` if spent; `''` clears it). Writes a v2
+ * otherwise, `payment_method_already_detached` if spent; null clears it). Writes a v2
  * `customer.updated` with the v2 customer object.
  */
-export async function updateV2Customer(ctx: Context, caller: Caller, input: unknown): Promise<V2CustomerObject> {
-  const params = readParams(input, ['id', 'email', 'description', 'default_payment_method_id', 'metadata']);
-  const customerId = requireString(params, 'id');
-  const email = optionalText(params, 'email', MAX_TEXT_LENGTH);
-  if (email !== undefined && email !== null && !EMAIL_PATTERN.test(email)) reject('invalid_email', 'email', `email must be ${EMAIL_RULE}`);
-  const description = optionalText(params, 'description', MAX_TEXT_LENGTH);
-  const defaultMethod = optionalText(params, 'default_payment_method_id', MAX_TEXT_LENGTH);
+export async function updateV2Customer(ctx: Context, caller: Caller, command: UpdateV2CustomerCommand): Promise<CustomerRow> {
+  const { id: customerId, changes } = command;
+  const defaultMethod = changes.default_payment_method_id;
   const now = ctx.clock.now();
-  const row = await ctx.db.transaction().execute(async (trx) => {
+  return ctx.db.transaction().execute(async (trx) => {
     const current = await findCustomer(trx, caller, customerId, 'id', true);
-    const metadata = hasParam(params, 'metadata') ? mergeMetadata(current.metadata, params.metadata, 'v2') : current.metadata;
+    const metadata = command.metadata === undefined ? current.metadata : mergeMetadata(current.metadata, command.metadata, 'v2');
     if (defaultMethod !== undefined && defaultMethod !== null) {
       const method = await findPaymentMethod(trx, caller, defaultMethod, { param: 'default_payment_method_id' });
       if (method.detached_at !== null) reject('payment_method_already_detached', 'default_payment_method_id', `payment method ${defaultMethod} was detached`);
       if (method.customer_id !== customerId) reject('payment_method_unattached', 'default_payment_method_id', `payment method ${defaultMethod} is not attached to ${customerId}`);
     }
-    const changes = sentFields({ email, description, default_payment_method_id: defaultMethod });
     const updated = await trx
       .updateTable('customers')
       .set({ ...changes, metadata: JSON.stringify(metadata), updated_at: now })
@@ -398,5 +401,4 @@ export async function updateV2Customer(ctx: Context, caller: Caller, input: unkn
     await recordEvent(trx, ctx.ids, { accountId: caller.accountId, livemode: caller.livemode, type: 'customer.updated', data: renderV2Customer(updated), at: now, apiVersion: 'v2' });
     return updated;
   });
-  return renderV2Customer(row);
 }

@@ -6,25 +6,26 @@ import { decodeCreateToken } from '../../src/api/v1/tokens';
 import { createToken } from '../../src/customers/tokens';
 import type { Database } from '../../src/db/schema';
 import { listEvents } from '../../src/events/outbox';
-import {
-  attachPaymentMethod,
-  createPaymentMethod,
-  detachPaymentMethod,
-  listCustomerPaymentMethods,
-  listPaymentMethods,
-  retrievePaymentMethod,
-  retrievePaymentMethodByCard,
-  updatePaymentMethod,
-  updateV2Customer,
-} from '../../src/payment-methods/payment-methods';
+import type { V2CustomerObject } from '../../src/customers/customer-record';
+import type { V2List } from '../../src/operations/v2-pagination';
+import type { PaymentMethodObject } from '../../src/payment-methods/payment-methods';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, testContext, type TestDatabase } from '../support/database';
-import { v1Operation } from '../support/operations';
+import { v1Operation, v2Operation } from '../support/operations';
 import { expectRefused, rejection as rejectionOf } from '../support/rejections';
 
 const createCustomer = v1Operation<CustomerObject>('customers.create');
 const retrieveCustomer = v1Operation<CustomerObject>('customers.retrieve');
 const updateCustomer = v1Operation<CustomerObject>('customers.update');
+const createPaymentMethod = v2Operation<PaymentMethodObject>('payment_methods.create');
+const retrievePaymentMethod = v2Operation<PaymentMethodObject>('payment_methods.retrieve');
+const updatePaymentMethod = v2Operation<PaymentMethodObject>('payment_methods.update');
+const attachPaymentMethod = v2Operation<PaymentMethodObject>('payment_methods.attach');
+const detachPaymentMethod = v2Operation<PaymentMethodObject>('payment_methods.detach');
+const retrievePaymentMethodByCard = v2Operation<PaymentMethodObject>('payment_methods.retrieve_by_card');
+const listPaymentMethods = v2Operation<V2List<PaymentMethodObject>>('payment_methods.list');
+const listCustomerPaymentMethods = v2Operation<V2List<PaymentMethodObject>>('customers.list_payment_methods');
+const updateV2Customer = v2Operation<V2CustomerObject>('v2.customers.update');
 
 const ACCOUNT = 'acct_v2methods';
 const secret: Caller = { accountId: ACCOUNT, livemode: false, kind: 'secret' };

@@ -36,6 +36,13 @@ export function isSlot(expression: string, at: Date): boolean {
   return slotAtOrAfter(expression, at).getTime() === at.getTime();
 }
 
+/** The latest slot in (afterExclusive, untilInclusive], as a list of none or one: the last of `slotsBetween`, found in one step. */
+export function currentSlot(expression: string, afterExclusive: Date, untilInclusive: Date): Date[] {
+  if (untilInclusive.getTime() <= afterExclusive.getTime()) return [];
+  const latest = slotAtOrBefore(expression, untilInclusive);
+  return latest.getTime() > afterExclusive.getTime() ? [latest] : [];
+}
+
 /** Slots in (afterExclusive, untilInclusive], oldest first, at most `limit` of them. */
 export function slotsBetween(expression: string, afterExclusive: Date, untilInclusive: Date, limit = 100_000): Date[] {
   const slots: Date[] = [];

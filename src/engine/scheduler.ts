@@ -31,7 +31,7 @@ import { toError } from '../domain/errors';
 import type { Clock } from './clock';
 import type { Context } from './context';
 import type { Logger } from './logger';
-import { isSlot, slotsBetween } from './cron';
+import { currentSlot, isSlot, slotsBetween } from './cron';
 import { causedBy, RunAborted, RunLost, type JobDefinition, type SlotRun } from './job';
 import type { ClaimedFrom, JobCounts, OutcomeBase, SlotOutcome } from './slot-outcome';
 
@@ -183,10 +183,10 @@ export class Scheduler {
     // Exclusive lower bound: the last slot already scheduled, or the edge of the backfill window.
     // A job seen for the first time starts at its current slot: no earlier slot was missed,
     // because no worker was meant to run it then.
+    // (Only that slot is computed: listing the window's slots to keep the last cost every-minute
+    // jobs 1,440 cron steps each, seconds of a first start.)
     const firstSeen = row === undefined;
-    const from = firstSeen ? new Date(windowStart - 1) : new Date(Math.max(row.high_water.getTime(), windowStart - 1));
-    const due = slotsBetween(job.schedule, from, now);
-    const slots = firstSeen ? due.slice(-1) : due;
+    const slots = firstSeen ? currentSlot(job.schedule, new Date(windowStart - 1), now) : slotsBetween(job.schedule, new Date(Math.max(row.high_water.getTime(), windowStart - 1)), now);
     if (slots.length === 0) return;
     if (!firstSeen && row.high_water.getTime() < windowStart - 1) {
       this.#ctx.log.warn({ job: job.name, high_water: row.high_water.toISOString(), window_start: new Date(windowStart).toISOString() }, 'slots older than the backfill window are not run one by one; the first slot inside it processes all work due before it');

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   SCHEDULE_TIME_ZONE,
   assertCronExpression,
+  currentSlot,
   isSlot,
   nextSlotAfter,
   slotAtOrAfter,
@@ -107,6 +108,24 @@ describe('isSlot', () => {
 
   it('is false at midnight UTC on the 1st for the monthly JST schedule', () => {
     expect(isSlot(MONTHLY_1ST_JST, at('2027-02-01T00:00:00Z'))).toBe(false);
+  });
+});
+
+describe('currentSlot is the last of slotsBetween, in one step', () => {
+  it('equals slotsBetween(...).slice(-1) at the edges of the window', () => {
+    const cases: [string, string, string][] = [
+      [EVERY_15_MIN, '2027-01-01T00:00:00Z', '2027-01-02T00:00:00Z'],
+      [EVERY_15_MIN, '2027-01-01T00:00:00Z', '2027-01-01T00:14:59.999Z'],
+      [EVERY_15_MIN, '2027-01-01T00:00:00Z', '2027-01-01T00:15:00Z'],
+      [DAILY_9_JST, '2027-01-01T00:00:00Z', '2027-01-01T23:59:59.999Z'],
+      [DAILY_9_JST, '2026-12-31T23:59:59.999Z', '2027-01-01T00:00:00Z'],
+      [DAILY_9_JST, '2027-01-01T00:00:00Z', '2027-01-01T00:00:00Z'],
+      [MONTHLY_1ST_JST, '2027-01-01T00:00:00Z', '2027-03-01T00:00:00Z'],
+      ['* * * * *', '2027-01-01T00:00:00.500Z', '2027-01-01T00:01:00Z'],
+    ];
+    for (const [expression, after, until] of cases) {
+      expect(iso(currentSlot(expression, at(after), at(until))), `${expression} (${after}, ${until}]`).toEqual(iso(slotsBetween(expression, at(after), at(until)).slice(-1)));
+    }
   });
 });
 

@@ -4,7 +4,8 @@
 // measured in the same run: a bare `node -e 0`, and a bare PGlite open (plus one query and close)
 // of the same embedded data folder the embedded commands open, with PGlite's defaults and with
 // the buffer pool kessai gives a data folder (the floor the embedded commands are compared with).
-// Then the peak RSS of an embedded `migrate` from an empty folder. Targets (a quiet machine): --help ≤ 0.3 s above node -e 0; a
+// Then `serve` as the README tour starts it (a new folder, the worker in the process scheduling every
+// job for the first time), and the peak RSS of an embedded `migrate` from an empty folder. Targets (a quiet machine): --help ≤ 0.3 s above node -e 0; a
 // PostgreSQL command ≤ 1 s; `serve` answering /health on PostgreSQL ≤ 1.5 s; an embedded command
 // ≤ 1 s above the bare PGlite open; peak RSS of an embedded migrate ≤ 300 MB.
 // PostgreSQL: a scratch database on DATABASE_URL's server (default the local one, user postgres),
@@ -40,10 +41,10 @@ function timeProcess(args, env) {
   return { ms, rss: rssOf(result.stderr) };
 }
 
-/** `kessai serve --port 0` until GET /health answers 200 (ms), then SIGTERM and its exit. */
-async function timeServe(env) {
+/** `kessai serve --port 0` (with `--no-worker` unless told otherwise) until GET /health answers 200 (ms), then SIGTERM and its exit. */
+async function timeServe(env, options = ['--no-worker']) {
   const started = performance.now();
-  const child = spawn(process.execPath, ['--import', REPORT_RSS, BIN, 'serve', '--port', '0', '--no-worker'], { env: { ...process.env, KESSAI_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', REPORT_RSS, BIN, 'serve', '--port', '0', ...options], { env: { ...process.env, KESSAI_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stderr.on('data', (chunk) => (stderr += chunk));
@@ -124,6 +125,17 @@ async function main() {
     rows.push(abovePglite(await measure('jobs list (embedded)', kessai(['jobs', 'list'], embedded))));
     rows.push(abovePglite(await measure('migrate, up to date (embedded)', kessai(['migrate'], embedded))));
     rows.push(abovePglite(await measure('serve until /health answers (embedded)', () => timeServe(embedded))));
+    // The newcomer's path: an account just created in a new folder, then `serve` as the README
+    // starts it, with the worker in the process scheduling every job for the first time.
+    rows.push(abovePglite(await measure('… with its worker, first start on a new folder (the README tour)', async () => {
+      const dir = emptyDir();
+      try {
+        timeProcess([BIN, 'accounts', 'create', '--name', 'Tour Shop'], { DATABASE_URL: '', KESSAI_DATA_DIR: dir });
+        return await timeServe({ DATABASE_URL: '', KESSAI_DATA_DIR: dir }, []);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    })));
     const fresh = await measure(
       'migrate from an empty folder (embedded)',
       () => {

@@ -36,13 +36,23 @@ export function defineOperation(name: string, handler: OperationHandler, options
 }
 
 /**
+ * What a decode may read besides the parameters: who calls (a rule of the key's mode, such as
+ * "test mode only", is a parameter refusal) and the clock (a card's expiry is checked against the
+ * current month). Never the database.
+ */
+export interface DecodeRequest {
+  readonly caller: Caller;
+  readonly clock: Context['clock'];
+}
+
+/**
  * An operation split from its wire format: `decode` turns the API's parameters into a typed
  * command (all parameter checks, no database), `execute` carries it out and returns a domain
  * result, `encode` renders the result as the API's object. The v1 codec supplies `decode` and
  * `encode`; a v2 codec pairs other ones with the same `execute`.
  */
 export interface CommandOperationParts<C, R> {
-  readonly decode: (input: unknown) => C;
+  readonly decode: (input: unknown, request: DecodeRequest) => C;
   readonly execute: (ctx: Context, caller: Caller, command: C) => Promise<R>;
   readonly encode: (result: R, command: C) => object;
 }
@@ -51,7 +61,7 @@ export function defineCommandOperation<C, R>(name: string, parts: CommandOperati
   const operation = defineOperation(
     name,
     async (ctx, caller, input) => {
-      const command = parts.decode(input);
+      const command = parts.decode(input, { caller, clock: ctx.clock });
       return parts.encode(await parts.execute(ctx, caller, command), command);
     },
     options,

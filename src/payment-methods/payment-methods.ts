@@ -16,14 +16,12 @@ import { POSTAL_CODE_PATTERN } from '../customers/cards';
 import type { Database, PaymentMethodsTable } from '../db/schema';
 import { reject } from '../domain/errors';
 import { EMAIL_PATTERN, MAX_TEXT_LENGTH } from '../domain/limits';
-import { createMetadata, mergeMetadata, type Metadata } from '../domain/metadata';
+import { mergeMetadata, type Metadata } from '../domain/metadata';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
-import { defineOperation } from '../operations/define';
-import { hasParam, optionalString, optionalText, readParams, requireString, type Params } from '../operations/params';
-import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
-import { tokenizeTestCard } from '../processor/test-cards';
+import { hasParam, optionalString, readParams } from '../operations/params';
+import { inV2Page, type V2Page } from '../operations/v2-pagination';
 
 export type PaymentMethodRow = Selectable<PaymentMethodsTable>;
 
@@ -87,8 +85,12 @@ export async function findPaymentMethod(executor: Kysely<Database>, caller: Call
 /** The SDK's billing address fields (`PaymentMethodBillingAddressRequest`: the postal code is `zip`). */
 const ADDRESS_KEYS = ['line1', 'line2', 'city', 'state', 'zip', 'country'] as const;
 
-/** `billing_details` {name, email, phone, address{…}}: each field optional text; `requireContact` asks for an email or a phone (SDK: "email or phone (one required)"). */
-function readBillingDetails(input: unknown, current: Partial<BillingDetails>, requireContact: boolean): BillingDetails {
+/**
+ * `billing_details` {name, email, phone, address{…}} over `current`: each field optional text;
+ * `requireContact` asks for an email or a phone (SDK: "email or phone (one required)"). Read by the
+ * v2 codec on create and here on update, where the method's own details are the base.
+ */
+export function readBillingDetails(input: unknown, current: Partial<BillingDetails>, requireContact: boolean): BillingDetails {
   const params = readParams(input, ['name', 'email', 'phone', 'address'], 'billing_details');
   const text = (key: string): string | null | undefined => {
     const value = optionalString(params, key, { parent: 'billing_details', code: 'invalid_string_length' });
@@ -163,61 +165,55 @@ export async function insertPaymentMethod(
     .executeTakeFirstOrThrow();
 }
 
-/**
- * `payment_methods.create` (test mode only: a live key is `no_allowed_param` on `type`): `type`
- * `card` with `card` {number, exp_month, exp_year, cvc} and `billing_details` (an email or a
- * phone required), or `paypay`; `customer_id` attaches it at once (`payment_method.attached`);
- * `metadata`. Apple Pay needs a wallet token and is refused here.
- */
-export async function createPaymentMethod(ctx: Context, caller: Caller, input: unknown): Promise<PaymentMethodObject> {
-  const params = readParams(input, ['type', 'card', 'billing_details', 'customer_id', 'metadata']);
-  const type = requireString(params, 'type');
-  if (caller.livemode) return reject('no_allowed_param', 'type', 'payment methods are created from raw card data in test mode only');
-  if (type !== 'card' && type !== 'paypay') return reject('invalid_param_key', 'type', `type must be card or paypay, got ${JSON.stringify(type)}`);
+/** A payment method to create (parameters read, and the card tokenized, by the v2 codec, src/api/v2/payment-methods.ts). */
+export interface CreatePaymentMethodCommand {
+  readonly type: 'card' | 'paypay';
+  readonly card: PaymentMethodCard | null;
+  readonly billing: BillingDetails;
+  /** The customer to attach it to at once; null for none. */
+  readonly customerId: string | null;
+  readonly metadata: Metadata;
+}
+
+/** `payment_methods.create`: the method, attached at once to `customerId` (`payment_method.attached`) when given. */
+export async function createPaymentMethod(ctx: Context, caller: Caller, command: CreatePaymentMethodCommand): Promise<PaymentMethodRow> {
+  const { customerId } = command;
   const now = ctx.clock.now();
-  const card = type === 'card' ? tokenizeTestCard(readParams(params.card ?? reject('missing_param', 'card', 'card is required for type card'), ['number', 'exp_month', 'exp_year', 'cvc'], 'card'), { livemode: caller.livemode, now }) : null;
-  if (type === 'paypay' && hasParam(params, 'card')) reject('no_allowed_param', 'card', 'a PayPay payment method has no card');
-  const billing = readBillingDetails(params.billing_details ?? {}, {}, type === 'card');
-  const customerId = optionalString(params, 'customer_id') ?? null;
-  const metadata = hasParam(params, 'metadata') ? createMetadata(params.metadata, 'v2') : {};
-  const row = await ctx.db.transaction().execute(async (trx) => {
+  return ctx.db.transaction().execute(async (trx) => {
     if (customerId !== null) await findCustomer(trx, caller, customerId, 'customer_id', true);
-    const inserted = await insertPaymentMethod(trx, ctx, caller, {
-      type,
-      card: card && { fingerprint: card.fingerprint, brand: card.brand, last4: card.last4, expMonth: card.expMonth, expYear: card.expYear, funding: card.funding, country: card.country, issuer: card.issuer },
-      customerId,
-      billing,
-      metadata,
-      at: now,
-    });
+    const inserted = await insertPaymentMethod(trx, ctx, caller, { type: command.type, card: command.card, customerId, billing: command.billing, metadata: command.metadata, at: now });
     if (customerId !== null) await recordEvent(trx, ctx.ids, methodEvent(inserted, 'payment_method.attached', now));
     return inserted;
   });
-  return renderPaymentMethod(row);
 }
 
-export async function retrievePaymentMethod(ctx: Context, caller: Caller, input: unknown): Promise<PaymentMethodObject> {
-  const params = readParams(input, ['id']);
-  return renderPaymentMethod(await findPaymentMethod(ctx.db, caller, requireString(params, 'id')));
+export function retrievePaymentMethod(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<PaymentMethodRow> {
+  return findPaymentMethod(ctx.db, caller, command.id);
 }
 
-/** `payment_methods.update`: `type` (its own, as the SDK sends it), `billing_details` (sent fields replace, `''` clears) and `metadata` (v2 §2.6); `payment_method.updated`. */
-export async function updatePaymentMethod(ctx: Context, caller: Caller, input: unknown): Promise<PaymentMethodObject> {
-  const params = readParams(input, ['id', 'type', 'billing_details', 'metadata']);
-  const id = requireString(params, 'id');
-  // The SDK's update body names the method's type (PaymentMethodUpdateRequest): it must be its own.
-  const type = optionalString(params, 'type');
+export interface UpdatePaymentMethodCommand {
+  readonly id: string;
+  /** The method's type as the SDK's update body names it: it must be its own. */
+  readonly type: string | undefined;
+  /** `billing_details` as sent, read over the method's own once it is found; undefined when not sent. */
+  readonly billingDetails?: unknown;
+  /** The metadata as sent, merged (and checked) once the method is found; undefined when not sent. */
+  readonly metadata?: unknown;
+}
+
+/** `payment_methods.update`: `billing_details` (sent fields replace, `''` clears) and `metadata` (v2 §2.6); `payment_method.updated`. */
+export async function updatePaymentMethod(ctx: Context, caller: Caller, command: UpdatePaymentMethodCommand): Promise<PaymentMethodRow> {
+  const { id, type } = command;
   const now = ctx.clock.now();
-  const row = await ctx.db.transaction().execute(async (trx) => {
+  return ctx.db.transaction().execute(async (trx) => {
     const current = await findPaymentMethod(trx, caller, id, { lock: true });
     if (type !== undefined && type !== current.type) reject('invalid_param_key', 'type', `payment method ${id} is of type ${current.type}, not ${type}`);
-    const billing = hasParam(params, 'billing_details') ? readBillingDetails(params.billing_details, current.billing_details as Partial<BillingDetails>, false) : current.billing_details;
-    const metadata = hasParam(params, 'metadata') ? mergeMetadata(current.metadata, params.metadata, 'v2') : current.metadata;
+    const billing = command.billingDetails === undefined ? current.billing_details : readBillingDetails(command.billingDetails, current.billing_details as Partial<BillingDetails>, false);
+    const metadata = command.metadata === undefined ? current.metadata : mergeMetadata(current.metadata, command.metadata, 'v2');
     const updated = await saveMethod(trx, current, { billing_details: JSON.stringify(billing), metadata: JSON.stringify(metadata), updated_at: now });
     await recordEvent(trx, ctx.ids, methodEvent(updated, 'payment_method.updated', now));
     return updated;
   });
-  return renderPaymentMethod(row);
 }
 
 async function saveMethod(trx: Kysely<Database>, row: PaymentMethodRow, changes: Updateable<PaymentMethodsTable>): Promise<PaymentMethodRow> {
@@ -232,20 +228,16 @@ async function saveMethod(trx: Kysely<Database>, row: PaymentMethodRow, changes:
 }
 
 /**
- * `payment_methods.attach` {`id`, `customer_id`}: a detached method is spent
- * (`payment_method_already_detached`); attached to this customer already
- * (`payment_method_already_attached`) or to another (`payment_method_customer_mismatch`).
+ * `payment_methods.attach`: a detached method is spent (`payment_method_already_detached`);
+ * attached to this customer already (`payment_method_already_attached`) or to another
+ * (`payment_method_customer_mismatch`).
  */
-export async function attachPaymentMethod(ctx: Context, caller: Caller, input: unknown): Promise<PaymentMethodObject> {
-  const params = readParams(input, ['id', 'customer_id']);
-  const id = requireString(params, 'id');
-  const customerId = requireString(params, 'customer_id');
+export async function attachPaymentMethod(ctx: Context, caller: Caller, command: { readonly id: string; readonly customerId: string }): Promise<PaymentMethodRow> {
   const now = ctx.clock.now();
-  const row = await ctx.db.transaction().execute(async (trx) => {
-    await findCustomer(trx, caller, customerId, 'customer_id', true);
-    return attachMethod(trx, ctx, caller, { id, param: 'id', customerId, at: now });
+  return ctx.db.transaction().execute(async (trx) => {
+    await findCustomer(trx, caller, command.customerId, 'customer_id', true);
+    return attachMethod(trx, ctx, caller, { id: command.id, param: 'id', customerId: command.customerId, at: now });
   });
-  return renderPaymentMethod(row);
 }
 
 /**
@@ -263,12 +255,11 @@ export async function attachMethod(trx: Kysely<Database>, ctx: Pick<Context, 'id
   return attached;
 }
 
-/** `payment_methods.detach` {`id`}: `payment_method_unattached` if never attached, `payment_method_already_detached` if done. */
-export async function detachPaymentMethod(ctx: Context, caller: Caller, input: unknown): Promise<PaymentMethodObject> {
-  const params = readParams(input, ['id']);
-  const id = requireString(params, 'id');
+/** `payment_methods.detach`: `payment_method_unattached` if never attached, `payment_method_already_detached` if done. */
+export async function detachPaymentMethod(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<PaymentMethodRow> {
+  const { id } = command;
   const now = ctx.clock.now();
-  const row = await ctx.db.transaction().execute(async (trx) => {
+  return ctx.db.transaction().execute(async (trx) => {
     const current = await findPaymentMethod(trx, caller, id, { lock: true });
     if (current.detached_at !== null) reject('payment_method_already_detached', 'id', `payment method ${id} was detached already`);
     if (current.customer_id === null) reject('payment_method_unattached', 'id', `payment method ${id} is not attached to a customer`);
@@ -276,19 +267,17 @@ export async function detachPaymentMethod(ctx: Context, caller: Caller, input: u
     await recordEvent(trx, ctx.ids, methodEvent(detached, 'payment_method.detached', now));
     return detached;
   });
-  return renderPaymentMethod(row);
 }
 
 /**
- * `payment_methods.retrieve_by_card` {`card_id`}: the payment method of a v1 card the account
- * holds (not deleted). Made on the first lookup, attached to the card's customer, with the id
- * `pm_` + the card id's random part, so every lookup answers the same method.
+ * `payment_methods.retrieve_by_card`: the payment method of a v1 card the account holds (not
+ * deleted). Made on the first lookup, attached to the card's customer, with the id `pm_` + the
+ * card id's random part, so every lookup answers the same method.
  */
-export async function retrievePaymentMethodByCard(ctx: Context, caller: Caller, input: unknown): Promise<PaymentMethodObject> {
-  const params = readParams(input, ['card_id']);
-  const cardId = requireString(params, 'card_id');
+export async function retrievePaymentMethodByCard(ctx: Context, caller: Caller, command: { readonly cardId: string }): Promise<PaymentMethodRow> {
+  const { cardId } = command;
   const now = ctx.clock.now();
-  const row = await ctx.db.transaction().execute(async (trx) => {
+  return ctx.db.transaction().execute(async (trx) => {
     const card = await trx.selectFrom('cards').selectAll().where('account_id', '=', caller.accountId).where('livemode', '=', caller.livemode).where('card_id', '=', cardId).where('deleted_at', 'is', null).executeTakeFirst();
     if (!card) return reject('invalid_id', 'card_id', `No such card: ${cardId}`);
     await trx
@@ -318,14 +307,20 @@ export async function retrievePaymentMethodByCard(ctx: Context, caller: Caller, 
       .execute();
     return trx.selectFrom('payment_methods').selectAll().where('account_id', '=', caller.accountId).where('livemode', '=', caller.livemode).where('card_id', '=', cardId).executeTakeFirstOrThrow();
   });
-  return renderPaymentMethod(row);
 }
 
-async function listMethods(ctx: Context, caller: Caller, params: Params, customerId: string | undefined, url: string): Promise<V2List<PaymentMethodObject>> {
-  const page = readV2Page(params);
-  const type = optionalText(params, 'type', 20) ?? undefined;
+/** The filters of a payment method list: a page, and optionally a type (and a customer). */
+export interface ListPaymentMethodsCommand {
+  readonly page: V2Page;
+  readonly type: string | undefined;
+  readonly customerId?: string | undefined;
+}
+
+/** `payment_methods.list`: newest first, cursors, optional `customer_id` and `type` filters. */
+export async function listPaymentMethods(ctx: Context, caller: Caller, command: ListPaymentMethodsCommand): Promise<PaymentMethodRow[]> {
+  const { page, type, customerId } = command;
   const cursor = page.cursor === undefined ? undefined : await findPaymentMethod(ctx.db, caller, page.cursor.id, { param: page.cursor.param });
-  const rows = await ctx.db
+  return ctx.db
     .selectFrom('payment_methods')
     .selectAll()
     .where('account_id', '=', caller.accountId)
@@ -334,33 +329,13 @@ async function listMethods(ctx: Context, caller: Caller, params: Params, custome
     .$if(type !== undefined, (q) => q.where('type', '=', type as PaymentMethodRow['type']))
     .$call(inV2Page(page, cursor && { created_at: cursor.created_at, id: cursor.payment_method_id }, 'payment_method_id'))
     .execute();
-  return v2ListObject(rows, page, url, renderPaymentMethod);
 }
 
-/** `payment_methods.list`: newest first, cursors, optional `customer_id` and `type` filters. */
-export async function listPaymentMethods(ctx: Context, caller: Caller, input: unknown): Promise<V2List<PaymentMethodObject>> {
-  const params = readParams(input, [...V2_PAGINATION_PARAMS, 'customer_id', 'type']);
-  return listMethods(ctx, caller, params, optionalString(params, 'customer_id', { code: 'invalid_querystring' }), PAYMENT_METHODS_URL);
+/** `customers.list_payment_methods` (`GET /v2/customers/{id}/payment_methods`): the customer's attached methods (unknown customer: `invalid_id` on `id`). */
+export async function listCustomerPaymentMethods(ctx: Context, caller: Caller, command: ListPaymentMethodsCommand & { readonly customerId: string }): Promise<PaymentMethodRow[]> {
+  await findCustomer(ctx.db, caller, command.customerId, 'id');
+  return listPaymentMethods(ctx, caller, command);
 }
-
-/** `customers.list_payment_methods` (`GET /v2/customers/{id}/payment_methods`): the customer's attached methods. */
-export async function listCustomerPaymentMethods(ctx: Context, caller: Caller, input: unknown): Promise<V2List<PaymentMethodObject>> {
-  const params = readParams(input, [...V2_PAGINATION_PARAMS, 'id', 'type']);
-  const customerId = requireString(params, 'id');
-  await findCustomer(ctx.db, caller, customerId, 'id');
-  return listMethods(ctx, caller, params, customerId, `/v2/customers/${customerId}/payment_methods`);
-}
-
-export const PAYMENT_METHOD_OPERATIONS = [
-  defineOperation('payment_methods.create', createPaymentMethod),
-  defineOperation('payment_methods.retrieve', retrievePaymentMethod),
-  defineOperation('payment_methods.update', updatePaymentMethod),
-  defineOperation('payment_methods.list', listPaymentMethods),
-  defineOperation('payment_methods.attach', attachPaymentMethod),
-  defineOperation('payment_methods.detach', detachPaymentMethod),
-  defineOperation('payment_methods.retrieve_by_card', retrievePaymentMethodByCard),
-  defineOperation('customers.list_payment_methods', listCustomerPaymentMethods),
-] as const;
 
 /** `v2.customers.update` as a command (parameters read by the v2 codec, src/api/v2/customers.ts). */
 export interface UpdateV2CustomerCommand {

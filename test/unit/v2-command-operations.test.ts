@@ -8,7 +8,7 @@ import { V2_ROUTES } from '../../src/api/v2/routes';
 import { findOperation } from '../../src/api/operations';
 
 /** The v2 resources split from the wire so far (a full operation name stands for that operation alone). */
-const SPLIT_RESOURCES = ['tax_rates', 'products', 'prices', 'payment_refunds', 'payment_flows.list_refunds', 'payment_disputes', 'v2.customers'];
+const SPLIT_RESOURCES = ['tax_rates', 'products', 'prices', 'payment_refunds', 'payment_flows.list_refunds', 'payment_disputes', 'v2.customers', 'payment_methods', 'customers.list_payment_methods'];
 /** An operation's resource is its name without the verb (`v2.customers.create` → `v2.customers`). */
 const isSplit = (name: string) => SPLIT_RESOURCES.some((split) => name === split || name.slice(0, name.lastIndexOf('.')) === split);
 
@@ -16,9 +16,17 @@ describe('v2 operations apart from the wire', () => {
   it('every route of a split v2 resource runs a registered command operation', () => {
     const names = [...new Set(V2_ROUTES.map((route) => route.operation))].filter(isSplit);
     expect(names.sort()).toEqual([
+      'customers.list_payment_methods',
       'payment_disputes.list',
       'payment_disputes.retrieve',
       'payment_flows.list_refunds',
+      'payment_methods.attach',
+      'payment_methods.create',
+      'payment_methods.detach',
+      'payment_methods.list',
+      'payment_methods.retrieve',
+      'payment_methods.retrieve_by_card',
+      'payment_methods.update',
       'payment_refunds.create',
       'payment_refunds.list',
       'payment_refunds.retrieve',

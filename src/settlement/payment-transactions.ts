@@ -24,36 +24,15 @@ import type { Caller } from '../accounts/accounts';
 import type { Database } from '../db/schema';
 import { reject } from '../domain/errors';
 import { ID_PREFIX } from '../domain/ids';
-import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
-import { defineOperation } from '../operations/define';
-import { optionalString, readParams, requireString } from '../operations/params';
-import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
+import { inV2Page, type V2Page } from '../operations/v2-pagination';
 
-export const PAYMENT_TRANSACTIONS_URL = '/v2/payment_transactions';
 export const PAYMENT_TRANSACTION_ID_PREFIX = 'ptxn_';
 export const PAYMENT_TRANSACTION_TYPES = ['payment', 'refund', 'chargeback', 'chargeback_cancel'] as const;
 export type PaymentTransactionType = (typeof PAYMENT_TRANSACTION_TYPES)[number];
-const PAYMENT_METHOD_TYPES = ['card', 'paypay', 'apple_pay'] as const;
 
-// A type alias, not an interface: like the other v2 objects.
-export type PaymentTransactionObject = {
-  readonly id: string;
-  readonly object: 'payment_transaction';
-  readonly livemode: boolean;
-  readonly resource_id: string;
-  readonly amount: number;
-  readonly currency: 'jpy';
-  readonly fee_rate: string;
-  readonly fee: number;
-  readonly type: PaymentTransactionType;
-  readonly payment_method_type: string;
-  readonly term_id: string;
-  readonly created_at: string;
-  readonly updated_at: string;
-};
-
-interface TransactionRow {
+/** One transaction as the view reads it: a settled row, signed from the merchant's side. */
+export interface PaymentTransactionRow {
   readonly id: string;
   readonly livemode: boolean;
   readonly resource_id: string;
@@ -66,29 +45,9 @@ interface TransactionRow {
   readonly created_at: Date;
 }
 
-function renderPaymentTransaction(row: TransactionRow): PaymentTransactionObject {
-  const at = toIsoSeconds(row.created_at);
-  return {
-    id: row.id,
-    object: 'payment_transaction',
-    livemode: row.livemode,
-    resource_id: row.resource_id,
-    amount: Number(row.amount),
-    currency: 'jpy',
-    fee_rate: row.fee_rate,
-    fee: Number(row.fee),
-    type: row.type,
-    payment_method_type: row.payment_method_type,
-    term_id: row.term_id,
-    // A settled row never changes: the transaction is as it was made.
-    created_at: at,
-    updated_at: at,
-  };
-}
-
 type TransactionKind = 'payment' | 'refund' | 'chargeback';
 
-interface TransactionFilter {
+export interface PaymentTransactionFilter {
   readonly termId?: string | undefined;
   readonly type?: PaymentTransactionType | undefined;
   readonly paymentMethodType?: string | undefined;
@@ -126,7 +85,7 @@ interface Branch {
  * on the columns of the row itself so the term and id filters reach its `…_by_term` index and
  * primary key. A branch the type or id filter rules out selects nothing.
  */
-function branch<DB, TB extends keyof DB>(q: SelectQueryBuilder<DB, TB, object>, caller: Caller, filter: TransactionFilter, b: Branch) {
+function branch<DB, TB extends keyof DB>(q: SelectQueryBuilder<DB, TB, object>, caller: Caller, filter: PaymentTransactionFilter, b: Branch) {
   const col = (name: string) => sql.ref(`${b.alias}.${name}`);
   const signed = (name: string) => (b.sign === 1 ? sql<number>`${col(name)}` : sql<number>`-${col(name)}`);
   const wanted = (filter.type === undefined || filter.type === b.kind) && (filter.rowId === undefined || filter.rowId.kind === b.kind);
@@ -154,7 +113,7 @@ function branch<DB, TB extends keyof DB>(q: SelectQueryBuilder<DB, TB, object>, 
  * The caller's transactions as one derived table (`t`): captured charges, refund rows and disputes
  * that settlement has booked into a term.
  */
-function transactions(db: Kysely<Database>, caller: Caller, filter: TransactionFilter) {
+function transactions(db: Kysely<Database>, caller: Caller, filter: PaymentTransactionFilter) {
   const payments = db
     .selectFrom('charges as c')
     .leftJoin('payment_flows as f', (join) => join.on(FLOW_OF_CHARGE))
@@ -184,51 +143,39 @@ function transactions(db: Kysely<Database>, caller: Caller, filter: TransactionF
 }
 
 /** The row id behind a transaction id, or undefined when it cannot be one of ours. */
-function rowIdOf(id: string): TransactionFilter['rowId'] {
+function rowIdOf(id: string): PaymentTransactionFilter['rowId'] {
   if (!id.startsWith(PAYMENT_TRANSACTION_ID_PREFIX)) return undefined;
   const rowId = id.slice(PAYMENT_TRANSACTION_ID_PREFIX.length);
   const kind = ROW_ID_PREFIX.find(([prefix]) => rowId.startsWith(prefix))?.[1];
   return kind === undefined ? undefined : { kind, id: rowId };
 }
 
-async function findPaymentTransaction(db: Kysely<Database>, caller: Caller, id: string, param: string): Promise<TransactionRow> {
+async function findPaymentTransaction(db: Kysely<Database>, caller: Caller, id: string, param: string): Promise<PaymentTransactionRow> {
   const rowId = rowIdOf(id);
-  const row = rowId === undefined ? undefined : ((await transactions(db, caller, { rowId }).executeTakeFirst()) as TransactionRow | undefined);
+  const row = rowId === undefined ? undefined : ((await transactions(db, caller, { rowId }).executeTakeFirst()) as PaymentTransactionRow | undefined);
   if (!row) return reject('invalid_id', param, `No such payment transaction: ${id}`);
   return row;
 }
 
 /** `payment_transactions.retrieve`: one transaction of the caller's account and mode; unknown → 404. */
-export async function retrievePaymentTransaction(ctx: Context, caller: Caller, input: unknown): Promise<PaymentTransactionObject> {
-  const params = readParams(input, ['id']);
-  return renderPaymentTransaction(await findPaymentTransaction(ctx.db, caller, requireString(params, 'id'), 'id'));
+export function retrievePaymentTransaction(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<PaymentTransactionRow> {
+  return findPaymentTransaction(ctx.db, caller, command.id, 'id');
 }
 
-function oneOf<T extends string>(value: string | undefined, allowed: readonly T[], param: string): T | undefined {
-  if (value === undefined || (allowed as readonly string[]).includes(value)) return value as T | undefined;
-  return reject('invalid_querystring', param, `${param} must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
+export interface ListPaymentTransactionsCommand {
+  readonly page: V2Page;
+  /** By term, type and payment method type (no row id: that is retrieve's). */
+  readonly filter: Omit<PaymentTransactionFilter, 'rowId'>;
 }
 
 /**
  * `payment_transactions.list`: newest first (the instant the money moved, then the id), v2 cursors,
  * and the SDK's filters `term_id`, `type` and `payment_method_type`.
  */
-export async function listPaymentTransactions(ctx: Context, caller: Caller, input: unknown): Promise<V2List<PaymentTransactionObject>> {
-  const params = readParams(input, [...V2_PAGINATION_PARAMS, 'term_id', 'type', 'payment_method_type']);
-  const page = readV2Page(params);
-  const filter: TransactionFilter = {
-    termId: optionalString(params, 'term_id', { code: 'invalid_querystring' }),
-    type: oneOf(optionalString(params, 'type', { code: 'invalid_querystring' }), PAYMENT_TRANSACTION_TYPES, 'type'),
-    paymentMethodType: oneOf(optionalString(params, 'payment_method_type', { code: 'invalid_querystring' }), PAYMENT_METHOD_TYPES, 'payment_method_type'),
-  };
+export async function listPaymentTransactions(ctx: Context, caller: Caller, command: ListPaymentTransactionsCommand): Promise<PaymentTransactionRow[]> {
+  const { page, filter } = command;
   const cursor = page.cursor === undefined ? undefined : await findPaymentTransaction(ctx.db, caller, page.cursor.id, page.cursor.param);
-  const rows = (await transactions(ctx.db, caller, filter)
+  return (await transactions(ctx.db, caller, filter)
     .$call(inV2Page(page, cursor && { created_at: cursor.created_at, id: cursor.id }, 'id'))
-    .execute()) as TransactionRow[];
-  return v2ListObject(rows, page, PAYMENT_TRANSACTIONS_URL, renderPaymentTransaction);
+    .execute()) as PaymentTransactionRow[];
 }
-
-export const PAYMENT_TRANSACTION_OPERATIONS = [
-  defineOperation('payment_transactions.retrieve', retrievePaymentTransaction),
-  defineOperation('payment_transactions.list', listPaymentTransactions),
-] as const;

@@ -8,7 +8,7 @@ import { V2_ROUTES } from '../../src/api/v2/routes';
 import { findOperation } from '../../src/api/operations';
 
 /** The v2 resources split from the wire so far (a full operation name stands for that operation alone). */
-const SPLIT_RESOURCES = ['tax_rates', 'products', 'prices', 'payment_refunds', 'payment_flows.list_refunds', 'payment_disputes', 'v2.customers', 'payment_methods', 'customers.list_payment_methods'];
+const SPLIT_RESOURCES = ['tax_rates', 'products', 'prices', 'payment_refunds', 'payment_flows.list_refunds', 'payment_disputes', 'v2.customers', 'payment_methods', 'customers.list_payment_methods', 'payment_transactions'];
 /** An operation's resource is its name without the verb (`v2.customers.create` → `v2.customers`). */
 const isSplit = (name: string) => SPLIT_RESOURCES.some((split) => name === split || name.slice(0, name.lastIndexOf('.')) === split);
 
@@ -31,6 +31,8 @@ describe('v2 operations apart from the wire', () => {
       'payment_refunds.list',
       'payment_refunds.retrieve',
       'payment_refunds.update',
+      'payment_transactions.list',
+      'payment_transactions.retrieve',
       'prices.create',
       'prices.list',
       'prices.retrieve',

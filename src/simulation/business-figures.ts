@@ -4,7 +4,7 @@
  * carried, paid out and forfeited. Read from the simulated database after the run; the month
  * boundaries are 00:00 JST, the last month ends at the range's end.
  */
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../db/schema';
 import { JST_OFFSET_MS, jstMidnight } from '../domain/time';
 
@@ -70,20 +70,27 @@ export function monthsOfRange(from: Date, to: Date): { month: string; end: Date 
   }
 }
 
-/** Twelfths of a yen a month that a plan brings: its amount ×12 a month, ×1 a year. */
-function twelfths(amount: number, interval: string): number {
-  return interval === 'year' ? amount : amount * 12;
-}
-
 /** Rounds a count of twelfths of a yen half up to the yen. */
 function roundTwelfthsHalfUp(total: number): number {
   return Math.floor((total + 6) / 12);
 }
 
-interface SubscriptionState {
-  status: string;
-  deleted: boolean;
-  twelfths: number;
+/** `YYYY-MM` (`month`) or `YYYY-MM-DD` (`day`) of an instant column in JST, printed by the database. */
+export function jstSql(column: RawBuilder<unknown>, unit: 'month' | 'day'): RawBuilder<string> {
+  return sql<string>`to_char((${column} AT TIME ZONE 'UTC') + interval '9 hours', ${sql.lit(unit === 'month' ? 'YYYY-MM' : 'YYYY-MM-DD')})`;
+}
+
+/**
+ * The months of [from, to) as a VALUES list `(month, start_at, end_at)`: a month's events are those
+ * in [start_at, end_at). `history` says where the first month starts: at `from`, or (for figures
+ * that take what happened before the range into the first month) at the beginning of time.
+ */
+function monthsSql(months: readonly { month: string; end: Date }[], from: Date, history: boolean): RawBuilder<unknown> {
+  const rows = months.map(({ month, end }, i) => {
+    const start = i > 0 ? sql`${months[i - 1]!.end}::timestamptz` : history ? sql`'-infinity'::timestamptz` : sql`${from}::timestamptz`;
+    return sql`(${month}, ${start}, ${end}::timestamptz)`;
+  });
+  return sql`(VALUES ${sql.join(rows)}) AS m(month, start_at, end_at)`;
 }
 
 /**
@@ -106,78 +113,79 @@ export async function monthEndFigures(
   };
 
   // Subscriptions: each one's state after its last event before each month end (the stored
-  // documents are the subscription as the event left it).
-  const events = await db
-    .selectFrom('events')
-    .select(['resource_id', 'created_at', 'type'])
-    .select([
-      sql<string | null>`data->>'status'`.as('status'),
-      sql<string | null>`data->'plan'->>'amount'`.as('amount'),
-      sql<string | null>`data->'plan'->>'interval'`.as('interval'),
-    ])
-    .where('type', 'like', 'subscription.%')
-    .orderBy('created_at')
-    .orderBy('seq')
-    .execute();
-  const states = new Map<string, SubscriptionState>();
-  let next = 0;
-  for (const { month, end } of months) {
-    const entry = figures.get(month)!;
-    for (; next < events.length && events[next]!.created_at.getTime() < end.getTime(); next += 1) {
-      const event = events[next]!;
-      const id = event.resource_id ?? '';
-      const inMonth = event.created_at.getTime() >= range.from.getTime();
-      if (event.type === 'subscription.created' && inMonth) entry.new_subscriptions += 1;
-      if (event.type === 'subscription.deleted' && inMonth) entry.churned_subscriptions += 1;
-      if (event.type === 'subscription.resumed' && inMonth) entry.recovered_subscriptions += 1;
-      const previous = states.get(id);
-      states.set(id, {
-        status: event.status ?? previous?.status ?? 'active',
-        deleted: event.type === 'subscription.deleted' || (previous?.deleted ?? false),
-        twelfths: event.amount !== null ? twelfths(Number(event.amount), event.interval ?? 'month') : (previous?.twelfths ?? 0),
-      });
-    }
-    let mrr = 0;
-    for (const state of states.values()) {
-      if (state.deleted) continue;
-      const status = state.status as keyof SubscriberCounts;
-      if (status in entry.subscriptions) entry.subscriptions[status] += 1;
-      if (status === 'active') mrr += state.twelfths;
-    }
-    entry.mrr_yen = roundTwelfthsHalfUp(mrr);
+  // documents are the subscription as the event left it), summed by the database: a status or a
+  // plan an event does not carry is the one before it; deleted once a deletion came.
+  const states = await sql<{ month: string; active: number; trial: number; paused: number; canceled: number; twelfths: number }>`
+    WITH ev AS (
+      SELECT coalesce(resource_id, '') AS id, created_at, seq, type, data->>'status' AS status,
+        data->'plan'->>'amount' AS amount, data->'plan'->>'interval' AS plan_interval
+      FROM events WHERE type LIKE 'subscription.%' AND created_at < ${range.to}
+    ), carried AS (
+      SELECT id, created_at, seq, status, amount, plan_interval,
+        count(status) OVER upto AS status_run, count(amount) OVER upto AS plan_run,
+        bool_or(type = 'subscription.deleted') OVER upto AS deleted,
+        lead(created_at) OVER (PARTITION BY id ORDER BY created_at, seq) AS next_at
+      FROM ev WINDOW upto AS (PARTITION BY id ORDER BY created_at, seq ROWS UNBOUNDED PRECEDING)
+    ), state AS (
+      SELECT created_at, next_at, deleted,
+        coalesce(first_value(status) OVER (PARTITION BY id, status_run ORDER BY created_at, seq), 'active') AS status,
+        first_value(amount) OVER (PARTITION BY id, plan_run ORDER BY created_at, seq) AS amount,
+        first_value(plan_interval) OVER (PARTITION BY id, plan_run ORDER BY created_at, seq) AS plan_interval
+      FROM carried
+    )
+    SELECT m.month,
+      count(*) FILTER (WHERE NOT deleted AND status = 'active') AS active,
+      count(*) FILTER (WHERE NOT deleted AND status = 'trial') AS trial,
+      count(*) FILTER (WHERE NOT deleted AND status = 'paused') AS paused,
+      count(*) FILTER (WHERE NOT deleted AND status = 'canceled') AS canceled,
+      coalesce(sum(CASE WHEN coalesce(plan_interval, 'month') = 'year' THEN amount::bigint ELSE amount::bigint * 12 END)
+        FILTER (WHERE NOT deleted AND status = 'active'), 0)::bigint AS twelfths
+    FROM state JOIN ${monthsSql(months, range.from, true)} ON state.created_at < m.end_at AND (state.next_at IS NULL OR state.next_at >= m.end_at)
+    GROUP BY m.month`.execute(db);
+  for (const row of states.rows) {
+    const entry = figures.get(row.month)!;
+    entry.subscriptions = { active: row.active, trial: row.trial, paused: row.paused, canceled: row.canceled };
+    entry.mrr_yen = roundTwelfthsHalfUp(row.twelfths);
+  }
+  const changes = await sql<{ month: string; created: number; deleted: number; resumed: number }>`
+    SELECT m.month,
+      count(*) FILTER (WHERE e.type = 'subscription.created') AS created,
+      count(*) FILTER (WHERE e.type = 'subscription.deleted') AS deleted,
+      count(*) FILTER (WHERE e.type = 'subscription.resumed') AS resumed
+    FROM events e JOIN ${monthsSql(months, range.from, false)} ON e.created_at >= m.start_at AND e.created_at < m.end_at
+    WHERE e.type IN ('subscription.created', 'subscription.deleted', 'subscription.resumed')
+    GROUP BY m.month`.execute(db);
+  for (const row of changes.rows) {
+    const entry = figures.get(row.month)!;
+    entry.new_subscriptions = row.created;
+    entry.churned_subscriptions = row.deleted;
+    entry.recovered_subscriptions = row.resumed;
   }
 
-  // Holds: a charge whose capture came later than its authorization (or never).
-  const holds = await db
-    .selectFrom('charges')
-    .select(['created_at', 'captured_at', 'released_at', 'updated_at', 'card_funding', 'amount', 'amount_captured', 'refunded'])
-    .where('paid', '=', true)
-    .where((eb) => eb.or([eb('captured_at', 'is', null), eb('captured_at', '>', eb.ref('created_at'))]))
-    .execute();
-  for (const hold of holds) {
-    const created = monthOf(hold.created_at);
-    if (created && hold.created_at.getTime() >= range.from.getTime()) created.holds.authorized += 1;
-    if (hold.captured_at) {
-      const captured = monthOf(hold.captured_at);
-      if (captured) captured.holds.captured += 1;
-    }
-    if (hold.released_at) {
-      const released = monthOf(hold.released_at);
-      if (released) released.holds.released_at_expiry += 1;
-    }
-    if (hold.card_funding === 'debit' || hold.card_funding === 'prepaid') {
-      if (created && hold.created_at.getTime() >= range.from.getTime()) created.holds.debited_yen += hold.amount;
-      // Given back: the rest at a partial capture, everything at a lapse or a cancel (refund of the uncaptured charge).
-      const back = hold.captured_at !== null ? { at: hold.captured_at, yen: hold.amount - (hold.amount_captured ?? hold.amount) } : hold.released_at !== null ? { at: hold.released_at, yen: hold.amount } : hold.refunded ? { at: hold.updated_at, yen: hold.amount } : null;
-      const month = back && back.yen > 0 ? monthOf(back.at) : undefined;
-      if (month && back) month.holds.debit_refunded_yen += back.yen;
-    }
-  }
-  const reauthorized = await db.selectFrom('reauthorizations').select('attempted_at').where('outcome', '=', 'succeeded').execute();
-  for (const { attempted_at } of reauthorized) {
-    const entry = monthOf(attempted_at);
-    if (entry) entry.holds.reauthorized += 1;
-  }
+  // Holds: a charge whose capture came later than its authorization (or never), each figure in
+  // the month of its instant (an authorization only from the range's start). A debit or prepaid
+  // card's hold gives money back: the rest at a partial capture, everything at a lapse or a cancel
+  // (refund of the uncaptured charge).
+  const holds = await sql<{ month: string; figure: keyof MonthEndFigures['holds']; value: number }>`
+    WITH h AS (
+      SELECT created_at, captured_at, released_at, updated_at, amount, amount_captured, refunded,
+        card_funding IN ('debit', 'prepaid') AS debited, created_at >= ${range.from} AS in_range
+      FROM charges WHERE paid AND (captured_at IS NULL OR captured_at > created_at)
+    ), figure(at, figure, value) AS (
+      SELECT created_at, 'authorized', 1 FROM h WHERE in_range
+      UNION ALL SELECT captured_at, 'captured', 1 FROM h WHERE captured_at IS NOT NULL
+      UNION ALL SELECT released_at, 'released_at_expiry', 1 FROM h WHERE released_at IS NOT NULL
+      UNION ALL SELECT created_at, 'debited_yen', amount FROM h WHERE in_range AND debited
+      UNION ALL SELECT back.at, 'debit_refunded_yen', back.yen FROM h, LATERAL (SELECT
+          CASE WHEN captured_at IS NOT NULL THEN captured_at WHEN released_at IS NOT NULL THEN released_at ELSE updated_at END AS at,
+          CASE WHEN captured_at IS NOT NULL THEN amount - coalesce(amount_captured, amount) WHEN released_at IS NOT NULL OR refunded THEN amount ELSE 0 END AS yen) back
+        WHERE debited AND back.yen > 0
+      UNION ALL SELECT attempted_at, 'reauthorized', 1 FROM reauthorizations WHERE outcome = 'succeeded'
+    )
+    SELECT m.month, figure.figure, sum(figure.value)::bigint AS value
+    FROM figure JOIN ${monthsSql(months, range.from, true)} ON figure.at >= m.start_at AND figure.at < m.end_at
+    GROUP BY m.month, figure.figure`.execute(db);
+  for (const row of holds.rows) figures.get(row.month)!.holds[row.figure] += row.value;
 
   // Balances: carried while collecting (from its creation until it is fixed or closed), the net
   // of its statements so far; forfeited when closed without a payout date.

@@ -15,7 +15,7 @@ import { CHARGE_OBJECT_COLUMNS, chargeText, type ChargeRow } from '../charges/ch
 import { renderCard } from '../customers/card-object';
 import type { Database } from '../db/schema';
 import { formatJst, fromUnixSeconds, JST_OFFSET_MS, jstMidnight, MS_PER_DAY, parseInstant, toIsoSeconds, toJstIso } from '../domain/time';
-import { emptyMonthEnd, monthEndFigures } from './business-figures';
+import { emptyMonthEnd, jstSql, monthEndFigures } from './business-figures';
 import { renderCharts } from './report-charts';
 import { renderReportHtml } from './report-html';
 import { subscriberCells, yen } from './report-cells';
@@ -31,7 +31,7 @@ import { subscriptionObjects } from '../subscriptions/subscription-record';
 import type { SubscriptionRow } from '../subscriptions/subscription-object';
 import { renderAdjustment } from '../settlement/adjustments';
 
-const PAGE = 5_000;
+const PAGE = 1_000;
 
 export interface ReportHeader {
   readonly scenario: string | null;
@@ -180,7 +180,7 @@ type ReportCharge = Pick<ChargeRow, (typeof REPORT_CHARGE_COLUMNS)[number]>;
  * whole report, not once per charge: a subscriber's card appears in every renewal (on PGlite,
  * where every field read costs JavaScript work, reading them per page was most of the section).
  */
-function chargePages(db: Kysely<Database>, withCards = true): Pages<{ row: ReportCharge; cardText: string | null; brand: string | null }> {
+function chargePages(db: Kysely<Database>): Pages<{ row: ReportCharge; cardText: string | null; brand: string | null }> {
   return (emit) =>
     db.transaction().execute(async (trx) => {
       // The columns the charge object and the summary read, not every column of the table (on
@@ -195,7 +195,6 @@ function chargePages(db: Kysely<Database>, withCards = true): Pages<{ row: Repor
       const fetchPage = async () => {
         const rows = (await sql<ReportCharge>`FETCH ${sql.raw(String(PAGE))} FROM report_charges`.execute(trx)).rows;
         const unseen = new Map<string, ReportCharge>();
-        if (!withCards) return rows.map((row) => ({ row, cardText: null, brand: null }));
         for (const row of rows) {
           const key = cardKey(row.account_id, row.livemode, row.card_id);
           if (!cards.has(key)) unseen.set(key, row);
@@ -331,6 +330,66 @@ async function listAll(world: SimulatedWorld, op: string, params: Record<string,
   return all.sort((a, b) => created(a) - created(b) || String(a.id).localeCompare(String(b.id)));
 }
 
+/**
+ * The money of each JST month and the daily series, summed by the database: charges by the month
+ * they were made (failures, failed renewals by reason in the order their first charge comes in
+ * the report) and by the month captured (captures, fees), refunds by the month made (their fee
+ * offsets off the fees). A forecast's copied history (before --from) is not summed. `month` and
+ * `day` give the entry of a `YYYY-MM` or `YYYY-MM-DD` key to add to.
+ */
+async function paymentFigures(db: Kysely<Database>, header: ReportHeader, month: (key: string) => MonthSummary, day: (key: string) => DayPoint): Promise<void> {
+  const since = (column: string) => (header.source === undefined ? sql`true` : sql`${sql.ref(column)} >= ${header.from}`);
+  const made = await sql<{ key: string; charges: number; failed: number; failed_renewals: number }>`
+    SELECT ${jstSql(sql.ref('created_at'), 'month')} AS key, count(*) AS charges, count(*) FILTER (WHERE NOT paid) AS failed,
+      count(*) FILTER (WHERE NOT paid AND subscription_id IS NOT NULL) AS failed_renewals
+    FROM charges WHERE ${since('created_at')} GROUP BY 1`.execute(db);
+  for (const row of made.rows) {
+    const entry = month(row.key);
+    entry.charges += row.charges;
+    entry.failed_charges += row.failed;
+    entry.failed_renewals += row.failed_renewals;
+  }
+  const reasons = await sql<{ key: string; reason: string; n: number }>`
+    SELECT key, reason, count(*) AS n FROM (
+      SELECT ${jstSql(sql.ref('created_at'), 'month')} AS key, coalesce(failure_code, 'unknown') AS reason,
+        row_number() OVER (ORDER BY account_id, created_at, charge_id) AS place
+      FROM charges WHERE NOT paid AND subscription_id IS NOT NULL AND ${since('created_at')}
+    ) failed GROUP BY key, reason ORDER BY key, min(place)`.execute(db);
+  for (const row of reasons.rows) addTo(month(row.key).failed_renewals_by_reason, row.reason, row.n);
+  const captured = await sql<{ key: string; captured: number; yen: number; fees: number | null; platform_fees: number | null }>`
+    SELECT ${jstSql(sql.ref('captured_at'), 'month')} AS key, count(amount_captured) AS captured, coalesce(sum(amount_captured), 0)::bigint AS yen,
+      sum(fee)::bigint AS fees, sum(platform_fee)::bigint AS platform_fees
+    FROM charges WHERE captured_at IS NOT NULL AND (amount_captured IS NOT NULL OR fee IS NOT NULL OR platform_fee IS NOT NULL) AND ${since('captured_at')}
+    GROUP BY 1`.execute(db);
+  for (const row of captured.rows) {
+    const entry = month(row.key);
+    entry.captured_charges += row.captured;
+    entry.captured_yen += row.yen;
+    entry.fees_yen += row.fees ?? 0;
+    entry.platform_fees_yen += row.platform_fees ?? 0;
+  }
+  const refunded = await sql<{ key: string; refunds: number; yen: number; fee_offsets: number | null }>`
+    SELECT ${jstSql(sql.ref('created_at'), 'month')} AS key, count(*) AS refunds, sum(amount)::bigint AS yen, sum(refund_fee_offset)::bigint AS fee_offsets
+    FROM refunds WHERE ${since('created_at')} GROUP BY 1`.execute(db);
+  for (const row of refunded.rows) {
+    const entry = month(row.key);
+    entry.refunds += row.refunds;
+    entry.refunded_yen += row.yen;
+    entry.fees_yen -= row.fee_offsets ?? 0;
+  }
+  const days = await sql<{ key: string; yen: number; failures: number }>`
+    SELECT key, sum(yen)::bigint AS yen, sum(failures)::bigint AS failures FROM (
+      SELECT ${jstSql(sql.ref('created_at'), 'day')} AS key, 0 AS yen, 1 AS failures FROM charges WHERE NOT paid AND ${since('created_at')}
+      UNION ALL
+      SELECT ${jstSql(sql.ref('captured_at'), 'day')}, amount_captured, 0 FROM charges WHERE captured_at IS NOT NULL AND amount_captured IS NOT NULL AND ${since('captured_at')}
+    ) figure GROUP BY key`.execute(db);
+  for (const row of days.rows) {
+    const entry = day(row.key);
+    entry.captured_yen += row.yen;
+    entry.failures += row.failures;
+  }
+}
+
 export interface WrittenReport {
   readonly summary: Summary;
   readonly days: DayPoint[];
@@ -348,17 +407,14 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   // A forecast's copied history (before --from) is listed in report.json but not summed: the
   // months, totals and chart are what happens in the forecast range.
   const history = (at: Date) => header.source !== undefined && at.getTime() < header.from.getTime();
-  const month = (at: Date) => {
-    const key = jstMonth(at);
-    if (history(at)) return emptyMonth(key);
+  const monthOf = (key: string) => {
     let entry = months.get(key);
     if (!entry) months.set(key, (entry = emptyMonth(key)));
     return entry;
   };
+  const month = (at: Date) => (history(at) ? emptyMonth(jstMonth(at)) : monthOf(jstMonth(at)));
   const days = new Map<string, DayPoint>();
-  const day = (at: Date) => {
-    const key = jstDay(at);
-    if (history(at)) return { day: key, captured_yen: 0, failures: 0 };
+  const dayOf = (key: string) => {
     let entry = days.get(key);
     if (!entry) days.set(key, (entry = { day: key, captured_yen: 0, failures: 0 }));
     return entry;
@@ -390,35 +446,15 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
     status: change.status,
   }));
 
-  // Without the charges listed, they are still read (page by page, without their cards) for the
-  // summary's sums, and neither rendered nor exported.
+  // The money of the months and the daily series are summed by the database (paymentFigures);
+  // the charges and refunds are read only to be listed.
+  await paymentFigures(db, header, monthOf, dayOf);
   const chargesCsv = lists('charges') ? createWriteStream(join(dir, 'charges.csv')) : undefined;
   chargesCsv?.write(`${CSV_BOM}id,account,created_at,customer,subscription,amount,paid,captured,captured_at,amount_captured,amount_refunded,refunded,failure_code,card_brand,fee_rate,fee,platform_fee,tenant,term_id\n`);
   // Lines are written a page at a time.
   const csvLines: string[] = [];
-  const sumCharge = (row: ReportCharge) => {
-    const created = month(row.created_at);
-    created.charges += 1;
-    if (!row.paid) {
-      created.failed_charges += 1;
-      if (row.subscription_id !== null) {
-        created.failed_renewals += 1;
-        addTo(created.failed_renewals_by_reason, row.failure_code ?? 'unknown', 1);
-      }
-      day(row.created_at).failures += 1;
-    }
-    if (row.captured_at !== null && row.amount_captured !== null) {
-      const captured = month(row.captured_at);
-      captured.captured_charges += 1;
-      captured.captured_yen += row.amount_captured;
-      day(row.captured_at).captured_yen += row.amount_captured;
-    }
-    if (row.captured_at !== null && row.fee !== null) month(row.captured_at).fees_yen += row.fee;
-    if (row.captured_at !== null && row.platform_fee !== null) month(row.captured_at).platform_fees_yen += row.platform_fee;
-  };
   const listCharge = ({ row, cardText, brand }: { row: ReportCharge; cardText: string | null; brand: string | null }) => {
     const object = new JsonText(chargeText(row, cardText));
-    sumCharge(row);
     csvLines.push(
       [
         row.charge_id,
@@ -446,29 +482,15 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
     return object;
   };
   if (lists('charges')) await json.array('charges', chargePages(db), listCharge);
-  else {
-    await chargePages(db, false)(async (page) => {
-      for (const { row } of page) sumCharge(row);
-    });
-  }
   chargesCsv?.write(csvLines.join(''));
   // Listen before ending: 'finish' may come before the later awaits are done.
   const chargesWritten = chargesCsv ? once(chargesCsv, 'finish') : Promise.resolve();
   chargesCsv?.end();
 
-  const refunds = await db.selectFrom('refunds').selectAll().orderBy('account_id').orderBy('created_at').orderBy('refund_id').execute();
-  const sumRefund = (refund: (typeof refunds)[number]) => {
-    const m = month(refund.created_at);
-    m.refunds += 1;
-    m.refunded_yen += refund.amount;
-    const offset = (refund as { refund_fee_offset?: number | null }).refund_fee_offset;
-    if (typeof offset === 'number') m.fees_yen -= offset;
-  };
-  if (!lists('charges')) refunds.forEach(sumRefund);
-  else await json.array('refunds', single(refunds), (refund) => {
-    sumRefund(refund);
-    return { id: refund.refund_id, object: 'refund', livemode: refund.livemode, account: refund.account_id, charge: refund.charge_id, amount: refund.amount, reason: refund.reason, created: Math.floor(refund.created_at.getTime() / 1000) };
-  });
+  if (lists('charges')) await json.array('refunds', cursorPages<{ refund_id: string; livemode: boolean; account_id: string; charge_id: string; amount: number; reason: string | null; created_at: Date }>(
+    db,
+    sql`SELECT refund_id, livemode, account_id, charge_id, amount, reason, created_at FROM refunds ORDER BY account_id, created_at, refund_id`,
+  ), (refund) => ({ id: refund.refund_id, object: 'refund', livemode: refund.livemode, account: refund.account_id, charge: refund.charge_id, amount: refund.amount, reason: refund.reason, created: Math.floor(refund.created_at.getTime() / 1000) }));
 
   // The statements that do not come from payments: plan fees by the month they bill, adjustments by the month booked.
   const serviceFees = await db.selectFrom('service_fee_charges').selectAll().orderBy('account_id').orderBy('livemode').orderBy('period_start').execute();

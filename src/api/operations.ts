@@ -11,7 +11,7 @@ import { CHECKOUT_SESSION_OPERATIONS } from '../checkout/checkout-sessions';
 import { PAYMENT_METHOD_CONFIGURATION_OPERATIONS } from '../checkout/payment-method-configurations';
 import { CUSTOMER_OPERATIONS } from './v1/customers';
 import { V2_CUSTOMER_OPERATIONS } from './v2/customers';
-import { V2_EVENT_OPERATIONS } from '../events/v2-events';
+import { V2_EVENT_OPERATIONS } from './v2/events';
 import { PAYMENT_FLOW_OPERATIONS } from '../payment-flows/payment-flows';
 import { PAYMENT_METHOD_OPERATIONS } from './v2/payment-methods';
 import { SETUP_FLOW_OPERATIONS } from '../setup-flows/setup-flows';

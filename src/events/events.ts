@@ -2,7 +2,7 @@
  * Events as the APIs read them (v1 §6, v2 §4.7): one event by id, and a page of events with the
  * filters the SDKs send (`resource_id`, `object`, `type`). Only the caller's account and mode, and
  * only the version's own events: another account's event is the same 404 as none. Both APIs run
- * these executions: the v1 codec is src/api/v1/events.ts, the v2 operations ./v2-events.ts.
+ * these executions: the v1 codec is src/api/v1/events.ts, the v2 codec src/api/v2/events.ts.
  */
 import type { Caller } from '../accounts/accounts';
 import { reject } from '../domain/errors';

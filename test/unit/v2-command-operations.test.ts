@@ -8,7 +8,7 @@ import { V2_ROUTES } from '../../src/api/v2/routes';
 import { findOperation } from '../../src/api/operations';
 
 /** The v2 resources split from the wire so far (a full operation name stands for that operation alone). */
-const SPLIT_RESOURCES = ['tax_rates', 'products', 'prices', 'payment_refunds', 'payment_flows.list_refunds', 'payment_disputes', 'v2.customers', 'v2.events', 'payment_methods', 'customers.list_payment_methods', 'payment_transactions'];
+const SPLIT_RESOURCES = ['tax_rates', 'products', 'prices', 'payment_refunds', 'payment_flows.list_refunds', 'payment_disputes', 'v2.customers', 'v2.events', 'payment_methods', 'customers.list_payment_methods', 'payment_transactions', 'v2.statements', 'v2.balances', 'v2.terms'];
 /** An operation's resource is its name without the verb (`v2.customers.create` → `v2.customers`). */
 const isSplit = (name: string) => SPLIT_RESOURCES.some((split) => name === split || name.slice(0, name.lastIndexOf('.')) === split);
 
@@ -46,6 +46,7 @@ describe('v2 operations apart from the wire', () => {
       'tax_rates.list',
       'tax_rates.retrieve',
       'tax_rates.update',
+      'v2.balances.list',
       'v2.customers.create',
       'v2.customers.delete',
       'v2.customers.list',
@@ -53,6 +54,8 @@ describe('v2 operations apart from the wire', () => {
       'v2.customers.update',
       'v2.events.list',
       'v2.events.retrieve',
+      'v2.statements.list',
+      'v2.terms.list',
     ]);
     const unknown = names.filter((name) => findOperation(name) === undefined);
     const plain = names.filter((name) => findOperation(name) !== undefined && findOperation(name)!.parts === undefined);

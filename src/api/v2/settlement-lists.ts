@@ -1,13 +1,14 @@
 /**
- * The v2 lists of statements, balances and terms (official-sdks.md §2 "Others (read)"): the same
- * executions, rows and objects as the v1 lists, paged by cursor (`limit`, `starting_after`,
- * `ending_before`), newest first. The v2 codec shows their instants in ISO 8601 (src/api/v2/routes.ts).
+ * The v2 codec of the statement, balance and term lists (official-sdks.md §2 "Others (read)"): the
+ * same executions, rows and objects as the v1 lists (src/settlement/statements.ts, terms.ts), paged
+ * by cursor (`limit`, `starting_after`, `ending_before`), newest first. Their instants are shown in
+ * ISO 8601 by the routes' `settlement()` encoding (./routes.ts), as for the retrieves they share with v1.
  */
-import { defineCommandOperation } from '../operations/define';
-import { readParams } from '../operations/params';
-import { readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2Page } from '../operations/v2-pagination';
-import { listBalances, listStatements, renderBalanceRecord, renderStatementRecord } from './statements';
-import { listTerms, renderTermRecord } from './terms';
+import { defineCommandOperation } from '../../operations/define';
+import { readParams } from '../../operations/params';
+import { readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2Page } from '../../operations/v2-pagination';
+import { listBalances, listStatements, renderBalanceRecord, renderStatementRecord } from '../../settlement/statements';
+import { listTerms, renderTermRecord } from '../../settlement/terms';
 
 /** The cursor paging parameters, nothing else. */
 function decodeV2Page(input: unknown): V2Page {

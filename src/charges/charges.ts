@@ -11,7 +11,7 @@ import type { ErrorCode } from '../domain/errors';
 import { toUnixSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { heldEvents, recordEvents, type EventInput, type EventRecorder } from '../events/outbox';
-import type { AuthorizationKind, AuthorizationResult } from '../processor/card-network';
+import type { AuthorizationKind, AuthorizationRequest, AuthorizationResult } from '../processor/card-network';
 import { renderCard, type CardObject, type CardRow } from '../customers/card-object';
 import { DEFAULT_FEE_RATES } from '../accounts/accounts';
 import { settlementOfCaptures, type CaptureSettlement } from '../settlement/capture';
@@ -339,25 +339,27 @@ async function authorizeCharges(
   requests: readonly ChargeRequest[],
 ): Promise<{ chargeIds: string[]; references: string[]; results: readonly AuthorizationResult[] }> {
   const chargeIds = requests.map(() => ctx.ids.next('charge'));
-  const references = requests.map((request, i) =>
-    request.subscriptionId !== undefined && request.periodStart !== undefined
-      ? `${request.subscriptionId}@${request.periodStart.toISOString()}/${request.card.card_id}`
-      : chargeIds[i]!,
-  );
-  const results = await ctx.processor.authorize(
-    requests.map((request, i) => ({
-      reference: references[i]!,
-      fingerprint: request.card.fingerprint,
-      expMonth: request.card.exp_month,
-      expYear: request.card.exp_year,
-      amount: request.amount,
-      currency: 'jpy' as const,
-      livemode: request.livemode,
-      at: request.at,
-      kind: request.kind,
-    })),
-  );
-  return { chargeIds, references, results };
+  const authorizations = requests.map((request, i) => authorizationOf(request, chargeIds[i]!));
+  const results = await ctx.processor.authorize(authorizations);
+  return { chargeIds, references: authorizations.map((a) => a.reference), results };
+}
+
+/**
+ * The authorization request of one charge. Its reference is the network's idempotency: for a
+ * subscription charge (subscription, period start, card), else the charge id.
+ */
+export function authorizationOf(request: ChargeRequest, chargeId: string): AuthorizationRequest {
+  return {
+    reference: request.subscriptionId !== undefined && request.periodStart !== undefined ? `${request.subscriptionId}@${request.periodStart.toISOString()}/${request.card.card_id}` : chargeId,
+    fingerprint: request.card.fingerprint,
+    expMonth: request.card.exp_month,
+    expYear: request.card.exp_year,
+    amount: request.amount,
+    currency: 'jpy',
+    livemode: request.livemode,
+    at: request.at,
+    kind: request.kind,
+  };
 }
 
 /**

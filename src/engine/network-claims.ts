@@ -27,7 +27,7 @@ import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import { inAccounts } from '../db/account-scope';
 import type { Database } from '../db/schema';
 import { reject } from '../domain/errors';
-import type { AuthorizationRequest, AuthorizationResult } from '../processor/card-network';
+import type { AuthorizationRequest, AuthorizationResult, CardNetwork } from '../processor/card-network';
 import type { Context } from './context';
 
 /** How long a claim holds before another process may take it over. */
@@ -222,16 +222,33 @@ export const STALE = Symbol('stale');
 
 export interface ClaimedOperation<P, R> {
   /**
-   * The claim step, in its own transaction, with `now` read once per attempt: decides, refuses,
-   * and either answers at once or takes the claim (takeNetworkClaim) with the authorizations as its
-   * recovery point.
+   * The claim step, in its own transaction (run again after waiting for another claim): decides,
+   * refuses, and either answers at once or takes the claim (takeNetworkClaim) at its instant with
+   * the authorizations as its recovery point.
    */
-  readonly claim: (trx: Kysely<Database>, now: Date) => Promise<ClaimStep<P, R>>;
+  readonly claim: (trx: Kysely<Database>) => Promise<ClaimStep<P, R>>;
   /**
    * The record step, in its own transaction while the claim still holds (the claim row locked):
-   * writes the outcome (or STALE). The claim is dropped in the same commit.
+   * writes the outcome (or STALE). The claim is dropped in the same commit. If it throws (a
+   * refusal found now), nothing is written, the approvals are released and the claim dropped.
    */
   readonly record: (trx: Kysely<Database>, plan: P, answers: readonly AuthorizationResult[], claim: NetworkClaim) => Promise<R | typeof STALE>;
+}
+
+/**
+ * `network` answering the authorizations already asked (`requests`, `answers`) from those answers,
+ * without asking again: what a record step charges through, so that the code that writes a charge
+ * from its authorization runs as it does with the network, and no call is made twice.
+ */
+export function answeredNetwork(network: CardNetwork, requests: readonly AuthorizationRequest[], answers: readonly AuthorizationResult[]): CardNetwork {
+  const known = new Map(requests.map((request, i) => [request.reference, answers[i]!]));
+  return {
+    ...network,
+    authorize: async (asked) => {
+      if (asked.every((request) => known.has(request.reference))) return asked.map((request) => known.get(request.reference)!);
+      throw new Error(`an authorization outside the claim was asked for: ${asked.map((request) => request.reference).join(', ')}`);
+    },
+  };
 }
 
 /** Thrown when a claim lapsed and was undone by another process before this one recorded: nothing was charged. */
@@ -252,7 +269,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 async function claimTurn<P, R>(ctx: Pick<Context, 'db' | 'processor' | 'clock'>, step: ClaimedOperation<P, R>['claim'], busyParam: string | undefined): Promise<ClaimStep<P, R>> {
   for (let polls = CLAIM_POLLS; ; polls -= 1) {
     try {
-      return await ctx.db.transaction().execute((trx) => step(trx, ctx.clock.now()));
+      return await ctx.db.transaction().execute((trx) => step(trx));
     } catch (error) {
       if (!(error instanceof Claimed)) throw error;
       if (error.lapsed !== undefined) {
@@ -285,18 +302,19 @@ export async function runClaimed<P, R>(ctx: Pick<Context, 'db' | 'processor' | '
       await undoHeld(ctx, claim, point, undefined, claim.claimedAt).catch(() => undefined);
       throw error;
     }
-    const recorded = await ctx.db.transaction().execute(async (trx) => {
-      const held = await trx
-        .selectFrom('network_claims')
-        .select('claimed_at')
-        .where(claimIs(claim))
-        .forUpdate()
-        .executeTakeFirst();
-      if (held === undefined) throw new NetworkClaimLost(claim);
-      const result = await operation.record(trx, plan, answers, claim);
-      if (result !== STALE) await dropNetworkClaim(trx, claim);
-      return result;
-    });
+    let recorded: R | typeof STALE;
+    try {
+      recorded = await ctx.db.transaction().execute(async (trx) => {
+        const held = await trx.selectFrom('network_claims').select('claimed_at').where(claimIs(claim)).forUpdate().executeTakeFirst();
+        if (held === undefined) throw new NetworkClaimLost(claim);
+        const result = await operation.record(trx, plan, answers, claim);
+        if (result !== STALE) await dropNetworkClaim(trx, claim);
+        return result;
+      });
+    } catch (error) {
+      if (!(error instanceof NetworkClaimLost)) await undoHeld(ctx, claim, point, answers, claim.claimedAt);
+      throw error;
+    }
     if (recorded !== STALE) return recorded;
     await undoHeld(ctx, claim, point, answers, claim.claimedAt);
     if (round >= MAX_ROUNDS) return reject('over_capacity', busyParam, 'The object changed while the card network answered; retry later.');

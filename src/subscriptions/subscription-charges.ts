@@ -6,13 +6,14 @@
 import type { Kysely } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import { refundCharges } from '../charges/charge-refunds';
-import { chargeCards, renderCharge, type ChargeOutcome, type ChargeRow } from '../charges/charges';
+import { authorizationOf, chargeCards, renderCharge, type ChargeOutcome, type ChargeRequest, type ChargeRow } from '../charges/charges';
 import type { CardRow } from '../customers/card-object';
 import type { Database } from '../db/schema';
 import { KessaiError } from '../domain/errors';
 import { assertProratedRefundAllowed, proratedRefund } from '../domain/proration';
 import type { Context } from '../engine/context';
 import { recordEvent } from '../events/outbox';
+import type { AuthorizationRequest } from '../processor/card-network';
 import type { SubscriptionRow } from './subscription-object';
 
 /**
@@ -46,24 +47,32 @@ export function cardDeclined(outcome: Extract<ChargeOutcome, { status: 'failed' 
   return new KessaiError(outcome.code, { charge: outcome.row.charge_id, message: outcome.message });
 }
 
+/** The charge request of a subscription charge (kind `charge`). */
+function chargeRequestOf(request: SubscriptionChargeRequest): ChargeRequest {
+  return {
+    accountId: request.caller.accountId,
+    livemode: request.caller.livemode,
+    customerId: request.customerId,
+    card: request.card,
+    amount: request.amount,
+    at: request.at,
+    kind: 'charge',
+    subscriptionId: request.subscriptionId,
+    periodStart: request.periodStart,
+  };
+}
+
+/** The authorization chargeSubscription asks the network for (its reference names the subscription and period, not a charge id). */
+export function subscriptionAuthorization(request: SubscriptionChargeRequest): AuthorizationRequest {
+  return authorizationOf(chargeRequestOf(request), request.subscriptionId);
+}
+
 /**
  * One customer-present charge for a subscription (kind `charge`: the buyer is acting, unlike a
  * renewal). Writes the charge row and its event either way.
  */
 export async function chargeSubscription(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'clock'>, request: SubscriptionChargeRequest): Promise<SubscriptionChargeOutcome> {
-  const [outcome] = await chargeCards(trx, ctx, [
-    {
-      accountId: request.caller.accountId,
-      livemode: request.caller.livemode,
-      customerId: request.customerId,
-      card: request.card,
-      amount: request.amount,
-      at: request.at,
-      kind: 'charge',
-      subscriptionId: request.subscriptionId,
-      periodStart: request.periodStart,
-    },
-  ]);
+  const [outcome] = await chargeCards(trx, ctx, [chargeRequestOf(request)]);
   if (outcome === undefined || outcome.status === 'duplicate') {
     // The subscription row is locked, so only a second call at the very same instant gets here.
     throw new Error(`subscription ${request.subscriptionId} already has a charge for the period starting ${request.periodStart.toISOString()}`);

@@ -4,10 +4,13 @@
  * the deletion of canceled subscriptions at period end are the renewal job's (./renewals).
  *
  * The operations are typed commands with their execution; the v1 codec
- * (src/api/v1/subscriptions.ts) reads the parameters and renders the results. Every operation runs
- * in one transaction and checks everything before it writes, so a rejected call changes nothing.
- * The one exception is a declined card: the failed charge row and its `charge.failed` event are
- * kept and the subscription is left as it was ("charge first", §1.3).
+ * (src/api/v1/subscriptions.ts) reads the parameters and renders the results. Every operation
+ * checks everything before it writes, so a rejected call changes nothing. The one exception is a
+ * declined card: the failed charge row and its `charge.failed` event are kept and the subscription
+ * is left as it was ("charge first", §1.3). An operation that charges (create, a plan change,
+ * resume) holds no row lock while the card network answers: it decides and claims under its locks,
+ * asks the network with no transaction open, and decides again and records under its locks
+ * (claimedCharge, src/engine/network-claims.ts); the others run in one transaction.
  * Lock order, everywhere: subscription, then customer, then plan.
  */
 import type { Kysely } from 'kysely';
@@ -22,10 +25,12 @@ import { reject } from '../domain/errors';
 import { mergeMetadata, type MetadataFlavour } from '../domain/metadata';
 import { planCreation, planTrialEnd, proratedPlanChangeCharge, type CreationPlan, type SubscribablePlan } from '../domain/proration';
 import type { Context } from '../engine/context';
+import { answeredNetwork, runClaimed, STALE, takeNetworkClaim, type ClaimedObject } from '../engine/network-claims';
 import { recordEvent, type EventInput } from '../events/outbox';
 import { inPage, type Page } from '../operations/pagination';
+import type { AuthorizationRequest } from '../processor/card-network';
 import { findPlan } from '../plans/plan-record';
-import { chargeSubscription, refundRemainder, settle, type RefundRequest, type Settled } from './subscription-charges';
+import { chargeSubscription, refundRemainder, settle, subscriptionAuthorization, type RefundRequest, type Settled, type SubscriptionChargeRequest } from './subscription-charges';
 import { renewsAt, type SubscriptionObject, type SubscriptionRow } from './subscription-object';
 import {
   assertNotSubscribed,
@@ -94,17 +99,75 @@ async function chargeFirst(
 ): Promise<Settled<SubscriptionRow>> {
   if (charge === null || charge.amount <= 0) return { done: row };
   if (card === undefined) throw new Error('a charge needs the card looked up before it');
-  const outcome = await chargeSubscription(trx, ctx, {
-    caller,
-    customerId: row.customer_id,
-    card,
-    amount: charge.amount,
-    at,
-    subscriptionId: row.subscription_id,
-    periodStart: charge.periodStart,
-  });
+  const outcome = await chargeSubscription(trx, ctx, chargeRequest(caller, row, card, charge, at));
   if (outcome.status === 'declined') return { declined: outcome.error };
   return { done: { ...row, last_charge_id: outcome.row.charge_id } };
+}
+
+function chargeRequest(caller: Caller, row: SubscriptionRow, card: CardRow, charge: ChargeNow, at: Date): SubscriptionChargeRequest {
+  return { caller, customerId: row.customer_id, card, amount: charge.amount, at, subscriptionId: row.subscription_id, periodStart: charge.periodStart };
+}
+
+/**
+ * What a charging operation decided under its locks: the row it writes, the charge it makes first
+ * (null: none) with the card, its instant, and how it writes the row once charged.
+ */
+interface Decision<T> {
+  readonly row: SubscriptionRow;
+  readonly card: CardRow | undefined;
+  readonly charge: ChargeNow | null;
+  readonly now: Date;
+  readonly write: (trx: Kysely<Database>, row: SubscriptionRow) => Promise<T>;
+}
+
+/** The authorization a decision asks the network for, or null when it charges nothing. */
+function authorizationOfDecision<T>(caller: Caller, decision: Decision<T>): AuthorizationRequest | null {
+  const { row, card, charge, now } = decision;
+  if (charge === null || charge.amount <= 0 || card === undefined) return null;
+  return subscriptionAuthorization(chargeRequest(caller, row, card, charge, now));
+}
+
+/**
+ * A subscription operation that may charge first, with no row lock held while the card network
+ * answers (src/engine/network-claims.ts): `decide` runs in the claim step, under the operation's
+ * locks, with `at` undefined (it reads the clock after its locks); without a charge the decision is
+ * written at once; with one, `object` is claimed with the authorization as the recovery point and
+ * the network asked with no transaction open. The record step decides again under the locks at
+ * the claim's instant: if it asks for the same authorization the charge is written from the
+ * network's answer (a decline keeps its failed charge and leaves the subscription as it was), else
+ * the approval is released and the operation starts again; a refusal found then releases it too.
+ */
+async function claimedCharge<T>(
+  ctx: Context,
+  caller: Caller,
+  object: ClaimedObject,
+  operation: string,
+  busyParam: string,
+  decide: (trx: Kysely<Database>, at: Date | undefined) => Promise<Decision<T>>,
+): Promise<T> {
+  const result = await runClaimed<AuthorizationRequest, Settled<T>>(
+    ctx,
+    {
+      claim: async (trx) => {
+        const decision = await decide(trx, undefined);
+        const authorization = authorizationOfDecision(caller, decision);
+        if (authorization === null) return { done: { done: await decision.write(trx, decision.row) } };
+        const claim = await takeNetworkClaim(trx, object, operation, decision.now, { authorizations: [authorization] });
+        return { claim, authorizations: [authorization], plan: authorization };
+      },
+      record: async (trx, asked, answers, claim) => {
+        const decision = await decide(trx, claim.claimedAt);
+        const authorization = authorizationOfDecision(caller, decision);
+        if (authorization === null || JSON.stringify(authorization) !== JSON.stringify(asked)) return STALE;
+        const answered = { ...ctx, processor: answeredNetwork(ctx.processor, [asked], answers) };
+        const charged = await chargeFirst(trx, answered, caller, decision.row, decision.card, decision.charge, decision.now);
+        if ('declined' in charged) return charged;
+        return { done: await decision.write(trx, charged.done) };
+      },
+    },
+    busyParam,
+  );
+  return settle(result);
 }
 
 /** Stores a changed subscription and writes its event; returns the subscription the API answers with. */
@@ -169,29 +232,39 @@ export function subscriptionDraft(
  */
 export async function createSubscription(ctx: Context, caller: Caller, command: CreateSubscriptionCommand): Promise<SubscriptionWithPlans> {
   const { customerId, planId, trialEnd, prorate, metadata } = command;
-  const now = ctx.clock.now();
-  const result = await ctx.db.transaction().execute(async (trx): Promise<Settled<SubscriptionWithPlans>> => {
+  // The claim is on the customer: like its row lock, it serialises the already_subscribed check.
+  const customer: ClaimedObject = { accountId: caller.accountId, livemode: caller.livemode, resource: 'customer', resourceId: customerId };
+  let subscriptionId: string | undefined;
+  return claimedCharge(ctx, caller, customer, 'subscriptions.create', 'customer', async (trx, at) => {
     // The customer lock serialises the already_subscribed check; the plan lock (shared: subscribers
     // do not wait on each other, and no two plan locks can deadlock) keeps plans.delete out.
     await findCustomer(trx, caller, customerId, 'customer', true);
+    const now = at ?? ctx.clock.now();
     const planRow = await findPlan(trx, caller, planId, 'plan', 'share');
     const plan = assertSubscribableAs(planRow, 'plan');
     const creation = planCreation({ plan, now, trialEnd, prorate });
     const card = await requireDefaultCard(trx, caller, customerId, 'customer');
     await assertNotSubscribed(trx, caller, customerId, planId, 'plan');
-    const draft = subscriptionDraft(caller, ctx.ids.next('subscription'), customerId, planId, creation, metadata, now);
-    const charged = await chargeFirst(trx, ctx, caller, draft, card, creation.chargeNow === null ? null : { amount: creation.chargeNow, periodStart: creation.currentPeriodStart }, now);
-    if ('declined' in charged) return charged;
-    const row: SubscriptionRow = { ...charged.done, renews_at: renewsAt(charged.done) };
-    await trx
-      .insertInto('subscriptions')
-      .values({ ...row, metadata: JSON.stringify(row.metadata) })
-      .execute();
-    const subscription = await subscriptionWithPlans(trx, caller, row);
-    await recordEvent(trx, ctx.ids, eventOf(caller, 'subscription.created', renderSubscriptionWithPlans(subscription), now));
-    return { done: subscription };
+    // Drawn once: the record step decides again for the same subscription (its charge's reference).
+    if (at === undefined) subscriptionId = ctx.ids.next('subscription');
+    const draft = subscriptionDraft(caller, subscriptionId!, customerId, planId, creation, metadata, now);
+    return {
+      row: draft,
+      card,
+      charge: creation.chargeNow === null ? null : { amount: creation.chargeNow, periodStart: creation.currentPeriodStart },
+      now,
+      write: async (trx, charged) => {
+        const row: SubscriptionRow = { ...charged, renews_at: renewsAt(charged) };
+        await trx
+          .insertInto('subscriptions')
+          .values({ ...row, metadata: JSON.stringify(row.metadata) })
+          .execute();
+        const subscription = await subscriptionWithPlans(trx, caller, row);
+        await recordEvent(trx, ctx.ids, eventOf(caller, 'subscription.created', renderSubscriptionWithPlans(subscription), now));
+        return subscription;
+      },
+    };
   });
-  return settle(result);
 }
 
 /** `subscriptions.retrieve` as a command: with `customerId`, a subscription of another customer is unknown. */
@@ -264,10 +337,11 @@ export interface UpdateSubscriptionCommand {
  */
 export async function updateSubscription(ctx: Context, caller: Caller, command: UpdateSubscriptionCommand): Promise<SubscriptionWithPlans> {
   const { id, trialEnd, planId: newPlanId, prorate, nextCyclePlanId } = command;
-  const result = await ctx.db.transaction().execute(async (trx): Promise<Settled<SubscriptionWithPlans>> => {
+  const subscription: ClaimedObject = { accountId: caller.accountId, livemode: caller.livemode, resource: 'subscription', resourceId: id };
+  return claimedCharge(ctx, caller, subscription, 'subscriptions.update', 'id', async (trx, at) => {
     const current = await findSubscription(trx, caller, id, 'id', { lock: true });
     // Read after the row lock: a renewal committed while this call waited is then in the past.
-    const now = ctx.clock.now();
+    const now = at ?? ctx.clock.now();
     if (prorate !== undefined && newPlanId === undefined && prorate !== current.prorate) {
       reject('cannot_change_prorate_status', 'prorate', 'prorate can only be changed together with plan');
     }
@@ -316,11 +390,8 @@ export async function updateSubscription(ctx: Context, caller: Caller, command: 
       }
     }
     const card = charge === null ? undefined : await requireDefaultCard(trx, caller, current.customer_id, undefined);
-    const charged = await chargeFirst(trx, ctx, caller, row, card, charge, now);
-    if ('declined' in charged) return charged;
-    return { done: await commitChange(trx, ctx, caller, charged.done, 'subscription.updated', now) };
+    return { row, card, charge, now, write: (trx, charged) => commitChange(trx, ctx, caller, charged, 'subscription.updated', now) };
   });
-  return settle(result);
 }
 
 /** `subscriptions.pause`: no charges until resumed (§1.6); `already_paused` when paused. */
@@ -354,10 +425,11 @@ export interface ResumeSubscriptionCommand {
  */
 export async function resumeSubscription(ctx: Context, caller: Caller, command: ResumeSubscriptionCommand): Promise<SubscriptionWithPlans> {
   const { id, trialEnd, prorate } = command;
-  const result = await ctx.db.transaction().execute(async (trx): Promise<Settled<SubscriptionWithPlans>> => {
+  const subscription: ClaimedObject = { accountId: caller.accountId, livemode: caller.livemode, resource: 'subscription', resourceId: id };
+  return claimedCharge(ctx, caller, subscription, 'subscriptions.resume', 'id', async (trx, at) => {
     const current = await findSubscription(trx, caller, id, 'id', { lock: true });
     // Read after the row lock: a renewal committed while this call waited is then in the past.
-    const now = ctx.clock.now();
+    const now = at ?? ctx.clock.now();
     if (current.status !== 'paused' && current.status !== 'canceled') reject('subscription_worked', undefined, `Subscription ${id} is ${current.status}, not paused or canceled.`);
     const plan = await currentPlan(trx, caller, current);
     let row: SubscriptionRow = { ...current, paused_at: null, canceled_at: null, resumed_at: now, updated_at: now };
@@ -376,11 +448,8 @@ export async function resumeSubscription(ctx: Context, caller: Caller, command: 
       row = { ...row, status: 'active' };
     }
     const card = charge === null ? undefined : await requireDefaultCard(trx, caller, current.customer_id, undefined);
-    const charged = await chargeFirst(trx, ctx, caller, row, card, charge, now);
-    if ('declined' in charged) return charged;
-    return { done: await commitChange(trx, ctx, caller, charged.done, 'subscription.resumed', now) };
+    return { row, card, charge, now, write: (trx, charged) => commitChange(trx, ctx, caller, charged, 'subscription.resumed', now) };
   });
-  return settle(result);
 }
 
 /** `subscriptions.cancel`: ends (is deleted) at the current period end (§1.6); `already_canceled` when canceled. */

@@ -7,6 +7,7 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Clock } from '../../src/engine/clock';
 import { openStore, type Store } from '../../src/db/connect';
 import { migrate } from '../../src/db/migrate';
 import {
@@ -33,9 +34,12 @@ function authorization(reference: string, at: Date): AuthorizationRequest {
 const object = (accountId: string, id: string): ClaimedObject => ({ accountId, livemode: false, resource: 'subscription', resourceId: id });
 
 /** An operation that claims `target`, authorizes one charge under `reference` and records the answer as a row of `recorded`. */
-function chargeOnce(target: ClaimedObject, reference: string, recorded: string[]): ClaimedOperation<string, string> {
+function chargeOnce(clock: Clock, target: ClaimedObject, reference: string, recorded: string[]): ClaimedOperation<string, string> {
   return {
-    claim: async (trx, now) => ({ claim: await takeNetworkClaim(trx, target, 'test.charge', now, { authorizations: [authorization(reference, now)] }), authorizations: [authorization(reference, now)], plan: reference }),
+    claim: async (trx) => {
+      const now = clock.now();
+      return { claim: await takeNetworkClaim(trx, target, 'test.charge', now, { authorizations: [authorization(reference, now)] }), authorizations: [authorization(reference, now)], plan: reference };
+    },
     record: async (_trx, plan, answers) => {
       recorded.push(`${plan}:${answers[0]!.approved ? 'approved' : 'declined'}`);
       return plan;
@@ -70,11 +74,11 @@ describe.each([
     const ctx = { ...testContext(store()), processor: network.processor };
     const recorded: string[] = [];
     const target = object(account, 'sub_wait');
-    const first = runClaimed(ctx, chargeOnce(target, 'ref_first', recorded));
+    const first = runClaimed(ctx, chargeOnce(ctx.clock, target, 'ref_first', recorded));
     await network.atNetwork();
     // Committed and visible to another reader while the network answers.
     expect(await claimsOf(ctx, account)).toEqual([{ resource_id: 'sub_wait', operation: 'test.charge' }]);
-    const second = runClaimed(ctx, chargeOnce(target, 'ref_second', recorded));
+    const second = runClaimed(ctx, chargeOnce(ctx.clock, target, 'ref_second', recorded));
     // The second waits on the claim: nothing of it reaches the network while the first is there.
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(network.asked.map((a) => a.request.reference)).toEqual([]);
@@ -100,7 +104,7 @@ describe.each([
     const recorded: string[] = [];
     // Once its lease has lapsed, the next operation on the object takes the claim over.
     ctx.clock.advance(NETWORK_CLAIM_LEASE_MS);
-    await runClaimed(ctx, chargeOnce(target, 'ref_next', recorded));
+    await runClaimed(ctx, chargeOnce(ctx.clock, target, 'ref_next', recorded));
     expect(network.asked.map((a) => a.request.reference)).toEqual(['ref_dead', 'ref_dead', 'ref_next']);
     expect(network.asked[1]!.result).toEqual(network.asked[0]!.result);
     expect(network.released.map((r) => r.reference)).toEqual(['ref_dead']);
@@ -140,7 +144,7 @@ describe.each([
       },
     };
     const ctx = { ...testContext(store()), processor: failing };
-    await expect(runClaimed(ctx, chargeOnce(object(account, 'sub_fault'), 'ref_fault', []))).rejects.toThrow('timed out');
+    await expect(runClaimed(ctx, chargeOnce(ctx.clock, object(account, 'sub_fault'), 'ref_fault', []))).rejects.toThrow('timed out');
     expect(recording.released.map((r) => r.reference)).toEqual(['ref_fault']);
     expect(await claimsOf(ctx, account)).toEqual([]);
   });
@@ -150,7 +154,7 @@ describe.each([
     const ctx = { ...testContext(store()), processor: network.processor };
     const recorded: string[] = [];
     const target = object(account, 'sub_lost');
-    const slow = runClaimed(ctx, chargeOnce(target, 'ref_slow', recorded));
+    const slow = runClaimed(ctx, chargeOnce(ctx.clock, target, 'ref_slow', recorded));
     await network.atNetwork();
     ctx.clock.advance(NETWORK_CLAIM_LEASE_MS);
     const recovering = recoverLapsedClaims({ ...ctx, processor: recordingNetwork().processor }, [account]);
@@ -161,7 +165,7 @@ describe.each([
 
     let rounds = 0;
     const stale: ClaimedOperation<string, string> = {
-      ...chargeOnce(object(account, 'sub_stale'), 'ref_stale', recorded),
+      ...chargeOnce(ctx.clock, object(account, 'sub_stale'), 'ref_stale', recorded),
       record: async (_trx, plan) => (++rounds === 1 ? STALE : plan),
     };
     const done = runClaimed(ctx, stale);

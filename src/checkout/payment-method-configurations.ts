@@ -15,16 +15,14 @@ import type { Caller } from '../accounts/accounts';
 import type { DisplayPreference } from '../db/column-types';
 import type { Database, PaymentMethodConfigurationsTable } from '../db/schema';
 import { reject } from '../domain/errors';
-import { DISPLAY_METHODS, DISPLAY_PREFERENCES, paymentMethodDisplay, type DisplayMethod, type MethodDisplay } from '../domain/payment-method-display';
+import { paymentMethodDisplay, type DisplayMethod, type MethodDisplay } from '../domain/payment-method-display';
 import type { Context } from '../engine/context';
-import { defineOperation } from '../operations/define';
-import { hasParam, optionalBoolean, optionalString, optionalText, readParams, requireString } from '../operations/params';
 
 export type PaymentMethodConfigurationRow = Selectable<PaymentMethodConfigurationsTable>;
 
 export const DEFAULT_CONFIGURATION_NAME = 'Default';
 export const PAYMENT_METHOD_CONFIGURATIONS_URL = '/v2/payment_method_configurations';
-const MAX_CONFIGURATION_NAME_LENGTH = 100;
+export const MAX_CONFIGURATION_NAME_LENGTH = 100;
 
 export type PaymentMethodConfigurationObject = {
   readonly id: string;
@@ -38,7 +36,8 @@ export type PaymentMethodConfigurationObject = {
   readonly apple_pay: MethodDisplay;
 };
 
-const PREFERENCE_COLUMN = { card: 'card_preference', paypay: 'paypay_preference', apple_pay: 'apple_pay_preference' } as const satisfies Record<DisplayMethod, keyof PaymentMethodConfigurationsTable>;
+/** The column of each method's stored preference. */
+export const PREFERENCE_COLUMN = { card: 'card_preference', paypay: 'paypay_preference', apple_pay: 'apple_pay_preference' } as const satisfies Record<DisplayMethod, keyof PaymentMethodConfigurationsTable>;
 
 export function renderPaymentMethodConfiguration(row: PaymentMethodConfigurationRow): PaymentMethodConfigurationObject {
   const display = paymentMethodDisplay({
@@ -81,11 +80,10 @@ async function findConfiguration(executor: Kysely<Database>, caller: Caller, id:
   return row;
 }
 
-/** `payment_method_configurations.list`: the configurations of the caller's mode (the default first). */
-export async function listPaymentMethodConfigurations(ctx: Context, caller: Caller, input: unknown): Promise<{ object: 'list'; url: string; has_more: boolean; data: PaymentMethodConfigurationObject[] }> {
-  readParams(input, []);
+/** `payment_method_configurations.list`: the configurations of the caller's mode (the default first, created on first use). */
+export async function listPaymentMethodConfigurations(ctx: Context, caller: Caller): Promise<PaymentMethodConfigurationRow[]> {
   await defaultConfiguration(ctx.db, ctx, caller);
-  const rows = await ctx.db
+  return ctx.db
     .selectFrom('payment_method_configurations')
     .selectAll()
     .where('account_id', '=', caller.accountId)
@@ -94,50 +92,25 @@ export async function listPaymentMethodConfigurations(ctx: Context, caller: Call
     .orderBy('created_at')
     .orderBy('configuration_id')
     .execute();
-  return { object: 'list', url: PAYMENT_METHOD_CONFIGURATIONS_URL, has_more: false, data: rows.map(renderPaymentMethodConfiguration) };
 }
 
 /** `payment_method_configurations.retrieve` (`GET /v2/payment_method_configurations/{id}`). */
-export async function retrievePaymentMethodConfiguration(ctx: Context, caller: Caller, input: unknown): Promise<PaymentMethodConfigurationObject> {
-  const params = readParams(input, ['id']);
-  return renderPaymentMethodConfiguration(await findConfiguration(ctx.db, caller, requireString(params, 'id'), false));
+export function retrievePaymentMethodConfiguration(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<PaymentMethodConfigurationRow> {
+  return findConfiguration(ctx.db, caller, command.id, false);
 }
 
-/**
- * `payment_method_configurations.update` (`POST …/{id}`): for each of `card`, `paypay`,
- * `apple_pay` an optional `{ display_preference: { preference } }` with `on`, `off` or `none`;
- * methods not sent are unchanged. Rule 4 ("card cannot be hidden by setting off"): `off` for card
- * is refused (`no_allowed_param`), rather than stored and silently ignored. `active` and `name`
- * (at most 100 characters) change as sent.
- */
-export async function updatePaymentMethodConfiguration(ctx: Context, caller: Caller, input: unknown): Promise<PaymentMethodConfigurationObject> {
-  const params = readParams(input, ['id', 'active', 'name', ...DISPLAY_METHODS]);
-  const id = requireString(params, 'id');
-  // The SDK's other two fields (official-sdks.md §2): whether the configuration is in use, its name.
-  const active = optionalBoolean(params, 'active');
-  const name = optionalText(params, 'name', MAX_CONFIGURATION_NAME_LENGTH);
-  if (name === null) reject('invalid_string_length', 'name', 'name must not be empty');
-  const changes: Partial<Record<(typeof PREFERENCE_COLUMN)[DisplayMethod], DisplayPreference>> & { active?: boolean; name?: string } = {
-    ...(active === undefined ? {} : { active }),
-    ...(name === undefined || name === null ? {} : { name }),
-  };
-  for (const method of DISPLAY_METHODS) {
-    if (!hasParam(params, method)) continue;
-    const body = readParams(params[method], ['display_preference'], method);
-    const preferenceParent = `${method}[display_preference]`;
-    const display = readParams(body.display_preference, ['preference'], preferenceParent);
-    const preference = optionalString(display, 'preference', { parent: preferenceParent });
-    if (preference === undefined) return reject('missing_param', `${preferenceParent}[preference]`, `${preferenceParent}[preference] is required`);
-    if (!(DISPLAY_PREFERENCES as readonly string[]).includes(preference)) {
-      return reject('invalid_param_key', `${preferenceParent}[preference]`, `preference must be on, off or none, got ${JSON.stringify(preference)}`);
-    }
-    if (method === 'card' && preference === 'off') {
-      return reject('no_allowed_param', `${preferenceParent}[preference]`, 'card visibility is computed automatically; card cannot be hidden by setting off');
-    }
-    changes[PREFERENCE_COLUMN[method]] = preference as DisplayPreference;
-  }
+/** `payment_method_configurations.update` as a command (parameters read by the v2 codec, src/api/v2/payment-method-configurations.ts). */
+export interface UpdatePaymentMethodConfigurationCommand {
+  readonly id: string;
+  /** The sent preferences by column, `active` and `name`; methods not sent are unchanged. */
+  readonly changes: Partial<Record<(typeof PREFERENCE_COLUMN)[DisplayMethod], DisplayPreference>> & { active?: boolean; name?: string };
+}
+
+/** `payment_method_configurations.update` (`POST …/{id}`): the sent changes (none: the configuration as it is). */
+export async function updatePaymentMethodConfiguration(ctx: Context, caller: Caller, command: UpdatePaymentMethodConfigurationCommand): Promise<PaymentMethodConfigurationRow> {
+  const { id, changes } = command;
   const now = ctx.clock.now();
-  const row = await ctx.db.transaction().execute(async (trx) => {
+  return ctx.db.transaction().execute(async (trx) => {
     const current = await findConfiguration(trx, caller, id, true);
     if (Object.keys(changes).length === 0) return current;
     return trx
@@ -149,7 +122,6 @@ export async function updatePaymentMethodConfiguration(ctx: Context, caller: Cal
       .returningAll()
       .executeTakeFirstOrThrow();
   });
-  return renderPaymentMethodConfiguration(row);
 }
 
 /**
@@ -176,9 +148,3 @@ export async function setPaymentMethodCapabilities(
     .returningAll()
     .executeTakeFirstOrThrow();
 }
-
-export const PAYMENT_METHOD_CONFIGURATION_OPERATIONS = [
-  defineOperation('payment_method_configurations.list', listPaymentMethodConfigurations),
-  defineOperation('payment_method_configurations.retrieve', retrievePaymentMethodConfiguration),
-  defineOperation('payment_method_configurations.update', updatePaymentMethodConfiguration),
-] as const;

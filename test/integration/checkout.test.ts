@@ -3,12 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
 import { checkoutSessionExpiryJob } from '../../jobs/checkout-session-expiry';
 import { completeCheckoutSession, createCheckoutSession, expireCheckoutSession, openHostedSession, retrieveCheckoutSession } from '../../src/checkout/checkout-sessions';
-import {
-  listPaymentMethodConfigurations,
-  retrievePaymentMethodConfiguration,
-  setPaymentMethodCapabilities,
-  updatePaymentMethodConfiguration,
-} from '../../src/checkout/payment-method-configurations';
+import { setPaymentMethodCapabilities, type PaymentMethodConfigurationObject } from '../../src/checkout/payment-method-configurations';
 import { decodeCreateToken } from '../../src/api/v1/tokens';
 import { createToken } from '../../src/customers/tokens';
 import type { Database } from '../../src/db/schema';
@@ -24,6 +19,9 @@ import { v2Operation } from '../support/operations';
 
 const createPrice = v2Operation<PriceObject>('prices.create');
 const retrievePrice = v2Operation<PriceObject>('prices.retrieve');
+const listPaymentMethodConfigurations = v2Operation<{ object: 'list'; url: string; has_more: boolean; data: PaymentMethodConfigurationObject[] }>('payment_method_configurations.list');
+const retrievePaymentMethodConfiguration = v2Operation<PaymentMethodConfigurationObject>('payment_method_configurations.retrieve');
+const updatePaymentMethodConfiguration = v2Operation<PaymentMethodConfigurationObject>('payment_method_configurations.update');
 
 const ACCOUNT = 'acct_checkout';
 const secret: Caller = { accountId: ACCOUNT, livemode: false, kind: 'secret' };

@@ -30,6 +30,7 @@ import { customerInScope, LIVE_BOOK, type JobScope } from '../test-clocks/clock-
 import { checkpoint, runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { liveClaimSql } from './charge-claims';
 import { accountsWithLapsedIntents, recoverCreateIntents } from './create-intents';
+import { accountsWithLapsedClaims, recoverLapsedClaims } from '../engine/network-claims';
 import { recordChargeEvents, type ChargeEventKey } from './charge-record';
 import { bulkColumns, ROW_KEYS } from '../db/bulk-rows';
 
@@ -47,6 +48,7 @@ const LIVE_HOLD = sql`paid AND NOT captured AND NOT refunded AND released_at IS 
  */
 export async function expireHolds(ctx: Context, run: SlotRun): Promise<JobCounts> {
   const recovered = await recoverLapsedCreateIntents(ctx, run);
+  const claims = await recoverLapsedNetworkClaims(ctx, run);
   const counts = await runBatches(
     ctx,
     run,
@@ -54,7 +56,22 @@ export async function expireHolds(ctx: Context, run: SlotRun): Promise<JobCounts
     (db, cap) => dueAccounts(db, 'charges', sql`d.paid AND NOT d.captured AND NOT d.refunded AND d.released_at IS NULL AND d.expired_at IS NOT NULL AND d.expired_at < ${run.slot} AND ${customerInScope(ctx, 'd')}`, cap),
     (trx, accountIds, limit) => expireHoldBatch(trx, ctx, accountIds, run.slot, limit),
   );
-  return recovered === 0 ? counts : { intents_recovered: recovered, ...counts };
+  return { ...(recovered === 0 ? {} : { intents_recovered: recovered }), ...(claims === 0 ? {} : { claims_recovered: claims }), ...counts };
+}
+
+/**
+ * Before the holds too: the network claims whose process died between the claim and the record
+ * (src/engine/network-claims.ts: a subscription's charge), lapsed on the worker's clock, undone
+ * account by account (asked again under their references, what was approved released). Counted as
+ * `claims_recovered` only when there were any.
+ */
+async function recoverLapsedNetworkClaims(ctx: Context, run: SlotRun): Promise<number> {
+  let recovered = 0;
+  for (const accountId of await accountsWithLapsedClaims(ctx.db, ctx.clock.now())) {
+    checkpoint(run);
+    recovered += await recoverLapsedClaims(ctx, [accountId], ctx.config.batchSize);
+  }
+  return recovered;
 }
 
 /**

@@ -8,6 +8,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/engine/clock';
+import { holdExpiryJob } from '../../jobs/hold-expiry';
+import { Scheduler } from '../../src/engine/scheduler';
 import { openStore, type Store } from '../../src/db/connect';
 import { migrate } from '../../src/db/migrate';
 import {
@@ -126,6 +128,26 @@ describe.each([
     const counts = await Promise.all([recoverLapsedClaims(ctx, [accountId], 2), recoverLapsedClaims(ctx, [accountId], 2)]);
     expect(counts[0]! + counts[1]!).toBe(3);
     expect(network.released.map((r) => r.reference).sort()).toEqual(['ref_a', 'ref_b', 'ref_c']);
+    expect(await claimsOf(ctx, accountId)).toEqual([]);
+  });
+
+  it('the hold-expiry job undoes a lapsed claim nobody came back for, once, and counts it', async () => {
+    const network = recordingNetwork();
+    const ctx = { ...testContext(store()), processor: network.processor };
+    const accountId = `${account}_job`;
+    const at = ctx.clock.now();
+    await ctx.db.transaction().execute((trx) => takeNetworkClaim(trx, object(accountId, 'sub_job'), 'test.charge', at, { authorizations: [authorization('ref_job', at)] }));
+    await network.processor.authorize([authorization('ref_job', at)]);
+    const runAt = async (ms: number) => {
+      const slot = new Date(at.getTime() + ms);
+      ctx.clock.set(slot);
+      const outcome = await new Scheduler(ctx, [holdExpiryJob], { owner: `claims-${ms}` }).runSlot(holdExpiryJob.name, slot);
+      return outcome.status === 'succeeded' ? outcome.counts : outcome;
+    };
+    expect(await runAt(0)).not.toHaveProperty('claims_recovered');
+    expect(await runAt(NETWORK_CLAIM_LEASE_MS)).toMatchObject({ claims_recovered: 1 });
+    expect(await runAt(2 * NETWORK_CLAIM_LEASE_MS)).not.toHaveProperty('claims_recovered');
+    expect(network.released.map((r) => r.reference)).toEqual(['ref_job']);
     expect(await claimsOf(ctx, accountId)).toEqual([]);
   });
 

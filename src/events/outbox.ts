@@ -183,7 +183,8 @@ export function pendingWebhooksSql(rows: string, account: string, livemode: stri
 export function withWebhookDeliveries(insertEvents: RawBuilder<unknown>, accountIds: readonly string[], around?: AroundEvents): RawBuilder<unknown> {
   const written = sql`written AS (${insertEvents} RETURNING account_id, event_id, livemode, api_version, type, created_at, object_type, resource_id, data)`;
   // A delivery is on the test clock of its event's customer (src/test-clocks/clock-scope.ts): the
-  // customer the event's object names, or the customer itself; a clock's own events are on it, and
+  // customer the event's object names (v1 `customer`, v2 `customer_id`, or a dispute's charge's
+  // customer: a dispute names its charge only), or the customer itself; a clock's own events are on it, and
   // so are those of its books (a test-mode term, statement or balance carrying the clock).
   const book = (table: string, id: string) =>
     sql`SELECT b.test_clock_id FROM ${sql.table(table)} b WHERE ${inAccounts('b.account_id', accountIds)} AND b.account_id = e.account_id AND NOT b.livemode AND ${sql.ref(`b.${id}`)} = e.resource_id`;
@@ -192,7 +193,9 @@ export function withWebhookDeliveries(insertEvents: RawBuilder<unknown>, account
       CASE WHEN NOT e.livemode AND (${sql.join([ID_PREFIX.term, ID_PREFIX.statement, ID_PREFIX.balance].map((prefix) => sql`starts_with(e.resource_id, ${prefix})`), sql` OR `)}) THEN (${book('terms', 'term_id')} UNION ALL ${book('statements', 'statement_id')} UNION ALL ${book('balances', 'balance_id')} LIMIT 1) END)
     FROM written e JOIN webhook_endpoints w ON ${endpointReceives('e.account_id', 'e.livemode', 'e.api_version', 'e.type', accountIds)}
     LEFT JOIN customers k ON NOT e.livemode AND ${inAccounts('k.account_id', accountIds)} AND k.account_id = e.account_id AND k.livemode = e.livemode
-      AND k.customer_id = CASE WHEN e.object_type = 'customer' THEN e.resource_id ELSE e.data->>'customer' END AND k.test_clock_id IS NOT NULL`;
+      AND k.customer_id = CASE WHEN e.object_type = 'customer' THEN e.resource_id ELSE coalesce(e.data->>'customer', e.data->>'customer_id',
+        (SELECT h.customer_id FROM charges h WHERE ${inAccounts('h.account_id', accountIds)} AND h.account_id = e.account_id AND NOT h.livemode AND h.charge_id = e.data->>'charge_id')) END
+      AND k.test_clock_id IS NOT NULL`;
   if (around === undefined) return sql`WITH ${written} ${deliveries}`;
   return sql`WITH ${around.before}, ${written}, deliveries AS (${deliveries}) ${around.select}`;
 }

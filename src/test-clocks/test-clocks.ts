@@ -121,7 +121,9 @@ export async function deleteTestClock(ctx: Context, caller: Caller, id: string):
     const charges = sql`(SELECT charge_id FROM charges WHERE account_id = ${account} AND NOT livemode AND customer_id IN ${customers})`;
     const flows = sql`(SELECT payment_flow_id FROM payment_flows WHERE account_id = ${account} AND NOT livemode AND customer_id IN ${customers})`;
     await sql`DELETE FROM webhook_deliveries WHERE account_id = ${account} AND test_clock_id = ${id}`.execute(trx);
-    await sql`DELETE FROM events WHERE account_id = ${account} AND NOT livemode AND (resource_id IN ${customers} OR data->>'customer' IN ${customers} OR resource_id = ${id})`.execute(trx);
+    // The events of the clock's objects: those naming one of its customers (v1 `customer`, v2 `customer_id`), or one of its charges (a dispute's).
+    await sql`DELETE FROM events WHERE account_id = ${account} AND NOT livemode
+      AND (resource_id IN ${customers} OR data->>'customer' IN ${customers} OR data->>'customer_id' IN ${customers} OR data->>'charge_id' IN ${charges} OR resource_id = ${id})`.execute(trx);
     await sql`DELETE FROM refunds WHERE account_id = ${account} AND NOT livemode AND charge_id IN ${charges}`.execute(trx);
     await sql`DELETE FROM disputes WHERE account_id = ${account} AND NOT livemode AND charge_id IN ${charges}`.execute(trx);
     await sql`DELETE FROM checkout_sessions WHERE account_id = ${account} AND NOT livemode AND customer_id IN ${customers}`.execute(trx);

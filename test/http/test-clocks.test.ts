@@ -79,6 +79,25 @@ describe('test clocks through the payjp SDK and plain fetch', () => {
     expect((await setDefault('')).status).toBe(200);
   });
 
+  it('a dispute on a clock: opened by the advance at its own clock instant, its event delivered by the advance on the clock, and deleted with the clock', async () => {
+    const start = seconds('2027-06-01T00:00:00+09:00');
+    const clock = (await clockApi('POST', '', { frozen_time: String(start), name: 'dispute' })).body;
+    // A card whose captures the issuer disputes three days later.
+    const customer = await payjp.customers.create({ card: await token('4000000000000259'), test_clock: clock.id } as never);
+    const charge = await payjp.charges.create({ amount: 3000, currency: 'jpy', customer: customer.id });
+    expect(charge.created).toBe(start);
+    const receivedBefore = receiver.received.length;
+    const to = start + 5 * 86_400;
+    expect((await clockApi('POST', `/${clock.id}/advance`, { frozen_time: String(to) })).status).toBe(200);
+    await ready(clock.id);
+    const disputed = receiver.received.slice(receivedBefore).map((request) => JSON.parse(request.body) as Json).filter((event) => event.type === 'dispute.created');
+    expect(disputed.map((event) => [event.data.charge_id, Date.parse(event.created_at) / 1000])).toEqual([[charge.id, start + 3 * 86_400]]);
+    const delivery = await server.ctx.db.selectFrom('webhook_deliveries').select(['test_clock_id', 'status']).where('account_id', '=', 'acct_http_a').where('event_id', '=', disputed[0]!.id).execute();
+    expect(delivery).toEqual([{ test_clock_id: clock.id, status: 'delivered' }]);
+    expect(await clockApi('DELETE', `/${clock.id}`)).toMatchObject({ status: 200 });
+    expect(await server.ctx.db.selectFrom('events').select('event_id').where('account_id', '=', 'acct_http_a').where('event_id', '=', disputed[0]!.id).execute()).toEqual([]);
+  });
+
   it('a year on a clock: trial end, 12 renewals, a declined trial end paused, webhooks once each on the clock time; live objects untouched', async () => {
     const start = '2027-01-01T00:00:00+09:00';
     const clock = (await clockApi('POST', '', { frozen_time: String(seconds(start)), name: 'a year' })).body;

@@ -14,7 +14,7 @@ import { V2_CUSTOMER_OPERATIONS } from './v2/customers';
 import { V2_EVENT_OPERATIONS } from './v2/events';
 import { PAYMENT_FLOW_OPERATIONS } from '../payment-flows/payment-flows';
 import { PAYMENT_METHOD_OPERATIONS } from './v2/payment-methods';
-import { SETUP_FLOW_OPERATIONS } from '../setup-flows/setup-flows';
+import { SETUP_FLOW_OPERATIONS } from './v2/setup-flows';
 import { TAX_RATE_OPERATIONS } from './v2/tax-rates';
 import { PRODUCT_OPERATIONS } from './v2/products';
 import { PAYMENT_REFUND_OPERATIONS } from './v2/payment-refunds';

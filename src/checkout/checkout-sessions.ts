@@ -495,7 +495,7 @@ async function completeSetupSession(ctx: Context, caller: Caller, id: string, me
   });
   let flow = await retrieveSetupFlow(ctx, server, { id: flowId });
   if (flow.status !== 'succeeded') {
-    flow = await confirmSetupFlow(ctx, server, { id: flowId, ...(methodId === undefined ? {} : { payment_method_id: methodId }) });
+    flow = await confirmSetupFlow(ctx, server, { id: flowId, methodId });
     if (flow.status === 'requires_action') flow = await completeSetupFlowAction(ctx, server, { id: flowId });
   }
   if (flow.status !== 'succeeded') return reject('invalid_status', undefined, `the setup flow of checkout session ${id} is ${flow.status}`);

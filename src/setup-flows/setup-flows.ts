@@ -22,24 +22,18 @@ import { findCustomer } from '../customers/customer-record';
 import { consumeToken } from '../customers/tokens';
 import type { Database, SetupFlowsTable } from '../db/schema';
 import { KessaiError, reject, type ErrorCode } from '../domain/errors';
-import { createMetadata, mergeMetadata } from '../domain/metadata';
-import { MAX_TEXT_LENGTH } from '../domain/limits';
+import { mergeMetadata } from '../domain/metadata';
 import { claimLapsed } from '../domain/network-claims';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvents, type EventInput } from '../events/outbox';
-import { defineOperation } from '../operations/define';
-import { hasParam, optionalString, readParams, requireString, type Params } from '../operations/params';
-import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
+import { inV2Page, type V2Page } from '../operations/v2-pagination';
 import { newClientSecret } from '../payment-flows/payment-flow-object';
 import { cardNeedsThreeDSecure } from '../payment-flows/payment-method';
 import { attachMethod, findPaymentMethod, insertPaymentMethod, type PaymentMethodRow } from '../payment-methods/payment-methods';
 
 export type SetupFlowRow = Selectable<SetupFlowsTable>;
 
-export const SETUP_FLOWS_URL = '/v2/setup_flows';
-export const SETUP_FLOW_USAGES = ['off_session', 'on_session'] as const;
-export const SETUP_FLOW_CANCELLATION_REASONS = ['abandoned', 'duplicate', 'requested_by_customer'] as const;
 /** The amount of the verification authorization, released at once (never captured). */
 export const VERIFICATION_AMOUNT = 1;
 
@@ -120,36 +114,6 @@ async function saveFlow(trx: Kysely<Database>, row: SetupFlowRow, changes: Updat
     .executeTakeFirstOrThrow();
 }
 
-function readDescription(params: Params): string | null | undefined {
-  const description = optionalString(params, 'description', { code: 'invalid_string_length' });
-  if (description === undefined) return undefined;
-  if ([...description].length > MAX_TEXT_LENGTH) reject('invalid_string_length', 'description', `description must be at most ${MAX_TEXT_LENGTH} characters`);
-  return description === '' ? null : description;
-}
-
-/** `payment_method_types`: the SDK allows `card` only for setup flows. */
-function readTypes(params: Params): string[] | undefined {
-  if (!hasParam(params, 'payment_method_types')) return undefined;
-  const value = params.payment_method_types;
-  if (!Array.isArray(value) || value.length === 0) return reject('invalid_param_key', 'payment_method_types', 'payment_method_types must be a non-empty array');
-  value.forEach((entry, i) => {
-    if (entry !== 'card') reject('invalid_param_key', `payment_method_types[${i}]`, `a setup flow saves cards only; got ${JSON.stringify(entry)}`);
-  });
-  return ['card'];
-}
-
-/** `payment_method_options[card][request_three_d_secure]`: `automatic` only (the card decides), as payment flows. */
-function readOptions(params: Params): void {
-  if (!hasParam(params, 'payment_method_options')) return;
-  const options = readParams(params.payment_method_options, ['card'], 'payment_method_options');
-  if (!hasParam(options, 'card')) return;
-  const card = readParams(options.card, ['request_three_d_secure'], 'payment_method_options[card]');
-  const value = card.request_three_d_secure;
-  if (value !== undefined && value !== null && value !== 'automatic') {
-    reject('invalid_param_key', 'payment_method_options[card][request_three_d_secure]', 'request_three_d_secure must be automatic: 3-D Secure is asked for by the card (service rules §2.2)');
-  }
-}
-
 export interface NewSetupFlowInput {
   readonly usage: SetupFlowRow['usage'];
   readonly customerId: string | null;
@@ -191,28 +155,46 @@ export async function insertSetupFlow(trx: Kysely<Database>, ctx: Pick<Context, 
   return row;
 }
 
-/** `setup_flows.create`: `customer_id`, `usage` (default off_session), `payment_method_types` ([card]), `payment_method_options`, `description`, `metadata` (v2 §2.6). */
-export async function createSetupFlow(ctx: Context, caller: Caller, input: unknown): Promise<SetupFlowObject> {
-  const params = readParams(input, ['customer_id', 'usage', 'payment_method_types', 'payment_method_options', 'description', 'metadata']);
-  const customerId = optionalString(params, 'customer_id', { code: 'invalid_customer' }) ?? null;
-  const usage = optionalString(params, 'usage') ?? 'off_session';
-  if (!(SETUP_FLOW_USAGES as readonly string[]).includes(usage)) reject('invalid_param_key', 'usage', `usage must be off_session or on_session, got ${JSON.stringify(usage)}`);
-  readTypes(params);
-  readOptions(params);
-  const description = readDescription(params) ?? null;
-  const metadata = hasParam(params, 'metadata') ? createMetadata(params.metadata, 'v2') : {};
-  const now = ctx.clock.now();
-  const row = await ctx.db.transaction().execute(async (trx) => {
-    if (customerId !== null) await findCustomer(trx, caller, customerId, 'customer_id');
-    return insertSetupFlow(trx, ctx, caller, { usage: usage as SetupFlowRow['usage'], customerId, description, metadata, checkoutSessionId: null }, now);
-  });
-  return renderSetupFlow(row);
+/** A setup flow to create (parameters read by the v2 codec, src/api/v2/setup-flows.ts). */
+export interface CreateSetupFlowCommand {
+  readonly customerId: string | null;
+  readonly usage: SetupFlowRow['usage'];
+  readonly description: string | null;
+  readonly metadata: Readonly<Record<string, string | number | boolean>>;
 }
 
-/** `setup_flows.retrieve`; with the public key the flow's `client_secret` is required (v2 §4.8). */
-export async function retrieveSetupFlow(ctx: Context, caller: Caller, input: unknown): Promise<SetupFlowObject> {
-  const params = readParams(input, ['id', 'client_secret']);
-  return renderSetupFlow(await findSetupFlow(ctx.db, caller, requireString(params, 'id'), { clientSecret: optionalString(params, 'client_secret') }));
+/** `setup_flows.create`: the flow (requires_payment_method) and `setup_flow.created`; an unknown customer is refused on `customer_id`. */
+export async function createSetupFlow(ctx: Context, caller: Caller, command: CreateSetupFlowCommand): Promise<SetupFlowRow> {
+  const { customerId, usage, description, metadata } = command;
+  const now = ctx.clock.now();
+  return ctx.db.transaction().execute(async (trx) => {
+    if (customerId !== null) await findCustomer(trx, caller, customerId, 'customer_id');
+    return insertSetupFlow(trx, ctx, caller, { usage, customerId, description, metadata, checkoutSessionId: null }, now);
+  });
+}
+
+/** A flow named by a caller: with the public key the flow's `client_secret` is required (v2 §4.8). */
+export interface SetupFlowRef {
+  readonly id: string;
+  readonly clientSecret?: string | undefined;
+}
+
+/** `setup_flows.retrieve`. */
+export function retrieveSetupFlow(ctx: Context, caller: Caller, command: SetupFlowRef): Promise<SetupFlowRow> {
+  return findSetupFlow(ctx.db, caller, command.id, { clientSecret: command.clientSecret });
+}
+
+export interface UpdateSetupFlowCommand {
+  readonly id: string;
+  /** Each undefined when not sent. */
+  readonly customerId?: string | undefined;
+  readonly paymentMethodTypes?: readonly string[] | undefined;
+  /** `payment_method_options` was sent (its one allowed value changes nothing, but it may only be sent before confirmation). */
+  readonly paymentMethodOptionsSent: boolean;
+  /** null empties it. */
+  readonly description?: string | null | undefined;
+  /** The metadata as sent, merged (and checked) against the flow's own once it is found; undefined when not sent. */
+  readonly metadata?: unknown;
 }
 
 /**
@@ -220,24 +202,19 @@ export async function retrieveSetupFlow(ctx: Context, caller: Caller, input: unk
  * `customer_id`, `payment_method_types` and `payment_method_options` only before confirmation
  * (`invalid_status` after). No event: v2 §6.1 has no `setup_flow.updated`.
  */
-export async function updateSetupFlow(ctx: Context, caller: Caller, input: unknown): Promise<SetupFlowObject> {
-  const params = readParams(input, ['id', 'customer_id', 'payment_method_types', 'payment_method_options', 'description', 'metadata']);
-  const id = requireString(params, 'id');
-  const customerId = optionalString(params, 'customer_id', { code: 'invalid_customer' });
-  const types = readTypes(params);
-  readOptions(params);
-  const description = readDescription(params);
+export async function updateSetupFlow(ctx: Context, caller: Caller, command: UpdateSetupFlowCommand): Promise<SetupFlowRow> {
+  const { id, customerId, description } = command;
   const now = ctx.clock.now();
-  const row = await ctx.db.transaction().execute(async (trx) => {
+  return ctx.db.transaction().execute(async (trx) => {
     const flow = await findSetupFlow(trx, caller, id, { lock: true });
     // A confirmation's claim is stamped by updated_at: any change now would void it (as payment flows).
     if (flow.status === 'processing' && !claimLapsed(flow.updated_at, now)) reject('invalid_status', undefined, 'this setup flow is being confirmed; update it when the confirmation has ended');
-    const beforeConfirmation = customerId !== undefined ? 'customer_id' : types !== undefined ? 'payment_method_types' : hasParam(params, 'payment_method_options') ? 'payment_method_options' : undefined;
+    const beforeConfirmation = customerId !== undefined ? 'customer_id' : command.paymentMethodTypes !== undefined ? 'payment_method_types' : command.paymentMethodOptionsSent ? 'payment_method_options' : undefined;
     if (beforeConfirmation !== undefined && !CONFIRMABLE.has(flow.status)) {
       reject('invalid_status', beforeConfirmation, `customer_id, payment_method_types and payment_method_options can change only before confirmation; this setup flow is ${flow.status}`);
     }
     if (customerId !== undefined) await findCustomer(trx, caller, customerId, 'customer_id');
-    const metadata = hasParam(params, 'metadata') ? mergeMetadata(flow.metadata, params.metadata, 'v2') : undefined;
+    const metadata = command.metadata === undefined ? undefined : mergeMetadata(flow.metadata, command.metadata, 'v2');
     return saveFlow(trx, flow, {
       ...(customerId === undefined ? {} : { customer_id: customerId }),
       ...(description === undefined ? {} : { description }),
@@ -245,44 +222,43 @@ export async function updateSetupFlow(ctx: Context, caller: Caller, input: unkno
       updated_at: now,
     });
   });
-  return renderSetupFlow(row);
 }
 
-/** `setup_flows.list`: newest first, v2 cursors, optional `customer_id`. */
-export async function listSetupFlows(ctx: Context, caller: Caller, input: unknown): Promise<V2List<SetupFlowObject>> {
-  const params = readParams(input, [...V2_PAGINATION_PARAMS, 'customer_id']);
-  const page = readV2Page(params);
-  const customer = optionalString(params, 'customer_id', { code: 'invalid_querystring' });
+export interface ListSetupFlowsCommand {
+  readonly page: V2Page;
+  readonly customerId?: string | undefined;
+}
+
+/** `setup_flows.list`: newest first, v2 cursors, optionally one customer's. */
+export async function listSetupFlows(ctx: Context, caller: Caller, command: ListSetupFlowsCommand): Promise<SetupFlowRow[]> {
+  const { page, customerId } = command;
   const cursor = page.cursor === undefined ? undefined : await findSetupFlow(ctx.db, caller, page.cursor.id, { param: page.cursor.param });
-  const rows = await ctx.db
+  return ctx.db
     .selectFrom('setup_flows')
     .selectAll()
     .where('account_id', '=', caller.accountId)
     .where('livemode', '=', caller.livemode)
-    .$if(customer !== undefined, (q) => q.where('customer_id', '=', customer!))
+    .$if(customerId !== undefined, (q) => q.where('customer_id', '=', customerId!))
     .$call(inV2Page(page, cursor && { created_at: cursor.created_at, id: cursor.setup_flow_id }, 'setup_flow_id'))
     .execute();
-  return v2ListObject(rows, page, SETUP_FLOWS_URL, renderSetupFlow);
 }
 
-/** `setup_flows.cancel` (`cancellation_reason` optional): from any status but succeeded and canceled. */
-export async function cancelSetupFlow(ctx: Context, caller: Caller, input: unknown): Promise<SetupFlowObject> {
-  const params = readParams(input, ['id', 'cancellation_reason']);
-  const id = requireString(params, 'id');
-  const reason = optionalString(params, 'cancellation_reason') ?? null;
-  if (reason !== null && !(SETUP_FLOW_CANCELLATION_REASONS as readonly string[]).includes(reason)) {
-    reject('invalid_param_key', 'cancellation_reason', `cancellation_reason must be one of ${SETUP_FLOW_CANCELLATION_REASONS.join(', ')}`);
-  }
+export interface CancelSetupFlowCommand {
+  readonly id: string;
+  readonly reason: SetupFlowRow['cancellation_reason'];
+}
+
+/** `setup_flows.cancel`: from any status but succeeded and canceled; `setup_flow.canceled`. */
+export async function cancelSetupFlow(ctx: Context, caller: Caller, command: CancelSetupFlowCommand): Promise<SetupFlowRow> {
   const now = ctx.clock.now();
-  const row = await ctx.db.transaction().execute(async (trx) => {
-    const flow = await findSetupFlow(trx, caller, id, { lock: true });
+  return ctx.db.transaction().execute(async (trx) => {
+    const flow = await findSetupFlow(trx, caller, command.id, { lock: true });
     if (flow.status === 'succeeded' || flow.status === 'canceled') reject('invalid_status', undefined, `a setup flow that is ${flow.status} cannot be canceled`);
     if (flow.status === 'processing' && !claimLapsed(flow.updated_at, now)) reject('invalid_status', undefined, 'this setup flow is being confirmed; cancel it when the confirmation has ended');
-    const canceled = await saveFlow(trx, flow, { status: 'canceled', cancellation_reason: reason as SetupFlowRow['cancellation_reason'], canceled_at: now, next_action: null, updated_at: now });
+    const canceled = await saveFlow(trx, flow, { status: 'canceled', cancellation_reason: command.reason, canceled_at: now, next_action: null, updated_at: now });
     await recordEvents(trx, ctx.ids, [setupFlowEvent(canceled, 'setup_flow.canceled', now)]);
     return canceled;
   });
-  return renderSetupFlow(row);
 }
 
 /**
@@ -305,6 +281,12 @@ async function methodToVerify(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, 
 
 type Claimed = { readonly kind: 'claimed'; readonly flow: SetupFlowRow; readonly method: PaymentMethodRow; readonly authenticate: boolean } | { readonly kind: 'done'; readonly flow: SetupFlowRow };
 
+export interface ConfirmSetupFlowCommand extends SetupFlowRef {
+  /** A `pm_` method or a `tok_` token; undefined: the method attached before. */
+  readonly methodId?: string | undefined;
+  readonly returnUrl?: string | undefined;
+}
+
 /**
  * `setup_flows.confirm`: the server (secret key) or the browser (public key + `client_secret`)
  * confirms with `payment_method_id` (`pm_` or `tok_`; or the method attached before) and an
@@ -313,13 +295,8 @@ type Claimed = { readonly kind: 'claimed'; readonly flow: SetupFlowRow; readonly
  * succeeds (`setup_flow.succeeded`, the method attached to the customer) or fails
  * (`setup_flow.setup_failed`, then 402 with the card's code).
  */
-export async function confirmSetupFlow(ctx: Context, caller: Caller, input: unknown): Promise<SetupFlowObject> {
-  const params = readParams(input, ['id', 'client_secret', 'payment_method_id', 'return_url']);
-  const id = requireString(params, 'id');
-  const clientSecret = optionalString(params, 'client_secret');
-  const methodId = optionalString(params, 'payment_method_id');
-  const returnUrl = optionalString(params, 'return_url');
-  if (returnUrl !== undefined && !/^https?:\/\/\S+$/.test(returnUrl)) reject('invalid_param_key', 'return_url', 'return_url must be an http(s) URL');
+export async function confirmSetupFlow(ctx: Context, caller: Caller, command: ConfirmSetupFlowCommand): Promise<SetupFlowRow> {
+  const { id, clientSecret, methodId, returnUrl } = command;
   const now = ctx.clock.now();
   const claimed = await ctx.db.transaction().execute(async (trx): Promise<Claimed> => {
     const flow = await findSetupFlow(trx, caller, id, { lock: true, clientSecret });
@@ -347,10 +324,8 @@ export async function confirmSetupFlow(ctx: Context, caller: Caller, input: unkn
  * `setup_flows.complete_action`: the browser returns from the 3-D Secure challenge of a flow in
  * requires_action; the issuer's answer decides, then the card is verified as at confirmation.
  */
-export async function completeSetupFlowAction(ctx: Context, caller: Caller, input: unknown): Promise<SetupFlowObject> {
-  const params = readParams(input, ['id', 'client_secret']);
-  const id = requireString(params, 'id');
-  const clientSecret = optionalString(params, 'client_secret');
+export async function completeSetupFlowAction(ctx: Context, caller: Caller, command: SetupFlowRef): Promise<SetupFlowRow> {
+  const { id, clientSecret } = command;
   const now = ctx.clock.now();
   const claimed = await ctx.db.transaction().execute(async (trx): Promise<Claimed> => {
     const flow = await findSetupFlow(trx, caller, id, { lock: true, clientSecret });
@@ -379,8 +354,8 @@ async function verifyCard(ctx: Pick<Context, 'processor'>, flow: SetupFlowRow, m
 }
 
 /** Verifies a claimed flow's card, then records the outcome if the claim still holds. */
-async function finish(ctx: Context, caller: Caller, claimed: Claimed): Promise<SetupFlowObject> {
-  if (claimed.kind === 'done') return renderSetupFlow(claimed.flow);
+async function finish(ctx: Context, caller: Caller, claimed: Claimed): Promise<SetupFlowRow> {
+  if (claimed.kind === 'done') return claimed.flow;
   const { flow, method } = claimed;
   const outcome = await verifyCard(ctx, flow, method, claimed.authenticate, ctx.clock.now());
   const now = ctx.clock.now();
@@ -410,15 +385,5 @@ async function finish(ctx: Context, caller: Caller, claimed: Claimed): Promise<S
   });
   const error = row.last_setup_error as { code?: ErrorCode; message?: string } | null;
   if (row.status === 'requires_payment_method' && error?.code !== undefined) throw new KessaiError(error.code, { message: error.message ?? 'the card was refused', param: 'payment_method_id' });
-  return renderSetupFlow(row);
+  return row;
 }
-
-export const SETUP_FLOW_OPERATIONS = [
-  defineOperation('setup_flows.create', createSetupFlow),
-  defineOperation('setup_flows.retrieve', retrieveSetupFlow, { keys: 'secret_or_public' }),
-  defineOperation('setup_flows.update', updateSetupFlow),
-  defineOperation('setup_flows.list', listSetupFlows),
-  defineOperation('setup_flows.cancel', cancelSetupFlow),
-  defineOperation('setup_flows.confirm', confirmSetupFlow, { keys: 'secret_or_public' }),
-  defineOperation('setup_flows.complete_action', completeSetupFlowAction, { keys: 'secret_or_public' }),
-] as const;

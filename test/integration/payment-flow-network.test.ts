@@ -21,13 +21,16 @@ import { NETWORK_CLAIM_LEASE_MS } from '../../src/domain/network-claims';
 import { listEvents } from '../../src/events/outbox';
 import { cancelPaymentFlow, capturePaymentFlow, completePaymentFlowAction, confirmPaymentFlow, createPaymentFlow, retrievePaymentFlow, updatePaymentFlow } from '../../src/payment-flows/payment-flows';
 import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card-network';
-import { confirmSetupFlow, createSetupFlow, updateSetupFlow } from '../../src/setup-flows/setup-flows';
+import type { SetupFlowObject } from '../../src/setup-flows/setup-flows';
 import { TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
 import { probeRowLock, whileLocked, type ProbedRow } from '../support/row-locks';
 import { v2Operation } from '../support/operations';
 
 const createPrice = v2Operation<PriceObject>('prices.create');
+const createSetupFlow = v2Operation<SetupFlowObject>('setup_flows.create');
+const confirmSetupFlow = v2Operation<SetupFlowObject>('setup_flows.confirm');
+const updateSetupFlow = v2Operation<SetupFlowObject>('setup_flows.update');
 
 const ACCOUNT = 'acct_flow_network';
 const secret: Caller = { accountId: ACCOUNT, livemode: false, kind: 'secret' };

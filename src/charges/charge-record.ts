@@ -3,7 +3,7 @@
  * card a charge embeds (a customer's stored card, or the card of the token it was made with), and
  * the `charge.*` events of many charges rendered server-side in one statement.
  */
-import { sql, type CompiledQuery, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import type { Database } from '../db/schema';
 import { reject } from '../domain/errors';
@@ -15,7 +15,7 @@ import { compositeKey } from '../db/bulk-rows';
 import { fixedStatement } from '../db/fixed-statement';
 import { prepared } from '../db/prepared';
 import { claimRowDeletion, claimRowOf, type ChargeClaim, type ClaimRowValues } from './claim-rows';
-import { insertBuiltEvents, withWebhookDeliveries } from '../events/outbox';
+import { writeEventRows } from '../events/outbox';
 
 /** The charge of the caller's account and mode, locked FOR UPDATE when asked; `invalid_id` on `id` otherwise. */
 export async function findCharge(executor: Kysely<Database>, caller: Caller, chargeId: string, lock = false): Promise<ChargeRow> {
@@ -146,83 +146,88 @@ function chargeCardJoins(accountIds: readonly string[]): RawBuilder<unknown> {
 }
 
 /**
- * charges.create's record step (create-intents.ts) in one statement: the charge row and its
- * `charge.*` event (with the event's webhook deliveries) are written only if, in the same
- * statement, the create intent is still this request's and is dropped (`intent`: the DELETE of
- * claimRowDeletion, claim-rows.ts), and the term the row is settled into, if any, is still open — read FOR SHARE, so a close of it
- * waits for this commit and then counts the charge. The INSERT … RETURNING is a common table
- * expression; PostgreSQL builds the charge object from the stored row and its card once
- * (CHARGE_OBJECT_SQL, as recordChargeEvents and a retrieve build it, jsonb's key order of the
- * metadata included), for the event and for the answer. Returns that object, or undefined when a
- * guard failed and nothing was written (the caller tells which: createCharge).
+ * charges.create's record step (create-intents.ts): the charge row and its `charge.*` event (with
+ * the event's webhook deliveries) are written only if the create intent is still this request's
+ * and is dropped (`intent`: the DELETE of claimRowDeletion, claim-rows.ts) and the term the row is
+ * settled into, if any, is still open — read FOR SHARE in the DELETE, so a close of it waits for
+ * this commit and then counts the charge. Then the row, and PostgreSQL builds the charge object from
+ * the stored row and its card once (CHARGE_OBJECT_SQL, as recordChargeEvents and a retrieve build
+ * it, jsonb's key order of the metadata included), for the event and for the answer. Separate
+ * statements, each routed whole on Citus (a data-modifying common table expression is not:
+ * docs/decisions/citus.md). Returns that object, or undefined when a guard failed and nothing was
+ * written (the caller tells which: createCharge).
  */
 export async function insertCreatedCharge(executor: Kysely<Database>, ids: IdGenerator, row: ChargeRow, type: string, intent: ChargeClaim): Promise<ChargeObject | undefined> {
   const stored: StoredChargeRow = { ...row, metadata: JSON.stringify(row.metadata) };
   const columns = (Object.keys(stored) as (keyof ChargeRow)[]).filter((column) => stored[column] !== undefined);
-  const values: CreatedChargeValues = { ...claimRowOf(intent), row: stored, termId: row.term_id ?? null, eventId: ids.next('eventV1'), type };
-  const { rows } = await createdChargeWrite(executor, { columns }, values);
-  return rows[0]?.data;
+  const values: CreatedChargeValues = { ...claimRowOf(intent), row: stored, termId: row.term_id ?? null };
+  const eventId = ids.next('eventV1');
+  if ((await createdChargeIntentDrop(executor, null, values)).rows.length === 0) return undefined;
+  await createdChargeInsert(executor, { columns }, values);
+  const text = (await chargeObjectTextRead(executor, null, { accountId: row.account_id, livemode: row.livemode, chargeId: row.charge_id })).rows[0]!.object;
+  await writeEventRows(executor, [{ accountId: row.account_id, livemode: row.livemode, apiVersion: 'v1', type, objectType: 'charge', resourceId: row.charge_id, data: text, at: row.created_at }], [eventId]);
+  return JSON.parse(text) as ChargeObject;
 }
 
 /** A charge row as INSERTed: its metadata as JSON text. */
 type StoredChargeRow = Omit<ChargeRow, 'metadata'> & { readonly metadata: string };
 
-/** What createdChargeWrite binds: the intent's row (its account is the charge's), the charge's row, its event. */
-type CreatedChargeValues = ClaimRowValues & { readonly row: StoredChargeRow; readonly termId: string | null; readonly eventId: string; readonly type: string };
+/** What insertCreatedCharge's statements bind: the intent's row (its account is the charge's), the charge's row, its term. */
+type CreatedChargeValues = ClaimRowValues & { readonly row: StoredChargeRow; readonly termId: string | null };
 
-/** insertCreatedCharge's statement, built once per column list (fixedStatement) and prepared once per connection. */
-const createdChargeWrite = fixedStatement((db, shape: { readonly columns: readonly (keyof ChargeRow)[] }, v: CreatedChargeValues) => {
-  // INSERT … SELECT … FROM intent_dropped: a row only if the intent was dropped. PostgreSQL types the
-  // parameters by the target columns, as for VALUES.
-  const insert = db
-    .insertInto('charges')
-    .columns(shape.columns)
-    .expression(sql`SELECT ${sql.join(shape.columns.map((column) => sql`${v.row[column]}`))} FROM intent_dropped`)
-    .returningAll();
+/** The create intent dropped if it is still this request's and the charge's term (if any) is open, locked FOR SHARE. */
+const createdChargeIntentDrop = fixedStatement((db, _shape: null, v: CreatedChargeValues) => {
   const { accountId, livemode, termId } = v;
-  const term = sql`SELECT term_id FROM terms WHERE account_id = ${accountId} AND livemode = ${livemode} AND term_id = ${termId} AND NOT closed FOR SHARE`;
-  const drop = claimRowDeletion(db, v)
-    .where(sql<boolean>`(${termId}::text IS NULL OR EXISTS (SELECT 1 FROM term_lock))`)
-    .returning(sql<number>`1`.as('one'));
-  return withWebhookDeliveries(
-    sql`${prepared('charges.insert_created')}
-    WITH ${insertBuiltEvents('charge', 'charge_id', [accountId])}`,
-    [accountId],
-    {
-      before: sql`term_lock AS (${term}), intent_dropped AS (${drop}), c AS (${insert}),
-      x AS MATERIALIZED (
-        SELECT c.account_id, ${v.eventId}::text AS eid, c.livemode, ${v.type}::text AS t, c.charge_id, 1 AS n, ${CHARGE_OBJECT_SQL} AS data, c.created_at AS at
-        FROM c ${chargeCardJoins([accountId])})`,
-      select: sql<{ data: ChargeObject }>`SELECT data FROM x`,
-    },
-  ).compile(db) as CompiledQuery<{ data: ChargeObject }>;
+  return claimRowDeletion(db, v)
+    .modifyEnd(prepared('charges.insert_created.intent'))
+    .where(sql<boolean>`(${termId}::text IS NULL OR EXISTS (SELECT 1 FROM terms WHERE account_id = ${accountId} AND livemode = ${livemode} AND term_id = ${termId} AND NOT closed FOR SHARE))`)
+    .returning(sql<number>`1`.as('one'))
+    .compile();
 });
 
+/** The charge row, built once per column list (fixedStatement) and prepared once per connection. */
+const createdChargeInsert = fixedStatement((db, shape: { readonly columns: readonly (keyof ChargeRow)[] }, v: CreatedChargeValues) =>
+  db
+    .insertInto('charges')
+    .modifyEnd(prepared('charges.insert_created'))
+    .columns(shape.columns)
+    .expression(sql`VALUES (${sql.join(shape.columns.map((column) => sql`${v.row[column]}`))})`)
+    .compile(),
+);
+
+/** The charge object as the text PostgreSQL builds (CHARGE_OBJECT_SQL), stored as the event's document. */
+const chargeObjectTextRead = fixedStatement((db, _shape: null, v: { readonly accountId: string; readonly livemode: boolean; readonly chargeId: string }) =>
+  sql<{ object: string }>`${prepared('charges.insert_created.object')}
+    SELECT (${CHARGE_OBJECT_SQL})::text AS object
+    FROM charges c ${chargeCardJoins([v.accountId])}
+    WHERE c.account_id = ${v.accountId} AND c.livemode = ${v.livemode} AND c.charge_id = ${v.chargeId}`.compile(db),
+);
+
 /**
- * Writes `charge.*` events for many charges in one INSERT … SELECT: the charge objects are built
- * by PostgreSQL from the rows as they are now (call it after the batch's UPDATE), so a batch of
- * thousands of released holds ships no charge data through Node. The object is CHARGE_OBJECT_SQL,
- * derived from the field list renderCharge is (test/integration/hold-jobs.test.ts compares them).
- * Event ids are drawn in input order, as recordEvents does.
+ * Writes `charge.*` events for many charges: the charge objects are built by PostgreSQL from the
+ * rows as they are now (call it after the batch's UPDATE) and written back as the events'
+ * documents, so no charge object is built in Node. The object is CHARGE_OBJECT_SQL, derived from
+ * the field list renderCharge is (test/integration/hold-jobs.test.ts compares them). Event ids are
+ * drawn in input order, as recordEvents does.
  */
 export async function recordChargeEvents(executor: Kysely<Database>, ids: IdGenerator, keys: readonly ChargeEventKey[]): Promise<void> {
   if (keys.length === 0) return;
-  // Ids drawn in input order; one statement naming the keys' accounts (account-scope.ts).
+  // Ids drawn in input order; the read names the keys' accounts (account-scope.ts).
   const group = keys.map((key) => ({ key, eventId: ids.next('eventV1') }));
   const accountIds = accountsOf(keys, (k) => k.accountId);
-  // The rows in a CTE of their own: Citus runs it routed to the accounts' shard, probes and all,
-  // then inserts its result (it cannot push an INSERT … SELECT with a LATERAL … OFFSET down).
-  await withWebhookDeliveries(sql`
-    WITH x AS MATERIALIZED (
-    SELECT c.account_id, k.eid, c.livemode, k.t, c.charge_id, k.n,
-      ${CHARGE_OBJECT_SQL} AS data,
-      ${instantFromEpochMs('k.at')} AS at
+  const built = await sql<{ account_id: string; eid: string; livemode: boolean; t: string; charge_id: string; data: string; at: Date }>`
+    SELECT c.account_id, k.eid, c.livemode, k.t, c.charge_id, (${CHARGE_OBJECT_SQL})::text AS data, ${instantFromEpochMs('k.at')} AS at
     FROM unnest(${group.map((k) => k.key.accountId)}::text[], ${group.map((k) => k.key.livemode)}::boolean[], ${group.map((k) => k.key.chargeId)}::text[],
                 ${group.map((k) => k.eventId)}::text[], ${group.map((k) => k.key.type)}::text[], ${group.map((k) => k.key.at.getTime())}::bigint[]) WITH ORDINALITY AS k(a, l, id, eid, t, at, n)
     -- A plain join, not a LATERAL … OFFSET 0 probe: inside such a probe PostgreSQL takes a batch's
     -- \`account_id = ANY(…)\` as the index condition of every probe (a scan of all the batch's
     -- accounts' charges per key); joined, the ANY filters and the keys probe the primary key.
     JOIN charges c ON ${inAccounts('c.account_id', accountIds)} AND c.account_id = k.a AND c.livemode = k.l AND c.charge_id = k.id
-    ${chargeCardJoins(accountIds)}),
-    ${insertBuiltEvents('charge', 'charge_id', accountIds)}`, accountIds).execute(executor);
+    ${chargeCardJoins(accountIds)}
+    ORDER BY k.n`.execute(executor);
+  await writeEventRows(
+    executor,
+    built.rows.map((r) => ({ accountId: r.account_id, livemode: r.livemode, apiVersion: 'v1' as const, type: r.t, objectType: 'charge', resourceId: r.charge_id, data: r.data, at: r.at })),
+    built.rows.map((r) => r.eid),
+  );
 }

@@ -11,6 +11,7 @@ import type { ErrorCode } from '../domain/errors';
 import { toUnixSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { heldEvents, recordEvents, type EventInput, type EventRecorder } from '../events/outbox';
+import { accountsOf, joinAccounts } from '../db/account-scope';
 import type { AuthorizationKind, AuthorizationRequest, AuthorizationResult } from '../processor/card-network';
 import { renderCard, type CardObject, type CardRow } from '../customers/card-object';
 import { DEFAULT_FEE_RATES } from '../accounts/accounts';
@@ -441,9 +442,10 @@ export async function insertPreparedCharges(trx: Kysely<Database>, prepared: Pre
     INSERT INTO charges (account_id, livemode, charge_id, amount, currency, paid, captured, captured_at, amount_captured, card_id, customer_id,
                          subscription_id, period_start, description, failure_code, failure_message, fee_rate, created_at, updated_at,
                          fee, total_platform_fee, term_id, dispute_due_at)
-    SELECT ${x.cols('a', 'l', 'c', 'amt')}, 'jpy', ${x.cols('p', 'p', 'cap')}, CASE WHEN ${x.col('p')} THEN ${x.col('amt')} END,
+    SELECT a.account_id, ${x.cols('l', 'c', 'amt')}, 'jpy', ${x.cols('p', 'p', 'cap')}, CASE WHEN ${x.col('p')} THEN ${x.col('amt')} END,
            ${x.cols('card', 'cus', 'sub', 'ps', 'd', 'fc', 'fm', 'fr', 't', 't', 'fee')}, 0, ${x.cols('tm', 'dd')}
     FROM ${x.from}
+    ${joinAccounts('a', x.col('a'), accountsOf(prepared.rows, (row) => row.account_id))}
     ON CONFLICT (account_id, livemode, subscription_id, period_start) WHERE subscription_id IS NOT NULL AND period_start IS NOT NULL AND paid DO NOTHING
     RETURNING charge_id`.execute(trx);
   return new Set(inserted.rows.map((row) => row.charge_id));

@@ -29,3 +29,14 @@ export function inAccounts(column: string, accountIds: readonly string[]): RawBu
   if (accountIds.length === 0) throw new Error('an account-scoped statement needs at least one account');
   return accountIds.length === 1 ? sql<SqlBool>`${sql.ref(column)} = ${accountIds[0]}` : sql<SqlBool>`${sql.ref(column)} = ANY(${accountIds}::text[])`;
 }
+
+/**
+ * `JOIN accounts <alias> ON <alias>.account_id <in the accounts> AND <alias>.account_id = <column>`:
+ * the rows of a FROM item that is no table (a JSON document, unnest) tied to their named accounts.
+ * An `INSERT … SELECT` from such rows takes its `account_id` from `<alias>.account_id`: Citus then
+ * routes the statement whole to the accounts' shard; with the account read from the document it
+ * copies the rows through the coordinator, and that copy commits in two phases.
+ */
+export function joinAccounts(alias: string, column: RawBuilder<unknown>, accountIds: readonly string[]): RawBuilder<unknown> {
+  return sql`JOIN accounts ${sql.raw(alias)} ON ${inAccounts(`${alias}.account_id`, accountIds)} AND ${sql.ref(`${alias}.account_id`)} = ${column}`;
+}

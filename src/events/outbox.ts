@@ -3,13 +3,10 @@
  * transaction as the change, so an event exists exactly when the change it reports does.
  * Each event's webhook deliveries are written with it (src/webhooks); nothing here talks to the network.
  */
-import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
+import { CompiledQuery, sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
 import type { Database, EventsTable } from '../db/schema';
-import { utf8Text } from '../db/utf8-param';
-import { bulkColumns, type BulkDocument, type ColumnsOf } from '../db/bulk-rows';
 import { ID_PREFIX, type IdGenerator } from '../domain/ids';
 import { toIsoSeconds, toUnixSeconds } from '../domain/time';
-import { instantFromEpochMs } from '../db/epoch-ms';
 import { accountsOf, inAccounts } from '../db/account-scope';
 
 export type ApiVersion = 'v1' | 'v2';
@@ -51,25 +48,24 @@ export async function recordEvents(executor: Kysely<Database>, ids: IdGenerator,
   return recordPreparedEvents(executor, ids, prepareEvents(events));
 }
 
-/** Every column of an event's INSERT but the id and the document (zipped with those by position). */
-const EVENT_COLUMNS = bulkColumns<EventInput>()({
-  a: ['text', 'accountId'],
-  l: ['boolean', 'livemode'],
-  v: ['text', (e) => e.apiVersion ?? 'v1'],
-  t: ['text', 'type'],
-  o: ['text', (e) => e.data.object],
-  r: ['text', (e) => e.data.id],
-  c: ['instant', 'at'],
-});
+/** One event's row as INSERTed, but for its id and `pending_webhooks`. */
+export interface EventRow {
+  readonly accountId: string;
+  readonly livemode: boolean;
+  readonly apiVersion: ApiVersion;
+  readonly type: string;
+  readonly objectType: string;
+  readonly resourceId: string;
+  /** The document as stored (JSON text). */
+  readonly data: string;
+  readonly at: Date;
+}
 
 /** Events serialised for their INSERT, ids not yet drawn (see prepareEvents). */
 export interface PreparedEvents {
   readonly kinds: readonly ('eventV1' | 'eventV2')[];
-  /** Every column but the id and the document, as one JSON array of rows. */
-  readonly columns: BulkDocument<ColumnsOf<typeof EVENT_COLUMNS>>;
-  /** The documents, newline-separated (JSON.stringify never emits a raw newline). */
-  readonly documents: string;
-  /** The events' accounts (account-scope.ts): the statement writing them reads only those accounts' endpoints. */
+  readonly rows: readonly EventRow[];
+  /** The events' accounts (account-scope.ts): the statements writing them read only those accounts' endpoints. */
   readonly accountIds: readonly string[];
 }
 
@@ -80,8 +76,16 @@ export interface PreparedEvents {
 export function prepareEvents(events: readonly EventInput[]): PreparedEvents {
   return {
     kinds: events.map((event) => ((event.apiVersion ?? 'v1') === 'v1' ? 'eventV1' : 'eventV2')),
-    columns: EVENT_COLUMNS.document(events),
-    documents: events.map((e) => JSON.stringify(e.data)).join('\n'),
+    rows: events.map((e) => ({
+      accountId: e.accountId,
+      livemode: e.livemode,
+      apiVersion: e.apiVersion ?? 'v1',
+      type: e.type,
+      objectType: e.data.object,
+      resourceId: e.data.id,
+      data: JSON.stringify(e.data),
+      at: e.at,
+    })),
     accountIds: events.length === 0 ? [] : accountsOf(events, (e) => e.accountId),
   };
 }
@@ -89,7 +93,7 @@ export function prepareEvents(events: readonly EventInput[]): PreparedEvents {
 /** Draws the ids of prepared events, in order, and writes them in one statement; see recordEvents. */
 export async function recordPreparedEvents(executor: Kysely<Database>, ids: IdGenerator, prepared: PreparedEvents): Promise<string[]> {
   const eventIds = prepared.kinds.map((kind) => ids.next(kind));
-  await writeEvents(executor, prepared, eventIds);
+  await writeEventRows(executor, prepared.rows, eventIds);
   return eventIds;
 }
 
@@ -123,108 +127,124 @@ export function heldEvents(ids: IdGenerator): { readonly record: EventRecorder; 
 /** Writes events whose ids were drawn already (drawEventIds, one per event, in the same order); see recordEvents. */
 export async function recordEventsWithIds(executor: Kysely<Database>, events: readonly EventInput[], eventIds: readonly string[]): Promise<string[]> {
   if (eventIds.length !== events.length) throw new Error(`${events.length} events given ${eventIds.length} ids`);
-  await writeEvents(executor, prepareEvents(events), eventIds);
+  await writeEventRows(executor, prepareEvents(events).rows, eventIds);
   return [...eventIds];
 }
 
-async function writeEvents(executor: Kysely<Database>, prepared: PreparedEvents, eventIds: readonly string[]): Promise<void> {
-  if (prepared.kinds.length === 0) return;
-  // Three text values zipped by position (ROWS FROM): the columns as a JSON array of rows, the
-  // documents and the ids newline-separated, split server-side, each document parsed once as json.
-  // A jsonb array parameter cost BIND time parsing one giant jsonb and as long again extracting
-  // its elements; typed array parameters were escaped element by element here and parsed again by
-  // the server (figures: docs/decisions/performance.md, "Measured figures moved out of comments").
-  await withWebhookDeliveries(sql`
-    INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks)
-    WITH x AS MATERIALIZED (
-      SELECT * FROM ROWS FROM (
-        ${EVENT_COLUMNS.recordset(prepared.columns)} AS (${EVENT_COLUMNS.definition}),
-        string_to_table(${eventIds.join('\n')}, E'\\n'),
-        string_to_table(${utf8Text(prepared.documents)}, E'\\n')
-      ) WITH ORDINALITY AS x(a, l, v, t, o, r, c, id, d, n)),
-    p AS (${pendingWebhooksSql('x', 'x.a', 'x.l', 'x.v', 'x.t', prepared.accountIds)})
-    SELECT x.a, x.id, x.l, x.v, x.t, x.o, x.r, x.d::json, ${instantFromEpochMs('x.c')}, coalesce(p.pending, 0)
-    FROM x LEFT JOIN p ON p.n = x.n
-    ORDER BY x.n`, prepared.accountIds).execute(executor);
+/** An enabled webhook endpoint as the outbox matches events to it. */
+interface ReceivingEndpoint {
+  readonly account_id: string;
+  readonly endpoint_id: string;
+  readonly livemode: boolean;
+  readonly api_version: string | null;
+  readonly event_types: string[] | null;
+}
+
+/** Whether the endpoint receives the event: same account and mode, its API version (or any), one of its types (or any). */
+function receives(w: ReceivingEndpoint, e: EventRow): boolean {
+  return w.account_id === e.accountId && w.livemode === e.livemode && (w.api_version === null || w.api_version === e.apiVersion) && (w.event_types === null || w.event_types.includes(e.type));
+}
+
+/** PostgreSQL's limit on the parameters of one statement is 65,535; an INSERT takes rows up to this many. */
+const MAX_PARAMETERS = 60_000;
+
+/**
+ * Writes events with their ids, their `pending_webhooks` and their webhook deliveries, in three
+ * kinds of statement, each naming the events' accounts (account-scope.ts) and routed whole on
+ * Citus (docs/decisions/citus.md, "One-phase commits"):
+ *
+ * 1. the accounts' enabled endpoints, read once: which endpoints receive each event is decided
+ *    here, so the count of each event (`pending_webhooks`) and its delivery rows come from the same
+ *    read and always agree;
+ * 2. the events, a multi-row `INSERT … VALUES` in input order (so their sequence numbers follow it),
+ *    split under the parameter limit. Not `INSERT … SELECT` from a document: Citus copies such rows
+ *    through the coordinator into a table with an identity column, and that copy commits in two phases;
+ * 3. per account with deliveries, one `INSERT … SELECT` of the (event, endpoint) pairs joined to the
+ *    events just written, so each delivery is on its event's test clock (see deliveryRows).
+ *
+ * Parameters of equal value in one column are sent once (the account, the mode, the type of most
+ * rows), so a statement holds more rows.
+ */
+export async function writeEventRows(executor: Kysely<Database>, rows: readonly EventRow[], eventIds: readonly string[]): Promise<void> {
+  if (rows.length === 0) return;
+  if (eventIds.length !== rows.length) throw new Error(`${rows.length} events given ${eventIds.length} ids`);
+  const accountIds = accountsOf(rows, (row) => row.accountId);
+  const endpoints = (
+    await sql<ReceivingEndpoint>`SELECT w.account_id, w.endpoint_id, w.livemode, w.api_version, w.event_types FROM webhook_endpoints w
+      WHERE ${inAccounts('w.account_id', accountIds)} AND w.status = 'enabled'`.execute(executor)
+  ).rows;
+  const pending = rows.map(() => 0);
+  const pairs = new Map<string, { e: string; w: string }[]>();
+  rows.forEach((row, i) => {
+    for (const endpoint of endpoints) {
+      if (!receives(endpoint, row)) continue;
+      pending[i]! += 1;
+      const list = pairs.get(row.accountId) ?? [];
+      list.push({ e: eventIds[i]!, w: endpoint.endpoint_id });
+      pairs.set(row.accountId, list);
+    }
+  });
+  const values = rows.map((row, i) => [row.accountId, eventIds[i]!, row.livemode, row.apiVersion, row.type, row.objectType, row.resourceId, row.data, row.at, pending[i]!] as const);
+  for (const statement of valuesStatements(EVENT_INSERT, values)) await executor.executeQuery(statement);
+  for (const [accountId, list] of pairs) await deliveryRows(accountId, list).execute(executor);
+}
+
+const EVENT_INSERT = 'INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks) VALUES ';
+
+/**
+ * `head` followed by the rows as `($1, $2, …), …`, in order, as few statements as the parameter
+ * limit allows; a value repeated in a column is one parameter.
+ */
+function valuesStatements(head: string, rows: readonly (readonly unknown[])[]): CompiledQuery[] {
+  const statements: CompiledQuery[] = [];
+  let parameters: unknown[] = [];
+  let tuples: string[] = [];
+  let seen = new Map<string, number>();
+  const flush = () => {
+    if (tuples.length > 0) statements.push(CompiledQuery.raw(head + tuples.join(', '), parameters));
+    parameters = [];
+    tuples = [];
+    seen = new Map();
+  };
+  for (const row of rows) {
+    if (parameters.length + row.length > MAX_PARAMETERS) flush();
+    const places = row.map((value, column) => {
+      const key = `${column}\u0000${typeof value}\u0000${value instanceof Date ? value.getTime() : String(value)}`;
+      let n = seen.get(key);
+      if (n === undefined) {
+        parameters.push(value);
+        n = parameters.length;
+        seen.set(key, n);
+      }
+      return `$${n}`;
+    });
+    tuples.push(`(${places.join(', ')})`);
+  }
+  flush();
+  return statements;
 }
 
 /**
- * Whether the endpoint row `w` receives an event of the given account, mode, API version and type
- * (SQL expressions). `accountIds`: the events' accounts, bound as parameters too (account-scope.ts:
- * on Citus the statement is routed to their shard, not sent to every node).
+ * The webhook deliveries of one account's new events: one row per (event, endpoint) pair, due at
+ * the event's instant. A delivery is on the test clock of its event's customer
+ * (src/test-clocks/clock-scope.ts): the customer the event's object names (v1 `customer`, v2
+ * `customer_id`, or a dispute's charge's customer: a dispute names its charge only), or the customer itself;
+ * a clock's own events are on it, and so are those of its books (a test-mode term, statement or
+ * balance carrying the clock). One account per statement: Citus routes it whole only under an
+ * equality on the account.
  */
-function endpointReceives(account: string, livemode: string, version: string, type: string, accountIds: readonly string[]): RawBuilder<boolean> {
-  const [a, l, v, t] = [account, livemode, version, type].map((column) => sql.raw(column));
-  return sql<boolean>`${inAccounts('w.account_id', accountIds)} AND w.account_id = ${a} AND w.livemode = ${l} AND w.status = 'enabled'
-    AND (w.api_version IS NULL OR w.api_version = ${v}) AND (w.event_types IS NULL OR ${t} = ANY(w.event_types))`;
-}
-
-/**
- * The `pending_webhooks` of new events: the number of enabled endpoints that receive
- * each, each of which gets a delivery row (withWebhookDeliveries). A query giving `n, pending` for
- * the rows of the CTE `rows` (numbered by a column `n`) that have at least one: the caller LEFT
- * JOINs it on `n` (coalesce to 0) and inserts ORDER BY n, so the event rows keep their order (and
- * their sequence numbers). An aggregate joined by row, not a correlated subquery: Citus refuses
- * those when FROM holds a set-returning function (ROWS FROM, unnest).
- */
-export function pendingWebhooksSql(rows: string, account: string, livemode: string, version: string, type: string, accountIds: readonly string[]): RawBuilder<{ n: number; pending: number }> {
-  return sql`SELECT ${sql.raw(rows)}.n, count(*)::int AS pending
-    FROM ${sql.raw(rows)} JOIN webhook_endpoints w ON ${endpointReceives(account, livemode, version, type, accountIds)}
-    GROUP BY ${sql.raw(rows)}.n`;
-}
-
-/**
- * Every INSERT INTO events goes through this: in the same statement (and so the same snapshot of
- * the endpoints as pendingWebhooksSql), one webhook delivery row per written event and endpoint
- * that receives it, due at the event's instant. Written in the event's own transaction, the
- * deliveries exist exactly when their event does: no reader of the outbox can miss one (an
- * outbox cursor could skip an event whose transaction commits after a later one's).
- */
-export function withWebhookDeliveries(insertEvents: RawBuilder<unknown>, accountIds: readonly string[], around?: AroundEvents): RawBuilder<unknown> {
-  const written = sql`written AS (${insertEvents} RETURNING account_id, event_id, livemode, api_version, type, created_at, object_type, resource_id, data)`;
-  // A delivery is on the test clock of its event's customer (src/test-clocks/clock-scope.ts): the
-  // customer the event's object names (v1 `customer`, v2 `customer_id`, or a dispute's charge's
-  // customer: a dispute names its charge only), or the customer itself; a clock's own events are on it, and
-  // so are those of its books (a test-mode term, statement or balance carrying the clock).
+function deliveryRows(accountId: string, pairs: readonly { e: string; w: string }[]): RawBuilder<unknown> {
   const book = (table: string, id: string) =>
-    sql`SELECT b.test_clock_id FROM ${sql.table(table)} b WHERE ${inAccounts('b.account_id', accountIds)} AND b.account_id = e.account_id AND NOT b.livemode AND ${sql.ref(`b.${id}`)} = e.resource_id`;
-  const deliveries = sql`INSERT INTO webhook_deliveries (account_id, endpoint_id, event_id, next_attempt_at, created_at, test_clock_id)
-    SELECT e.account_id, w.endpoint_id, e.event_id, e.created_at, e.created_at, coalesce(k.test_clock_id, CASE WHEN e.object_type = 'test_clock' THEN e.resource_id END,
+    sql`SELECT b.test_clock_id FROM ${sql.table(table)} b WHERE b.account_id = ${accountId} AND b.account_id = e.account_id AND NOT b.livemode AND ${sql.ref(`b.${id}`)} = e.resource_id`;
+  return sql`INSERT INTO webhook_deliveries (account_id, endpoint_id, event_id, next_attempt_at, created_at, test_clock_id)
+    SELECT e.account_id, x.w, e.event_id, e.created_at, e.created_at, coalesce(k.test_clock_id, CASE WHEN e.object_type = 'test_clock' THEN e.resource_id END,
       CASE WHEN NOT e.livemode AND (${sql.join([ID_PREFIX.term, ID_PREFIX.statement, ID_PREFIX.balance].map((prefix) => sql`starts_with(e.resource_id, ${prefix})`), sql` OR `)}) THEN (${book('terms', 'term_id')} UNION ALL ${book('statements', 'statement_id')} UNION ALL ${book('balances', 'balance_id')} LIMIT 1) END)
-    FROM written e JOIN webhook_endpoints w ON ${endpointReceives('e.account_id', 'e.livemode', 'e.api_version', 'e.type', accountIds)}
-    LEFT JOIN customers k ON NOT e.livemode AND ${inAccounts('k.account_id', accountIds)} AND k.account_id = e.account_id AND k.livemode = e.livemode
+    FROM json_to_recordset(${JSON.stringify(pairs)}::json) AS x(e text, w text)
+    JOIN events e ON e.account_id = ${accountId} AND e.event_id = x.e
+    LEFT JOIN customers k ON NOT e.livemode AND k.account_id = ${accountId} AND k.account_id = e.account_id AND k.livemode = e.livemode
       AND k.customer_id = CASE WHEN e.object_type = 'customer' THEN e.resource_id ELSE coalesce(e.data->>'customer', e.data->>'customer_id',
-        (SELECT h.customer_id FROM charges h WHERE ${inAccounts('h.account_id', accountIds)} AND h.account_id = e.account_id AND NOT h.livemode AND h.charge_id = e.data->>'charge_id')) END
+        (SELECT h.customer_id FROM charges h WHERE h.account_id = ${accountId} AND h.account_id = e.account_id AND NOT h.livemode AND h.charge_id = e.data->>'charge_id')) END
       AND k.test_clock_id IS NOT NULL`;
-  if (around === undefined) return sql`WITH ${written} ${deliveries}`;
-  return sql`WITH ${around.before}, ${written}, deliveries AS (${deliveries}) ${around.select}`;
-}
-
-/**
- * The INSERT of v1 events whose rows a statement builds in SQL (the charge objects of
- * CHARGE_OBJECT_SQL, src/charges/charge-record.ts), written like recordEvents' own: each row's
- * `pending_webhooks` counted by pendingWebhooksSql, the rows in their order. `x`: a common table
- * expression of the statement, one row per event, with the columns account_id, eid (the event id,
- * drawn in the caller's order), livemode, t (the type), the resource's id column, data, at and n
- * (the order). Pass the result to withWebhookDeliveries, after `WITH x AS (…),` (or with `x`
- * among AroundEvents' `before`).
- */
-export function insertBuiltEvents(objectType: 'charge', idColumn: 'charge_id', accountIds: readonly string[]): RawBuilder<unknown> {
-  return sql`p AS (${pendingWebhooksSql('x', 'x.account_id', 'x.livemode', "'v1'", 'x.t', accountIds)})
-    INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks)
-    SELECT x.account_id, x.eid, x.livemode, 'v1', x.t, ${sql.lit(objectType)}, x.${sql.raw(idColumn)}, x.data, x.at, coalesce(p.pending, 0) FROM x LEFT JOIN p ON p.n = x.n
-    ORDER BY x.n`;
-}
-
-/**
- * What a statement that writes events also does (withWebhookDeliveries): `before`, common table
- * expressions ahead of the events' (the state change itself, say `c AS (INSERT … RETURNING *)`,
- * which the events' INSERT may read), and `select`, the statement's result (`SELECT * FROM c`).
- * One round trip for the change, its events and their deliveries.
- */
-export interface AroundEvents {
-  readonly before: RawBuilder<unknown>;
-  readonly select: RawBuilder<unknown>;
 }
 
 /** Writes one event; see recordEvents. */

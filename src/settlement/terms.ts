@@ -16,7 +16,7 @@ import { inBothApis } from './v2-settlement-objects';
 import { recordEvents, type EventInput, type EventRecorder } from '../events/outbox';
 import { cursorOf, inListPage, type ListPage } from '../operations/list-page';
 import { bulkColumns, compositeKey, ROW_KEYS } from '../db/bulk-rows';
-import { accountsOf, inAccounts } from '../db/account-scope';
+import { accountsOf, inAccounts, joinAccounts } from '../db/account-scope';
 
 export const TERMS_URL = '/v1/terms';
 
@@ -162,8 +162,8 @@ export async function openTerms(
   const x = NEW_TERM_COLUMNS.table('k', fresh);
   const inserted = await sql<TermRow>`
     INSERT INTO terms (account_id, livemode, term_id, cycle, start_at, end_at, created_at, test_clock_id)
-    SELECT ${x.cols('a', 'l', 'id', 'c', 's', 'e', 't', 'k')}
-    FROM ${x.from}
+    SELECT a.account_id, ${x.cols('l', 'id', 'c', 's', 'e', 't', 'k')}
+    FROM ${x.from} ${joinAccounts('a', x.col('a'), accountsOf(fresh, (term) => term.accountId))}
     ON CONFLICT (account_id, livemode, test_clock_id, start_at) DO NOTHING
     RETURNING *`.execute(trx);
   const events: EventInput[] = inserted.rows

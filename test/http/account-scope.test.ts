@@ -74,7 +74,8 @@ describe.runIf(isPostgres())('every statement of an API request names its accoun
     }
     // The requests were recorded, their writes among them…
     expect(captured.filter((statement) => statement.inTransaction).length).toBeGreaterThan(50);
-    expect(captured.some((statement) => /\bwebhook_endpoints\b/.test(statement.text) && /\bINSERT INTO events\b/i.test(statement.text))).toBe(true);
+    // (the outbox reads the endpoints, then writes events and their deliveries)
+    for (const written of [/\bFROM webhook_endpoints\b/, /\bINSERT INTO events\b/i, /\bINSERT INTO webhook_deliveries\b/i]) expect(captured.some((statement) => written.test(statement.text))).toBe(true);
     // …and none reads or changes another account's rows: no look across accounts on this path.
     expect(unscopedStatements(captured, accountTables, { discovery: false })).toEqual([]);
   });

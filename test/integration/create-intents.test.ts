@@ -135,7 +135,7 @@ describe('a charges.create that dies at the card network (create intents)', () =
     const before = await charges();
     const { request } = await createDyingAtTheNetwork({ amount: '2600', currency: 'jpy', customer: customer.id });
     expect(request.kind).toBe('charge');
-    // Written by the card's read (createIntentFrom): the request the network was sent, card fields and all.
+    // Written after the card's read (writeCreateIntent): the request the network was sent, card fields and all.
     const [stored] = await ctx.db.selectFrom('idempotency_keys').select('response_body').where('account_id', '=', caller.accountId).where('idempotency_key', '=', `charge:${request.reference}`).execute();
     expect(JSON.parse(stored!.response_body!)).toEqual({ request: { ...request, at: request.at.toISOString() }, tokenId: null, tokenUsedAt: request.at.toISOString() });
     // A refused create (a card the customer does not have) writes no intent.

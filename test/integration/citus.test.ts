@@ -21,6 +21,7 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import { ALL_JOBS } from '../../jobs/index';
 import { accountShards, citusNodes, distributeAccountTables, joinCitusCluster } from '../../src/db/citus';
 import { openStore } from '../../src/db/connect';
+import { isDatabaseUnavailable } from '../../src/db/errors';
 import { migrate, SQL_DIR } from '../../src/db/migrate';
 import type { Database } from '../../src/db/schema';
 import { createAccount } from '../../src/accounts/accounts';
@@ -280,6 +281,67 @@ describe.skipIf(!citusUrl || !singleUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL
       expect(request.prepared).toBe(0);
       expect(batch.prepared).toBe(0);
     } finally {
+      await store.close();
+    }
+  });
+
+  /**
+   * Stops and starts a worker node: KESSAI_TEST_CITUS_NODE_CTL is a shell command with `{action}`
+   * (stop, start) and `{port}`, e.g. `su postgres -c "pg_ctl -w -D /srv/citus/{port} {action}"`.
+   */
+  const nodeCtl = process.env.KESSAI_TEST_CITUS_NODE_CTL;
+  it.skipIf(!nodeCtl)('a worker node down: requests of its accounts are refused as unavailable (503), an account on the other node is served; all served after it returns', async () => {
+    const url = await freshCitusDatabase();
+    const setup = await openStore({ databaseUrl: url });
+    try {
+      await migrate(setup);
+      await distributeAccountTables(setup);
+    } finally {
+      await setup.close();
+    }
+    const ctl = (action: 'stop' | 'start', port: number) => {
+      const run = spawnSync('sh', ['-c', nodeCtl!.replaceAll('{action}', action).replaceAll('{port}', String(port))], { encoding: 'utf8' });
+      expect(run.status, run.stderr).toBe(0);
+    };
+    const store = await openStore({ databaseUrl: url, poolSize: 2 });
+    let stopped: number | undefined;
+    try {
+      const ctx = testContext(store, { seed: 95, at: new Date('2027-01-01T00:00:00+09:00') });
+      const nodeOf = async (accountId: string) =>
+        (await sql<{ port: number }>`SELECT n.nodeport AS port FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
+          WHERE p.shardid = get_shard_id_for_distribution_column('accounts', ${accountId}::text)`.execute(store.db)).rows[0]!.port;
+      // Two accounts on two worker nodes.
+      const byNode = new Map<number, string>();
+      for (let i = 0; byNode.size < 2 && i < 64; i += 1) {
+        const id = `acct_node_${i}`;
+        const port = await nodeOf(id);
+        if (!byNode.has(port)) byNode.set(port, id);
+      }
+      expect(byNode.size).toBe(2);
+      const [[upPort, up], [downPort, down]] = [...byNode.entries()] as [[number, string], [number, string]];
+      const customers = new Map<string, string>();
+      for (const accountId of [up, down]) {
+        await createAccount(ctx, { name: accountId, id: accountId });
+        const caller = { accountId, livemode: false, kind: 'secret' } as const;
+        const token = (await runOperation(ctx, { ...caller, kind: 'public' }, 'tokens.create', { card: { number: TEST_CARDS.visa.number, exp_month: '12', exp_year: '2035', cvc: '123' } })) as { id: string };
+        customers.set(accountId, ((await runOperation(ctx, caller, 'customers.create', { card: token.id })) as { id: string }).id);
+      }
+      const charge = (accountId: string) => runOperation(ctx, { accountId, livemode: false, kind: 'secret' }, 'charges.create', { amount: '1200', currency: 'jpy', customer: customers.get(accountId)! }) as Promise<{ id: string; paid: boolean }>;
+      ctl('stop', downPort);
+      stopped = downPort;
+      // The account on the surviving node: a create by customer (its intent, the charge, its event) and a retrieve.
+      const served = await charge(up);
+      expect(served.paid).toBe(true);
+      expect(await runOperation(ctx, { accountId: up, livemode: false, kind: 'secret' }, 'charges.retrieve', { id: served.id })).toMatchObject({ id: served.id, paid: true });
+      // The account on the stopped node: an error the API answers 503 service_unavailable with Retry-After (src/db/errors.ts).
+      const refused = await charge(down).catch((error: unknown) => error);
+      expect(isDatabaseUnavailable(refused), String(refused)).toBe(true);
+      ctl('start', downPort);
+      stopped = undefined;
+      expect((await charge(down)).paid).toBe(true);
+      expect(upPort).not.toBe(downPort);
+    } finally {
+      if (stopped !== undefined) ctl('start', stopped);
       await store.close();
     }
   });

@@ -32,11 +32,11 @@ import type { Context } from '../engine/context';
 import { recordEvents, type EventInput } from '../events/outbox';
 import { defineOperation } from '../operations/define';
 import { hasParam, isPlainObject, optionalBoolean, optionalInteger, optionalString, readParams, requireString, sentFields, type Params } from '../operations/params';
-import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
+import { inV2Page, type V2Page } from '../operations/v2-pagination';
 
 import { recordDebitReturns } from './debit-returns';
 import { recordFlowCaptures } from './flow-charges';
-import { findPaymentFlow, newClientSecret, PAYMENT_FLOWS_URL, renderPaymentFlow, type PaymentFlowObject, type PaymentFlowRow } from './payment-flow-object';
+import { findPaymentFlow, newClientSecret, renderPaymentFlow, type PaymentFlowObject, type PaymentFlowRow } from './payment-flow-object';
 import { isPaymentMethodType, needsThreeDSecure, paymentMethodColumns, resolvePaymentMethod, storedPaymentMethod, type PaymentMethodSnapshot } from './payment-method';
 
 export const FLOW_CURRENCY = 'jpy';
@@ -252,11 +252,8 @@ async function defaultPaymentMethodOf(trx: Kysely<Database>, caller: Caller, cus
  * `payment_flows.retrieve` (v2 §4.3). With a public key (the browser, v2 §4.8 step 5) the flow's
  * `client_secret` is required.
  */
-export async function retrievePaymentFlow(ctx: Context, caller: Caller, input: unknown): Promise<PaymentFlowObject> {
-  const params = readParams(input, ['id', 'client_secret']);
-  const id = requireString(params, 'id');
-  const clientSecret = optionalString(params, 'client_secret');
-  return renderPaymentFlow(await findPaymentFlow(ctx.db, caller, id, { clientSecret }));
+export function retrievePaymentFlow(ctx: Context, caller: Caller, command: { readonly id: string; readonly clientSecret: string | undefined }): Promise<PaymentFlowRow> {
+  return findPaymentFlow(ctx.db, caller, command.id, { clientSecret: command.clientSecret });
 }
 
 /**
@@ -777,12 +774,15 @@ async function cancelFlow(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, flow
  * cursors `starting_after` / `ending_before` (a flow id: the page after / before it), and the
  * optional `customer` filter.
  */
-export async function listPaymentFlows(ctx: Context, caller: Caller, input: unknown): Promise<V2List<PaymentFlowObject>> {
-  const params = readParams(input, [...V2_PAGINATION_PARAMS, 'customer']);
-  const page = readV2Page(params);
-  const customer = optionalString(params, 'customer', { code: 'invalid_querystring' });
+export interface ListPaymentFlowsCommand {
+  readonly page: V2Page;
+  readonly customer: string | undefined;
+}
+
+export async function listPaymentFlows(ctx: Context, caller: Caller, command: ListPaymentFlowsCommand): Promise<PaymentFlowRow[]> {
+  const { page, customer } = command;
   const cursor = page.cursor === undefined ? undefined : await findPaymentFlow(ctx.db, caller, page.cursor.id, { param: page.cursor.param });
-  const rows = await ctx.db
+  return ctx.db
     .selectFrom('payment_flows')
     .selectAll()
     .where('account_id', '=', caller.accountId)
@@ -790,7 +790,6 @@ export async function listPaymentFlows(ctx: Context, caller: Caller, input: unkn
     .$if(customer !== undefined, (q) => q.where('customer_id', '=', customer!))
     .$call(inV2Page(page, cursor && { created_at: cursor.created_at, id: cursor.payment_flow_id }, 'payment_flow_id'))
     .execute();
-  return v2ListObject(rows, page, PAYMENT_FLOWS_URL, renderPaymentFlow);
 }
 
 /** Exposed for checkout: a params object check shared by nested `*_data` parameters. */
@@ -800,13 +799,12 @@ export function readNestedObject(params: Params, key: string, allowed: readonly 
   return readParams(params[key], allowed, key);
 }
 
+// Retrieve and list: the v2 codec, src/api/v2/payment-flows.ts.
 export const PAYMENT_FLOW_OPERATIONS = [
   defineOperation('payment_flows.create', createPaymentFlow),
-  defineOperation('payment_flows.retrieve', retrievePaymentFlow, { keys: 'secret_or_public' }),
   defineOperation('payment_flows.update', updatePaymentFlow),
   defineOperation('payment_flows.confirm', confirmPaymentFlow, { keys: 'secret_or_public' }),
   defineOperation('payment_flows.complete_action', completePaymentFlowAction, { keys: 'secret_or_public' }),
   defineOperation('payment_flows.capture', capturePaymentFlow),
   defineOperation('payment_flows.cancel', cancelPaymentFlow),
-  defineOperation('payment_flows.list', listPaymentFlows),
 ] as const;

@@ -9,13 +9,16 @@ import { createToken } from '../../src/customers/tokens';
 import type { Database } from '../../src/db/schema';
 import { listEvents } from '../../src/events/outbox';
 import { runOperation } from '../../src/api/operations';
-import { confirmPaymentFlow, retrievePaymentFlow, updatePaymentFlow } from '../../src/payment-flows/payment-flows';
+import { confirmPaymentFlow, updatePaymentFlow } from '../../src/payment-flows/payment-flows';
 import { Scheduler } from '../../src/engine/scheduler';
 import type { PriceObject } from '../../src/prices/prices';
 import { TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';
 import { createTestDatabase, testContext, type TestDatabase } from '../support/database';
 import { expectRefused, rejection } from '../support/rejections';
 import { v2Operation } from '../support/operations';
+import type { PaymentFlowObject } from '../../src/payment-flows/payment-flow-object';
+
+const retrievePaymentFlow = v2Operation<PaymentFlowObject>('payment_flows.retrieve');
 
 const createPrice = v2Operation<PriceObject>('prices.create');
 const retrievePrice = v2Operation<PriceObject>('prices.retrieve');

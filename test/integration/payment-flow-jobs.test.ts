@@ -12,13 +12,16 @@ import type { Context } from '../../src/engine/context';
 import type { JobDefinition } from '../../src/engine/job';
 import { Scheduler } from '../../src/engine/scheduler';
 import { listEvents } from '../../src/events/outbox';
-import { capturePaymentFlow, confirmPaymentFlow, createPaymentFlow, retrievePaymentFlow } from '../../src/payment-flows/payment-flows';
+import { capturePaymentFlow, confirmPaymentFlow, createPaymentFlow } from '../../src/payment-flows/payment-flows';
 import type { PriceObject } from '../../src/prices/prices';
 import { simulatedCardNetwork, type CardNetwork, type SettlementRequest } from '../../src/processor/card-network';
 import { cardFingerprint, TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
 import { rejection } from '../support/rejections';
 import { v2Operation } from '../support/operations';
+import type { PaymentFlowObject } from '../../src/payment-flows/payment-flow-object';
+
+const retrievePaymentFlow = v2Operation<PaymentFlowObject>('payment_flows.retrieve');
 
 const createPrice = v2Operation<PriceObject>('prices.create');
 

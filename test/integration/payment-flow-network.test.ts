@@ -19,13 +19,16 @@ import type { Store } from '../../src/db/connect';
 import { KessaiError } from '../../src/domain/errors';
 import { NETWORK_CLAIM_LEASE_MS } from '../../src/domain/network-claims';
 import { listEvents } from '../../src/events/outbox';
-import { cancelPaymentFlow, capturePaymentFlow, completePaymentFlowAction, confirmPaymentFlow, createPaymentFlow, retrievePaymentFlow, updatePaymentFlow } from '../../src/payment-flows/payment-flows';
+import { cancelPaymentFlow, capturePaymentFlow, completePaymentFlowAction, confirmPaymentFlow, createPaymentFlow, updatePaymentFlow } from '../../src/payment-flows/payment-flows';
 import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card-network';
 import type { SetupFlowObject } from '../../src/setup-flows/setup-flows';
 import { TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
 import { probeRowLock, whileLocked, type ProbedRow } from '../support/row-locks';
 import { v2Operation } from '../support/operations';
+import type { PaymentFlowObject } from '../../src/payment-flows/payment-flow-object';
+
+const retrievePaymentFlow = v2Operation<PaymentFlowObject>('payment_flows.retrieve');
 
 const createPrice = v2Operation<PriceObject>('prices.create');
 const createSetupFlow = v2Operation<SetupFlowObject>('setup_flows.create');

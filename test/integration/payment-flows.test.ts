@@ -6,19 +6,16 @@ import { createToken } from '../../src/customers/tokens';
 import type { Database } from '../../src/db/schema';
 import { toProblemDocument } from '../../src/domain/problem-details';
 import { listEvents } from '../../src/events/outbox';
-import {
-  cancelPaymentFlow,
-  capturePaymentFlow,
-  completePaymentFlowAction,
-  confirmPaymentFlow,
-  createPaymentFlow,
-  listPaymentFlows,
-  retrievePaymentFlow,
-  updatePaymentFlow,
-} from '../../src/payment-flows/payment-flows';
+import { cancelPaymentFlow, capturePaymentFlow, completePaymentFlowAction, confirmPaymentFlow, createPaymentFlow, updatePaymentFlow } from '../../src/payment-flows/payment-flows';
 import { TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';
 import { createTestDatabase, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
 import { expectRefused, rejection } from '../support/rejections';
+import type { PaymentFlowObject } from '../../src/payment-flows/payment-flow-object';
+import type { V2List } from '../../src/operations/v2-pagination';
+import { v2Operation } from '../support/operations';
+
+const retrievePaymentFlow = v2Operation<PaymentFlowObject>('payment_flows.retrieve');
+const listPaymentFlows = v2Operation<V2List<PaymentFlowObject>>('payment_flows.list');
 
 const ACCOUNT = 'acct_flows';
 const secret: Caller = { accountId: ACCOUNT, livemode: false, kind: 'secret' };

@@ -36,6 +36,8 @@ export interface SimulateOptions {
   readonly account?: string[];
   readonly declineRate?: number;
   readonly detail: ReportDetail;
+  /** Show the progress line even when stderr is not a terminal (a line every two seconds). */
+  readonly progress?: boolean;
 }
 
 /** The options once --from is settled (`now` becomes the source's newest instant). */
@@ -48,10 +50,12 @@ type SettledOptions = Omit<SimulateOptions, 'from'> & { readonly from: Date };
  */
 function progress(from: Date, to: Date, label: string, enabled: boolean) {
   if (!enabled) return { update: () => {}, stop: () => {} };
+  // Not a terminal (asked for with --progress): a new line every two seconds instead of redrawing one.
+  const lines = !process.stderr.isTTY;
   const started = performance.now();
   const total = to.getTime() - from.getTime();
   const bar = new cliProgress.SingleBar(
-    { format: `${label} {date} |{bar}| {percentage}% | {rate} days/s | {subscriptions} subscriptions renewed/s | ETA {left} | {stops} stops`, hideCursor: true, clearOnComplete: true, stream: process.stderr },
+    { format: `${label} {date} |{bar}| {percentage}% | {rate} days/s | {subscriptions} subscriptions renewed/s | ETA {left} | {stops} stops`, hideCursor: true, clearOnComplete: true, stream: process.stderr, noTTYOutput: lines, notTTYSchedule: 2_000 },
     cliProgress.Presets.shades_classic,
   );
   bar.start(total, 0, { date: jstDate(from), rate: '0', subscriptions: '0', left: '-', stops: 0 });
@@ -138,7 +142,7 @@ interface Planned {
 async function runAll(output: OutputFolder, planned: Planned, options: SettledOptions, databaseUrl: string | undefined, failed: string[], forecast: Forecast | undefined) {
   const { baseline, baselineSteps, variant, variantSteps, overlayName } = planned;
   const out = output.dir;
-  const showProgress = Boolean(process.stderr.isTTY) && !options.json;
+  const showProgress = (Boolean(process.stderr.isTTY) || options.progress === true) && !options.json;
   const run: ForecastRun = forecast ? { source: forecast.snapshot, header: { name: forecast.snapshot.name, snapshot_instant: forecast.snapshot.instant, assumptions: forecast.assumptions } } : {};
   const base = await runOne(baseline, baselineSteps, options, databaseUrl, out, 'baseline', showProgress, run);
   // The source's read-only transaction stays open only while a run still has to copy it.

@@ -58,6 +58,7 @@ export function registerSimulate(program: Command): void {
     .option('--what-if <file>', 'a scenario overlay run beside the baseline; the report adds a month-by-month diff')
     .option('--out <dir>', 'output folder', './sim-out')
     .option('--json', 'print the summary as JSON and nothing else')
+    .option('--progress', 'show the progress line (simulated date, renewals/s, ETA) even when stderr is not a terminal, a line every two seconds; not with --json')
     .option('--strict', 'stop at the first timeline entry that fails')
     .option('--batch-size <n>', 'rows per job batch', batchArg)
     .option('--source <database-url|data-dir>', 'forecast: start from a read-only snapshot of this kessai database instead of an empty book')

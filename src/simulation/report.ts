@@ -14,7 +14,7 @@ import { cardKey, chargeCardsOf } from '../charges/charge-record';
 import { CHARGE_OBJECT_COLUMNS, chargeText, type ChargeRow } from '../charges/charges';
 import { renderCard } from '../customers/card-object';
 import type { Database } from '../db/schema';
-import { formatJst, fromUnixSeconds, JST_OFFSET_MS, jstMidnight, MS_PER_DAY, parseInstant, toIsoSeconds, toJstIso } from '../domain/time';
+import { formatJst, fromUnixSeconds, JST_OFFSET_MS, MS_PER_DAY, parseInstant, toIsoSeconds, toJstIso } from '../domain/time';
 import { emptyMonthEnd, jstSql, monthEndFigures } from './business-figures';
 import { renderCharts } from './report-charts';
 import { renderReportHtml } from './report-html';
@@ -556,7 +556,9 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
     addTo(month(parseInstant(balance.closed_date)).paid_out_by_owner, ownerOf(balance), balance.net);
   }
   const monthEnds = await monthEndFigures(db, header, statements, balances, ownerOf);
-  for (const [key, figures] of monthEnds) Object.assign(month(jstMidnight(`${key}-01`)), figures);
+  // Every month of the range is the forecast's, the first one included when --from is inside it
+  // (its 1st, before --from, would read as copied history and drop the figures).
+  for (const [key, figures] of monthEnds) Object.assign(monthOf(key), figures);
   const statementsWritten = once(statementsCsv, 'finish');
   statementsCsv.end();
   await json.array('statements', single(statements));

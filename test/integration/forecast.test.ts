@@ -427,7 +427,11 @@ describe('simulate --source on an embedded data folder', () => {
     expect(report.charges.some((charge) => charge.failure_code === 'expired_card')).toBe(true);
     // The copied history (January's charges) is in report.json, the summary starts at --from.
     expect(report.charges.length).toBeGreaterThan(0);
-    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as { baseline: { months: { month: string }[] } };
+    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as { baseline: { months: { month: string; mrr_yen: number; subscriptions: { active: number } }[] } };
     expect(summary.baseline.months.map((m) => m.month)).toEqual(['2027-02', '2027-03', '2027-04', '2027-05']);
+    // February, the month --from falls in, has its month-end figures like the others.
+    const [february] = summary.baseline.months;
+    expect(february!.subscriptions.active).toBeGreaterThan(0);
+    expect(february!.mrr_yen).toBeGreaterThan(0);
   }, 240_000);
 });

@@ -46,6 +46,19 @@ const ENGINE_TABLES = ['job_runs', 'job_schedule', 'kessai_migrations'];
 
 /** A fresh database on the coordinator and its workers, a member of the cluster; dropped after the file. */
 const created: string[] = [];
+/** A fresh database on the cluster, migrated, with the account tables distributed. */
+async function distributedCitusDatabase(): Promise<string> {
+  const url = await freshCitusDatabase();
+  const setup = await openStore({ databaseUrl: url });
+  try {
+    await migrate(setup);
+    await distributeAccountTables(setup);
+  } finally {
+    await setup.close();
+  }
+  return url;
+}
+
 async function freshCitusDatabase(): Promise<string> {
   const name = `kessai_citus_${randomBytes(5).toString('hex')}`;
   const admin = new pg.Client({ connectionString: citusUrl });
@@ -291,14 +304,7 @@ describe.skipIf(!citusUrl || !singleUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL
    */
   const nodeCtl = process.env.KESSAI_TEST_CITUS_NODE_CTL;
   it.skipIf(!nodeCtl)('a worker node down: requests of its accounts are refused as unavailable (503), an account on the other node is served; all served after it returns', async () => {
-    const url = await freshCitusDatabase();
-    const setup = await openStore({ databaseUrl: url });
-    try {
-      await migrate(setup);
-      await distributeAccountTables(setup);
-    } finally {
-      await setup.close();
-    }
+    const url = await distributedCitusDatabase();
     const ctl = (action: 'stop' | 'start', port: number) => {
       const run = spawnSync('sh', ['-c', nodeCtl!.replaceAll('{action}', action).replaceAll('{port}', String(port))], { encoding: 'utf8' });
       expect(run.status, run.stderr).toBe(0);
@@ -347,14 +353,7 @@ describe.skipIf(!citusUrl || !singleUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL
   });
 
   it('the API\'s prepared statements (src/db/prepared.ts) run on the coordinator past PostgreSQL\'s switch to a generic plan: creates by customer and retrieves', async () => {
-    const url = await freshCitusDatabase();
-    const setup = await openStore({ databaseUrl: url });
-    try {
-      await migrate(setup);
-      await distributeAccountTables(setup);
-    } finally {
-      await setup.close();
-    }
+    const url = await distributedCitusDatabase();
     // One connection, so every use after the first runs the statement it prepared.
     const store = await openStore({ databaseUrl: url, poolSize: 1 });
     try {

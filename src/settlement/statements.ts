@@ -2,7 +2,7 @@
  * Statements and balances as the API shows them (v1 §2.6, service rules §4 "Balance"), and reading
  * them for `statements.retrieve|list` (filters of v1 §4.7) and `balances.retrieve|list`: each an
  * execution that v1 and v2 share (v1 codec: src/api/v1/statements.ts, balances.ts; v2 lists:
- * src/api/v2/settlement-lists.ts).
+ * src/api/v2/settlement.ts).
  */
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Caller } from '../accounts/accounts';

@@ -1,7 +1,7 @@
 /**
  * Settlement terms (service rules §4 "Term", `tm_`): opening them where captures and refunds need
  * them, rendering them, and reading them for `terms.retrieve|list` (v1 codec: src/api/v1/terms.ts;
- * the v2 list: src/api/v2/settlement-lists.ts). A term is stored with its real end (the close job's due instant);
+ * the v2 list: src/api/v2/settlement.ts). A term is stored with its real end (the close job's due instant);
  * the API shows `end_at` null while the term is open.
  */
 import { sql, type Kysely, type RawBuilder, type Selectable, type SqlBool } from 'kysely';

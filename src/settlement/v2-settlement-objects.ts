@@ -2,7 +2,7 @@
  * The settlement objects (statement, balance, term, statement URL) in v2's shape, and their events
  * in both APIs. The executions and renderers are v1's (./statements.ts, ./terms.ts); v2 shows the
  * same objects with ISO 8601 instants under their v2 names (official-sdks.md §1 "Timestamps"). The
- * v2 routes encode with `v2Instants`, and the settlement events (v2 §6.1 "other": `term.created`,
+ * v2 codec (src/api/v2/settlement.ts) encodes with `v2Instants`, and the settlement events (v2 §6.1 "other": `term.created`,
  * `term.closed`, `statement.created`, `balance.created|fixed|closed|merged`) are written in both
  * versions with `inBothApis`, so the v2 events API and a v2-only webhook endpoint see them too.
  */

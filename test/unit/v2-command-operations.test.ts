@@ -58,7 +58,9 @@ describe('v2 operations apart from the wire', () => {
       'tax_rates.list',
       'tax_rates.retrieve',
       'tax_rates.update',
+      'v2.balances.balance_urls',
       'v2.balances.list',
+      'v2.balances.retrieve',
       'v2.customers.create',
       'v2.customers.delete',
       'v2.customers.list',
@@ -67,7 +69,10 @@ describe('v2 operations apart from the wire', () => {
       'v2.events.list',
       'v2.events.retrieve',
       'v2.statements.list',
+      'v2.statements.retrieve',
+      'v2.statements.statement_urls',
       'v2.terms.list',
+      'v2.terms.retrieve',
     ]);
     const unknown = names.filter((name) => findOperation(name) === undefined);
     const plain = names.filter((name) => findOperation(name) !== undefined && findOperation(name)!.parts === undefined);

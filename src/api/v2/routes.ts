@@ -9,7 +9,6 @@
  * fields differ from the SDK's.
  */
 import { reject } from '../../domain/errors';
-import { v2Instants } from '../../settlement/v2-settlement-objects';
 import type { HttpMethod } from '../v1/routes';
 import { renameFields, withSdkNames, type FieldRenames, type V2Route } from './codec';
 
@@ -80,8 +79,6 @@ const SESSION_NAMES: FieldRenames = { customer_id: 'customer', payment_flow_id: 
 const encodeSession = sdkNames(SESSION_NAMES, withLineItemPriceIds);
 const sessionRoute = (extra: Partial<V2Route> = {}): Partial<V2Route> => ({ renames: { customer_id: 'customer' }, encode: encodeSession, ...extra });
 
-const settlement = (extra: Partial<V2Route> = {}): Partial<V2Route> => ({ encode: (result) => v2Instants(result) as object, ...extra });
-
 export const V2_ROUTES: readonly V2Route[] = [
   // Payment flows (v2 §4.2–4.4, §4.8).
   ...crud('/payment_flows', 'payment_flow_id', 'payment_flows', { create: flowRoute({ decode: decodeFlowCreate }), retrieve: flowRoute(), update: flowRoute(), list: flowRoute() }),
@@ -130,15 +127,14 @@ export const V2_ROUTES: readonly V2Route[] = [
   route('GET', '/payment_method_configurations/:payment_method_configuration_id', 'payment_method_configurations.retrieve'),
   route('POST', '/payment_method_configurations/:payment_method_configuration_id', 'payment_method_configurations.update'),
   // Statements, balances, terms: read-only views of the settlement (statement URLs served here).
-  route('GET', '/statements', 'v2.statements.list', settlement()),
-  route('GET', '/statements/:statement_id', 'statements.retrieve', settlement()),
-  route('POST', '/statements/:statement_id/statement_urls', 'statements.statement_urls', settlement()),
-  route('GET', '/balances', 'v2.balances.list', settlement()),
-  route('GET', '/balances/:balance_id', 'balances.retrieve', settlement()),
-  // The SDK's createBalanceUrl: the balance's statements by the one URL mechanism, as `balance_url`.
-  route('POST', '/balances/:balance_id/balance_urls', 'balances.statement_urls', settlement({ encode: (result) => ({ ...(v2Instants(result) as object), object: 'balance_url' }) })),
-  route('GET', '/terms', 'v2.terms.list', settlement()),
-  route('GET', '/terms/:term_id', 'terms.retrieve', settlement()),
+  route('GET', '/statements', 'v2.statements.list'),
+  route('GET', '/statements/:statement_id', 'v2.statements.retrieve'),
+  route('POST', '/statements/:statement_id/statement_urls', 'v2.statements.statement_urls'),
+  route('GET', '/balances', 'v2.balances.list'),
+  route('GET', '/balances/:balance_id', 'v2.balances.retrieve'),
+  route('POST', '/balances/:balance_id/balance_urls', 'v2.balances.balance_urls'),
+  route('GET', '/terms', 'v2.terms.list'),
+  route('GET', '/terms/:term_id', 'v2.terms.retrieve'),
   // Payment transactions: the settled captures and refunds (src/settlement/payment-transactions.ts).
   route('GET', '/payment_transactions', 'payment_transactions.list'),
   route('GET', '/payment_transactions/:payment_transaction_id', 'payment_transactions.retrieve'),

@@ -56,6 +56,13 @@ export interface ChargeRequest {
   readonly subscriptionId?: string;
   /** With subscriptionId: the start of the period this charge pays for (the natural key). */
   readonly periodStart?: Date;
+  /**
+   * With periodStart: the paid charge that already holds this period start, when an operation
+   * charges again at the instant that period began (a plan change right after the first charge or a
+   * renewal). This charge then does not take the period's key (its row has no period start; its
+   * instant is the same) and its network reference names the charge it follows.
+   */
+  readonly follows?: string;
   readonly description?: string | null;
 }
 
@@ -351,7 +358,7 @@ async function authorizeCharges(
  */
 export function authorizationOf(request: ChargeRequest, chargeId: string): AuthorizationRequest {
   return {
-    reference: request.subscriptionId !== undefined && request.periodStart !== undefined ? `${request.subscriptionId}@${request.periodStart.toISOString()}/${request.card.card_id}` : chargeId,
+    reference: request.subscriptionId !== undefined && request.periodStart !== undefined ? subscriptionReference(request.subscriptionId, request.periodStart, request.card.card_id, request.follows) : chargeId,
     fingerprint: request.card.fingerprint,
     expMonth: request.card.exp_month,
     expYear: request.card.exp_year,
@@ -361,6 +368,12 @@ export function authorizationOf(request: ChargeRequest, chargeId: string): Autho
     at: request.at,
     kind: request.kind,
   };
+}
+
+/** A subscription charge's network reference: (subscription, period start, card), and the charge it follows if any. */
+function subscriptionReference(subscriptionId: string, periodStart: Date, cardId: string, follows: string | undefined): string {
+  const reference = `${subscriptionId}@${periodStart.toISOString()}/${cardId}`;
+  return follows === undefined ? reference : `${reference}/after/${follows}`;
 }
 
 /**
@@ -393,7 +406,7 @@ export function buildChargeRows(
       card_id: request.card.card_id,
       customer_id: request.customerId,
       subscription_id: request.subscriptionId ?? null,
-      period_start: request.periodStart ?? null,
+      period_start: request.follows === undefined ? (request.periodStart ?? null) : null,
       description: request.description ?? null,
       failure_code: approved ? null : result.code,
       failure_message: approved ? null : result.message,

@@ -38,6 +38,8 @@ export interface SubscriptionChargeRequest {
   readonly subscriptionId: string;
   /** The start of the period the charge pays for. */
   readonly periodStart: Date;
+  /** The paid charge already holding that period start, if any (ChargeRequest.follows). */
+  readonly follows?: string;
 }
 
 export type SubscriptionChargeOutcome = { readonly status: 'succeeded'; readonly row: ChargeRow } | { readonly status: 'declined'; readonly error: KessaiError };
@@ -59,6 +61,7 @@ function chargeRequestOf(request: SubscriptionChargeRequest): ChargeRequest {
     kind: 'charge',
     subscriptionId: request.subscriptionId,
     periodStart: request.periodStart,
+    ...(request.follows === undefined ? {} : { follows: request.follows }),
   };
 }
 

@@ -15,6 +15,7 @@
  */
 import type { Kysely } from 'kysely';
 import type { Caller } from '../accounts/accounts';
+import { findCharge } from '../charges/charge-record';
 import type { CardRow } from '../customers/card-object';
 import type { DeletedObject } from '../customers/cards';
 import { findCustomer } from '../customers/customer-record';
@@ -80,8 +81,8 @@ async function lockCustomer(trx: Kysely<Database>, caller: Caller, customerId: s
     .execute();
 }
 
-/** A charge an operation makes now, and the period it pays for. */
-type ChargeNow = { readonly amount: number; readonly periodStart: Date };
+/** A charge an operation makes now, the period it pays for, and the paid charge already holding that period start (if any). */
+type ChargeNow = { readonly amount: number; readonly periodStart: Date; readonly follows?: string };
 
 /**
  * Makes `charge` (if any) at `at` and returns the row with `last_charge_id` set, or the decline.
@@ -105,7 +106,7 @@ async function chargeFirst(
 }
 
 function chargeRequest(caller: Caller, row: SubscriptionRow, card: CardRow, charge: ChargeNow, at: Date): SubscriptionChargeRequest {
-  return { caller, customerId: row.customer_id, card, amount: charge.amount, at, subscriptionId: row.subscription_id, periodStart: charge.periodStart };
+  return { caller, customerId: row.customer_id, card, amount: charge.amount, at, subscriptionId: row.subscription_id, periodStart: charge.periodStart, ...(charge.follows === undefined ? {} : { follows: charge.follows }) };
 }
 
 /**
@@ -125,6 +126,21 @@ function authorizationOfDecision<T>(caller: Caller, decision: Decision<T>): Auth
   const { row, card, charge, now } = decision;
   if (charge === null || charge.amount <= 0 || card === undefined) return null;
   return subscriptionAuthorization(chargeRequest(caller, row, card, charge, now));
+}
+
+/**
+ * The decision with its charge marked as following the subscription's last charge when that one is
+ * paid and began the same period: an operation at the instant a period was charged (on a frozen
+ * test clock, a plan change right after subscribing or after an advance to a renewal). Such a
+ * change is answered like the same change a moment later: the new charge is made and the earlier
+ * one stands; the period's key stays with the earlier one.
+ */
+async function withFollows<T>(trx: Kysely<Database>, caller: Caller, decision: Decision<T>): Promise<Decision<T>> {
+  const { charge, row } = decision;
+  if (charge === null || charge.amount <= 0 || row.last_charge_id === null) return decision;
+  const last = await findCharge(trx, caller, row.last_charge_id);
+  if (!last.paid || (last.period_start ?? last.created_at).getTime() !== charge.periodStart.getTime()) return decision;
+  return { ...decision, charge: { ...charge, follows: row.last_charge_id } };
 }
 
 /**
@@ -149,14 +165,14 @@ async function claimedCharge<T>(
     ctx,
     {
       claim: async (trx) => {
-        const decision = await decide(trx, undefined);
+        const decision = await withFollows(trx, caller, await decide(trx, undefined));
         const authorization = authorizationOfDecision(caller, decision);
         if (authorization === null) return { done: { done: await decision.write(trx, decision.row) } };
         const claim = await takeNetworkClaim(trx, object, operation, decision.now, { authorizations: [authorization] });
         return { claim, authorizations: [authorization], plan: authorization };
       },
       record: async (trx, asked, answers, claim) => {
-        const decision = await decide(trx, claim.claimedAt);
+        const decision = await withFollows(trx, caller, await decide(trx, claim.claimedAt));
         const authorization = authorizationOfDecision(caller, decision);
         if (authorization === null || JSON.stringify(authorization) !== JSON.stringify(asked)) return STALE;
         const answered = { ...ctx, processor: answeredNetwork(ctx.processor, [asked], answers) };

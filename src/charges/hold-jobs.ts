@@ -32,6 +32,7 @@ import { liveClaimSql } from './charge-claims';
 import { accountsWithLapsedIntents, recoverCreateIntents } from './create-intents';
 import { accountsWithLapsedClaims, recoverLapsedClaims } from '../engine/network-claims';
 import { recordChargeEvents, type ChargeEventKey } from './charge-record';
+import { paymentRefundFinishers } from '../payment-refunds/payment-refunds';
 import { bulkColumns, ROW_KEYS } from '../db/bulk-rows';
 
 /** A charge whose card moved the money at authorization (service rules §2.1): releasing it refunds the debit. */
@@ -61,15 +62,17 @@ export async function expireHolds(ctx: Context, run: SlotRun): Promise<JobCounts
 
 /**
  * Before the holds too: the network claims whose process died between the claim and the record
- * (src/engine/network-claims.ts: a subscription's charge), lapsed on the worker's clock, undone
- * account by account (asked again under their references, what was approved released). Counted as
- * `claims_recovered` only when there were any.
+ * (src/engine/network-claims.ts), lapsed on the worker's clock, account by account: a charge's
+ * authorization undone (asked again under its reference, what was approved released), a v2
+ * refund finished (asked again under its id, the answer recorded). Counted as `claims_recovered`
+ * only when there were any.
  */
 async function recoverLapsedNetworkClaims(ctx: Context, run: SlotRun): Promise<number> {
   let recovered = 0;
+  const finishers = paymentRefundFinishers(ctx);
   for (const accountId of await accountsWithLapsedClaims(ctx.db, ctx.clock.now())) {
     checkpoint(run);
-    recovered += await recoverLapsedClaims(ctx, [accountId], ctx.config.batchSize);
+    recovered += await recoverLapsedClaims(ctx, [accountId], ctx.config.batchSize, finishers);
   }
   return recovered;
 }

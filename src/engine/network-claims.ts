@@ -27,11 +27,11 @@ import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import { inAccounts } from '../db/account-scope';
 import type { Database } from '../db/schema';
 import { reject } from '../domain/errors';
-import type { AuthorizationRequest, AuthorizationResult, CardNetwork } from '../processor/card-network';
+import { NETWORK_CLAIM_LEASE_MS } from '../domain/network-claims';
+import type { AuthorizationRequest, AuthorizationResult, CardNetwork, RefundRequest, SettlementResult } from '../processor/card-network';
 import type { Context } from './context';
 
-/** How long a claim holds before another process may take it over. */
-export const NETWORK_CLAIM_LEASE_MS = 60_000;
+export { NETWORK_CLAIM_LEASE_MS };
 /** A waiting operation looks at the claim every CLAIM_POLL_MS, CLAIM_POLLS times at most (about 10 s), then answers over_capacity. */
 const CLAIM_POLL_MS = 20;
 const CLAIM_POLLS = 500;
@@ -53,24 +53,52 @@ export interface NetworkClaim extends ClaimedObject {
   readonly claimedAt: Date;
 }
 
-/** What a claim's network call may leave at the network: what a taker asks again and undoes. */
+/**
+ * What a claim's network call may leave at the network, under references that are the network's
+ * idempotency, so a taker asks them again and gets the same answers. `authorizations` are undone
+ * by a taker (what was approved released). `refunds` cannot be undone: a claim that has the list
+ * (even empty: a refund outside the card network) is finished by a taker, through the finisher of
+ * its operation (ClaimFinishers), and left alone by one without it.
+ */
 export interface RecoveryPoint {
   readonly authorizations: readonly AuthorizationRequest[];
+  readonly refunds?: readonly RefundRequest[];
 }
 
+type Stored<T> = Omit<T, 'at'> & { readonly at: string };
 interface StoredRecovery {
-  readonly authorizations: readonly (Omit<AuthorizationRequest, 'at'> & { readonly at: string })[];
+  readonly authorizations: readonly Stored<AuthorizationRequest>[];
+  readonly refunds?: readonly Stored<RefundRequest>[];
 }
 
-const recoveryText = (point: RecoveryPoint): string => JSON.stringify({ authorizations: point.authorizations.map((a) => ({ ...a, at: a.at.toISOString() })) });
-const recoveryOf = (stored: unknown): RecoveryPoint => {
+const recoveryText = (point: RecoveryPoint): string =>
+  JSON.stringify({
+    authorizations: point.authorizations.map((a) => ({ ...a, at: a.at.toISOString() })),
+    ...(point.refunds === undefined ? {} : { refunds: point.refunds.map((r) => ({ ...r, at: r.at.toISOString() })) }),
+  });
+/** A stored recovery point (the `recovery` column) read back. */
+export const recoveryOf = (stored: unknown): RecoveryPoint => {
   const parsed = (typeof stored === 'string' ? JSON.parse(stored) : stored) as StoredRecovery;
-  return { authorizations: parsed.authorizations.map((a) => ({ ...a, at: new Date(a.at) })) };
+  return {
+    authorizations: parsed.authorizations.map((a) => ({ ...a, at: new Date(a.at) })),
+    ...(parsed.refunds === undefined ? {} : { refunds: parsed.refunds.map((r) => ({ ...r, at: new Date(r.at) })) }),
+  };
 };
+
+/** A claim with what was asked under it: what a taker of a lapsed claim works from. */
+export type HeldClaim = NetworkClaim & { readonly recovery: RecoveryPoint };
+
+/**
+ * How a taker finishes a lapsed claim of an operation whose network work cannot be undone (a
+ * refund), by operation name: called with no transaction open, the claim restamped to the taker
+ * and the claim's refunds asked again (the same answers); it records them (recordUnderClaim).
+ */
+export type ClaimFinisher = (claim: HeldClaim, refunds: readonly SettlementResult[]) => Promise<void>;
+export type ClaimFinishers = Readonly<Record<string, ClaimFinisher>>;
 
 /** Thrown inside a claim step: the object is claimed by another operation (live), or by a dead one (lapsed: to recover first). */
 class Claimed extends Error {
-  constructor(readonly lapsed: (NetworkClaim & { readonly recovery: RecoveryPoint }) | undefined) {
+  constructor(readonly lapsed: HeldClaim | undefined) {
     super('the object is claimed');
   }
 }
@@ -133,7 +161,7 @@ export async function dropNetworkClaim(executor: Kysely<Database>, claim: Networ
 }
 
 /** Restamps a claim at `now` if it is still `claim` (fenced): the one taker of a lapsed claim. */
-async function restamp(executor: Kysely<Database>, claim: NetworkClaim, now: Date): Promise<NetworkClaim | undefined> {
+export async function takeOverClaim(executor: Kysely<Database>, claim: NetworkClaim, now: Date): Promise<NetworkClaim | undefined> {
   const taken = await executor
     .updateTable('network_claims')
     .set({ claimed_at: now, lease_until: new Date(now.getTime() + NETWORK_CLAIM_LEASE_MS) })
@@ -166,31 +194,53 @@ async function undoHeld(ctx: Pick<Context, 'db' | 'processor'>, claim: NetworkCl
 }
 
 /**
- * Takes over and undoes one lapsed claim: restamped at now (committed, fenced by the lapsed
- * instant, so of two takers one goes on), the network asked again and what it approved released,
- * then dropped. True when this call undid it.
+ * A claim this process has taken over (restamped), resolved with no transaction open: finished by
+ * its operation's finisher when it has refunds (asked again under their references: the same
+ * answers, nothing refunded twice), otherwise undone (authorizations asked again, approvals
+ * released, the claim dropped).
  */
-export async function recoverNetworkClaim(ctx: Pick<Context, 'db' | 'processor' | 'clock'>, lapsed: NetworkClaim & { readonly recovery: RecoveryPoint }): Promise<boolean> {
+async function resolveTaken(ctx: Pick<Context, 'db' | 'processor'>, taken: HeldClaim, finishers: ClaimFinishers, at: Date): Promise<void> {
+  const refunds = taken.recovery.refunds ?? [];
+  const finisher = finishers[taken.operation];
+  if (finisher === undefined) return undoHeld(ctx, taken, taken.recovery, undefined, at);
+  return finisher(taken, refunds.length === 0 ? [] : await ctx.processor.refund(refunds));
+}
+
+/** A claim a taker may resolve: one that can be undone (no `refunds`, not even an empty list), or whose operation has a finisher here. */
+const resolvable = (claim: Pick<HeldClaim, 'operation' | 'recovery'>, finishers: ClaimFinishers): boolean =>
+  finishers[claim.operation] !== undefined || claim.recovery.refunds === undefined;
+
+/**
+ * Takes over and resolves one lapsed claim: restamped at now (committed, fenced by the lapsed
+ * instant, so of two takers one goes on), then finished or undone (resolveTaken). True when this
+ * call resolved it; false when another taker had it, or it cannot be undone and has no finisher here.
+ */
+export async function recoverNetworkClaim(ctx: Pick<Context, 'db' | 'processor' | 'clock'>, lapsed: HeldClaim, finishers: ClaimFinishers = {}): Promise<boolean> {
+  if (!resolvable(lapsed, finishers)) return false;
   const now = ctx.clock.now();
-  const taken = await restamp(ctx.db, lapsed, now);
+  const taken = await takeOverClaim(ctx.db, lapsed, now);
   if (taken === undefined) return false;
-  await undoHeld(ctx, taken, lapsed.recovery, undefined, now);
+  await resolveTaken(ctx, { ...taken, recovery: lapsed.recovery }, finishers, now);
   return true;
 }
 
 /**
- * Undoes every claim of `accountIds` lapsed at now, `limit` at a time: each batch restamped in one
- * short transaction (FOR UPDATE SKIP LOCKED, so two recoverers split the work), then its network
- * calls with no transaction open, then the drops. Returns how many claims this call undid.
+ * Resolves every claim of `accountIds` lapsed at now, `limit` at a time: each batch restamped in
+ * one short transaction (FOR UPDATE SKIP LOCKED, so two recoverers split the work), then each
+ * finished or undone (resolveTaken) with no transaction open. A claim that cannot be undone and
+ * has no finisher in `finishers` is left alone. Returns how many claims this call resolved.
  */
-export async function recoverLapsedClaims(ctx: Pick<Context, 'db' | 'processor' | 'clock'>, accountIds: readonly string[], limit = 100): Promise<number> {
+export async function recoverLapsedClaims(ctx: Pick<Context, 'db' | 'processor' | 'clock'>, accountIds: readonly string[], limit = 100, finishers: ClaimFinishers = {}): Promise<number> {
   let undone = 0;
+  const finishing = Object.keys(finishers);
   for (;;) {
     const now = ctx.clock.now();
     const claimed = await sql<{ account_id: string; livemode: boolean; resource: string; resource_id: string; operation: string; recovery: unknown }>`
       WITH due AS (
         SELECT c.account_id, c.livemode, c.resource, c.resource_id FROM network_claims c
         WHERE ${inAccounts('c.account_id', accountIds)} AND c.lease_until <= ${now}
+          AND (c.recovery -> 'refunds' IS NULL
+               ${finishing.length === 0 ? sql`` : sql`OR c.operation IN (${sql.join(finishing)})`})
         ORDER BY c.lease_until, c.account_id, c.livemode, c.resource, c.resource_id LIMIT ${limit}
         FOR UPDATE OF c SKIP LOCKED)
       UPDATE network_claims n SET claimed_at = ${now}, lease_until = ${new Date(now.getTime() + NETWORK_CLAIM_LEASE_MS)}
@@ -198,8 +248,8 @@ export async function recoverLapsedClaims(ctx: Pick<Context, 'db' | 'processor' 
         AND n.resource = due.resource AND n.resource_id = due.resource_id
       RETURNING n.account_id, n.livemode, n.resource, n.resource_id, n.operation, n.recovery`.execute(ctx.db);
     for (const row of claimed.rows) {
-      const claim: NetworkClaim = { accountId: row.account_id, livemode: row.livemode, resource: row.resource, resourceId: row.resource_id, operation: row.operation, claimedAt: now };
-      await undoHeld(ctx, claim, recoveryOf(row.recovery), undefined, now);
+      const claim: HeldClaim = { accountId: row.account_id, livemode: row.livemode, resource: row.resource, resourceId: row.resource_id, operation: row.operation, claimedAt: now, recovery: recoveryOf(row.recovery) };
+      await resolveTaken(ctx, claim, finishers, now);
       undone += 1;
     }
     if (claimed.rows.length < limit) return undone;
@@ -259,6 +309,21 @@ export class NetworkClaimLost extends Error {
   }
 }
 
+/**
+ * The record step of a claim, in its own short transaction: the claim row locked and checked to be
+ * still `claim` (NetworkClaimLost when a taker has it), `record` run, and the claim dropped in the
+ * same commit — unless `record` answers STALE (the claim then stays, for the caller to undo).
+ */
+export async function recordUnderClaim<R>(db: Kysely<Database>, claim: NetworkClaim, record: (trx: Kysely<Database>) => Promise<R>): Promise<R> {
+  return db.transaction().execute(async (trx) => {
+    const held = await trx.selectFrom('network_claims').select('claimed_at').where(claimIs(claim)).forUpdate().executeTakeFirst();
+    if (held === undefined) throw new NetworkClaimLost(claim);
+    const result = await record(trx);
+    if (result !== STALE) await dropNetworkClaim(trx, claim);
+    return result;
+  });
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -272,10 +337,8 @@ async function claimTurn<P, R>(ctx: Pick<Context, 'db' | 'processor' | 'clock'>,
       return await ctx.db.transaction().execute((trx) => step(trx));
     } catch (error) {
       if (!(error instanceof Claimed)) throw error;
-      if (error.lapsed !== undefined) {
-        await recoverNetworkClaim(ctx, error.lapsed);
-        continue;
-      }
+      // Resolved: decide again at once; taken by another taker (or not ours to resolve): wait as for a live claim.
+      if (error.lapsed !== undefined && (await recoverNetworkClaim(ctx, error.lapsed))) continue;
     }
     if (polls <= 0) return reject('over_capacity', busyParam, 'The object is being processed by another request; retry later.');
     await sleep(CLAIM_POLL_MS);
@@ -304,13 +367,7 @@ export async function runClaimed<P, R>(ctx: Pick<Context, 'db' | 'processor' | '
     }
     let recorded: R | typeof STALE;
     try {
-      recorded = await ctx.db.transaction().execute(async (trx) => {
-        const held = await trx.selectFrom('network_claims').select('claimed_at').where(claimIs(claim)).forUpdate().executeTakeFirst();
-        if (held === undefined) throw new NetworkClaimLost(claim);
-        const result = await operation.record(trx, plan, answers, claim);
-        if (result !== STALE) await dropNetworkClaim(trx, claim);
-        return result;
-      });
+      recorded = await recordUnderClaim(ctx.db, claim, (trx) => operation.record(trx, plan, answers, claim));
     } catch (error) {
       if (!(error instanceof NetworkClaimLost)) await undoHeld(ctx, claim, point, answers, claim.claimedAt);
       throw error;

@@ -16,10 +16,11 @@ import type { Database, PaymentRefundsTable } from '../db/schema';
 import type { PaymentRefundReason } from '../db/column-types';
 import { reject } from '../domain/errors';
 import { REFUND_WINDOW_MS } from '../domain/limits';
-import { NETWORK_CLAIM_LEASE_MS } from '../domain/network-claims';
 import { mergeMetadata, type Metadata } from '../domain/metadata';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
+import { NetworkClaimLost, recordUnderClaim, recoveryOf, takeNetworkClaim, takeOverClaim, type ClaimFinishers, type NetworkClaim } from '../engine/network-claims';
+import type { RefundRequest, SettlementResult } from '../processor/card-network';
 import { recordEvent } from '../events/outbox';
 import type { Params } from '../operations/params';
 import { inV2Page, readV2Page, type V2Page } from '../operations/v2-pagination';
@@ -92,11 +93,15 @@ export function allocateRefund(captures: readonly { readonly chargeId: string; r
   return parts;
 }
 
-/** A refund claimed for the card network: its `pending` row, committed, stamped by its `updated_at`. */
+/** The operation that claims a refund in `network_claims` (src/engine/network-claims.ts). */
+const REFUND_OPERATION = 'payment_refunds.create';
+
+/** A refund claimed for the card network: its `pending` row and its claim, both committed. */
 interface RefundClaim {
   readonly refund: PaymentRefundRow;
-  /** The card to refund to; null for PayPay (a wallet outside the card network: nothing to ask). */
-  readonly card: { readonly fingerprint: string; readonly authorizationCode: string } | null;
+  readonly claim: NetworkClaim;
+  /** What the issuer is asked under the refund's id: nothing for PayPay (a wallet outside the card network). */
+  readonly requests: readonly RefundRequest[];
   /** A claim left by a crash, taken over: finished, then the request's own refund is made. */
   readonly takenOver: boolean;
 }
@@ -128,48 +133,68 @@ async function refundableCaptures(trx: Kysely<Database>, flow: PaymentFlowRow, e
   return { refundable, left };
 }
 
-function cardOf(flow: PaymentFlowRow): RefundClaim['card'] {
-  return flow.card_fingerprint === null ? null : { fingerprint: flow.card_fingerprint, authorizationCode: flow.authorization_code ?? '' };
+/** The issuer's half of `refund` on `flow`'s card, under the refund's id: none when the flow was not paid by card. */
+function refundRequests(flow: PaymentFlowRow, refund: PaymentRefundRow, at: Date): RefundRequest[] {
+  if (flow.card_fingerprint === null) return [];
+  return [{ reference: refund.payment_refund_id, authorizationCode: flow.authorization_code ?? '', fingerprint: flow.card_fingerprint, amount: refund.amount, at }];
 }
 
 /**
- * The refund's network half and its record (ARCHITECTURE.md: no row lock across network I/O): the
- * issuer is asked with no transaction open, under the refund's id as the reference; then, in a
- * short transaction on the flow locked again, the answer is recorded only if the claim still holds
- * (the refund `pending` with the claim's stamp). Approved: the money moves exactly as a v1 refund's
+ * The refund's network half and its record (src/engine/network-claims.ts: no row lock across the
+ * call): the issuer is asked with no transaction open, under the refund's id as the reference;
+ * then recordRefund records the answer while the claim holds.
+ */
+async function finishRefund(ctx: Context, claimed: RefundClaim): Promise<PaymentRefundRow> {
+  const answers = claimed.requests.length === 0 ? [] : await ctx.processor.refund(claimed.requests);
+  return recordRefund(ctx, claimed.claim, answers);
+}
+
+/**
+ * The record step of a refund's claim, in a short transaction on the flow locked again, only while
+ * the claim still holds (dropped in the same commit; a claim taken over meanwhile: the taker's
+ * record stands, the refund answered as it is). Approved: the money moves exactly as a v1 refund's
  * (`refunds` rows on the captures, settled in the same transaction), `succeeded`, `refund.created`
  * ("a processed refund emits refund.created", v2 §6.1). Refused: `failed`, `refund.failed`, and
- * nothing moves.
+ * nothing moves. Dated at the claim's instant.
  */
-async function finishRefund(ctx: Context, claim: RefundClaim): Promise<PaymentRefundRow> {
-  const { refund, card } = claim;
-  const [answer] = card === null ? [] : await ctx.processor.refund([{ reference: refund.payment_refund_id, authorizationCode: card.authorizationCode, fingerprint: card.fingerprint, amount: refund.amount, at: refund.updated_at }]);
-  const caller: Caller = { accountId: refund.account_id, livemode: refund.livemode, kind: 'secret' };
-  return ctx.db.transaction().execute(async (trx) => {
-    const flow = await findPaymentFlow(trx, caller, refund.payment_flow_id, { lock: true });
-    const current = await findPaymentRefund(trx, caller, refund.payment_refund_id, { lock: true });
-    // Taken over after the lease (or recorded by the taker): the record made stands.
-    if (current.status !== 'pending' || current.updated_at.getTime() !== refund.updated_at.getTime()) return current;
-    const at = refund.updated_at;
-    if (answer !== undefined && !answer.ok) {
-      const failed = await setRefundStatus(trx, current, 'failed', at);
-      await recordEvent(trx, ctx.ids, refundEvent(failed, 'refund.failed', at));
-      return failed;
-    }
-    const { refundable } = await refundableCaptures(trx, flow, current.payment_refund_id);
-    const parts = allocateRefund(refundable, current.amount).map((part) => ({
-      accountId: current.account_id,
-      livemode: current.livemode,
-      chargeId: part.chargeId,
-      amount: part.amount,
-      reason: current.reason,
-      paymentRefundId: current.payment_refund_id,
-    }));
-    await refundCharges(trx, ctx, parts, at);
-    const succeeded = await setRefundStatus(trx, current, 'succeeded', at);
-    await recordEvent(trx, ctx.ids, refundEvent(succeeded, 'refund.created', at));
-    return succeeded;
-  });
+async function recordRefund(ctx: Pick<Context, 'db' | 'ids' | 'clock' | 'testClock'>, claim: NetworkClaim, answers: readonly SettlementResult[]): Promise<PaymentRefundRow> {
+  const caller: Caller = { accountId: claim.accountId, livemode: claim.livemode, kind: 'secret' };
+  const at = claim.claimedAt;
+  try {
+    return await recordUnderClaim(ctx.db, claim, async (trx) => {
+      const refund = await findPaymentRefund(trx, caller, claim.resourceId);
+      const flow = await findPaymentFlow(trx, caller, refund.payment_flow_id, { lock: true });
+      const current = await findPaymentRefund(trx, caller, claim.resourceId, { lock: true });
+      if (current.status !== 'pending') return current;
+      const [answer] = answers;
+      if (answer !== undefined && !answer.ok) {
+        const failed = await setRefundStatus(trx, current, 'failed', at);
+        await recordEvent(trx, ctx.ids, refundEvent(failed, 'refund.failed', at));
+        return failed;
+      }
+      const { refundable } = await refundableCaptures(trx, flow, current.payment_refund_id);
+      const parts = allocateRefund(refundable, current.amount).map((part) => ({
+        accountId: current.account_id,
+        livemode: current.livemode,
+        chargeId: part.chargeId,
+        amount: part.amount,
+        reason: current.reason,
+        paymentRefundId: current.payment_refund_id,
+      }));
+      await refundCharges(trx, ctx, parts, at);
+      const succeeded = await setRefundStatus(trx, current, 'succeeded', at);
+      await recordEvent(trx, ctx.ids, refundEvent(succeeded, 'refund.created', at));
+      return succeeded;
+    });
+  } catch (error) {
+    if (error instanceof NetworkClaimLost) return findPaymentRefund(ctx.db, caller, claim.resourceId);
+    throw error;
+  }
+}
+
+/** How the hold-expiry job finishes a refund whose request died at the network (recoverLapsedClaims). */
+export function paymentRefundFinishers(ctx: Pick<Context, 'db' | 'ids' | 'clock' | 'testClock'>): ClaimFinishers {
+  return { [REFUND_OPERATION]: async (claim, answers) => void (await recordRefund(ctx, claim, answers)) };
 }
 
 async function setRefundStatus(trx: Kysely<Database>, row: PaymentRefundRow, status: PaymentRefundRow['status'], at: Date): Promise<PaymentRefundRow> {
@@ -224,18 +249,38 @@ export async function createPaymentRefund(ctx: Context, caller: Caller, command:
     const claim = await ctx.db.transaction().execute(async (trx): Promise<RefundClaim> => {
       const flow = await findPaymentFlow(trx, caller, flowId, { lock: true, param: 'payment_flow_id' });
       const now = ctx.clock.now();
+      // A refund whose request died at the network (its claim lapsed): taken over and finished first.
+      // SKIP LOCKED: a claim being recorded or taken over by the hold-expiry job is theirs.
       const lapsed = await trx
-        .selectFrom('payment_refunds')
-        .selectAll()
-        .where('account_id', '=', flow.account_id)
-        .where('livemode', '=', flow.livemode)
-        .where('payment_flow_id', '=', flow.payment_flow_id)
-        .where('status', '=', 'pending')
-        .where('updated_at', '<=', new Date(now.getTime() - NETWORK_CLAIM_LEASE_MS))
-        .orderBy('created_at')
-        .forUpdate()
+        .selectFrom('payment_refunds as r')
+        .innerJoin('network_claims as c', (join) =>
+          join
+            .onRef('c.account_id', '=', 'r.account_id')
+            .onRef('c.livemode', '=', 'r.livemode')
+            .on('c.resource', '=', 'payment_refund')
+            .onRef('c.resource_id', '=', 'r.payment_refund_id'),
+        )
+        .selectAll('r')
+        .select(['c.claimed_at as claimed_at', 'c.operation as operation', 'c.recovery as recovery'])
+        .where('r.account_id', '=', flow.account_id)
+        .where('r.livemode', '=', flow.livemode)
+        .where('r.payment_flow_id', '=', flow.payment_flow_id)
+        .where('r.status', '=', 'pending')
+        .where('c.lease_until', '<=', now)
+        .orderBy('r.created_at')
+        .limit(1)
+        .forUpdate(['r', 'c'])
+        .skipLocked()
         .executeTakeFirst();
-      if (lapsed !== undefined) return { refund: await setRefundStatus(trx, lapsed, 'pending', now), card: cardOf(flow), takenOver: true };
+      if (lapsed !== undefined) {
+        const { claimed_at: claimedAt, operation, recovery, ...row } = lapsed;
+        const taken = await takeOverClaim(trx, { accountId: row.account_id, livemode: row.livemode, resource: 'payment_refund', resourceId: row.payment_refund_id, operation, claimedAt }, now);
+        if (taken !== undefined) {
+          // Asked again as first asked: the same references, the same answers.
+          const requests = recoveryOf(recovery).refunds ?? [];
+          return { refund: await setRefundStatus(trx, row, 'pending', now), claim: taken, requests, takenOver: true };
+        }
+      }
       if (flow.amount_received === 0) return reject('invalid_status', 'payment_flow_id', `a payment flow that is ${flow.status} has captured nothing to refund`);
       if (now.getTime() > flow.created_at.getTime() + REFUND_WINDOW_MS) reject('refund_limit_exceeded', 'payment_flow_id', `payment flow ${flowId} is more than 180 days old`);
       const { left } = await refundableCaptures(trx, flow, null);
@@ -258,7 +303,9 @@ export async function createPaymentRefund(ctx: Context, caller: Caller, command:
         })
         .returningAll()
         .executeTakeFirstOrThrow();
-      return { refund, card: cardOf(flow), takenOver: false };
+      const requests = refundRequests(flow, refund, now);
+      const claim = await takeNetworkClaim(trx, { accountId: refund.account_id, livemode: refund.livemode, resource: 'payment_refund', resourceId: refund.payment_refund_id }, REFUND_OPERATION, now, { authorizations: [], refunds: requests });
+      return { refund, claim, requests, takenOver: false };
     });
     const row = await finishRefund(ctx, claim);
     if (!claim.takenOver) return row;

@@ -3,12 +3,15 @@
  * `refundFails` test card (4000000000005126) is refused by the issuer, so the refund ends `failed`
  * with `refund.failed` and no money moves (no refund rows, the capture unrefunded, no refund
  * transaction); the same refund to a Visa card succeeds with `refund.created`. And a refund whose
- * request died at the network is finished once by the flow's next refund request after the lease.
+ * request died at the network (its claim in network_claims lapsed) is finished once: by the flow's
+ * next refund request after the lease, or by the hold-expiry job when nobody comes back.
  */
 import * as v2 from '@payjp/payjpv2';
 import type { Client } from '@payjp/payjpv2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NETWORK_CLAIM_LEASE_MS } from '../../src/domain/network-claims';
+import { holdExpiryJob } from '../../jobs/hold-expiry';
+import { Scheduler } from '../../src/engine/scheduler';
 import { runOperation } from '../../src/api/operations';
 import type { Caller } from '../../src/accounts/accounts';
 import type { Context } from '../../src/engine/context';
@@ -105,5 +108,35 @@ describe.each(['harness', 'pglite'] as const)('v2 refunds the issuer refuses (%s
     expect(asked).toEqual([pending!.id, pending!.id, own.id]);
     expect(await money(flow.id)).toEqual({ refunded: 3_000, refundRows: [2_000, 1_000] });
     expect(await v2EventTypes(client, pending!.id)).toEqual(['refund.created']);
+  });
+
+  it('a refund whose request died at the network and nobody came back: the hold-expiry job finishes it once after the lease, and counts it', async () => {
+    const flow = await paidFlow(TEST_CARDS.visa.number, 4_000);
+    const asked: string[] = [];
+    const plain = simulatedCardNetwork();
+    const dying: CardNetwork = { ...plain, refund: async () => Promise.reject(new Error('the process died at the network')) };
+    const counting: CardNetwork = { ...plain, refund: async (requests) => (asked.push(...requests.map((r) => r.reference)), plain.refund(requests)) };
+    const caller = { accountId: 'acct_http_a', livemode: false, kind: 'secret' } as const;
+    const at = server.ctx.clock.now();
+    await expect(createPaymentRefund({ ...testContext(server.ctx.store, { at, seed: 81 }), processor: dying }, caller, { payment_flow_id: flow.id, amount: 1_500 })).rejects.toThrow('the process died');
+    const [pending] = (await ok(v2.getPaymentFlowRefunds({ client, path: { payment_flow_id: flow.id } }))).data as { id: string }[];
+    const runAt = async (ms: number) => {
+      const slot = new Date(at.getTime() + ms);
+      const ctx = { ...testContext(server.ctx.store, { at: slot, seed: 82 + ms }), processor: counting };
+      const outcome = await new Scheduler(ctx, [holdExpiryJob], { owner: `refund-claims-${ms}` }).runSlot(holdExpiryJob.name, slot);
+      return outcome.status === 'succeeded' ? outcome.counts : outcome;
+    };
+    expect(await runAt(0)).not.toHaveProperty('claims_recovered');
+    expect(await ok(v2.getPaymentRefund({ client, path: { payment_refund_id: pending!.id } }))).toMatchObject({ status: 'pending' });
+    expect(await runAt(NETWORK_CLAIM_LEASE_MS)).toMatchObject({ claims_recovered: 1 });
+    expect(await runAt(2 * NETWORK_CLAIM_LEASE_MS)).not.toHaveProperty('claims_recovered');
+    expect(asked).toEqual([pending!.id]);
+    expect(await ok(v2.getPaymentRefund({ client, path: { payment_refund_id: pending!.id } }))).toMatchObject({ status: 'succeeded', amount: 1_500 });
+    expect(await money(flow.id)).toEqual({ refunded: 1_500, refundRows: [1_500] });
+    expect(await v2EventTypes(client, pending!.id)).toEqual(['refund.created']);
+    // Finished: the flow's next refund request has nothing to take over and makes only its own.
+    const own = await createPaymentRefund({ ...testContext(server.ctx.store, { at: new Date(at.getTime() + 3 * NETWORK_CLAIM_LEASE_MS), seed: 89 }), processor: counting }, caller, { payment_flow_id: flow.id, amount: 500 });
+    expect(asked).toEqual([pending!.id, own.id]);
+    expect(await money(flow.id)).toEqual({ refunded: 2_000, refundRows: [1_500, 500] });
   });
 });

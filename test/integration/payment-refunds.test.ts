@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { termCloseJob } from '../../jobs/term-close';
@@ -12,6 +14,9 @@ import { capturePaymentFlow, confirmPaymentFlow, createPaymentFlow } from '../..
 import type { V2List } from '../../src/operations/v2-pagination';
 import type { PaymentRefundObject } from '../../src/payment-refunds/payment-refunds';
 import { TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';
+import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card-network';
+import { SQL_DIR } from '../../src/db/migrate';
+import { NETWORK_CLAIM_LEASE_MS } from '../../src/domain/network-claims';
 import { createTestDatabase, testContext, type TestDatabase } from '../support/database';
 import { expectRefused, rejection } from '../support/rejections';
 
@@ -41,7 +46,7 @@ beforeAll(async () => {
 });
 afterAll(async () => database?.drop());
 beforeEach(async () => {
-  await sql`TRUNCATE payment_flows, payment_refunds, refunds, charges, tokens, events`.execute(db);
+  await sql`TRUNCATE payment_flows, payment_refunds, refunds, charges, tokens, events, network_claims`.execute(db);
   ctx = testContext(database.store, { seed: 16 });
 });
 
@@ -145,6 +150,36 @@ describe('payment_refunds.create', () => {
     expect((refused.reason as { code: string }).code).toBe('refund_amount_gt_net');
     const total = await sql<{ n: number }>`SELECT coalesce(sum(amount), 0)::bigint AS n FROM refunds WHERE account_id = ${ACCOUNT}`.execute(db);
     expect(total.rows[0]!.n).toBe(7000);
+  });
+});
+
+describe('payment refunds left pending before their claims moved to network_claims', () => {
+  it('sql/000240 gives a pending refund without a claim the claim it would have taken; the next refund after the lease finishes it once', async () => {
+    const flow = await paidFlow(8_000);
+    const asked: string[] = [];
+    const counting = (fail: boolean): CardNetwork => ({
+      ...simulatedCardNetwork(),
+      refund: async (requests) => {
+        asked.push(...requests.map((r) => r.reference));
+        return fail ? Promise.reject(new Error('the process died at the network')) : simulatedCardNetwork().refund(requests);
+      },
+    });
+    const at = ctx.clock.now();
+    await expect(createPaymentRefund({ ...ctx, processor: counting(true) }, secret, { payment_flow_id: flow.id, amount: 3_000 })).rejects.toThrow('the process died');
+    const pending = await db.selectFrom('payment_refunds').selectAll().where('payment_flow_id', '=', flow.id).executeTakeFirstOrThrow();
+    const claimed = await db.selectFrom('network_claims').select(['operation', 'claimed_at', 'lease_until', 'recovery']).where('resource_id', '=', pending.payment_refund_id).executeTakeFirstOrThrow();
+    // A refund as the earlier code left it: pending, stamped by its updated_at, no claim row.
+    await db.deleteFrom('network_claims').where('resource_id', '=', pending.payment_refund_id).execute();
+    await sql.raw(readFileSync(join(SQL_DIR, '000240_payment_refund_claims.sql'), 'utf8')).execute(db);
+    expect(await db.selectFrom('network_claims').select(['operation', 'claimed_at', 'lease_until', 'recovery']).where('resource_id', '=', pending.payment_refund_id).executeTakeFirstOrThrow()).toEqual(claimed);
+    const later = { ...testContext(database.store, { at: new Date(at.getTime() + NETWORK_CLAIM_LEASE_MS), seed: 17 }), processor: counting(false) };
+    const own = await createPaymentRefund(later, secret, { payment_flow_id: flow.id, amount: 1_000 });
+    expect(asked).toEqual([pending.payment_refund_id, pending.payment_refund_id, own.id]);
+    expect(await retrievePaymentRefund(ctx, secret, { id: pending.payment_refund_id })).toMatchObject({ status: 'succeeded', amount: 3_000 });
+    expect(await eventTypes(pending.payment_refund_id)).toEqual(['refund.created']);
+    const rows = await db.selectFrom('refunds').select('amount').where('account_id', '=', ACCOUNT).orderBy('created_at').orderBy('amount', 'desc').execute();
+    expect(rows.map((r) => r.amount)).toEqual([3_000, 1_000]);
+    expect(await db.selectFrom('network_claims').select('resource_id').where('account_id', '=', ACCOUNT).execute()).toEqual([]);
   });
 });
 

@@ -7,7 +7,7 @@ import type { Caller } from '../accounts/accounts';
 import type { Context } from '../engine/context';
 import { OperationRegistry, type Operation } from '../operations/registry';
 import { CHARGE_OPERATIONS } from './v1/charges';
-import { CHECKOUT_SESSION_OPERATIONS } from '../checkout/checkout-sessions';
+import { CHECKOUT_SESSION_OPERATIONS } from './v2/checkout-sessions';
 import { PAYMENT_METHOD_CONFIGURATION_OPERATIONS } from './v2/payment-method-configurations';
 import { CUSTOMER_OPERATIONS } from './v1/customers';
 import { V2_CUSTOMER_OPERATIONS } from './v2/customers';

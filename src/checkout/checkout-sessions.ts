@@ -11,16 +11,14 @@ import type { PaymentMethodType } from '../db/column-types';
 import type { CheckoutSessionLineItemsTable, CheckoutSessionsTable, Database } from '../db/schema';
 import { KessaiError, reject } from '../domain/errors';
 import { CHECKOUT_SESSION_LIFETIME_MS, MAX_AMOUNT, MIN_PAYMENT_FLOW_AMOUNT } from '../domain/limits';
-import { createMetadata, mergeMetadata } from '../domain/metadata';
+import { mergeMetadata, type Metadata } from '../domain/metadata';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvents, type EventInput } from '../events/outbox';
-import { defineOperation } from '../operations/define';
-import { hasParam, optionalInteger, optionalString, readParams, requireString, type Params } from '../operations/params';
-import { inV2Page, readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../operations/v2-pagination';
+import { inV2Page, type V2Page } from '../operations/v2-pagination';
 import { findPaymentFlow, type PaymentFlowRow } from '../payment-flows/payment-flow-object';
-import { claimInlineConfirmation, finishConfirmation, flowEvent, insertPaymentFlow, readNestedObject, readPaymentMethodTypes } from '../payment-flows/payment-flows';
-import { isPaymentMethodType, resolvePaymentMethod } from '../payment-flows/payment-method';
+import { claimInlineConfirmation, finishConfirmation, flowEvent, insertPaymentFlow } from '../payment-flows/payment-flows';
+import { resolvePaymentMethod } from '../payment-flows/payment-method';
 import { findPrices } from '../prices/prices';
 import { completeSetupFlowAction, confirmSetupFlow, findSetupFlow, insertSetupFlow, retrieveSetupFlow, setupFlowEvent, type SetupFlowRow } from '../setup-flows/setup-flows';
 import { compositeKey, ROW_KEYS, ROW_KEYS_AT } from '../db/bulk-rows';
@@ -125,36 +123,20 @@ export function renderCheckoutSession(row: CheckoutSessionRow, items: readonly L
   };
 }
 
-function readUrl(params: Params, key: string, required: boolean): string | undefined {
-  const value = optionalString(params, key);
-  if (value === undefined) return required ? reject('missing_param', key, `${key} is required`) : undefined;
-  let parsed: URL | undefined;
-  try {
-    parsed = new URL(value);
-  } catch {
-    parsed = undefined;
-  }
-  if (parsed === undefined || (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')) return reject('invalid_param_key', key, `${key} must be an http or https URL`);
-  return value;
-}
-
-interface LineItemInput {
+/** A line of a new session: a price and how many. */
+export interface LineItemInput {
   readonly price: string;
   readonly quantity: number;
 }
 
-function readLineItems(value: unknown): LineItemInput[] {
-  if (value === undefined || value === null) return reject('missing_param', 'line_items', 'line_items is required');
-  if (!Array.isArray(value) || value.length === 0 || value.length > MAX_LINE_ITEMS) {
-    return reject('invalid_param_key', 'line_items', `line_items must be an array of 1 to ${MAX_LINE_ITEMS} items`);
-  }
-  return value.map((entry, i) => {
-    const parent = `line_items[${i}]`;
-    const item = readParams(entry, ['price', 'quantity'], parent);
-    const price = requireString(item, 'price', { parent });
-    const quantity = optionalInteger(item, 'quantity', { parent, min: 1, max: MAX_QUANTITY }) ?? 1;
-    return { price, quantity };
-  });
+/**
+ * A session as the API shows it: the row, its line items, and the base of its hosted page URL
+ * (the server's, `checkoutPageBase`).
+ */
+export interface CheckoutSessionView {
+  readonly row: CheckoutSessionRow;
+  readonly items: readonly LineItemRow[];
+  readonly pageBase: string;
 }
 
 /** Line items of many sessions, by (account, mode, session id). */
@@ -186,40 +168,37 @@ async function findSession(executor: Kysely<Database>, caller: Caller, id: strin
   return row;
 }
 
+async function viewOf(executor: Kysely<Database>, row: CheckoutSessionRow, ctx: Pick<Context, 'config'>): Promise<CheckoutSessionView> {
+  return { row, items: (await lineItemsOf(executor, [row])).get(sessionKey(row)) ?? [], pageBase: checkoutPageBase(ctx) };
+}
+
 async function renderOne(executor: Kysely<Database>, row: CheckoutSessionRow, ctx: Pick<Context, 'config'>): Promise<CheckoutSessionObject> {
-  return renderCheckoutSession(row, (await lineItemsOf(executor, [row])).get(sessionKey(row)) ?? [], checkoutPageBase(ctx));
+  const view = await viewOf(executor, row, ctx);
+  return renderCheckoutSession(view.row, view.items, view.pageBase);
+}
+
+/** A new session, its parameters checked (src/api/v2/checkout-sessions.ts). */
+export interface CreateCheckoutSessionCommand {
+  readonly mode: CheckoutSessionRow['mode'];
+  /** Empty in setup mode. */
+  readonly items: readonly LineItemInput[];
+  readonly paymentMethodTypes: readonly PaymentMethodType[];
+  readonly successUrl: string;
+  readonly cancelUrl: string | null;
+  readonly metadata: Metadata;
+  readonly customerId: string | null;
+  readonly flowMetadata: Metadata;
+  readonly setupMetadata: Metadata;
+  readonly captureMethod: 'automatic' | 'manual';
 }
 
 /**
- * `checkout.sessions.create` (v2 §4.1): `mode` (`payment`, the default; other modes are not shown),
- * `line_items` (`price` + `quantity`, required), `payment_method_types` (default `[card]`),
- * `success_url` (required; may hold `{CHECKOUT_SESSION_ID}`), `cancel_url`, `metadata`,
- * `customer`, `payment_flow_data` (`metadata`, `capture_method`), `setup_flow_data` (`metadata`).
- * The total (Σ price × quantity) must be a payable amount (`invalid_amount` on `line_items`).
+ * `checkout.sessions.create` (v2 §4.1): the line items' prices must exist and be active
+ * (`invalid_id` on `line_items[i][price]`), the total (Σ price × quantity) a payable amount in
+ * payment mode (`invalid_amount` on `line_items`), the customer an existing one.
  */
-export async function createCheckoutSession(ctx: Context, caller: Caller, input: unknown): Promise<CheckoutSessionObject> {
-  const params = readParams(input, ['mode', 'line_items', 'payment_method_types', 'success_url', 'cancel_url', 'metadata', 'customer', 'payment_flow_data', 'setup_flow_data']);
-  const mode = optionalString(params, 'mode') ?? 'payment';
-  if (mode !== 'payment' && mode !== 'setup') return reject('invalid_param_key', 'mode', `mode must be payment or setup, got ${JSON.stringify(mode)}`);
-  // A setup session saves a card and pays nothing: no line items, no payment flow data, cards only.
-  if (mode === 'setup') {
-    for (const key of ['line_items', 'payment_flow_data'] as const) {
-      if (hasParam(params, key)) reject('no_allowed_param', key, `${key} is not sent with mode setup: a setup session saves a card and charges nothing`);
-    }
-  }
-  const items = mode === 'setup' ? [] : readLineItems(params.line_items);
-  const types = hasParam(params, 'payment_method_types') ? readPaymentMethodTypes(params.payment_method_types) : (['card'] as PaymentMethodType[]);
-  if (mode === 'setup' && types.some((type) => type !== 'card')) reject('no_allowed_param', 'payment_method_types', 'a setup session saves cards only');
-  const successUrl = readUrl(params, 'success_url', true)!;
-  const cancelUrl = readUrl(params, 'cancel_url', false) ?? null;
-  const metadata = hasParam(params, 'metadata') ? createMetadata(params.metadata, 'v2') : {};
-  const customerId = optionalString(params, 'customer', { code: 'invalid_customer' }) ?? null;
-  const flowData = readNestedObject(params, 'payment_flow_data', ['metadata', 'capture_method']) ?? {};
-  const setupData = readNestedObject(params, 'setup_flow_data', ['metadata']) ?? {};
-  const flowMetadata = hasParam(flowData, 'metadata') ? prefixed(() => createMetadata(flowData.metadata, 'v2'), 'payment_flow_data') : {};
-  const setupMetadata = hasParam(setupData, 'metadata') ? prefixed(() => createMetadata(setupData.metadata, 'v2'), 'setup_flow_data') : {};
-  const captureMethod = optionalString(flowData, 'capture_method', { parent: 'payment_flow_data' }) ?? 'automatic';
-  if (captureMethod !== 'automatic' && captureMethod !== 'manual') return reject('invalid_param_key', 'payment_flow_data[capture_method]', 'capture_method must be automatic or manual');
+export async function createCheckoutSession(ctx: Context, caller: Caller, command: CreateCheckoutSessionCommand): Promise<CheckoutSessionView> {
+  const { mode, items, customerId } = command;
   const now = ctx.clock.now();
   const row = await ctx.db.transaction().execute(async (trx) => {
     const prices = await findPrices(trx, caller, items.map((item) => item.price));
@@ -244,14 +223,14 @@ export async function createCheckoutSession(ctx: Context, caller: Caller, input:
         status: 'open',
         mode,
         amount_total: total,
-        payment_method_types: JSON.stringify(types),
-        capture_method: captureMethod,
-        success_url: successUrl,
-        cancel_url: cancelUrl,
+        payment_method_types: JSON.stringify(command.paymentMethodTypes),
+        capture_method: command.captureMethod,
+        success_url: command.successUrl,
+        cancel_url: command.cancelUrl,
         customer_id: customerId,
-        metadata: JSON.stringify(metadata),
-        payment_flow_metadata: JSON.stringify(flowMetadata),
-        setup_flow_metadata: JSON.stringify(setupMetadata),
+        metadata: JSON.stringify(command.metadata),
+        payment_flow_metadata: JSON.stringify(command.flowMetadata),
+        setup_flow_metadata: JSON.stringify(command.setupMetadata),
         payment_flow_id: null,
         setup_flow_id: null,
         expires_at: new Date(now.getTime() + CHECKOUT_SESSION_LIFETIME_MS),
@@ -276,24 +255,18 @@ export async function createCheckoutSession(ctx: Context, caller: Caller, input:
       .execute();
     return session;
   });
-  return renderOne(ctx.db, row, ctx);
+  return viewOf(ctx.db, row, ctx);
 }
 
-/** Metadata errors inside `payment_flow_data` name the nested parameter (`payment_flow_data[metadata][k]`). */
-function prefixed<T>(read: () => T, parent: string): T {
-  try {
-    return read();
-  } catch (error) {
-    if (error instanceof KessaiError && error.param !== undefined) {
-      throw new KessaiError(error.code, { param: error.param.replace(/^metadata/, `${parent}[metadata]`), message: error.message });
-    }
-    throw error;
-  }
+export async function retrieveCheckoutSession(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<CheckoutSessionView> {
+  return viewOf(ctx.db, await findSession(ctx.db, caller, command.id, false), ctx);
 }
 
-export async function retrieveCheckoutSession(ctx: Context, caller: Caller, input: unknown): Promise<CheckoutSessionObject> {
-  const params = readParams(input, ['id']);
-  return renderOne(ctx.db, await findSession(ctx.db, caller, requireString(params, 'id'), false), ctx);
+/** The hosted page's payment of a session: a card token or method (`methodId`) of `methodType`. */
+export interface CompleteCheckoutSessionCommand {
+  readonly id: string;
+  readonly methodId: string | undefined;
+  readonly methodType: PaymentMethodType;
 }
 
 /**
@@ -314,12 +287,8 @@ export async function retrieveCheckoutSession(ctx: Context, caller: Caller, inpu
  * (`invalid_status`); a flow that already has the money (paid in the browser) only completes the
  * session.
  */
-export async function completeCheckoutSession(ctx: Context, caller: Caller, input: unknown): Promise<CheckoutSessionObject> {
-  const params = readParams(input, ['id', 'payment_method', 'payment_method_type']);
-  const id = requireString(params, 'id');
-  const methodId = optionalString(params, 'payment_method');
-  const methodTypeText = optionalString(params, 'payment_method_type') ?? 'card';
-  if (!isPaymentMethodType(methodTypeText)) return reject('invalid_param_key', 'payment_method_type', 'payment_method_type must be card, paypay or apple_pay');
+export async function completeCheckoutSession(ctx: Context, caller: Caller, command: CompleteCheckoutSessionCommand): Promise<CheckoutSessionView> {
+  const { id, methodId, methodType: methodTypeText } = command;
   if ((await findSession(ctx.db, caller, id, false)).mode === 'setup') return completeSetupSession(ctx, caller, id, methodId, methodTypeText);
   const now = ctx.clock.now();
   const first = await ctx.db.transaction().execute(async (trx) => {
@@ -332,7 +301,7 @@ export async function completeCheckoutSession(ctx: Context, caller: Caller, inpu
     const snapshot = await resolvePaymentMethod(trx, caller, { type: methodTypeText, id: methodId, customerId: flow.customer_id, at: now });
     return { session: withFlow, claim: await claimInlineConfirmation(trx, ctx, flow, snapshot, now) };
   });
-  if (first.claim === undefined) return renderOne(ctx.db, first.session, ctx);
+  if (first.claim === undefined) return viewOf(ctx.db, first.session, ctx);
   let session = first.session;
   const outcome = await finishConfirmation(ctx, first.claim, {
     before: async (trx) => {
@@ -344,7 +313,7 @@ export async function completeCheckoutSession(ctx: Context, caller: Caller, inpu
     },
   });
   if (outcome.failure !== null) throw new KessaiError(outcome.failure.code, { message: outcome.failure.message, param: 'payment_method' });
-  return renderOne(ctx.db, session, ctx);
+  return viewOf(ctx.db, session, ctx);
 }
 
 /** A payment flow that has the buyer's money: captured, or held for a manual capture. */
@@ -482,7 +451,7 @@ async function sessionSetupFlow(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>
  * open for another card. An attempt whose flow already succeeded (a retry after a crash) only
  * completes the session.
  */
-async function completeSetupSession(ctx: Context, caller: Caller, id: string, methodId: string | undefined, methodType: PaymentMethodType): Promise<CheckoutSessionObject> {
+async function completeSetupSession(ctx: Context, caller: Caller, id: string, methodId: string | undefined, methodType: PaymentMethodType): Promise<CheckoutSessionView> {
   if (methodType !== 'card') reject('no_allowed_param', 'payment_method_type', 'a setup session saves cards only');
   // The session's own flow: the hosted page needs no client secret for it.
   const server: Caller = { ...caller, kind: 'secret' };
@@ -505,7 +474,7 @@ async function completeSetupSession(ctx: Context, caller: Caller, id: string, me
     if (session.status !== 'open') return session;
     return completeSession(trx, ctx, session, ctx.clock.now());
   });
-  return renderOne(ctx.db, row, ctx);
+  return viewOf(ctx.db, row, ctx);
 }
 
 /** `checkout.session.completed` of a session just completed, at `at`. */
@@ -626,9 +595,8 @@ async function lockSessionFlows(trx: Kysely<Database>, accountIds: readonly stri
  * A session whose flow has the money is completed instead (a paid session never expires), and one
  * whose flow is at the network is refused (`invalid_status`) until that confirmation ends.
  */
-export async function expireCheckoutSession(ctx: Context, caller: Caller, input: unknown): Promise<CheckoutSessionObject> {
-  const params = readParams(input, ['id']);
-  const id = requireString(params, 'id');
+export async function expireCheckoutSession(ctx: Context, caller: Caller, command: { readonly id: string }): Promise<CheckoutSessionView> {
+  const { id } = command;
   const row = await ctx.db.transaction().execute(async (trx) => {
     const session = await findSession(trx, caller, id, true);
     const now = ctx.clock.now();
@@ -640,86 +608,96 @@ export async function expireCheckoutSession(ctx: Context, caller: Caller, input:
     if (ended.status === 'open') reject('invalid_status', undefined, `checkout session ${id} is being paid; its payment flow's confirmation decides how it ends`);
     return ended;
   });
-  return renderOne(ctx.db, row, ctx);
+  return viewOf(ctx.db, row, ctx);
+}
+
+/** `metadata`: undefined when not sent; merged into the session's (v2 §2.6 rules 3–5). */
+export interface UpdateCheckoutSessionCommand {
+  readonly id: string;
+  readonly metadata: unknown;
 }
 
 /**
  * `checkout.sessions.update`: `metadata` (v2 §2.6 rules 3–5), in any status. v2 §6.1 has no
  * `checkout.session.updated`, so no event is written (as payment_flows.update).
  */
-export async function updateCheckoutSession(ctx: Context, caller: Caller, input: unknown): Promise<CheckoutSessionObject> {
-  const params = readParams(input, ['id', 'metadata']);
-  const id = requireString(params, 'id');
+export async function updateCheckoutSession(ctx: Context, caller: Caller, command: UpdateCheckoutSessionCommand): Promise<CheckoutSessionView> {
   const now = ctx.clock.now();
   const row = await ctx.db.transaction().execute(async (trx) => {
-    const session = await findSession(trx, caller, id, true);
-    if (!hasParam(params, 'metadata')) return session;
-    const metadata = mergeMetadata(session.metadata, params.metadata, 'v2');
+    const session = await findSession(trx, caller, command.id, true);
+    if (command.metadata === undefined) return session;
+    const metadata = mergeMetadata(session.metadata, command.metadata, 'v2');
     return saveSession(trx, session, { metadata: JSON.stringify(metadata), updated_at: now });
   });
-  return renderOne(ctx.db, row, ctx);
+  return viewOf(ctx.db, row, ctx);
 }
 
-const SESSION_STATUSES = ['open', 'complete', 'expired'] as const;
+export const SESSION_STATUSES = ['open', 'complete', 'expired'] as const;
+
+export interface ListCheckoutSessionsCommand {
+  readonly page: V2Page;
+  readonly status: CheckoutSessionRow['status'] | undefined;
+  readonly customer: string | undefined;
+}
+
+/** A page of sessions (one row beyond the page tells there is more), their line items by `sessionKey`, and the page base. */
+export interface CheckoutSessionPage {
+  readonly rows: readonly CheckoutSessionRow[];
+  readonly items: ReadonlyMap<string, readonly LineItemRow[]>;
+  readonly pageBase: string;
+}
 
 /** `checkout.sessions.list`: newest first, cursors, optional `status` and `customer` filters. */
-export async function listCheckoutSessions(ctx: Context, caller: Caller, input: unknown): Promise<V2List<CheckoutSessionObject>> {
-  const params = readParams(input, [...V2_PAGINATION_PARAMS, 'status', 'customer']);
-  const page = readV2Page(params);
-  const status = optionalString(params, 'status', { code: 'invalid_querystring' });
-  if (status !== undefined && !(SESSION_STATUSES as readonly string[]).includes(status)) reject('invalid_querystring', 'status', `status must be one of ${SESSION_STATUSES.join(', ')}`);
-  const customer = optionalString(params, 'customer', { code: 'invalid_querystring' });
+export async function listCheckoutSessions(ctx: Context, caller: Caller, command: ListCheckoutSessionsCommand): Promise<CheckoutSessionPage> {
+  const { page, status, customer } = command;
   const cursor = page.cursor === undefined ? undefined : await findSession(ctx.db, caller, page.cursor.id, false, page.cursor.param);
   const rows = await ctx.db
     .selectFrom('checkout_sessions')
     .selectAll()
     .where('account_id', '=', caller.accountId)
     .where('livemode', '=', caller.livemode)
-    .$if(status !== undefined, (q) => q.where('status', '=', status as CheckoutSessionRow['status']))
+    .$if(status !== undefined, (q) => q.where('status', '=', status!))
     .$if(customer !== undefined, (q) => q.where('customer_id', '=', customer!))
     .$call(inV2Page(page, cursor && { created_at: cursor.created_at, id: cursor.checkout_session_id }, 'checkout_session_id'))
     .execute();
   // One query for the line items of every session on the page.
-  const items = await lineItemsOf(ctx.db, rows.slice(0, page.limit));
-  return v2ListObject(rows, page, CHECKOUT_SESSIONS_URL, (row) => renderCheckoutSession(row, items.get(sessionKey(row)) ?? [], checkoutPageBase(ctx)));
+  return { rows, items: await lineItemsOf(ctx.db, rows.slice(0, page.limit)), pageBase: checkoutPageBase(ctx) };
 }
 
 export const CHECKOUT_SESSIONS_URL = '/v2/checkout/sessions';
 
-/** A line item as its own object: its id is the session's id and its position (`<cs_…>_li_<n>`), stable and unique. */
-export type LineItemObject = { readonly id: string; readonly object: 'checkout.session.line_item'; readonly price_id: string; readonly quantity: number; readonly unit_amount: number; readonly amount_total: number; readonly currency: string };
+/** A line item's id: the session's id and its position (`<cs_…>_li_<n>`), stable and unique. */
+export const lineItemId = (sessionId: string, position: number): string => `${sessionId}_li_${position}`;
+
+export interface SessionLineItemsCommand {
+  readonly id: string;
+  readonly page: V2Page;
+}
+
+/** A window of a session's line items, in the order given. */
+export interface LineItemPage {
+  readonly session: CheckoutSessionRow;
+  readonly items: readonly LineItemRow[];
+  readonly hasMore: boolean;
+}
 
 /**
  * `checkout.sessions.list_line_items` (`GET /v2/checkout/sessions/{id}/line_items`): the session's
  * items in the order given, `limit` and cursors over the item ids (at most 100 items exist).
  */
-export async function listCheckoutSessionLineItems(ctx: Context, caller: Caller, input: unknown): Promise<V2List<LineItemObject>> {
-  const params = readParams(input, [...V2_PAGINATION_PARAMS, 'id']);
-  const id = requireString(params, 'id');
-  const page = readV2Page(params);
+export async function listCheckoutSessionLineItems(ctx: Context, caller: Caller, command: SessionLineItemsCommand): Promise<LineItemPage> {
+  const { id, page } = command;
   const session = await findSession(ctx.db, caller, id, false);
-  const items = ((await lineItemsOf(ctx.db, [session])).get(sessionKey(session)) ?? []).map(
-    (item): LineItemObject => ({ id: `${id}_li_${item.position}`, object: 'checkout.session.line_item', price_id: item.price_id, quantity: item.quantity, unit_amount: item.unit_amount, amount_total: item.amount_total, currency: session.currency }),
-  );
+  const items = (await lineItemsOf(ctx.db, [session])).get(sessionKey(session)) ?? [];
   let start = 0;
   let end = items.length;
   if (page.cursor !== undefined) {
-    const at = items.findIndex((item) => item.id === page.cursor!.id);
+    const at = items.findIndex((item) => lineItemId(id, item.position) === page.cursor!.id);
     if (at < 0) return reject('invalid_id', page.cursor.param, `No such line item: ${page.cursor.id}`);
     if (page.cursor.param === 'starting_after') start = at + 1;
     else end = at;
   }
   const window = page.cursor?.param === 'ending_before' ? items.slice(Math.max(start, end - page.limit), end) : items.slice(start, start + page.limit);
   const hasMore = page.cursor?.param === 'ending_before' ? end - page.limit > start : start + page.limit < end;
-  return { object: 'list', url: `${CHECKOUT_SESSIONS_URL}/${id}/line_items`, has_more: hasMore, data: window };
+  return { session, items: window, hasMore };
 }
-
-export const CHECKOUT_SESSION_OPERATIONS = [
-  defineOperation('checkout.sessions.create', createCheckoutSession),
-  defineOperation('checkout.sessions.retrieve', retrieveCheckoutSession),
-  defineOperation('checkout.sessions.update', updateCheckoutSession),
-  defineOperation('checkout.sessions.list', listCheckoutSessions),
-  defineOperation('checkout.sessions.list_line_items', listCheckoutSessionLineItems),
-  defineOperation('checkout.sessions.complete', completeCheckoutSession, { keys: 'secret_or_public' }),
-  defineOperation('checkout.sessions.expire', expireCheckoutSession),
-] as const;

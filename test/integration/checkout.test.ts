@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
 import { checkoutSessionExpiryJob } from '../../jobs/checkout-session-expiry';
-import { completeCheckoutSession, createCheckoutSession, expireCheckoutSession, openHostedSession, retrieveCheckoutSession } from '../../src/checkout/checkout-sessions';
+import { openHostedSession, type CheckoutSessionObject } from '../../src/checkout/checkout-sessions';
 import { setPaymentMethodCapabilities, type PaymentMethodConfigurationObject } from '../../src/checkout/payment-method-configurations';
 import { decodeCreateToken } from '../../src/api/v1/tokens';
 import { createToken } from '../../src/customers/tokens';
@@ -19,6 +19,10 @@ import { v2Operation } from '../support/operations';
 import type { PaymentFlowObject } from '../../src/payment-flows/payment-flow-object';
 
 const retrievePaymentFlow = v2Operation<PaymentFlowObject>('payment_flows.retrieve');
+const completeCheckoutSession = v2Operation<CheckoutSessionObject>('checkout.sessions.complete');
+const createCheckoutSession = v2Operation<CheckoutSessionObject>('checkout.sessions.create');
+const expireCheckoutSession = v2Operation<CheckoutSessionObject>('checkout.sessions.expire');
+const retrieveCheckoutSession = v2Operation<CheckoutSessionObject>('checkout.sessions.retrieve');
 
 const createPrice = v2Operation<PriceObject>('prices.create');
 const retrievePrice = v2Operation<PriceObject>('prices.retrieve');

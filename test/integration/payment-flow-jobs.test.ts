@@ -4,7 +4,7 @@ import { checkoutSessionExpiryJob } from '../../jobs/checkout-session-expiry';
 import { ALL_JOBS } from '../../jobs/index';
 import { paymentFlowExpiryJob } from '../../jobs/payment-flow-expiry';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
-import { completeCheckoutSession, createCheckoutSession, retrieveCheckoutSession } from '../../src/checkout/checkout-sessions';
+import { type CheckoutSessionObject } from '../../src/checkout/checkout-sessions';
 import { decodeCreateToken } from '../../src/api/v1/tokens';
 import { createToken } from '../../src/customers/tokens';
 import type { Database } from '../../src/db/schema';
@@ -22,6 +22,9 @@ import { v2Operation } from '../support/operations';
 import type { PaymentFlowObject } from '../../src/payment-flows/payment-flow-object';
 
 const retrievePaymentFlow = v2Operation<PaymentFlowObject>('payment_flows.retrieve');
+const completeCheckoutSession = v2Operation<CheckoutSessionObject>('checkout.sessions.complete');
+const createCheckoutSession = v2Operation<CheckoutSessionObject>('checkout.sessions.create');
+const retrieveCheckoutSession = v2Operation<CheckoutSessionObject>('checkout.sessions.retrieve');
 
 const createPrice = v2Operation<PriceObject>('prices.create');
 

@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
-import { completeCheckoutSession, createCheckoutSession, expireCheckoutSession, retrieveCheckoutSession } from '../../src/checkout/checkout-sessions';
+import { type CheckoutSessionObject } from '../../src/checkout/checkout-sessions';
 import { expireSessionBatch } from '../../src/checkout/session-expiry';
 import type { PriceObject } from '../../src/prices/prices';
 import { decodeCreateToken } from '../../src/api/v1/tokens';
@@ -29,6 +29,10 @@ import { v2Operation } from '../support/operations';
 import type { PaymentFlowObject } from '../../src/payment-flows/payment-flow-object';
 
 const retrievePaymentFlow = v2Operation<PaymentFlowObject>('payment_flows.retrieve');
+const completeCheckoutSession = v2Operation<CheckoutSessionObject>('checkout.sessions.complete');
+const createCheckoutSession = v2Operation<CheckoutSessionObject>('checkout.sessions.create');
+const expireCheckoutSession = v2Operation<CheckoutSessionObject>('checkout.sessions.expire');
+const retrieveCheckoutSession = v2Operation<CheckoutSessionObject>('checkout.sessions.retrieve');
 
 const createPrice = v2Operation<PriceObject>('prices.create');
 const createSetupFlow = v2Operation<SetupFlowObject>('setup_flows.create');

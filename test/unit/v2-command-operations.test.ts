@@ -8,7 +8,7 @@ import { V2_ROUTES } from '../../src/api/v2/routes';
 import { findOperation } from '../../src/api/operations';
 
 /** The v2 resources split from the wire so far (a full operation name stands for that operation alone). */
-const SPLIT_RESOURCES = ['tax_rates', 'products', 'prices', 'payment_refunds', 'payment_flows.list_refunds', 'payment_flows.retrieve', 'payment_flows.list', 'payment_disputes', 'v2.customers', 'v2.events', 'payment_methods', 'customers.list_payment_methods', 'payment_method_configurations', 'payment_transactions', 'v2.statements', 'v2.balances', 'v2.terms', 'setup_flows'];
+const SPLIT_RESOURCES = ['tax_rates', 'products', 'prices', 'payment_refunds', 'payment_flows.list_refunds', 'payment_flows.retrieve', 'payment_flows.list', 'payment_disputes', 'v2.customers', 'v2.events', 'payment_methods', 'customers.list_payment_methods', 'payment_method_configurations', 'payment_transactions', 'v2.statements', 'v2.balances', 'v2.terms', 'setup_flows', 'checkout.sessions'];
 /** An operation's resource is its name without the verb (`v2.customers.create` → `v2.customers`). */
 const isSplit = (name: string) => SPLIT_RESOURCES.some((split) => name === split || name.slice(0, name.lastIndexOf('.')) === split);
 
@@ -16,6 +16,12 @@ describe('v2 operations apart from the wire', () => {
   it('every route of a split v2 resource runs a registered command operation', () => {
     const names = [...new Set(V2_ROUTES.map((route) => route.operation))].filter(isSplit);
     expect(names.sort()).toEqual([
+      'checkout.sessions.create',
+      'checkout.sessions.expire',
+      'checkout.sessions.list',
+      'checkout.sessions.list_line_items',
+      'checkout.sessions.retrieve',
+      'checkout.sessions.update',
       'customers.list_payment_methods',
       'payment_disputes.list',
       'payment_disputes.retrieve',

@@ -394,14 +394,32 @@ function rowsWritten(counts: JobCounts): number {
  * planner scales stale statistics by a table's current size, what it needs is a first picture of
  * each table once it is no longer empty (analyzing at every quarter of growth cost more, for no
  * better plans: figures in docs/decisions/performance.md).
+ *
+ * `own` (a simulation's own database): every table but the outbox, sampled small. `shared` (a test
+ * clock's advance, on the database the service runs on): also once before the first stop (the
+ * clock's objects were just made), and only the tables whose rows changed since their last
+ * ANALYZE by as many as they hold (pg_stat_user_tables), at the default sample, so the statistics
+ * the service plans with are refreshed, never coarsened. Autovacuum gets there too, but a minute
+ * or more later: a clock of a thousand subscriptions made just before its advance was planned on
+ * the statistics of empty tables, and each stop's due probe joined every subscription with every
+ * customer of the clock (docs/decisions/test-clocks.md).
  */
-function plannerStatistics(ctx: Context) {
-  let analyzedAt = 0;
+function plannerStatistics(ctx: Context, database: 'own' | 'shared') {
+  let analyzedAt = database === 'shared' ? -1 : 0;
   let tables: string[] | undefined;
   return {
     async refreshIfGrown(work: number): Promise<void> {
-      const grown = work - analyzedAt;
-      if (grown < 100 || grown < analyzedAt) return;
+      if (analyzedAt >= 0) {
+        const grown = work - analyzedAt;
+        if (grown < 100 || grown < analyzedAt) return;
+      }
+      if (database === 'shared') {
+        const stale = await staleTables(ctx);
+        // Nothing stale yet (the server's counters trail the writes by up to a second): look again at the next stop.
+        if (stale.length > 0) await sql`ANALYZE ${sql.raw(stale.join(', '))}`.execute(ctx.db);
+        if (stale.length > 0 || analyzedAt < 0) analyzedAt = Math.max(work, 0);
+        return;
+      }
       // Not the outbox: no job reads it, and sampling its documents was a third of the time.
       tables ??= (
         await sql<{ name: string }>`SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema() AND tablename <> 'events' ORDER BY tablename`.execute(ctx.db)
@@ -417,6 +435,15 @@ function plannerStatistics(ctx: Context) {
   };
 }
 
+/** The tables (not the outbox) whose rows changed since their last ANALYZE by at least as many as they held then (at least 100). */
+async function staleTables(ctx: Context): Promise<string[]> {
+  const rows = await sql<{ name: string }>`
+    SELECT s.relname AS name FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
+    WHERE s.schemaname = current_schema() AND s.relname <> 'events' AND s.n_mod_since_analyze >= greatest(100, c.reltuples)
+    ORDER BY s.relname`.execute(ctx.db);
+  return rows.rows.map((row) => `"${row.name}"`);
+}
+
 /**
  * What the driver needs: the timeline (empty for a test clock's advance), the jobs, the end of the
  * range, and who runs it. A test clock's advance (src/test-clocks/advance.ts) runs this same driver
@@ -428,10 +455,11 @@ export type DriverOptions = Pick<SimulationOptions, 'steps' | 'jobs' | 'to' | 's
   /** The clock of the ledger's leases (default: the virtual clock). */
   readonly ledgerClock?: Clock;
   /**
-   * Whether the driver refreshes the planner's statistics as the database grows (default true: a
-   * simulation's own database has no autovacuum); false on a shared database, whose server does it.
+   * How the driver refreshes the planner's statistics as the database grows (plannerStatistics):
+   * `own` (default: a simulation's own database, which has no autovacuum) or `shared` (a test
+   * clock's advance on the service's database: only stale tables, at the default sample).
    */
-  readonly analyze?: boolean;
+  readonly analyze?: 'own' | 'shared';
 };
 
 /**
@@ -455,10 +483,10 @@ export async function advance(ctx: Context, clock: VirtualClock, options: Driver
   // slot it runs processes everything due before it, each item dated at its own due instant.
   const dueAfter = OVERDUE_SINCE;
   const end = new Date(to.getTime() - 1);
-  const statistics = plannerStatistics(ctx);
+  const statistics = plannerStatistics(ctx, options.analyze ?? 'own');
   let next = 0;
   for (;;) {
-    if (options.analyze !== false) await statistics.refreshIfGrown(stats.steps + jobRuns.reduce((sum, run) => sum + rowsWritten(run.counts), 0));
+    await statistics.refreshIfGrown(stats.steps + jobRuns.reduce((sum, run) => sum + rowsWritten(run.counts), 0));
     const step = steps[next];
     // Steps at one instant run back to back, as one burst of requests: work they make due runs
     // at the next stop. (A generated subscriber is three steps at one instant.)

@@ -92,7 +92,7 @@ export async function runAdvance(ctx: Context, realClock: Clock, claim: AdvanceC
       scoped,
       virtual,
       // The driver runs [from, to): one millisecond past the target, so work due at it runs.
-      { steps: [], jobs: clockJobs(jobs, row.test_clock_id), to: new Date(target.getTime() + 1), strict: true, owner, ledgerClock: realClock, analyze: false, onProgress: () => heartbeat.check() },
+      { steps: [], jobs: clockJobs(jobs, row.test_clock_id), to: new Date(target.getTime() + 1), strict: true, owner, ledgerClock: realClock, analyze: 'shared', onProgress: () => heartbeat.check() },
       [row.account_id],
     );
     heartbeat.check();

@@ -3,8 +3,10 @@
  * bigint array): Date's toISOString costs several times a number in Node. The server rebuilds the
  * exact instant from whole seconds plus milliseconds; to_timestamp of a fractional double would
  * round far-future instants. The arithmetic lives in the IMMUTABLE SQL function kessai_instant_ms
- * (sql/000040): Citus evaluates it on its workers inside distributed UPDATEs, which it refuses for
- * the STABLE `timestamptz + interval` written out inline.
+ * (sql/000040, body 000260): Citus evaluates it on its workers inside distributed UPDATEs, which it
+ * refuses for the STABLE `timestamptz + interval` written out inline. Its body uses only immutable
+ * operators, so PostgreSQL inlines it into the calling statement instead of running an SQL
+ * function per row.
  */
 import { sql, type RawBuilder } from 'kysely';
 

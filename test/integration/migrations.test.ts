@@ -87,15 +87,25 @@ function migrationContract(name: string, open: () => Promise<{ store: Store; clo
       }
     });
 
-    it('the epoch-milliseconds helper is an IMMUTABLE function giving exact instants (Citus runs it in distributed UPDATEs)', async () => {
+    it('the epoch-milliseconds helper is an IMMUTABLE function giving exact instants (Citus runs it in distributed UPDATEs), inlined into its statement (000260)', async () => {
       const { store, close } = await open();
       try {
         await migrate(store, copyOfSqlDir());
         const volatility = await sql<{ provolatile: string }>`SELECT provolatile FROM pg_proc WHERE proname = 'kessai_instant_ms'`.execute(store.db);
         expect(volatility.rows).toEqual([{ provolatile: 'i' }]);
-        const ms = [0, 1_799_999_999_999, 253_402_300_799_999, -1_500];
-        const result = await sql<{ at: Date }>`SELECT ${instantFromEpochMs('x.ms')} AS at FROM unnest(${ms}::bigint[]) WITH ORDINALITY AS x(ms, n) ORDER BY n`.execute(store.db);
+        const ms = [0, 1_799_999_999_999, 253_402_300_799_999, -1_500, -1, 999, -2_000_000_000_001, 1_798_761_600_123];
+        // Whatever the session's time zone: the instant is the same.
+        const result = await store.db.transaction().execute(async (trx) => {
+          await sql`SET LOCAL TIME ZONE 'America/New_York'`.execute(trx);
+          return sql<{ at: Date }>`SELECT ${instantFromEpochMs('x.ms')} AS at FROM unnest(${ms}::bigint[]) WITH ORDINALITY AS x(ms, n) ORDER BY n`.execute(trx);
+        });
         expect(result.rows.map((row) => row.at.toISOString())).toEqual(ms.map((m) => new Date(m).toISOString()));
+        // Inlined: the plan computes the expression itself, no call of the function per row (a call
+        // is an SQL-function execution, several times the cost of the arithmetic).
+        const plan = await sql<{ 'QUERY PLAN': string }>`EXPLAIN VERBOSE SELECT ${instantFromEpochMs('x.ms')} FROM unnest(${ms}::bigint[]) AS x(ms)`.execute(store.db);
+        const text = plan.rows.map((row) => row['QUERY PLAN']).join('\n');
+        expect(text).toMatch(/to_timestamp/);
+        expect(text).not.toMatch(/kessai_instant_ms/);
       } finally {
         await close();
       }

@@ -148,6 +148,39 @@ export async function takeNetworkClaim(trx: Kysely<Database>, object: ClaimedObj
   throw new Claimed({ ...object, operation: held.operation, claimedAt: held.claimed_at, recovery: recoveryOf(held.recovery) });
 }
 
+/**
+ * In a claim step's transaction: claims `object` for `operation` at `at`, taking over a claim whose
+ * lease lapsed (fenced: the row is locked and its lease read again, so of two takers one wins);
+ * undefined while another claim is live. For an operation that, taking over, asks the network again
+ * under the same references itself (a card verification asks and releases under the flow's id), so
+ * what the lapsed holder left is settled by the taker's own calls.
+ */
+export async function takeNetworkClaimOver(trx: Kysely<Database>, object: ClaimedObject, operation: string, at: Date, recovery: RecoveryPoint): Promise<NetworkClaim | undefined> {
+  const lease = new Date(at.getTime() + NETWORK_CLAIM_LEASE_MS);
+  const taken = await trx
+    .insertInto('network_claims')
+    .values({ account_id: object.accountId, livemode: object.livemode, resource: object.resource, resource_id: object.resourceId, operation, claimed_at: at, lease_until: lease, recovery: recoveryText(recovery) })
+    .onConflict((oc) =>
+      oc
+        .columns(['account_id', 'livemode', 'resource', 'resource_id'])
+        .doUpdateSet({ operation, claimed_at: at, lease_until: lease, recovery: recoveryText(recovery) })
+        .where('network_claims.lease_until', '<=', at),
+    )
+    .returning('claimed_at')
+    .executeTakeFirst();
+  return taken === undefined ? undefined : { ...object, operation, claimedAt: at };
+}
+
+/**
+ * Moves a held claim's recovery point to `point` (fenced by the claim's instant), before the network
+ * is asked what `point` names: for an operation that learns what it will authorize from an earlier
+ * network call (3-D Secure). NetworkClaimLost when the claim was taken over meanwhile.
+ */
+export async function moveRecoveryPoint(executor: Kysely<Database>, claim: NetworkClaim, point: RecoveryPoint): Promise<void> {
+  const moved = await executor.updateTable('network_claims').set({ recovery: recoveryText(point) }).where(claimIs(claim)).executeTakeFirst();
+  if (moved.numUpdatedRows === 0n) throw new NetworkClaimLost(claim);
+}
+
 /** Whether `object` has a claim live at `at` (for an operation that must not decide while the network answers for another). */
 export async function liveNetworkClaim(executor: Kysely<Database>, object: ClaimedObject, at: Date): Promise<boolean> {
   const live = await claimRow(executor, object).select('lease_until').where('lease_until', '>', at).executeTakeFirst();

@@ -11,9 +11,11 @@
  *
  * The card is verified on the simulated network with a 1-yen authorization released at once
  * (docs/decisions/payment-flows-and-checkout.md, "Setup flows"). That network call is made outside any transaction:
- * the confirmation first claims the flow (`processing`, committed), then calls the network, then
- * records the outcome only if its claim still holds. A claim left behind by a crash is taken over
- * by the next confirmation once it is older than NETWORK_CLAIM_LEASE_MS (src/domain/network-claims.ts); a verification moves no money, so
+ * the confirmation first claims the flow (`processing`, and a claim in `network_claims`,
+ * src/engine/network-claims.ts, committed), then calls the network, then records the outcome only
+ * if its claim still holds. A claim left behind by a crash is taken over by the next confirmation
+ * once its lease lapsed (or undone by the hold-expiry job, the verification released; the flow
+ * then stays `processing` until a confirmation takes it over); a verification moves no money, so
  * doing it twice is harmless, and the outcome is recorded once.
  */
 import type { Kysely, Selectable, Updateable } from 'kysely';
@@ -23,9 +25,10 @@ import { consumeToken } from '../customers/tokens';
 import type { Database, SetupFlowsTable } from '../db/schema';
 import { KessaiError, reject, type ErrorCode } from '../domain/errors';
 import { mergeMetadata } from '../domain/metadata';
-import { claimLapsed } from '../domain/network-claims';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
+import { liveNetworkClaim, moveRecoveryPoint, NetworkClaimLost, recordUnderClaim, takeNetworkClaimOver, type ClaimedObject, type NetworkClaim } from '../engine/network-claims';
+import type { AuthorizationRequest } from '../processor/card-network';
 import { recordEvents, type EventInput } from '../events/outbox';
 import { inV2Page, type V2Page } from '../operations/v2-pagination';
 import { newClientSecret } from '../payment-flows/payment-flow-object';
@@ -207,8 +210,7 @@ export async function updateSetupFlow(ctx: Context, caller: Caller, command: Upd
   const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
     const flow = await findSetupFlow(trx, caller, id, { lock: true });
-    // A confirmation's claim is stamped by updated_at: any change now would void it (as payment flows).
-    if (flow.status === 'processing' && !claimLapsed(flow.updated_at, now)) reject('invalid_status', undefined, 'this setup flow is being confirmed; update it when the confirmation has ended');
+    if (flow.status === 'processing' && (await liveNetworkClaim(trx, claimedFlow(flow), now))) reject('invalid_status', undefined, 'this setup flow is being confirmed; update it when the confirmation has ended');
     const beforeConfirmation = customerId !== undefined ? 'customer_id' : command.paymentMethodTypes !== undefined ? 'payment_method_types' : command.paymentMethodOptionsSent ? 'payment_method_options' : undefined;
     if (beforeConfirmation !== undefined && !CONFIRMABLE.has(flow.status)) {
       reject('invalid_status', beforeConfirmation, `customer_id, payment_method_types and payment_method_options can change only before confirmation; this setup flow is ${flow.status}`);
@@ -254,7 +256,7 @@ export async function cancelSetupFlow(ctx: Context, caller: Caller, command: Can
   return ctx.db.transaction().execute(async (trx) => {
     const flow = await findSetupFlow(trx, caller, command.id, { lock: true });
     if (flow.status === 'succeeded' || flow.status === 'canceled') reject('invalid_status', undefined, `a setup flow that is ${flow.status} cannot be canceled`);
-    if (flow.status === 'processing' && !claimLapsed(flow.updated_at, now)) reject('invalid_status', undefined, 'this setup flow is being confirmed; cancel it when the confirmation has ended');
+    if (flow.status === 'processing' && (await liveNetworkClaim(trx, claimedFlow(flow), now))) reject('invalid_status', undefined, 'this setup flow is being confirmed; cancel it when the confirmation has ended');
     const canceled = await saveFlow(trx, flow, { status: 'canceled', cancellation_reason: command.reason, canceled_at: now, next_action: null, updated_at: now });
     await recordEvents(trx, ctx.ids, [setupFlowEvent(canceled, 'setup_flow.canceled', now)]);
     return canceled;
@@ -279,7 +281,28 @@ async function methodToVerify(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, 
   return method;
 }
 
-type Claimed = { readonly kind: 'claimed'; readonly flow: SetupFlowRow; readonly method: PaymentMethodRow; readonly authenticate: boolean } | { readonly kind: 'done'; readonly flow: SetupFlowRow };
+type Claimed =
+  | { readonly kind: 'claimed'; readonly flow: SetupFlowRow; readonly method: PaymentMethodRow; readonly authenticate: boolean; readonly claim: NetworkClaim }
+  | { readonly kind: 'done'; readonly flow: SetupFlowRow };
+
+/** The flow as a claimed object in `network_claims`. */
+const claimedFlow = (flow: SetupFlowRow): ClaimedObject => ({ accountId: flow.account_id, livemode: flow.livemode, resource: 'setup_flow', resourceId: flow.setup_flow_id });
+
+/** The 1-yen verification of `method` for `flow`, under the flow's id; `threeDSecure` when the buyer authenticated. */
+function verification(flow: SetupFlowRow, method: PaymentMethodRow, at: Date, threeDSecure?: 'verified' | 'attempted'): AuthorizationRequest {
+  return { reference: flow.setup_flow_id, fingerprint: method.fingerprint!, expMonth: method.exp_month!, expYear: method.exp_year!, amount: VERIFICATION_AMOUNT, currency: 'jpy', livemode: flow.livemode, at, kind: 'hold', ...(threeDSecure === undefined ? {} : { threeDSecure }) };
+}
+
+/**
+ * In the claiming transaction: the flow `processing` with `changes`, and its claim (taking over one
+ * that lapsed). Its recovery point is the verification it will ask, known now unless the buyer
+ * authenticates first (then set once the issuer answered, verifyCard). A live claim: `invalid_status`.
+ */
+async function claimFlow(trx: Kysely<Database>, flow: SetupFlowRow, method: PaymentMethodRow, authenticate: boolean, changes: Updateable<SetupFlowsTable>, at: Date): Promise<Claimed> {
+  const claim = await takeNetworkClaimOver(trx, claimedFlow(flow), 'setup_flows.confirm', at, { authorizations: authenticate ? [] : [verification(flow, method, at)] });
+  if (claim === undefined) return reject('invalid_status', undefined, 'this setup flow is being confirmed');
+  return { kind: 'claimed', flow: await saveFlow(trx, flow, { ...changes, status: 'processing', updated_at: at }), method, authenticate, claim };
+}
 
 export interface ConfirmSetupFlowCommand extends SetupFlowRef {
   /** A `pm_` method or a `tok_` token; undefined: the method attached before. */
@@ -300,10 +323,10 @@ export async function confirmSetupFlow(ctx: Context, caller: Caller, command: Co
   const now = ctx.clock.now();
   const claimed = await ctx.db.transaction().execute(async (trx): Promise<Claimed> => {
     const flow = await findSetupFlow(trx, caller, id, { lock: true, clientSecret });
-    if (flow.status === 'processing' && claimLapsed(flow.updated_at, now) && flow.payment_method_id !== null) {
+    if (flow.status === 'processing' && flow.payment_method_id !== null && !(await liveNetworkClaim(trx, claimedFlow(flow), now))) {
       // A confirmation that died after its claim: take the claim over with the method it named.
       const method = await findPaymentMethod(trx, caller, flow.payment_method_id, { param: 'payment_method_id' });
-      return { kind: 'claimed', flow: await saveFlow(trx, flow, { updated_at: now }), method, authenticate: flow.three_d_secure_status !== null };
+      return claimFlow(trx, flow, method, flow.three_d_secure_status !== null, {}, now);
     }
     if (!CONFIRMABLE.has(flow.status)) reject('invalid_status', undefined, `a setup flow that is ${flow.status} cannot be confirmed`);
     const named = methodId ?? flow.payment_method_id;
@@ -315,7 +338,7 @@ export async function confirmSetupFlow(ctx: Context, caller: Caller, command: Co
       await recordEvents(trx, ctx.ids, [setupFlowEvent(row, 'setup_flow.requires_action', now)]);
       return { kind: 'done', flow: row };
     }
-    return { kind: 'claimed', flow: await saveFlow(trx, flow, { ...attached, status: 'processing', three_d_secure_status: null, next_action: null }), method, authenticate: false };
+    return claimFlow(trx, flow, method, false, { ...attached, three_d_secure_status: null, next_action: null }, now);
   });
   return finish(ctx, caller, claimed);
 }
@@ -331,58 +354,68 @@ export async function completeSetupFlowAction(ctx: Context, caller: Caller, comm
     const flow = await findSetupFlow(trx, caller, id, { lock: true, clientSecret });
     if (flow.status !== 'requires_action' || flow.payment_method_id === null) reject('invalid_status', undefined, `a setup flow that is ${flow.status} has no action to complete`);
     const method = await findPaymentMethod(trx, caller, flow.payment_method_id!, { param: 'payment_method_id' });
-    return { kind: 'claimed', flow: await saveFlow(trx, flow, { status: 'processing', next_action: null, updated_at: now }), method, authenticate: true };
+    return claimFlow(trx, flow, method!, true, { next_action: null }, now);
   });
   return finish(ctx, caller, claimed);
 }
 
-/** Outside any transaction: 3-D Secure (when asked), the verification authorization and its release. */
-async function verifyCard(ctx: Pick<Context, 'processor'>, flow: SetupFlowRow, method: PaymentMethodRow, authenticate: boolean, at: Date): Promise<{ readonly code: ErrorCode; readonly message: string; readonly threeDSecure: string | null } | { readonly code: null; readonly threeDSecure: string | null }> {
-  const fingerprint = method.fingerprint!;
+/**
+ * Outside any transaction: 3-D Secure (when asked; the claim's recovery point then set to the
+ * verification it leads to), the verification authorization and its release.
+ */
+async function verifyCard(ctx: Pick<Context, 'db' | 'processor'>, claimed: Extract<Claimed, { kind: 'claimed' }>): Promise<{ readonly code: ErrorCode; readonly message: string; readonly threeDSecure: string | null } | { readonly code: null; readonly threeDSecure: string | null }> {
+  const { flow, method, claim } = claimed;
+  const at = claim.claimedAt;
   let threeDSecure: 'verified' | 'attempted' | undefined;
-  if (authenticate) {
-    const [result] = await ctx.processor.authenticate([{ reference: flow.setup_flow_id, fingerprint, livemode: flow.livemode, at }]);
+  if (claimed.authenticate) {
+    const [result] = await ctx.processor.authenticate([{ reference: flow.setup_flow_id, fingerprint: method.fingerprint!, livemode: flow.livemode, at }]);
     if (result!.status !== 'verified' && result!.status !== 'attempted') return { code: 'three_d_secure_failed', message: `3-D Secure authentication ended ${result!.status}`, threeDSecure: result!.status };
     threeDSecure = result!.status;
+    await moveRecoveryPoint(ctx.db, claim, { authorizations: [verification(flow, method, at, threeDSecure)] });
   }
-  const [authorization] = await ctx.processor.authorize([
-    { reference: flow.setup_flow_id, fingerprint, expMonth: method.exp_month!, expYear: method.exp_year!, amount: VERIFICATION_AMOUNT, currency: 'jpy', livemode: flow.livemode, at, kind: 'hold', ...(threeDSecure === undefined ? {} : { threeDSecure }) },
-  ]);
+  const [authorization] = await ctx.processor.authorize([verification(flow, method, at, threeDSecure)]);
   if (!authorization!.approved) return { code: authorization!.code, message: authorization!.message, threeDSecure: threeDSecure ?? null };
   await ctx.processor.release([{ reference: flow.setup_flow_id, authorizationCode: authorization!.authorizationCode, amount: VERIFICATION_AMOUNT, at }]);
   return { code: null, threeDSecure: threeDSecure ?? null };
 }
 
-/** Verifies a claimed flow's card, then records the outcome if the claim still holds. */
+/** Verifies a claimed flow's card, then records the outcome if the claim still holds (dropping it in the same commit). */
 async function finish(ctx: Context, caller: Caller, claimed: Claimed): Promise<SetupFlowRow> {
   if (claimed.kind === 'done') return claimed.flow;
-  const { flow, method } = claimed;
-  const outcome = await verifyCard(ctx, flow, method, claimed.authenticate, ctx.clock.now());
-  const now = ctx.clock.now();
-  const row = await ctx.db.transaction().execute(async (trx) => {
-    const current = await findSetupFlow(trx, caller, flow.setup_flow_id, { lock: true, clientSecret: caller.kind === 'secret' ? undefined : flow.client_secret });
-    // Another confirmation took the claim over and recorded its outcome: that one stands.
-    if (current.status !== 'processing' || current.updated_at.getTime() !== flow.updated_at.getTime()) return current;
-    if (outcome.code !== null) {
-      const failed = await saveFlow(trx, current, {
-        status: 'requires_payment_method',
-        payment_method_id: null,
-        three_d_secure_status: outcome.threeDSecure,
-        last_setup_error: JSON.stringify({ type: 'card_error', code: outcome.code, message: outcome.message, payment_method_id: method.payment_method_id }),
-        updated_at: now,
-      });
-      await recordEvents(trx, ctx.ids, [setupFlowEvent(failed, 'setup_flow.setup_failed', now)]);
-      return failed;
-    }
-    if (current.customer_id !== null) {
-      const latest = await findPaymentMethod(trx, caller, method.payment_method_id, { lock: true, param: 'payment_method_id' });
-      if (latest.customer_id === null) await attachMethod(trx, ctx, caller, { id: latest.payment_method_id, param: 'payment_method_id', customerId: current.customer_id, at: now });
-      else if (latest.customer_id !== current.customer_id) reject('payment_method_not_owned_by_customer', 'payment_method_id', `payment method ${latest.payment_method_id} was attached to another customer meanwhile`);
-    }
-    const succeeded = await saveFlow(trx, current, { status: 'succeeded', three_d_secure_status: outcome.threeDSecure, last_setup_error: null, updated_at: now });
-    await recordEvents(trx, ctx.ids, [setupFlowEvent(succeeded, 'setup_flow.succeeded', now)]);
-    return succeeded;
-  });
+  const { flow, method, claim } = claimed;
+  const clientSecret = caller.kind === 'secret' ? undefined : flow.client_secret;
+  let row: SetupFlowRow;
+  try {
+    const outcome = await verifyCard(ctx, claimed);
+    const now = ctx.clock.now();
+    row = await recordUnderClaim(ctx.db, claim, async (trx) => {
+      const current = await findSetupFlow(trx, caller, flow.setup_flow_id, { lock: true, clientSecret });
+      if (current.status !== 'processing') return current;
+      if (outcome.code !== null) {
+        const failed = await saveFlow(trx, current, {
+          status: 'requires_payment_method',
+          payment_method_id: null,
+          three_d_secure_status: outcome.threeDSecure,
+          last_setup_error: JSON.stringify({ type: 'card_error', code: outcome.code, message: outcome.message, payment_method_id: method.payment_method_id }),
+          updated_at: now,
+        });
+        await recordEvents(trx, ctx.ids, [setupFlowEvent(failed, 'setup_flow.setup_failed', now)]);
+        return failed;
+      }
+      if (current.customer_id !== null) {
+        const latest = await findPaymentMethod(trx, caller, method.payment_method_id, { lock: true, param: 'payment_method_id' });
+        if (latest.customer_id === null) await attachMethod(trx, ctx, caller, { id: latest.payment_method_id, param: 'payment_method_id', customerId: current.customer_id, at: now });
+        else if (latest.customer_id !== current.customer_id) reject('payment_method_not_owned_by_customer', 'payment_method_id', `payment method ${latest.payment_method_id} was attached to another customer meanwhile`);
+      }
+      const succeeded = await saveFlow(trx, current, { status: 'succeeded', three_d_secure_status: outcome.threeDSecure, last_setup_error: null, updated_at: now });
+      await recordEvents(trx, ctx.ids, [setupFlowEvent(succeeded, 'setup_flow.succeeded', now)]);
+      return succeeded;
+    });
+  } catch (error) {
+    // Another confirmation took the claim over (and records its outcome): that one stands.
+    if (!(error instanceof NetworkClaimLost)) throw error;
+    return findSetupFlow(ctx.db, caller, flow.setup_flow_id, { clientSecret });
+  }
   const error = row.last_setup_error as { code?: ErrorCode; message?: string } | null;
   if (row.status === 'requires_payment_method' && error?.code !== undefined) throw new KessaiError(error.code, { message: error.message ?? 'the card was refused', param: 'payment_method_id' });
   return row;

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authenticate } from '../../src/accounts/accounts';
 import { runOperation } from '../../src/api/operations';
 import { TEST_CARDS } from '../../src/processor/test-cards';
+import { NETWORK_CLAIM_LEASE_MS } from '../../src/domain/network-claims';
 import { startTestServer, type TestServer } from '../support/http-server';
 import { ok, problem, v2CardMethod, v2Client, v2EventTypes } from '../support/v2-sdk';
 
@@ -113,9 +114,12 @@ describe.each(['harness', 'pglite'] as const)('v2 setup flows through @payjp/pay
     const flow = (await ok(v2.createSetupFlow({ client, body: {} }))) as Json;
     const pm = await cardMethod(TEST_CARDS.visa.number);
     const now = server.ctx.clock.now();
-    // What a worker killed between the claim's commit and the network call leaves behind.
-    const leaveClaim = (at: Date) =>
-      server.ctx.db.updateTable('setup_flows').set({ status: 'processing', payment_method_id: pm.id, updated_at: at }).where('account_id', '=', 'acct_http_a').where('setup_flow_id', '=', flow.id).execute();
+    // What a worker killed between the claim's commit and the network call leaves behind: the flow processing, its claim in network_claims.
+    const leaveClaim = async (at: Date) => {
+      await server.ctx.db.updateTable('setup_flows').set({ status: 'processing', payment_method_id: pm.id, updated_at: at }).where('account_id', '=', 'acct_http_a').where('setup_flow_id', '=', flow.id).execute();
+      const claim = { account_id: 'acct_http_a', livemode: false, resource: 'setup_flow', resource_id: flow.id, operation: 'setup_flows.confirm', claimed_at: at, lease_until: new Date(at.getTime() + NETWORK_CLAIM_LEASE_MS), recovery: JSON.stringify({ authorizations: [] }) };
+      await server.ctx.db.insertInto('network_claims').values(claim).onConflict((oc) => oc.columns(['account_id', 'livemode', 'resource', 'resource_id']).doUpdateSet({ claimed_at: claim.claimed_at, lease_until: claim.lease_until })).execute();
+    };
     await leaveClaim(now);
     expect((await confirm(flow.id, server.keys.a.test.secret, {})).status).toBe(400);
     expect(await problem(v2.cancelSetupFlow({ client, path: { setup_flow_id: flow.id }, body: {} }))).toMatchObject({ status: 400, title: 'Invalid Status' });

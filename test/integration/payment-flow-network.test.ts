@@ -8,7 +8,13 @@
  * PostgreSQL only: these need two connections at the same time, and PGlite is a single session.
  * Nothing here waits on a timer: a network call is held open on a promise the test releases.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SQL_DIR } from '../../src/db/migrate';
+import { holdExpiryJob } from '../../jobs/hold-expiry';
+import { Scheduler } from '../../src/engine/scheduler';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
 import { type CheckoutSessionObject } from '../../src/checkout/checkout-sessions';
 import { expireSessionBatch } from '../../src/checkout/session-expiry';
@@ -38,6 +44,8 @@ const createPrice = v2Operation<PriceObject>('prices.create');
 const createSetupFlow = v2Operation<SetupFlowObject>('setup_flows.create');
 const confirmSetupFlow = v2Operation<SetupFlowObject>('setup_flows.confirm');
 const updateSetupFlow = v2Operation<SetupFlowObject>('setup_flows.update');
+const retrieveSetupFlow = v2Operation<SetupFlowObject>('setup_flows.retrieve');
+const completeSetupFlowAction = v2Operation<SetupFlowObject>('setup_flows.complete_action');
 
 const ACCOUNT = 'acct_flow_network';
 const secret: Caller = { accountId: ACCOUNT, livemode: false, kind: 'secret' };
@@ -329,6 +337,67 @@ describe.runIf(isPostgres())('payment flow confirmation and the card network (Po
     expect(await one).toMatchObject({ status: 'succeeded', metadata: {} });
     // The 1-yen verification: authorized and released once.
     expect(calls).toEqual([`authorize:${flow.id}`, `release:${flow.id}`]);
+  });
+
+  it.each([
+    ['confirm', 'visa', 1],
+    ['complete_action (3-D Secure: the claim\'s recovery point moved to the authenticated verification)', 'threeDSecureRequired', 2],
+  ] as const)('a setup flow verification that died after the network approved (%s): the hold-expiry job releases it once; the next confirmation takes the flow over and succeeds once', async (_path, card, minute) => {
+    const calls: string[] = [];
+    const counted = simulatedCardNetwork();
+    const counting: CardNetwork = {
+      ...counted,
+      authorize: async (requests) => (calls.push(...requests.map((r) => `authorize:${r.reference}${r.threeDSecure ? `:${r.threeDSecure}` : ''}`)), counted.authorize(requests)),
+      release: async (requests) => (calls.push(...requests.map((r) => `release:${r.reference}`)), counted.release(requests)),
+    };
+    const dying: CardNetwork = {
+      ...counting,
+      authorize: async (requests) => {
+        await counting.authorize(requests);
+        throw new Error('the process died after the network approved');
+      },
+    };
+    const flow = await createSetupFlow(plain, secret, {});
+    const crashed = withNetwork(database.store, 110 + minute, dying);
+    if (card === 'visa') {
+      await expect(confirmSetupFlow(crashed, secret, { id: flow.id, payment_method_id: await token(card) })).rejects.toThrow('the process died');
+    } else {
+      expect(await confirmSetupFlow(plain, secret, { id: flow.id, payment_method_id: await token(card) })).toMatchObject({ status: 'requires_action' });
+      await expect(completeSetupFlowAction(crashed, secret, { id: flow.id })).rejects.toThrow('the process died');
+    }
+    const verified = card === 'visa' ? `authorize:${flow.id}` : `authorize:${flow.id}:verified`;
+    expect(calls).toEqual([verified]);
+    expect(await retrieveSetupFlow(plain, secret, { id: flow.id })).toMatchObject({ status: 'processing' });
+    // The job at the lease's end: the verification asked again as it was made (the same answer) and released, once.
+    const slot = new Date(REFERENCE_INSTANT.getTime() + minute * NETWORK_CLAIM_LEASE_MS);
+    const job = withNetwork(database.store, 120 + minute, counting, slot);
+    const outcome = await new Scheduler(job, [holdExpiryJob], { owner: `setup-claims-${minute}` }).runSlot(holdExpiryJob.name, slot);
+    expect(outcome).toMatchObject({ status: 'succeeded', counts: { claims_recovered: 1 } });
+    expect(calls).toEqual([verified, verified, `release:${flow.id}`]);
+    // Undone, not finished: the flow stays processing (no claim now), and the next confirmation takes it over.
+    expect(await retrieveSetupFlow(plain, secret, { id: flow.id })).toMatchObject({ status: 'processing' });
+    const later = withNetwork(database.store, 130 + minute, counting, slot);
+    expect(await confirmSetupFlow(later, secret, { id: flow.id })).toMatchObject({ status: 'succeeded' });
+    expect(calls.slice(3)).toEqual([verified, `release:${flow.id}`]);
+    expect((await eventTypes(flow.id)).filter((t) => t === 'setup_flow.succeeded')).toHaveLength(1);
+  });
+
+  it('sql/000250 gives a processing setup flow without a claim row (as the earlier code left it) its claim: refused while fresh, taken over after the lease', async () => {
+    const flow = await createSetupFlow(plain, secret, {});
+    await expect(confirmSetupFlow(withNetwork(database.store, 140, instrumentedNetwork({ fail: true, calls: [] })), secret, { id: flow.id, payment_method_id: await token('visa') })).rejects.toThrow('the process died');
+    const db = database.store.db;
+    const claimOf = () => db.selectFrom('network_claims').select(['operation', 'claimed_at', 'lease_until', 'recovery']).where('resource', '=', 'setup_flow').where('resource_id', '=', flow.id).executeTakeFirst();
+    expect(await claimOf()).toMatchObject({ operation: 'setup_flows.confirm', claimed_at: REFERENCE_INSTANT });
+    await db.deleteFrom('network_claims').where('resource', '=', 'setup_flow').where('resource_id', '=', flow.id).execute();
+    await sql.raw(readFileSync(join(SQL_DIR, '000250_setup_flow_claims.sql'), 'utf8')).execute(db);
+    expect(await claimOf()).toEqual({ operation: 'setup_flows.confirm', claimed_at: REFERENCE_INSTANT, lease_until: new Date(REFERENCE_INSTANT.getTime() + NETWORK_CLAIM_LEASE_MS), recovery: { authorizations: [] } });
+    const calls: string[] = [];
+    const fresh = withNetwork(database.store, 141, instrumentedNetwork({ calls }), new Date(REFERENCE_INSTANT.getTime() + NETWORK_CLAIM_LEASE_MS - 1));
+    await expect(confirmSetupFlow(fresh, secret, { id: flow.id })).rejects.toMatchObject({ code: 'invalid_status' });
+    const later = withNetwork(database.store, 142, instrumentedNetwork({ calls }), new Date(REFERENCE_INSTANT.getTime() + NETWORK_CLAIM_LEASE_MS));
+    expect(await confirmSetupFlow(later, secret, { id: flow.id })).toMatchObject({ status: 'succeeded' });
+    expect(calls).toEqual([`authorize:${flow.id}`, `release:${flow.id}`]);
+    expect(await claimOf()).toBeUndefined();
   });
 
   /** An open payment session of `amount` yen (one line item), as the hosted page completes it. */

@@ -1,9 +1,9 @@
 /**
- * The table of every operation: the v1 codec modules' command operations and the v2 features'
- * operations, in one registry. It lives in the wire layer because it imports the codecs; the
+ * The table of every operation: the command operations of the v1 and v2 codec modules, in one
+ * registry. It lives in the wire layer because it imports the codecs; the
  * registry mechanism (src/operations/registry.ts) sits below the features and imports none of them.
  */
-import type { Caller } from '../accounts/accounts';
+import type { Caller } from '../operations/define';
 import type { Context } from '../engine/context';
 import { OperationRegistry, type Operation } from '../operations/registry';
 import { CHARGE_OPERATIONS } from './v1/charges';
@@ -12,8 +12,7 @@ import { PAYMENT_METHOD_CONFIGURATION_OPERATIONS } from './v2/payment-method-con
 import { CUSTOMER_OPERATIONS } from './v1/customers';
 import { V2_CUSTOMER_OPERATIONS } from './v2/customers';
 import { V2_EVENT_OPERATIONS } from './v2/events';
-import { PAYMENT_FLOW_OPERATIONS } from '../payment-flows/payment-flows';
-import { PAYMENT_FLOW_READ_OPERATIONS } from './v2/payment-flows';
+import { PAYMENT_FLOW_OPERATIONS } from './v2/payment-flows';
 import { PAYMENT_METHOD_OPERATIONS } from './v2/payment-methods';
 import { SETUP_FLOW_OPERATIONS } from './v2/setup-flows';
 import { TAX_RATE_OPERATIONS } from './v2/tax-rates';
@@ -37,7 +36,7 @@ import { PRICE_OPERATIONS } from './v2/prices';
 import { PAYMENT_TRANSACTION_OPERATIONS } from './v2/payment-transactions';
 import { V2_SETTLEMENT_OPERATIONS } from './v2/settlement';
 
-export const OPERATIONS = new OperationRegistry([TOKEN_OPERATIONS, CUSTOMER_OPERATIONS, CARD_OPERATIONS, PLAN_OPERATIONS, SUBSCRIPTION_OPERATIONS, CHARGE_OPERATIONS, PAYMENT_FLOW_OPERATIONS, PAYMENT_FLOW_READ_OPERATIONS, PAYMENT_REFUND_OPERATIONS, DISPUTE_OPERATIONS, PRICE_OPERATIONS, PRODUCT_OPERATIONS, TAX_RATE_OPERATIONS, PAYMENT_METHOD_OPERATIONS, SETUP_FLOW_OPERATIONS, CHECKOUT_SESSION_OPERATIONS, PAYMENT_METHOD_CONFIGURATION_OPERATIONS, TENANT_OPERATIONS, TERM_OPERATIONS, STATEMENT_OPERATIONS, BALANCE_OPERATIONS, EVENT_OPERATIONS, ACCOUNT_OPERATIONS,
+export const OPERATIONS = new OperationRegistry([TOKEN_OPERATIONS, CUSTOMER_OPERATIONS, CARD_OPERATIONS, PLAN_OPERATIONS, SUBSCRIPTION_OPERATIONS, CHARGE_OPERATIONS, PAYMENT_FLOW_OPERATIONS, PAYMENT_REFUND_OPERATIONS, DISPUTE_OPERATIONS, PRICE_OPERATIONS, PRODUCT_OPERATIONS, TAX_RATE_OPERATIONS, PAYMENT_METHOD_OPERATIONS, SETUP_FLOW_OPERATIONS, CHECKOUT_SESSION_OPERATIONS, PAYMENT_METHOD_CONFIGURATION_OPERATIONS, TENANT_OPERATIONS, TERM_OPERATIONS, STATEMENT_OPERATIONS, BALANCE_OPERATIONS, EVENT_OPERATIONS, ACCOUNT_OPERATIONS,
   // The v1 token reads, transfers, 3-D Secure requests and tenant application URLs.
   TOKEN_READ_OPERATIONS, TRANSFER_OPERATIONS, THREE_D_SECURE_REQUEST_OPERATIONS, TENANT_APPLICATION_URL_OPERATIONS,
   // The v2 customers, events, statements, balances, terms and payment transactions.

@@ -2,7 +2,9 @@
  * v2 payment flows (v2 §2.2, §3, §4.2–§4.4, §4.8; service rules §2.1 and §3): create, retrieve,
  * update, confirm (by the browser with the flow's `client_secret`), the completion of a 3-D Secure
  * action, capture (full, or one partial capture then only the full remainder, never above the
- * hold), cancel, and list. Every state change writes its v2 event in the same transaction.
+ * hold), cancel, and list. Every state change writes its v2 event in the same transaction. The
+ * executions take typed commands and return flow rows; parameters and rendering are the v2
+ * codec's (src/api/v2/payment-flows.ts).
  *
  * Statuses: requires_payment_method → (payment method attached) requires_confirmation → confirm →
  * requires_action (3-D Secure) → requires_capture (manual) or succeeded (automatic); a declined
@@ -23,26 +25,25 @@ import type { Database, PaymentFlowsTable } from '../db/schema';
 import { assertCardNotFlagged, recordCardError } from '../customers/card-flags';
 import { CARD_CAUSED_ERRORS } from '../domain/card-flags';
 import { KessaiError, reject, type ErrorCode } from '../domain/errors';
-import { debitedAtAuthorization, holdLapsed, parseExtendedAuthorizationRequest, v2HoldExpiresAt, type ExtendedAuthorizationRequest } from '../domain/hold-periods';
-import { createMetadata, mergeMetadata, type Metadata } from '../domain/metadata';
-import { MAX_AMOUNT, MAX_TEXT_LENGTH, MIN_PAYMENT_FLOW_AMOUNT } from '../domain/limits';
+import { debitedAtAuthorization, holdLapsed, v2HoldExpiresAt, type ExtendedAuthorizationRequest } from '../domain/hold-periods';
+import { mergeMetadata, type Metadata } from '../domain/metadata';
 import { claimLapsed } from '../domain/network-claims';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
 import { recordEvents, type EventInput } from '../events/outbox';
-import { defineOperation } from '../operations/define';
-import { hasParam, isPlainObject, optionalBoolean, optionalInteger, optionalString, readParams, requireString, sentFields, type Params } from '../operations/params';
+import { sentFields } from '../operations/params';
 import { inV2Page, type V2Page } from '../operations/v2-pagination';
 
 import { recordDebitReturns } from './debit-returns';
 import { recordFlowCaptures } from './flow-charges';
-import { findPaymentFlow, newClientSecret, renderPaymentFlow, type PaymentFlowObject, type PaymentFlowRow } from './payment-flow-object';
-import { isPaymentMethodType, needsThreeDSecure, paymentMethodColumns, resolvePaymentMethod, storedPaymentMethod, type PaymentMethodSnapshot } from './payment-method';
+import { findPaymentFlow, newClientSecret, renderPaymentFlow, type PaymentFlowRow } from './payment-flow-object';
+import { needsThreeDSecure, paymentMethodColumns, resolvePaymentMethod, storedPaymentMethod, type PaymentMethodSnapshot } from './payment-method';
 
 export const FLOW_CURRENCY = 'jpy';
 
 /** Reasons a merchant may give when canceling (`expired` is the hold-expiry job's own). */
 export const CANCELLATION_REASONS = ['duplicate', 'fraudulent', 'requested_by_customer', 'abandoned'] as const;
+export type CancellationReason = (typeof CANCELLATION_REASONS)[number];
 
 /** Statuses a flow can still be confirmed from. */
 const CONFIRMABLE = new Set<PaymentFlowRow['status']>(['requires_payment_method', 'requires_confirmation']);
@@ -53,61 +54,8 @@ export function flowEvent(row: PaymentFlowRow, type: string, at: Date): EventInp
   return { accountId: row.account_id, livemode: row.livemode, type, data: renderPaymentFlow(row), at, apiVersion: 'v2' };
 }
 
-function readAmount(params: Params, key: string, required: boolean): number | undefined {
-  const amount = optionalInteger(params, key, { min: MIN_PAYMENT_FLOW_AMOUNT, max: MAX_AMOUNT, code: 'invalid_amount' });
-  if (amount === undefined && required) return reject('missing_param', key, `${key} is required`);
-  return amount;
-}
-
-/** `payment_method_types`: a non-empty array of distinct known methods. */
-export function readPaymentMethodTypes(value: unknown, param = 'payment_method_types'): PaymentMethodType[] {
-  if (!Array.isArray(value) || value.length === 0) return reject('invalid_param_key', param, `${param} must be a non-empty array of card, paypay or apple_pay`);
-  const seen = new Set<PaymentMethodType>();
-  value.forEach((entry, i) => {
-    if (!isPaymentMethodType(entry)) reject('invalid_param_key', `${param}[${i}]`, `unknown payment method type ${JSON.stringify(entry)}; use card, paypay or apple_pay`);
-    if (seen.has(entry)) reject('payment_method_duplicate', `${param}[${i}]`, `${entry} is listed twice`);
-    seen.add(entry);
-  });
-  return [...seen];
-}
-
-/** `payment_method_options[card][request_extended_authorization]`, the only option there is. */
-function readExtendedAuthorization(params: Params): ExtendedAuthorizationRequest | undefined {
-  if (!hasParam(params, 'payment_method_options')) return undefined;
-  const options = readParams(params.payment_method_options, ['card'], 'payment_method_options');
-  if (!hasParam(options, 'card')) return undefined;
-  const card = readParams(options.card, ['request_extended_authorization', 'request_three_d_secure'], 'payment_method_options[card]');
-  // The SDK's `request_three_d_secure`: `automatic` (the issuer decides, here the test card) is the
-  // only behaviour the simulated network has; `any` (always authenticate) is refused, not ignored.
-  const threeDSecure = card.request_three_d_secure;
-  if (threeDSecure !== undefined && threeDSecure !== null && threeDSecure !== 'automatic') {
-    reject('invalid_param_key', 'payment_method_options[card][request_three_d_secure]', 'request_three_d_secure must be automatic: 3-D Secure is asked for by the card (service rules §2.2)');
-  }
-  return parseExtendedAuthorizationRequest(card.request_extended_authorization ?? undefined);
-}
-
-function readCaptureMethod(params: Params): 'automatic' | 'manual' | undefined {
-  const captureMethod = optionalString(params, 'capture_method');
-  if (captureMethod === undefined || captureMethod === 'automatic' || captureMethod === 'manual') return captureMethod;
-  return reject('invalid_param_key', 'capture_method', `capture_method must be automatic or manual, got ${JSON.stringify(captureMethod)}`);
-}
-
-function readDescription(params: Params): string | null | undefined {
-  const description = optionalString(params, 'description', { code: 'invalid_string_length' });
-  if (description === undefined) return undefined;
-  if ([...description].length > MAX_TEXT_LENGTH) reject('invalid_string_length', 'description', `description must be at most ${MAX_TEXT_LENGTH} characters`);
-  return description === '' ? null : description;
-}
-
-function readMethodType(params: Params): PaymentMethodType | undefined {
-  const type = optionalString(params, 'payment_method_type');
-  if (type === undefined) return undefined;
-  if (!isPaymentMethodType(type)) return reject('invalid_param_key', 'payment_method_type', `payment_method_type must be card, paypay or apple_pay, got ${JSON.stringify(type)}`);
-  return type;
-}
-
 /** A method the flow does not accept is refused before anything else happens. */
-function assertMethodAllowed(types: readonly PaymentMethodType[], type: PaymentMethodType): void {
+export function assertMethodAllowed(types: readonly PaymentMethodType[], type: PaymentMethodType): void {
   if (!types.includes(type)) reject('no_allowed_param', 'payment_method_type', `this payment flow accepts ${types.join(', ')}, not ${type}`);
 }
 
@@ -194,33 +142,23 @@ export async function insertPaymentFlow(trx: Kysely<Database>, ctx: Pick<Context
   return row;
 }
 
+/** A new flow, its parameters checked (src/api/v2/payment-flows.ts); `methodId` / `methodType` attach a method now. */
+export interface CreatePaymentFlowCommand extends Omit<NewFlowInput, 'checkoutSessionId'> {
+  readonly methodId: string | undefined;
+  readonly methodType: PaymentMethodType | undefined;
+  readonly confirm: boolean;
+}
+
 /**
- * `payment_flows.create` (v2 §4.2): `amount` (required), `currency` (jpy), `capture_method`,
- * `payment_method_types` (default `[card]`), `payment_method_options[card][request_extended_authorization]`,
- * `metadata`, `customer`, `description`, and optionally `payment_method` (+ `payment_method_type`)
- * to attach now (status requires_confirmation). With a card attached, `must_extend` on a card that
- * cannot be extended is refused here, as v2 §4.2 says; otherwise at confirmation. `confirm=true`
- * (the SDK's createPaymentFlow) confirms in the same transaction with the method named or the
- * customer's default payment method, as `payment_flows.confirm` would (`return_url` only with it);
- * a declined card commits the flow and its `payment_flow.payment_failed`, then fails with 402.
+ * `payment_flows.create` (v2 §4.2). With a method (`methodId`, or `methodType`) attached the flow
+ * is requires_confirmation; with a card attached, `must_extend` on a card that cannot be extended
+ * is refused here, as v2 §4.2 says; otherwise at confirmation. `confirm` (the SDK's
+ * createPaymentFlow) confirms in the same transaction with the method named or the customer's
+ * default payment method, as `payment_flows.confirm` would; a declined card commits the flow and
+ * its `payment_flow.payment_failed`, then fails with 402.
  */
-export async function createPaymentFlow(ctx: Context, caller: Caller, input: unknown): Promise<PaymentFlowObject> {
-  const params = readParams(input, ['amount', 'currency', 'capture_method', 'payment_method_types', 'payment_method_options', 'metadata', 'customer', 'description', 'payment_method', 'payment_method_type', 'confirm', 'return_url']);
-  const amount = readAmount(params, 'amount', true)!;
-  const currency = optionalString(params, 'currency', { code: 'invalid_currency' }) ?? FLOW_CURRENCY;
-  if (currency !== FLOW_CURRENCY) reject('invalid_currency', 'currency', `currency must be ${FLOW_CURRENCY}, got ${JSON.stringify(currency)}`);
-  const captureMethod = readCaptureMethod(params) ?? 'automatic';
-  const types = hasParam(params, 'payment_method_types') ? readPaymentMethodTypes(params.payment_method_types) : (['card'] as PaymentMethodType[]);
-  const extendedAuthorization = readExtendedAuthorization(params);
-  const metadata = hasParam(params, 'metadata') ? createMetadata(params.metadata, 'v2') : {};
-  const customerId = optionalString(params, 'customer', { code: 'invalid_customer' }) ?? null;
-  const description = readDescription(params) ?? null;
-  const sentMethodId = optionalString(params, 'payment_method');
-  const methodType = readMethodType(params);
-  if (methodType !== undefined) assertMethodAllowed(types, methodType);
-  const confirm = optionalBoolean(params, 'confirm') ?? false;
-  if (hasParam(params, 'return_url') && !confirm) reject('invalid_param_key', 'return_url', 'return_url is sent only with confirm=true');
-  optionalString(params, 'return_url');
+export async function createPaymentFlow(ctx: Context, caller: Caller, command: CreatePaymentFlowCommand): Promise<PaymentFlowRow> {
+  const { amount, captureMethod, paymentMethodTypes: types, extendedAuthorization, metadata, customerId, description, methodId: sentMethodId, methodType, confirm } = command;
   const now = ctx.clock.now();
   const claim = await ctx.db.transaction().execute(async (trx): Promise<ConfirmClaim> => {
     if (customerId !== null) await assertCustomer(trx, caller, customerId);
@@ -248,12 +186,30 @@ async function defaultPaymentMethodOf(trx: Kysely<Database>, caller: Caller, cus
   return row?.default_payment_method_id ?? undefined;
 }
 
+/** A flow and, with the public key (the browser), its `client_secret`. */
+export interface PaymentFlowRef {
+  readonly id: string;
+  readonly clientSecret: string | undefined;
+}
+
 /**
  * `payment_flows.retrieve` (v2 §4.3). With a public key (the browser, v2 §4.8 step 5) the flow's
  * `client_secret` is required.
  */
-export function retrievePaymentFlow(ctx: Context, caller: Caller, command: { readonly id: string; readonly clientSecret: string | undefined }): Promise<PaymentFlowRow> {
+export function retrievePaymentFlow(ctx: Context, caller: Caller, command: PaymentFlowRef): Promise<PaymentFlowRow> {
   return findPaymentFlow(ctx.db, caller, command.id, { clientSecret: command.clientSecret });
+}
+
+/** The fields sent (undefined: not sent); `extendedAuthorization` null clears the request, `metadata` is merged. */
+export interface UpdatePaymentFlowCommand {
+  readonly id: string;
+  readonly amount: number | undefined;
+  readonly paymentMethodTypes: readonly PaymentMethodType[] | undefined;
+  readonly extendedAuthorization: ExtendedAuthorizationRequest | null | undefined;
+  readonly description: string | null | undefined;
+  readonly customerId: string | undefined;
+  readonly methodId: string | undefined;
+  readonly metadata: unknown;
 }
 
 /**
@@ -262,18 +218,10 @@ export function retrievePaymentFlow(ctx: Context, caller: Caller, command: { rea
  * `payment_method` (attached as at creation: requires_confirmation) only before confirmation (`invalid_status` after: the hold cannot be increased, v2 §3). No event: v2 §6.1 has
  * no `payment_flow.updated`.
  */
-export async function updatePaymentFlow(ctx: Context, caller: Caller, input: unknown): Promise<PaymentFlowObject> {
-  const params = readParams(input, ['id', 'amount', 'metadata', 'description', 'payment_method_types', 'payment_method_options', 'customer', 'payment_method', 'return_url']);
-  const id = requireString(params, 'id');
-  const amount = readAmount(params, 'amount', false);
-  const types = hasParam(params, 'payment_method_types') ? readPaymentMethodTypes(params.payment_method_types) : undefined;
-  const extendedAuthorization = hasParam(params, 'payment_method_options') ? (readExtendedAuthorization(params) ?? null) : undefined;
-  const description = readDescription(params);
-  const customerId = optionalString(params, 'customer', { code: 'invalid_customer' });
-  const methodId = optionalString(params, 'payment_method');
-  optionalString(params, 'return_url');
+export async function updatePaymentFlow(ctx: Context, caller: Caller, command: UpdatePaymentFlowCommand): Promise<PaymentFlowRow> {
+  const { id, amount, paymentMethodTypes: types, extendedAuthorization, description, customerId, methodId } = command;
   const now = ctx.clock.now();
-  const row = await ctx.db.transaction().execute(async (trx) => {
+  return ctx.db.transaction().execute(async (trx) => {
     const flow = await findPaymentFlow(trx, caller, id, { lock: true });
     // A claim's stamp is the flow's updated_at: even a metadata change would void the confirmation
     // in flight, so the flow is left alone while the claim holds (one request's time).
@@ -298,7 +246,7 @@ export async function updatePaymentFlow(ctx: Context, caller: Caller, input: unk
       reject('no_allowed_param', 'payment_method_types', `the attached payment method is ${flow.payment_method_type}, which these types leave out`);
     }
     if (customerId !== undefined) await assertCustomer(trx, caller, customerId);
-    const metadata = hasParam(params, 'metadata') ? mergeMetadata(flow.metadata, params.metadata, 'v2') : undefined;
+    const metadata = command.metadata === undefined ? undefined : mergeMetadata(flow.metadata, command.metadata, 'v2');
     let attached = {};
     if (methodId !== undefined) {
       // Attaching a method (the SDK's payment_method_id): checked as at creation, then requires_confirmation.
@@ -318,7 +266,6 @@ export async function updatePaymentFlow(ctx: Context, caller: Caller, input: unk
       updated_at: now,
     });
   });
-  return renderPaymentFlow(row);
 }
 
 /** What a confirmation ended in; a declined payment still commits its state and event. */
@@ -584,12 +531,22 @@ async function finishSettlement(ctx: Context, claim: SettlementClaim, record: (t
 }
 
 /** Throws the card error of a declined confirmation after its state was committed. */
-function throwIfFailed(outcome: ConfirmOutcome): PaymentFlowObject {
+function throwIfFailed(outcome: ConfirmOutcome): PaymentFlowRow {
   if (outcome.failure !== null) {
     // The flow exists (createPaymentFlow with confirm made it): the refusal names it, as v1 names the charge.
     throw new KessaiError(outcome.failure.code, { message: outcome.failure.message, param: 'payment_method', paymentFlow: outcome.row.payment_flow_id });
   }
-  return renderPaymentFlow(outcome.row);
+  return outcome.row;
+}
+
+/** A confirmation: the method to pay with (or the one attached), and what an update before confirmation sets. */
+export interface ConfirmPaymentFlowCommand extends PaymentFlowRef {
+  readonly methodId: string | undefined;
+  readonly methodType: PaymentMethodType | undefined;
+  readonly paymentMethodTypes: readonly PaymentMethodType[] | undefined;
+  readonly extendedAuthorization: ExtendedAuthorizationRequest | null | undefined;
+  readonly captureMethod: 'automatic' | 'manual' | undefined;
+  readonly description: string | null | undefined;
 }
 
 /**
@@ -602,18 +559,8 @@ function throwIfFailed(outcome: ConfirmOutcome): PaymentFlowObject {
  * A declined payment commits its `payment_flow.payment_failed` and then fails with the card error
  * (402), like a v1 charge.
  */
-export async function confirmPaymentFlow(ctx: Context, caller: Caller, input: unknown): Promise<PaymentFlowObject> {
-  const params = readParams(input, ['id', 'client_secret', 'payment_method', 'payment_method_type', 'return_url', 'payment_method_types', 'payment_method_options', 'capture_method', 'description']);
-  const id = requireString(params, 'id');
-  const clientSecret = optionalString(params, 'client_secret');
-  const methodId = optionalString(params, 'payment_method');
-  const methodType = readMethodType(params);
-  optionalString(params, 'return_url');
-  // The SDK's confirm may also set what an update before confirmation sets (official-sdks.md §2).
-  const types = hasParam(params, 'payment_method_types') ? readPaymentMethodTypes(params.payment_method_types) : undefined;
-  const extendedAuthorization = hasParam(params, 'payment_method_options') ? (readExtendedAuthorization(params) ?? null) : undefined;
-  const captureMethod = readCaptureMethod(params);
-  const description = readDescription(params);
+export async function confirmPaymentFlow(ctx: Context, caller: Caller, command: ConfirmPaymentFlowCommand): Promise<PaymentFlowRow> {
+  const { id, clientSecret, methodId, methodType, paymentMethodTypes: types, extendedAuthorization, captureMethod, description } = command;
   const now = ctx.clock.now();
   const claim = await ctx.db.transaction().execute(async (trx): Promise<ConfirmClaim> => {
     let flow = await findPaymentFlow(trx, caller, id, { lock: true, clientSecret });
@@ -651,10 +598,8 @@ export async function confirmPaymentFlow(ctx: Context, caller: Caller, input: un
  * `verified` / `attempted` → authorization (requires_capture or succeeded); `failed` / `error` →
  * requires_payment_method with `last_payment_error` and `payment_flow.payment_failed`.
  */
-export async function completePaymentFlowAction(ctx: Context, caller: Caller, input: unknown): Promise<PaymentFlowObject> {
-  const params = readParams(input, ['id', 'client_secret']);
-  const id = requireString(params, 'id');
-  const clientSecret = optionalString(params, 'client_secret');
+export async function completePaymentFlowAction(ctx: Context, caller: Caller, command: PaymentFlowRef): Promise<PaymentFlowRow> {
+  const { id, clientSecret } = command;
   const now = ctx.clock.now();
   const claim = await ctx.db.transaction().execute(async (trx): Promise<ConfirmClaim> => {
     const flow = await findPaymentFlow(trx, caller, id, { lock: true, clientSecret });
@@ -670,6 +615,12 @@ export async function completePaymentFlowAction(ctx: Context, caller: Caller, in
   return throwIfFailed(await finishConfirmation(ctx, claim));
 }
 
+export interface CapturePaymentFlowCommand {
+  readonly id: string;
+  /** Undefined: the whole remaining hold. */
+  readonly amountToCapture: number | undefined;
+}
+
 /**
  * `payment_flows.capture` (v2 §4.4, §3, §8): from requires_capture only. Without
  * `amount_to_capture` the whole remaining hold is captured. A first capture of less is the one
@@ -677,10 +628,8 @@ export async function completePaymentFlowAction(ctx: Context, caller: Caller, in
  * after it only exactly the full remainder may be captured. Never above the hold
  * (`capture_amount_gt_net`); after the hold lapsed `charge_expired`.
  */
-export async function capturePaymentFlow(ctx: Context, caller: Caller, input: unknown): Promise<PaymentFlowObject> {
-  const params = readParams(input, ['id', 'amount_to_capture']);
-  const id = requireString(params, 'id');
-  const requested = optionalInteger(params, 'amount_to_capture', { min: 1, max: MAX_AMOUNT, code: 'invalid_amount' });
+export async function capturePaymentFlow(ctx: Context, caller: Caller, command: CapturePaymentFlowCommand): Promise<PaymentFlowRow> {
+  const { id, amountToCapture: requested } = command;
   const claim = await ctx.db.transaction().execute(async (trx) => {
     const flow = await findPaymentFlow(trx, caller, id, { lock: true });
     // Read after the lock: an expiry committed while this call waited is in its past.
@@ -702,7 +651,7 @@ export async function capturePaymentFlow(ctx: Context, caller: Caller, input: un
     }
     return claimSettlement(trx, flow, { op: 'capture', amount }, now);
   });
-  const row = await finishSettlement(ctx, claim, async (trx, flow) => {
+  return finishSettlement(ctx, claim, async (trx, flow) => {
     const { amount } = claim.work;
     const at = flow.updated_at;
     const remaining = flow.amount_capturable;
@@ -723,7 +672,11 @@ export async function capturePaymentFlow(ctx: Context, caller: Caller, input: un
     await recordEvents(trx, ctx.ids, [flowEvent(captured, full ? 'payment_flow.succeeded' : 'payment_flow.amount_capturable_updated', at), ...returned]);
     return captured;
   });
-  return renderPaymentFlow(row);
+}
+
+export interface CancelPaymentFlowCommand {
+  readonly id: string;
+  readonly reason: CancellationReason | null;
 }
 
 /**
@@ -732,13 +685,8 @@ export async function capturePaymentFlow(ctx: Context, caller: Caller, input: un
  * through the network. After a partial capture the flow cannot be canceled (money was taken): the
  * remainder is captured in full or released when the hold lapses.
  */
-export async function cancelPaymentFlow(ctx: Context, caller: Caller, input: unknown): Promise<PaymentFlowObject> {
-  const params = readParams(input, ['id', 'cancellation_reason']);
-  const id = requireString(params, 'id');
-  const reason = optionalString(params, 'cancellation_reason') ?? null;
-  if (reason !== null && !(CANCELLATION_REASONS as readonly string[]).includes(reason)) {
-    reject('invalid_param_key', 'cancellation_reason', `cancellation_reason must be one of ${CANCELLATION_REASONS.join(', ')}`);
-  }
+export async function cancelPaymentFlow(ctx: Context, caller: Caller, command: CancelPaymentFlowCommand): Promise<PaymentFlowRow> {
+  const { id, reason } = command;
   const claim = await ctx.db.transaction().execute(async (trx): Promise<SettlementClaim | PaymentFlowRow> => {
     const flow = await findPaymentFlow(trx, caller, id, { lock: true });
     const now = ctx.clock.now();
@@ -754,8 +702,7 @@ export async function cancelPaymentFlow(ctx: Context, caller: Caller, input: unk
     // Nothing held: nothing to ask the network.
     return cancelFlow(trx, ctx, flow, reason, now, 0);
   });
-  const row = 'work' in claim ? await finishSettlement(ctx, claim, (trx, flow) => cancelFlow(trx, ctx, flow, claim.work.op === 'release' && claim.work.lapsed ? 'expired' : reason, releasedAt(claim), claim.work.amount)) : claim;
-  return renderPaymentFlow(row);
+  return 'work' in claim ? finishSettlement(ctx, claim, (trx, flow) => cancelFlow(trx, ctx, flow, claim.work.op === 'release' && claim.work.lapsed ? 'expired' : reason, releasedAt(claim), claim.work.amount)) : claim;
 }
 
 /**
@@ -792,19 +739,4 @@ export async function listPaymentFlows(ctx: Context, caller: Caller, command: Li
     .execute();
 }
 
-/** Exposed for checkout: a params object check shared by nested `*_data` parameters. */
-export function readNestedObject(params: Params, key: string, allowed: readonly string[]): Params | undefined {
-  if (!hasParam(params, key)) return undefined;
-  if (!isPlainObject(params[key])) return reject('invalid_param_key', key, `${key} must be an object`);
-  return readParams(params[key], allowed, key);
-}
 
-// Retrieve and list: the v2 codec, src/api/v2/payment-flows.ts.
-export const PAYMENT_FLOW_OPERATIONS = [
-  defineOperation('payment_flows.create', createPaymentFlow),
-  defineOperation('payment_flows.update', updatePaymentFlow),
-  defineOperation('payment_flows.confirm', confirmPaymentFlow, { keys: 'secret_or_public' }),
-  defineOperation('payment_flows.complete_action', completePaymentFlowAction, { keys: 'secret_or_public' }),
-  defineOperation('payment_flows.capture', capturePaymentFlow),
-  defineOperation('payment_flows.cancel', cancelPaymentFlow),
-] as const;

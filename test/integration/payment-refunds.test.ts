@@ -10,7 +10,6 @@ import type { Database } from '../../src/db/schema';
 import { listEvents } from '../../src/events/outbox';
 import { Scheduler } from '../../src/engine/scheduler';
 import { runOperation } from '../../src/api/operations';
-import { capturePaymentFlow, confirmPaymentFlow, createPaymentFlow } from '../../src/payment-flows/payment-flows';
 import type { V2List } from '../../src/operations/v2-pagination';
 import type { PaymentRefundObject } from '../../src/payment-refunds/payment-refunds';
 import { TEST_CARDS, type TestCardName } from '../../src/processor/test-cards';
@@ -18,6 +17,7 @@ import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card
 import { SQL_DIR } from '../../src/db/migrate';
 import { NETWORK_CLAIM_LEASE_MS } from '../../src/domain/network-claims';
 import { createTestDatabase, testContext, type TestDatabase } from '../support/database';
+import { createPaymentFlow, confirmPaymentFlow, capturePaymentFlow } from '../support/payment-flows';
 import { expectRefused, rejection } from '../support/rejections';
 
 const ACCOUNT = 'acct_v2refunds';

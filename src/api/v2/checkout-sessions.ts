@@ -35,7 +35,7 @@ import {
 import { defineCommandOperation } from '../../operations/define';
 import { hasParam, optionalInteger, optionalString, readParams, requireString, type Params } from '../../operations/params';
 import { readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../../operations/v2-pagination';
-import { readNestedObject, readPaymentMethodTypes } from '../../payment-flows/payment-flows';
+import { readNestedObject, readPaymentMethodTypes } from './payment-flows';
 import { isPaymentMethodType } from '../../payment-flows/payment-method';
 
 function readUrl(params: Params, key: string, required: boolean): string | undefined {

@@ -13,7 +13,7 @@
  * No row stays locked while the card network answers: the network is asked between two short
  * transactions, the charge claimed in the first (charge-claims.ts).
  */
-import { sql, type Kysely } from 'kysely';
+import { sql, type InferResult, type Kysely } from 'kysely';
 import { DEFAULT_FEE_RATES, type Caller } from '../accounts/accounts';
 import type { CardRow } from '../customers/card-object';
 import { assertCardNotFlagged, recordCardError } from '../customers/card-flags';
@@ -31,6 +31,7 @@ import { recordEvent } from '../events/outbox';
 import type { AuthorizationRequest, AuthorizationResult } from '../processor/card-network';
 import { inPage, type Page } from '../operations/pagination';
 import { fixedStatement } from '../db/fixed-statement';
+import { routedWhole } from '../db/citus-shape';
 import { prepared } from '../db/prepared';
 import { captureAmounts, settleCaptured, settleRefunds } from '../settlement/capture';
 import { openTermIdsOpening } from '../settlement/terms';
@@ -40,7 +41,7 @@ import { resolveChargeTenant } from '../tenants/charge-tenant';
 import { chargeRow, type ChargeCard, type ChargeObject, type ChargeRow } from './charges';
 import { callNetwork, chargeTurn, dropClaim, recordClaimed, takeClaim } from './charge-claims';
 import type { ChargeClaim } from './claim-rows';
-import { CreateIntentLost, undoCreateIntent, writeCreateIntent } from './create-intents';
+import { createIntentFrom, createIntentValues, createIntentWritten, CreateIntentLost, type CreateIntentValues, undoCreateIntent, writeCreateIntent } from './create-intents';
 import { chargeRecords, findCharge, findChargeObject, insertCreatedCharge, oneChargeRecord, renderChargeRecord, type ChargeRecord } from './charge-record';
 
 export const CHARGES_URL = '/v1/charges';
@@ -107,6 +108,8 @@ async function chargeEvent(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, row
 
 const keyOf = (row: ChargeRow) => ({ accountId: row.account_id, livemode: row.livemode, chargeId: row.charge_id });
 
+/** A create intent's request but for the card it names, which the read completes (createIntentFrom). */
+type IntentRequest = Parameters<typeof createIntentValues>[1];
 
 /** What the first step of charges.create reads: the card to charge, its fee rate, the account's term cycle. */
 interface ResolvedCard {
@@ -127,15 +130,15 @@ interface ResolvedCard {
  * `card` choosing a non-default one); with the fee rate of its brand and the account's term cycle
  * (fixed at creation, for settlement in the second step).
  */
-async function resolveCard(trx: Kysely<Database>, caller: Caller, customerId: string | undefined, cardParam: string | undefined, at: Date): Promise<ResolvedCard> {
-  if (customerId !== undefined) return resolveCustomerCard(trx, caller, customerId, cardParam, at);
+async function resolveCard(trx: Kysely<Database>, caller: Caller, customerId: string | undefined, cardParam: string | undefined, at: Date, intent: IntentRequest | undefined): Promise<ResolvedCard> {
+  if (customerId !== undefined) return resolveCustomerCard(trx, caller, customerId, cardParam, at, intent);
   const token = await consumeToken(trx, caller, cardParam!, 'card', at);
   const { feeRate, termCycle } = await accountRatesOf(trx, caller.accountId, token.brand);
   return { card: { ...token, customer_id: null }, customerId: null, feeRate, termCycle, openTermId: null };
 }
 
-/** What customerCardRead binds. */
-type CustomerCardValues = { readonly accountId: string; readonly livemode: boolean; readonly customerId: string; readonly cardId: string | null; readonly at: Date };
+/** What customerCardRead binds; the intent's values only when the statement writes the intent. */
+type CustomerCardValues = { readonly accountId: string; readonly livemode: boolean; readonly customerId: string; readonly cardId: string | null; readonly at: Date } & Partial<CreateIntentValues>;
 
 /** The read of resolveCustomerCard: the account, the customer, its card (by id, or its default), the card's fee rate and the latest term starting by `at`. */
 function customerCardQuery(db: Kysely<Database>, byDefault: boolean, v: CustomerCardValues) {
@@ -170,21 +173,28 @@ function customerCardQuery(db: Kysely<Database>, byDefault: boolean, v: Customer
     .where('a.account_id', '=', v.accountId);
 }
 
-/** customerCardQuery: every create by customer runs it, built once per shape (fixedStatement) and prepared once per connection. */
-const customerCardRead = fixedStatement((db, shape: { readonly byDefault: boolean }, v: CustomerCardValues) =>
-  customerCardQuery(db, shape.byDefault, v).modifyFront(prepared('charges.create.customer_card')).compile(),
-);
+/**
+ * customerCardQuery, with the create intent's INSERT when `intent` (createIntentFrom). Every create
+ * by customer runs it: built once per shape (fixedStatement) and prepared once per connection.
+ */
+const customerCardRead = fixedStatement((db, shape: { readonly byDefault: boolean; readonly intent: boolean }, v: CustomerCardValues) => {
+  const read = customerCardQuery(db, shape.byDefault, v);
+  if (!shape.intent) return read.modifyFront(prepared('charges.create.customer_card')).compile();
+  return sql<InferResult<typeof read>[number]>`${prepared('charges.create.customer_card_intent')}
+    WITH r AS (${read}), i AS (${createIntentFrom('r', v as CustomerCardValues & CreateIntentValues)}) SELECT * FROM r`.compile(db);
+});
 
 /**
  * A customer's card, in one statement: the customer (not deleted), the card (`cardParam` or the
  * default, the customer's and not deleted: findCard's rules), its brand's fee rate and the
  * account's term cycle, and the account's latest term starting by `at` (openTermId); refused in
- * findCustomer's and requireCustomerCard's order and terms.
+ * findCustomer's and requireCustomerCard's order and terms. With `intent`, the same statement
+ * writes the create intent of that card (createIntentFrom) when there is one to charge.
  */
-async function resolveCustomerCard(executor: Kysely<Database>, caller: Caller, customerId: string, cardParam: string | undefined, at: Date): Promise<ResolvedCard> {
+async function resolveCustomerCard(executor: Kysely<Database>, caller: Caller, customerId: string, cardParam: string | undefined, at: Date, intent: IntentRequest | undefined): Promise<ResolvedCard> {
   const { accountId, livemode } = caller;
-  const values = { accountId, livemode, customerId, cardId: cardParam ?? null, at };
-  const found = (await customerCardRead(executor, { byDefault: cardParam === undefined }, values)).rows[0];
+  const values = { accountId, livemode, customerId, cardId: cardParam ?? null, at, ...(intent === undefined ? {} : createIntentValues(caller, intent, at)) };
+  const found = (await customerCardRead(executor, { byDefault: cardParam === undefined, intent: intent !== undefined }, values)).rows[0];
   if (found === undefined) throw new Error(`no account ${accountId}`);
   const { found_customer_id, found_default_card_id, found_fee_rate, found_term_cycle, found_term_id, found_term_start, found_term_end, found_term_closed, ...card } = found;
   if (found_customer_id === null) return reject('invalid_id', 'customer', `No such customer: ${customerId}`);
@@ -229,11 +239,13 @@ export async function createCharge(ctx: Context, caller: Caller, command: Create
   // card resolved (a token consumed) and the charge prepared in one short transaction; the
   // authorization with no transaction open; the charge written with its outcome in a second one.
   // The new charge is nobody else's until it is written, so it needs no claim.
-  const prepare = async (trx: Kysely<Database>) => {
+  // `intentInRead`: the card's read writes the create intent too (resolveCustomerCard), for a
+  // customer's card when nothing after the read can refuse.
+  const prepare = async (trx: Kysely<Database>, intentInRead: boolean) => {
     const now = ctx.clock.now();
     const chargeId = ctx.ids.next('charge');
     const requested = { reference: chargeId, amount, currency: 'jpy', livemode: caller.livemode, at: now, kind: capture ? 'charge' : 'hold' } as const;
-    const { card, customerId, feeRate, termCycle, openTermId } = await resolveCard(trx, caller, customerParam, cardParam, now);
+    const { card, customerId, feeRate, termCycle, openTermId } = await resolveCard(trx, caller, customerParam, cardParam, now, intentInRead ? requested : undefined);
     // A token that finished 3-D Secure (tokens.tds_finish) authorizes as authenticated.
     const tokenThreeDSecure = customerId === null ? await finishedTokenThreeDSecure(trx, caller, cardParam!) : undefined;
     const platform = await resolveChargeTenant(trx, caller, { tenant: command.tenant, platformFee: command.platformFee, amount });
@@ -287,16 +299,18 @@ export async function createCharge(ctx: Context, caller: Caller, command: Create
     // The create intent (create-intents.ts) commits with the token's use: a process that dies
     // at the network leaves what undoes it.
     const request: AuthorizationRequest = { ...requested, fingerprint: card.fingerprint, expMonth: card.exp_month, expYear: card.exp_year, ...(tokenThreeDSecure ? { threeDSecure: tokenThreeDSecure } : {}) };
-    const intent = await writeCreateIntent(trx, caller, request, customerId === null ? cardParam! : null, now);
+    const intent = intentInRead ? createIntentWritten(caller, request, now) : await writeCreateIntent(trx, caller, request, customerId === null ? cardParam! : null, now);
     return { kind: 'authorize' as const, base, card, tokenThreeDSecure, termCycle, openTermId, now, intent };
   };
   // A customer's card without a tenant or 3-D Secure is one read (resolveCustomerCard) and the
   // intent's one INSERT: it needs no BEGIN and COMMIT. Consuming a token, locking a tenant or
-  // writing a pending charge does. The INSERT is a statement of its own, not a common table
-  // expression of the read: Citus copies such a CTE's rows to every worker node and commits in two
-  // phases (docs/decisions/citus.md, "One-phase commits").
+  // writing a pending charge does. Without a platform fee either (refused without a tenant,
+  // after the read), the read writes the intent: one statement. Not on Citus (routedWhole,
+  // src/db/citus-shape.ts): there the INSERT is a statement of its own, not a common table
+  // expression of the read, which Citus copies to every worker node and commits in two phases
+  // (docs/decisions/citus.md, "One-phase commits").
   const reads = customerParam !== undefined && command.tenant === undefined && !threeDSecure;
-  const prepared = reads ? await prepare(ctx.db) : await ctx.db.transaction().execute((trx) => prepare(trx));
+  const prepared = reads ? await prepare(ctx.db, command.platformFee === undefined && !routedWhole(ctx.db)) : await ctx.db.transaction().execute((trx) => prepare(trx, false));
   if (prepared.kind === 'pending') return prepared.charge;
   const { base, card, tokenThreeDSecure, termCycle, openTermId, now, intent } = prepared;
   const chargeId = base.charge_id;

@@ -15,7 +15,8 @@ import { compositeKey } from '../db/bulk-rows';
 import { fixedStatement } from '../db/fixed-statement';
 import { prepared } from '../db/prepared';
 import { claimRowDeletion, claimRowOf, type ChargeClaim, type ClaimRowValues } from './claim-rows';
-import { writeEventRows } from '../events/outbox';
+import { eventsWithDeliveries, writeEventRows } from '../events/outbox';
+import { routedWhole } from '../db/citus-shape';
 
 /** The charge of the caller's account and mode, locked FOR UPDATE when asked; `invalid_id` on `id` otherwise. */
 export async function findCharge(executor: Kysely<Database>, caller: Caller, chargeId: string, lock = false): Promise<ChargeRow> {
@@ -149,24 +150,31 @@ function chargeCardJoins(accountIds: readonly string[]): RawBuilder<unknown> {
  * charges.create's record step (create-intents.ts): the charge row and its `charge.*` event (with
  * the event's webhook deliveries) are written only if the create intent is still this request's
  * and is dropped (`intent`: the DELETE of claimRowDeletion, claim-rows.ts) and the term the row is
- * settled into, if any, is still open — read FOR SHARE in the DELETE, so a close of it waits for
- * this commit and then counts the charge. Then the row, and PostgreSQL builds the charge object from
- * the stored row and its card once (CHARGE_OBJECT_SQL, as recordChargeEvents and a retrieve build
- * it, jsonb's key order of the metadata included), for the event and for the answer. Separate
- * statements, each routed whole on Citus (a data-modifying common table expression is not:
- * docs/decisions/citus.md). Returns that object, or undefined when a guard failed and nothing was
- * written (the caller tells which: createCharge).
+ * settled into, if any, is still open — read FOR SHARE, so a close of it waits for this commit and
+ * then counts the charge. PostgreSQL builds the charge object from the stored row and its card once
+ * (CHARGE_OBJECT_SQL, as recordChargeEvents and a retrieve build it, jsonb's key order of the
+ * metadata included), for the event and for the answer. Returns that object, or undefined when a
+ * guard failed and nothing was written (the caller tells which: createCharge).
+ *
+ * In the store's shape (routedWhole, src/db/citus-shape.ts): on a single PostgreSQL one statement
+ * (createdChargeWrite), so it needs no transaction; on Citus separate statements, each routed whole
+ * (a data-modifying common table expression is not: docs/decisions/citus.md), in one transaction
+ * on the account's node (the caller's, or one of their own).
  */
 export async function insertCreatedCharge(executor: Kysely<Database>, ids: IdGenerator, row: ChargeRow, type: string, intent: ChargeClaim): Promise<ChargeObject | undefined> {
   const stored: StoredChargeRow = { ...row, metadata: JSON.stringify(row.metadata) };
   const columns = (Object.keys(stored) as (keyof ChargeRow)[]).filter((column) => stored[column] !== undefined);
   const values: CreatedChargeValues = { ...claimRowOf(intent), row: stored, termId: row.term_id ?? null };
   const eventId = ids.next('eventV1');
-  if ((await createdChargeIntentDrop(executor, null, values)).rows.length === 0) return undefined;
-  await createdChargeInsert(executor, { columns }, values);
-  const text = (await chargeObjectTextRead(executor, null, { accountId: row.account_id, livemode: row.livemode, chargeId: row.charge_id })).rows[0]!.object;
-  await writeEventRows(executor, [{ accountId: row.account_id, livemode: row.livemode, apiVersion: 'v1', type, objectType: 'charge', resourceId: row.charge_id, data: text, at: row.created_at }], [eventId]);
-  return JSON.parse(text) as ChargeObject;
+  if (!routedWhole(executor)) return (await createdChargeWrite(executor, { columns }, { ...values, eventId, type })).rows[0]?.data;
+  const write = async (trx: Kysely<Database>) => {
+    if ((await createdChargeIntentDrop(trx, null, values)).rows.length === 0) return undefined;
+    await createdChargeInsert(trx, { columns }, values);
+    const text = (await chargeObjectTextRead(trx, null, { accountId: row.account_id, livemode: row.livemode, chargeId: row.charge_id })).rows[0]!.object;
+    await writeEventRows(trx, [{ accountId: row.account_id, livemode: row.livemode, apiVersion: 'v1', type, objectType: 'charge', resourceId: row.charge_id, data: text, at: row.created_at }], [eventId]);
+    return JSON.parse(text) as ChargeObject;
+  };
+  return executor.isTransaction ? write(executor) : executor.transaction().execute(write);
 }
 
 /** A charge row as INSERTed: its metadata as JSON text. */
@@ -175,15 +183,42 @@ type StoredChargeRow = Omit<ChargeRow, 'metadata'> & { readonly metadata: string
 /** What insertCreatedCharge's statements bind: the intent's row (its account is the charge's), the charge's row, its term. */
 type CreatedChargeValues = ClaimRowValues & { readonly row: StoredChargeRow; readonly termId: string | null };
 
-/** The create intent dropped if it is still this request's and the charge's term (if any) is open, locked FOR SHARE. */
-const createdChargeIntentDrop = fixedStatement((db, _shape: null, v: CreatedChargeValues) => {
-  const { accountId, livemode, termId } = v;
-  return claimRowDeletion(db, v)
-    .modifyEnd(prepared('charges.insert_created.intent'))
-    .where(sql<boolean>`(${termId}::text IS NULL OR EXISTS (SELECT 1 FROM terms WHERE account_id = ${accountId} AND livemode = ${livemode} AND term_id = ${termId} AND NOT closed FOR SHARE))`)
-    .returning(sql<number>`1`.as('one'))
-    .compile();
+/**
+ * insertCreatedCharge's one statement on a single PostgreSQL, built once per column list
+ * (fixedStatement) and prepared once per connection: the INSERT … SELECT … FROM intent_dropped
+ * writes the row only if the intent was dropped (PostgreSQL types the parameters by the target
+ * columns, as for VALUES), and the event with its deliveries is written from the row it returned
+ * (eventsWithDeliveries).
+ */
+const createdChargeWrite = fixedStatement((db, shape: { readonly columns: readonly (keyof ChargeRow)[] }, v: CreatedChargeValues & { readonly eventId: string; readonly type: string }) => {
+  const insert = db
+    .insertInto('charges')
+    .columns(shape.columns)
+    .expression(sql`SELECT ${sql.join(shape.columns.map((column) => sql`${v.row[column]}`))} FROM intent_dropped`)
+    .returningAll();
+  const drop = claimRowDeletion(db, v).where(createdChargeTermOpen(v)).returning(sql<number>`1`.as('one'));
+  const x = sql`intent_dropped AS (${drop}), c AS (${insert}),
+    x AS MATERIALIZED (
+      SELECT c.account_id, ${v.eventId}::text AS event_id, c.livemode, 'v1'::text AS api_version, ${v.type}::text AS type, 'charge'::text AS object_type,
+        c.charge_id AS resource_id, ${CHARGE_OBJECT_SQL} AS data, c.created_at, 1 AS n
+      FROM c ${chargeCardJoins([v.accountId])})`;
+  return sql<{ data: ChargeObject }>`${prepared('charges.insert_created.one')} ${eventsWithDeliveries(x, [v.accountId], sql`SELECT data FROM x`)}`.compile(db);
 });
+
+/** Whether the charge's term, if it has one, is open: read FOR SHARE, so that a close of it waits for the charge's commit. */
+function createdChargeTermOpen(v: CreatedChargeValues): RawBuilder<boolean> {
+  const { accountId, livemode, termId } = v;
+  return sql<boolean>`(${termId}::text IS NULL OR EXISTS (SELECT 1 FROM terms WHERE account_id = ${accountId} AND livemode = ${livemode} AND term_id = ${termId} AND NOT closed FOR SHARE))`;
+}
+
+/** The create intent dropped if it is still this request's and the charge's term (if any) is open, locked FOR SHARE. */
+const createdChargeIntentDrop = fixedStatement((db, _shape: null, v: CreatedChargeValues) =>
+  claimRowDeletion(db, v)
+    .modifyEnd(prepared('charges.insert_created.intent'))
+    .where(createdChargeTermOpen(v))
+    .returning(sql<number>`1`.as('one'))
+    .compile(),
+);
 
 /** The charge row, built once per column list (fixedStatement) and prepared once per connection. */
 const createdChargeInsert = fixedStatement((db, shape: { readonly columns: readonly (keyof ChargeRow)[] }, v: CreatedChargeValues) =>

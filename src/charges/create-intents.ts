@@ -26,7 +26,7 @@
  * the undoer's and the token it consumed is given back with it. So two undoers (two workers, a
  * worker and a failing request) release once and give the token back once.
  */
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import { accountsOf, inAccounts } from '../db/account-scope';
 import { ROW_KEYS_AT } from '../db/bulk-rows';
@@ -53,8 +53,11 @@ interface IntentBody {
   readonly tokenUsedAt: string;
 }
 
-/** The stored body. */
-function bodyOf(request: AuthorizationRequest, tokenId: string | null, tokenUsedAt: Date): string {
+/** The request's fields that name the card (what createIntentFrom takes from the card it reads). */
+type CardFields = 'fingerprint' | 'expMonth' | 'expYear';
+
+/** The stored body; a request without its card fields is completed by the statement that writes it (createIntentFrom). */
+function bodyOf(request: Omit<AuthorizationRequest, CardFields> & Partial<Pick<AuthorizationRequest, CardFields>>, tokenId: string | null, tokenUsedAt: Date): string {
   return JSON.stringify({ request: { ...request, at: request.at.toISOString() }, tokenId, tokenUsedAt: tokenUsedAt.toISOString() });
 }
 
@@ -72,7 +75,47 @@ export async function writeCreateIntent(trx: Kysely<Database>, caller: Caller, r
   return createIntentWritten(caller, request, at, tokenId);
 }
 
-/** The intent written at `at` by writeCreateIntent. */
+/** What createIntentFrom binds: the intent's row but for the card fields its read completes (createIntentValues). */
+export interface CreateIntentValues {
+  readonly accountId: string;
+  readonly livemode: boolean;
+  readonly intentKey: string;
+  readonly intentBody: string;
+  readonly intentAt: Date;
+  readonly intentExpiresAt: Date;
+}
+
+/** createIntentFrom's values of the intent of `request` at `at`, the row otherwise as writeCreateIntent writes it. */
+export function createIntentValues(caller: Pick<Caller, 'accountId' | 'livemode'>, request: Omit<AuthorizationRequest, CardFields>, at: Date): CreateIntentValues {
+  return {
+    accountId: caller.accountId,
+    livemode: caller.livemode,
+    intentKey: CLAIM_PREFIX + request.reference,
+    intentBody: bodyOf(request, null, at),
+    intentAt: at,
+    intentExpiresAt: new Date(at.getTime() + CHARGE_CLAIM_LEASE_MS),
+  };
+}
+
+/**
+ * The INSERT of the intent of a charge on a stored card (no token) that the same statement reads:
+ * `read` names a common table expression of the card's columns (`card_id` null when there is no
+ * card to charge: then nothing is written) whose fingerprint and expiry complete the request's
+ * body (`v`: createIntentValues). For the first step of a create on a customer's card, one
+ * statement where a read and an INSERT were two; the caller must have nothing left that can
+ * refuse after the read. createIntentWritten is the intent it wrote. The values are only bound
+ * (they may be fixedStatement's slots).
+ */
+export function createIntentFrom(read: string, v: CreateIntentValues): RawBuilder<unknown> {
+  return sql`INSERT INTO idempotency_keys (account_id, livemode, idempotency_key, request_hash, state, response_body, created_at, expires_at)
+    SELECT ${v.accountId}, ${v.livemode}, ${v.intentKey}, ${CREATE_INTENT_OPERATION}, 'pending',
+      jsonb_set(j.b, '{request}', (j.b -> 'request') || jsonb_build_object('fingerprint', r.fingerprint, 'expMonth', r.exp_month, 'expYear', r.exp_year))::text,
+      ${v.intentAt}, ${v.intentExpiresAt}
+    FROM ${sql.table(read)} r CROSS JOIN (SELECT ${v.intentBody}::jsonb AS b) j
+    WHERE r.card_id IS NOT NULL`;
+}
+
+/** The intent written at `at` (by writeCreateIntent, or by createIntentFrom with the request completed by the card read). */
 export function createIntentWritten(caller: Pick<Caller, 'accountId' | 'livemode'>, request: AuthorizationRequest, at: Date, tokenId: string | null = null): CreateIntent {
   return { accountId: caller.accountId, livemode: caller.livemode, chargeId: request.reference, operation: CREATE_INTENT_OPERATION, claimedAt: at, request, tokenId, tokenUsedAt: at };
 }

@@ -15,6 +15,7 @@ import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import type { Database } from './schema';
 import type { Store } from './store';
 import { PG_VERSION_FILE, pgliteTemplateFile, unpackPgliteTemplate } from './pglite-template';
+import { CitusStore } from './citus-shape';
 import { PreparingClient } from './prepared';
 import { SHARED_PARSERS } from './type-parsers';
 import { PGLITE_SERIALIZERS } from './utf8-param';
@@ -76,8 +77,12 @@ async function openPostgres(url: string, options: OpenStoreOptions): Promise<Sto
     await pool.end().catch(() => {});
     throw new Error(`cannot connect to PostgreSQL at ${redactUrl(url)}: ${(error as Error).message}`, { cause: error });
   });
-  client.release();
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  // A Citus coordinator's database (citus-shape.ts): its stores write in statements routed whole.
+  const citus = await client
+    .query<{ citus: boolean }>(`SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus`)
+    .then((result) => result.rows[0]!.citus)
+    .finally(() => client.release());
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: citus ? [new CitusStore()] : [] });
   return {
     kind: 'postgres',
     db,

@@ -21,6 +21,7 @@
  */
 import type { CompiledQuery, Kysely, QueryResult } from 'kysely';
 import type { Database } from './schema';
+import { CitusStore } from './citus-shape';
 
 const PATH = Symbol('slot path');
 
@@ -60,7 +61,7 @@ const MAX_SHAPES = 64;
 
 /**
  * A statement built by `build` once per `shape` (keyed by its JSON) and run with `values` bound
- * into its slots. Every executor of the engine compiles alike (PostgreSQL's dialect, no plugins:
+ * into its slots. Every executor of the engine compiles alike (PostgreSQL's dialect, no plugins but the Citus mark:
  * connect.ts), so one compilation serves the pool and every transaction.
  */
 export function fixedStatement<S, V extends object, R>(build: (db: Kysely<Database>, shape: S, v: V) => CompiledQuery<R>): (executor: Kysely<Database>, shape: S, values: V) => Promise<QueryResult<R>> {
@@ -69,8 +70,9 @@ export function fixedStatement<S, V extends object, R>(build: (db: Kysely<Databa
     const key = JSON.stringify(shape);
     let entry = compiled.get(key);
     if (entry === undefined) {
-      // A plugin's transformQuery would run at build time only: the engine's executors have none.
-      if (executor.getExecutor().plugins.length > 0) throw new Error('fixedStatement: an executor with Kysely plugins cannot share a compiled statement');
+      // A plugin's transformQuery would run at build time only: the engine's executors have none
+      // but the Citus mark (citus-shape.ts), which changes no query.
+      if (executor.getExecutor().plugins.some((plugin) => !(plugin instanceof CitusStore))) throw new Error('fixedStatement: an executor with Kysely plugins cannot share a compiled statement');
       const query = build(executor, shape, slotsAt<V>([]));
       entry = { query, paths: query.parameters.map((parameter) => (parameter instanceof Slot ? parameter[PATH] : undefined)) };
       if (compiled.size >= MAX_SHAPES) compiled.clear();

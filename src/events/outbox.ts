@@ -8,6 +8,7 @@ import type { Database, EventsTable } from '../db/schema';
 import { ID_PREFIX, type IdGenerator } from '../domain/ids';
 import { toIsoSeconds, toUnixSeconds } from '../domain/time';
 import { accountsOf, inAccounts } from '../db/account-scope';
+import { routedWhole } from '../db/citus-shape';
 
 export type ApiVersion = 'v1' | 'v2';
 
@@ -149,26 +150,40 @@ function receives(w: ReceivingEndpoint, e: EventRow): boolean {
 const MAX_PARAMETERS = 60_000;
 
 /**
- * Writes events with their ids, their `pending_webhooks` and their webhook deliveries, in three
- * kinds of statement, each naming the events' accounts (account-scope.ts) and routed whole on
- * Citus (docs/decisions/citus.md, "One-phase commits"):
+ * Writes events with their ids, their `pending_webhooks` and their webhook deliveries, every
+ * statement naming the events' accounts (account-scope.ts). The shape is the store's
+ * (routedWhole, src/db/citus-shape.ts):
  *
- * 1. the accounts' enabled endpoints, read once: which endpoints receive each event is decided
- *    here, so the count of each event (`pending_webhooks`) and its delivery rows come from the same
- *    read and always agree;
- * 2. the events, a multi-row `INSERT … VALUES` in input order (so their sequence numbers follow it),
- *    split under the parameter limit. Not `INSERT … SELECT` from a document: Citus copies such rows
- *    through the coordinator into a table with an identity column, and that copy commits in two phases;
- * 3. per account with deliveries, one `INSERT … SELECT` of the (event, endpoint) pairs joined to the
- *    events just written, so each delivery is on its event's test clock (see deliveryRows).
+ * - a single PostgreSQL: one statement per chunk of rows under the parameter limit (eventsWithDeliveries):
+ *   the rows as typed `VALUES`, the events and their deliveries inserted from them, each event's
+ *   count and delivery rows from the same snapshot of the endpoints;
+ * - a Citus coordinator: statements each routed whole to the account's node
+ *   (docs/decisions/citus.md, "One-phase commits"): (1) the accounts' enabled endpoints, read once;
+ *   which endpoints receive each event is decided here, so the count of each event
+ *   (`pending_webhooks`) and its delivery rows come from the same read and always agree; (2) the
+ *   events, a multi-row `INSERT … VALUES` in input order, split under the parameter limit (not
+ *   `INSERT … SELECT`: Citus copies such rows through the coordinator into a table with an
+ *   identity column, and that copy commits in two phases); (3) per account with deliveries, one
+ *   `INSERT … SELECT` of the (event, endpoint) pairs joined to the events just written.
  *
- * Parameters of equal value in one column are sent once (the account, the mode, the type of most
+ * Either way the events are inserted in input order (their sequence numbers follow it), and a
+ * parameter of equal value in one column is sent once (the account, the mode, the type of most
  * rows), so a statement holds more rows.
  */
 export async function writeEventRows(executor: Kysely<Database>, rows: readonly EventRow[], eventIds: readonly string[]): Promise<void> {
   if (rows.length === 0) return;
   if (eventIds.length !== rows.length) throw new Error(`${rows.length} events given ${eventIds.length} ids`);
   const accountIds = accountsOf(rows, (row) => row.accountId);
+  const values = (pending: readonly number[] | null) =>
+    rows.map((row, i) => [row.accountId, eventIds[i]!, row.livemode, row.apiVersion, row.type, row.objectType, row.resourceId, row.data, row.at, ...(pending === null ? [] : [pending[i]!])] as const);
+  if (!routedWhole(executor)) {
+    // The rows as VALUES inside one compiled statement: its own parameters first, the rows' after.
+    const compiled = eventsWithDeliveries(sql`x (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, n) AS MATERIALIZED (${sql.raw(ROWS_MARK)})`, accountIds).compile(executor);
+    const [before, after] = compiled.sql.split(ROWS_MARK) as [string, string];
+    const template = { before: `${before}VALUES `, after, parameters: compiled.parameters, types: EVENT_ROW_TYPES };
+    for (const statement of valuesStatements(template, values(null).map((row, i) => [...row, i]))) await executor.executeQuery(statement);
+    return;
+  }
   const endpoints = (
     await sql<ReceivingEndpoint>`SELECT w.account_id, w.endpoint_id, w.livemode, w.api_version, w.event_types FROM webhook_endpoints w
       WHERE ${inAccounts('w.account_id', accountIds)} AND w.status = 'enabled'`.execute(executor)
@@ -184,25 +199,37 @@ export async function writeEventRows(executor: Kysely<Database>, rows: readonly 
       pairs.set(row.accountId, list);
     }
   });
-  const values = rows.map((row, i) => [row.accountId, eventIds[i]!, row.livemode, row.apiVersion, row.type, row.objectType, row.resourceId, row.data, row.at, pending[i]!] as const);
-  for (const statement of valuesStatements(EVENT_INSERT, values)) await executor.executeQuery(statement);
+  for (const statement of valuesStatements({ before: EVENT_INSERT, after: '', parameters: [] }, values(pending))) await executor.executeQuery(statement);
   for (const [accountId, list] of pairs) await deliveryRows(accountId, list).execute(executor);
 }
 
 const EVENT_INSERT = 'INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks) VALUES ';
 
+/** Where the rows go in the single-PostgreSQL statement's text. */
+const ROWS_MARK = '/* rows */';
+/** The types of the single-PostgreSQL statement's row columns (VALUES in a common table expression is not typed by a target). */
+const EVENT_ROW_TYPES = ['text', 'text', 'boolean', 'text', 'text', 'text', 'text', 'json', 'timestamptz', 'int'] as const;
+
+/** A statement around rows of VALUES: its text before and after them and its own parameters ($1…), the rows' numbered after; each row's values cast to `types` when given. */
+interface ValuesTemplate {
+  readonly before: string;
+  readonly after: string;
+  readonly parameters: readonly unknown[];
+  readonly types?: readonly string[];
+}
+
 /**
- * `head` followed by the rows as `($1, $2, …), …`, in order, as few statements as the parameter
- * limit allows; a value repeated in a column is one parameter.
+ * The template's statement with the rows as `($n, $n+1, …), …` in order, as few statements as the
+ * parameter limit allows; a value repeated in a column is one parameter.
  */
-function valuesStatements(head: string, rows: readonly (readonly unknown[])[]): CompiledQuery[] {
+function valuesStatements(template: ValuesTemplate, rows: readonly (readonly unknown[])[]): CompiledQuery[] {
   const statements: CompiledQuery[] = [];
-  let parameters: unknown[] = [];
+  let parameters: unknown[] = [...template.parameters];
   let tuples: string[] = [];
   let seen = new Map<string, number>();
   const flush = () => {
-    if (tuples.length > 0) statements.push(CompiledQuery.raw(head + tuples.join(', '), parameters));
-    parameters = [];
+    if (tuples.length > 0) statements.push(CompiledQuery.raw(template.before + tuples.join(', ') + template.after, parameters));
+    parameters = [...template.parameters];
     tuples = [];
     seen = new Map();
   };
@@ -216,7 +243,7 @@ function valuesStatements(head: string, rows: readonly (readonly unknown[])[]): 
         n = parameters.length;
         seen.set(key, n);
       }
-      return `$${n}`;
+      return template.types === undefined ? `$${n}` : `$${n}::${template.types[column]!}`;
     });
     tuples.push(`(${places.join(', ')})`);
   }
@@ -225,26 +252,70 @@ function valuesStatements(head: string, rows: readonly (readonly unknown[])[]): 
 }
 
 /**
- * The webhook deliveries of one account's new events: one row per (event, endpoint) pair, due at
- * the event's instant. A delivery is on the test clock of its event's customer
- * (src/test-clocks/clock-scope.ts): the customer the event's object names (v1 `customer`, v2
- * `customer_id`, or a dispute's charge's customer: a dispute names its charge only), or the customer itself;
- * a clock's own events are on it, and so are those of its books (a test-mode term, statement or
- * balance carrying the clock). One account per statement: Citus routes it whole only under an
- * equality on the account.
+ * On a single PostgreSQL, one statement: the events of the rows of the common table expression
+ * `x` (given with any before it; columns account_id, event_id, livemode, api_version, type,
+ * object_type, resource_id, data, created_at and n, the input order), each with the count of the
+ * enabled endpoints that receive it (`pending_webhooks`, endpointReceives) and one delivery row per
+ * such endpoint (deliveryTestClock), counted and written from the one snapshot of the endpoints;
+ * then `select` (default: nothing). The events are inserted in order of `n`.
+ */
+export function eventsWithDeliveries(x: RawBuilder<unknown>, accountIds: readonly string[], select: RawBuilder<unknown> = sql`SELECT 1 WHERE false`): RawBuilder<unknown> {
+  const clock = deliveryTestClock(accountIds);
+  return sql`WITH ${x},
+    p AS (SELECT x.n, count(*)::int AS pending FROM webhook_endpoints w JOIN x ON ${endpointReceives('x', accountIds)} GROUP BY x.n),
+    e AS (INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, pending_webhooks)
+      SELECT x.account_id, x.event_id, x.livemode, x.api_version, x.type, x.object_type, x.resource_id, x.data, x.created_at, coalesce(p.pending, 0)
+      FROM x LEFT JOIN p ON p.n = x.n ORDER BY x.n
+      RETURNING account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at),
+    deliveries AS (INSERT INTO webhook_deliveries (account_id, endpoint_id, event_id, next_attempt_at, created_at, test_clock_id)
+      SELECT e.account_id, w.endpoint_id, e.event_id, e.created_at, e.created_at, ${clock.column}
+      FROM e JOIN webhook_endpoints w ON ${endpointReceives('e', accountIds)} ${clock.join})
+    ${select}`;
+}
+
+/**
+ * Whether the endpoint row `w` receives the event of `event` (an alias with account_id, livemode,
+ * api_version and type): the SQL of \`receives\`, for the single-PostgreSQL statement.
+ */
+function endpointReceives(event: string, accountIds: readonly string[]): RawBuilder<boolean> {
+  const e = (column: string) => sql.ref(`${event}.${column}`);
+  return sql<boolean>`${inAccounts('w.account_id', accountIds)} AND w.account_id = ${e('account_id')} AND w.livemode = ${e('livemode')} AND w.status = 'enabled'
+    AND (w.api_version IS NULL OR w.api_version = ${e('api_version')}) AND (w.event_types IS NULL OR ${e('type')} = ANY(w.event_types))`;
+}
+
+/**
+ * The test clock of a delivery of the event row \`e\` (account_id, livemode, object_type,
+ * resource_id, data): the clock of its event's customer (src/test-clocks/clock-scope.ts): the
+ * customer the event's object names (v1 \`customer\`, v2 \`customer_id\`, or a dispute's charge's
+ * customer: a dispute names its charge only), or the customer itself; a clock's own events are on
+ * it, and so are those of its books (a test-mode term, statement or balance carrying the clock).
+ * \`column\` is the value, \`join\` the LEFT JOIN of the customer (alias k) it reads.
+ */
+function deliveryTestClock(accountIds: readonly string[]): { readonly column: RawBuilder<unknown>; readonly join: RawBuilder<unknown> } {
+  const book = (table: string, id: string) =>
+    sql`SELECT b.test_clock_id FROM ${sql.table(table)} b WHERE ${inAccounts('b.account_id', accountIds)} AND b.account_id = e.account_id AND NOT b.livemode AND ${sql.ref(`b.${id}`)} = e.resource_id`;
+  return {
+    column: sql`coalesce(k.test_clock_id, CASE WHEN e.object_type = 'test_clock' THEN e.resource_id END,
+      CASE WHEN NOT e.livemode AND (${sql.join([ID_PREFIX.term, ID_PREFIX.statement, ID_PREFIX.balance].map((prefix) => sql`starts_with(e.resource_id, ${prefix})`), sql` OR `)}) THEN (${book('terms', 'term_id')} UNION ALL ${book('statements', 'statement_id')} UNION ALL ${book('balances', 'balance_id')} LIMIT 1) END)`,
+    join: sql`LEFT JOIN customers k ON NOT e.livemode AND ${inAccounts('k.account_id', accountIds)} AND k.account_id = e.account_id AND k.livemode = e.livemode
+      AND k.customer_id = CASE WHEN e.object_type = 'customer' THEN e.resource_id ELSE coalesce(e.data->>'customer', e.data->>'customer_id',
+        (SELECT h.customer_id FROM charges h WHERE ${inAccounts('h.account_id', accountIds)} AND h.account_id = e.account_id AND NOT h.livemode AND h.charge_id = e.data->>'charge_id')) END
+      AND k.test_clock_id IS NOT NULL`,
+  };
+}
+
+/**
+ * On Citus, the webhook deliveries of one account's new events: one row per (event, endpoint)
+ * pair, due at the event's instant, on its test clock (deliveryTestClock). One account per
+ * statement: Citus routes it whole only under an equality on the account.
  */
 function deliveryRows(accountId: string, pairs: readonly { e: string; w: string }[]): RawBuilder<unknown> {
-  const book = (table: string, id: string) =>
-    sql`SELECT b.test_clock_id FROM ${sql.table(table)} b WHERE b.account_id = ${accountId} AND b.account_id = e.account_id AND NOT b.livemode AND ${sql.ref(`b.${id}`)} = e.resource_id`;
+  const clock = deliveryTestClock([accountId]);
   return sql`INSERT INTO webhook_deliveries (account_id, endpoint_id, event_id, next_attempt_at, created_at, test_clock_id)
-    SELECT e.account_id, x.w, e.event_id, e.created_at, e.created_at, coalesce(k.test_clock_id, CASE WHEN e.object_type = 'test_clock' THEN e.resource_id END,
-      CASE WHEN NOT e.livemode AND (${sql.join([ID_PREFIX.term, ID_PREFIX.statement, ID_PREFIX.balance].map((prefix) => sql`starts_with(e.resource_id, ${prefix})`), sql` OR `)}) THEN (${book('terms', 'term_id')} UNION ALL ${book('statements', 'statement_id')} UNION ALL ${book('balances', 'balance_id')} LIMIT 1) END)
+    SELECT e.account_id, x.w, e.event_id, e.created_at, e.created_at, ${clock.column}
     FROM json_to_recordset(${JSON.stringify(pairs)}::json) AS x(e text, w text)
     JOIN events e ON e.account_id = ${accountId} AND e.event_id = x.e
-    LEFT JOIN customers k ON NOT e.livemode AND k.account_id = ${accountId} AND k.account_id = e.account_id AND k.livemode = e.livemode
-      AND k.customer_id = CASE WHEN e.object_type = 'customer' THEN e.resource_id ELSE coalesce(e.data->>'customer', e.data->>'customer_id',
-        (SELECT h.customer_id FROM charges h WHERE h.account_id = ${accountId} AND h.account_id = e.account_id AND NOT h.livemode AND h.charge_id = e.data->>'charge_id')) END
-      AND k.test_clock_id IS NOT NULL`;
+    ${clock.join}`;
 }
 
 /** Writes one event; see recordEvents. */

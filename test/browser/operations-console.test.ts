@@ -243,3 +243,70 @@ it('log in, see the overview, re-run an abandoned slot and re-send a given-up de
   expect(problems).toEqual([]);
   expect(requests.filter((url) => !url.startsWith(server.baseUrl))).toEqual([]);
 }, 600_000);
+
+it('an account’s test clocks: created from the console, a customer subscribed on it, advanced by keyboard to its renewal, ready with the renewal charged; a backward advance refused', async () => {
+  const payjp = server.sdk(server.keys.a.test.secret);
+  const { context, page, problems, requests } = await watchedPage(browser, { width: 1280, height: 900 });
+  const shot = (name: string) => page.screenshot({ path: `${OUTPUT}${name}.png`, fullPage: true });
+  try {
+    await page.goto(`${server.baseUrl}/console/login`);
+    await page.getByLabel('Operator token').fill(OPERATOR.token);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.waitForURL(`${server.baseUrl}/console`);
+    await page.goto(`${server.baseUrl}/console/accounts/acct_http_a`);
+    await page.getByRole('link', { name: 'Test clocks' }).click();
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Test clocks of acct_http_a');
+
+    await page.getByLabel(/^Frozen time/).fill('2027-03-01');
+    await page.getByLabel('Name (optional)').fill('console clock');
+    await page.getByRole('button', { name: 'Create test clock' }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toMatch(/^test clock clock_\w+ created at 2027-03-01 00:00/);
+    const clockId = (await page.getByRole('status').textContent())!.match(/clock_\w+/)![0];
+    const clockRow = () => page.getByRole('row', { name: new RegExp(clockId) }).textContent();
+    expect(await clockRow()).toMatch(/console clock\s*ready\s*2027-03-01 00:00 \+09:00/);
+    await shot('15-test-clocks');
+
+    // A customer on the clock, subscribed to a monthly plan at the clock's instant: its first charge.
+    const token = await payjp.tokens.create({ card: { number: '4242424242424242', exp_month: '12', exp_year: '2035', cvc: '123' } } as never, { 'X-Payjp-Direct-Token-Generate': 'true' });
+    const customer = await payjp.customers.create({ card: token.id, test_clock: clockId } as never);
+    const plan = await payjp.plans.create({ amount: 990, currency: 'jpy', interval: 'month' });
+    await payjp.subscriptions.create({ customer: customer.id, plan: plan.id });
+    const charges = async () => (await payjp.charges.list({ customer: customer.id } as never)).data.map((c) => c.created).sort();
+
+    // The advance, by keyboard only: the clock's field, then Enter on its button. The subscription
+    // made at 2027-02-28 15:00 UTC renews a calendar month later in UTC, 2027-03-28 15:00 UTC.
+    await page.getByLabel(`Advance ${clockId} to (JST date or date-time, or an ISO instant)`).focus();
+    await page.keyboard.type('2027-04-01');
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate<string | null>('document.activeElement && document.activeElement.textContent')).toBe(`Advance ${clockId}`);
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.getByRole('status').textContent()).toBe(`test clock ${clockId} advancing to 2027-04-01 00:00 +09:00`);
+    // The advance runs after the answer: reloaded until the clock is ready at its target.
+    await expect
+      .poll(async () => {
+        await page.getByRole('link', { name: 'Reload' }).click();
+        return clockRow();
+      }, { timeout: 60_000 })
+      .toMatch(/ready\s*2027-04-01 00:00 \+09:00/);
+    expect(await charges()).toEqual([Date.parse('2027-02-28T15:00:00Z') / 1000, Date.parse('2027-03-28T15:00:00Z') / 1000]);
+    await shot('16-test-clock-advanced');
+
+    // Backwards is refused, naming the parameter.
+    await page.getByLabel(`Advance ${clockId} to (JST date or date-time, or an ISO instant)`).fill('2027-03-15');
+    await page.getByRole('button', { name: `Advance ${clockId}` }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('invalid_timestamp (frozen_time)');
+    const refusedLoad = problems.indexOf('error: Failed to load resource: the server responded with a status of 400 (Bad Request)');
+    expect(refusedLoad).toBeGreaterThanOrEqual(0);
+    problems.splice(refusedLoad, 1);
+    // Both changes are in the operator's audit.
+    const audited = await server.ctx.db.selectFrom('operator_audit').select(['action', 'operator']).where('target', '=', clockId).orderBy('at').execute();
+    expect(audited).toEqual([
+      { action: 'test_clock.create', operator: OPERATOR.name },
+      { action: 'test_clock.advance', operator: OPERATOR.name },
+    ]);
+  } finally {
+    await context.close();
+  }
+  expect(problems).toEqual([]);
+  expect(requests.filter((url) => !url.startsWith(server.baseUrl))).toEqual([]);
+}, 300_000);

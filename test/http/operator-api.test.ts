@@ -8,6 +8,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recentAudit } from '../../src/api/admin/operator';
+import { remoteOperator } from '../../src/api/admin/operator-client';
+import { KessaiError } from '../../src/domain/errors';
 import { Scheduler } from '../../src/engine/scheduler';
 import { deliverDueWebhooks, MAX_WEBHOOK_ATTEMPTS, WEBHOOK_RETRY_DELAY_MS } from '../../src/webhooks/delivery';
 import { checkoutSessionExpiryJob } from '../../jobs/checkout-session-expiry';
@@ -251,6 +253,21 @@ describe.each<Backend>(['harness', 'pglite'])('operator API on %s', (backend) =>
     expect((await ok('GET', path)).data.map((a: { id: string }) => a.id)).toEqual([first.id, booked.id]);
     const booking = (await recentAudit(server.ctx.db, 1000)).filter((row) => row.action === 'adjustment.book');
     expect(booking.map((row) => row.target)).toEqual([first.id, booked.id]);
+  });
+
+  it('test clocks through the operator API (the CLI\'s client): created, listed, advanced in the server until ready; bad input and unknown accounts refused; each change audited', async () => {
+    const op = remoteOperator(server.baseUrl, OPERATOR.token);
+    const clock = await op.testClocks.create('acct_http_a', { frozenTime: new Date('2027-03-01T00:00:00+09:00'), name: 'by operator' });
+    expect(clock).toMatchObject({ object: 'test_clock', status: 'ready', name: 'by operator', frozen_time: Date.parse('2027-03-01T00:00:00+09:00') / 1000 });
+    expect(await lastAudit()).toMatchObject({ operator: 'ops-alice', action: 'test_clock.create', account: 'acct_http_a', target: clock.id });
+    const to = new Date('2027-03-05T00:00:00+09:00');
+    expect(await op.testClocks.advance('acct_http_a', clock.id, to)).toMatchObject({ id: clock.id, status: 'advancing', advancing_to: to.getTime() / 1000 });
+    expect(await lastAudit()).toMatchObject({ action: 'test_clock.advance', target: clock.id });
+    await expect.poll(async () => (await op.testClocks.list('acct_http_a')).find((c) => c.id === clock.id), { timeout: 30_000 }).toMatchObject({ status: 'ready', frozen_time: to.getTime() / 1000 });
+    const refusal = async (work: Promise<unknown>) => work.then(() => null, (error: unknown) => (error instanceof KessaiError ? { code: error.code, param: error.param } : error));
+    expect(await refusal(op.testClocks.advance('acct_http_a', clock.id, new Date('2027-03-02T00:00:00+09:00')))).toEqual({ code: 'invalid_timestamp', param: 'frozen_time' });
+    expect(await refusal(op.testClocks.list('acct_nobody'))).toEqual({ code: 'invalid_id', param: 'account' });
+    expect((await admin('POST', '/accounts/acct_http_a/test_clocks', { body: { frozenTime: 'soon' } })).body.error).toMatchObject({ code: 'invalid_param_key', param: 'frozenTime' });
   });
 
   it('an account: reauthorization and service plan settings (audited), its recent events, terms, statements and balances, and a statement CSV; unknown accounts refused', async () => {

@@ -245,6 +245,20 @@ export async function registerOperatorApi(app: FastifyInstance, options: Operato
     return { data: await op(request).jobs.runStatements(instant(text(body, 'at'), 'at')) };
   });
 
+  // An account's test clocks (test mode): an advance is answered `advancing` and runs in this server.
+  app.get('/accounts/:account/test_clocks', route, async (request) => ({ data: await op(request).testClocks.list(params(request).account!) }));
+  app.post('/accounts/:account/test_clocks', route, async (request) => {
+    const body = bodyOf(request);
+    allowOnly(body, ['frozenTime', 'name']);
+    const name = text(body, 'name');
+    return op(request).testClocks.create(params(request).account!, { frozenTime: instant(requiredText(body, 'frozenTime'), 'frozenTime')!, ...(name === undefined ? {} : { name }) });
+  });
+  app.post('/accounts/:account/test_clocks/:clock/advance', route, async (request) => {
+    const body = bodyOf(request);
+    allowOnly(body, ['to']);
+    return op(request).testClocks.advance(params(request).account!, params(request).clock!, instant(requiredText(body, 'to'), 'to')!);
+  });
+
   // Adjustments of a balance (settlement): the Idempotency-Key header, when sent, books once.
   app.get('/accounts/:account/adjustments', route, async (request) => ({ data: await op(request).adjustments.list(params(request).account!, modeOnly(query(request))) }));
   app.post('/accounts/:account/adjustments', route, async (request) => {

@@ -107,6 +107,15 @@ function yenOf(value: string | undefined, param: string): number {
   return Number(value.trim());
 }
 
+/** An instant typed in a form field (parseInstant: JST without a zone), or `invalid_timestamp` naming it. */
+function consoleInstant(value: string | undefined, param: string): Date {
+  try {
+    return parseInstant((value ?? '').trim());
+  } catch (error) {
+    throw new KessaiError('invalid_timestamp', { param, message: (error as Error).message });
+  }
+}
+
 function table(caption: string, headers: readonly string[], rows: readonly string[][]): string {
   if (rows.length === 0) return `<h2>${h(caption)}</h2><p>None.</p>`;
   return `<table><caption class="visually-hidden">${h(caption)}</caption><thead><tr>${headers.map((x) => `<th scope="col">${h(x)}</th>`).join('')}</tr></thead><tbody>${rows.map((r) => `<tr>${r.map((c) => `<td>${c}</td>`).join('')}</tr>`).join('')}</tbody></table>`;
@@ -276,7 +285,7 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleOpti
     const [keys, endpoints, adjustments] = await Promise.all([op.accounts.keys(accountId), op.webhooks.list(accountId), op.adjustments.list(accountId, { livemode })]);
     const base = `${CONSOLE_PREFIX}/accounts/${enc(accountId)}`;
     const mode = modeName(livemode);
-    const links = `<nav aria-label="Account"><p><a href="${base}/events?mode=${mode}">Recent events (${mode})</a> · <a href="${base}/settlement?mode=${mode}">Terms, statements and balances (${mode})</a> · <a href="${base}?mode=${livemode ? 'test' : 'live'}">Adjustments in ${livemode ? 'test' : 'live'} mode</a></p></nav>`;
+    const links = `<nav aria-label="Account"><p><a href="${base}/events?mode=${mode}">Recent events (${mode})</a> · <a href="${base}/settlement?mode=${mode}">Terms, statements and balances (${mode})</a> · <a href="${base}?mode=${livemode ? 'test' : 'live'}">Adjustments in ${livemode ? 'test' : 'live'} mode</a> · <a href="${base}/test_clocks">Test clocks</a></p></nav>`;
     const keyRows = keys.map((k) => [h(k.id), `${h(k.hint)}…`, h(k.kind), k.livemode ? 'live' : 'test', jst(k.createdAt), k.revokedAt ? `revoked ${jst(k.revokedAt)}` : action(session, `${base}/keys/revoke`, `Revoke key ${k.hint}…`, { key: k.id })]);
     const newKey = form(session, `${base}/keys`, 'Create a key', `${choice('kind', 'Kind', [['secret', 'secret'], ['public', 'public']])}${choice('mode', 'Mode', MODES)}`, 'Create key');
     const endpointRows = endpoints.map((e) => [`<a href="${base}/endpoints/${enc(e.id)}">${h(e.url)}</a>`, e.livemode ? 'live' : 'test', h(e.status), `delivered ${e.counts.delivered}, failing ${e.counts.failing}, waiting ${e.counts.waiting}, given up ${e.counts.givenUp}`]);
@@ -350,6 +359,32 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleOpti
       return send(reply, refusal.status, page('Not found', `<p class="error" role="alert">${h(refusal.code)}${refusal.param ? ` (${h(refusal.param)})` : ''}: ${h(refusal.message)}</p>`, session));
     }
   });
+  app.get('/accounts/:account/test_clocks', route, guarded(async (request, session, op) => {
+    const accountId = (request.params as Record<string, string>).account!;
+    const clocks = await op.testClocks.list(accountId);
+    const base = `${CONSOLE_PREFIX}/accounts/${enc(accountId)}/test_clocks`;
+    const rows = clocks.map((c) => [h(c.id), h(c.name ?? '—'), `<span class="${c.status === 'ready' ? 'ok' : ''}">${h(c.status)}</span>`, jst(fromUnix(c.frozen_time)), jst(fromUnix(c.advancing_to)), jst(fromUnix(c.created))]);
+    // One advance form per ready clock; its field's id names the clock, so every label is its own.
+    const advances = clocks
+      .filter((c) => c.status === 'ready')
+      .map((c) => form(session, `${base}/${enc(c.id)}/advance`, `Advance ${c.id}${c.name ? ` (${c.name})` : ''}`, `<label for="to-${h(c.id)}">Advance ${h(c.id)} to (JST date or date-time, or an ISO instant)</label><input id="to-${h(c.id)}" name="to" required>`, `Advance ${c.id}`))
+      .join('');
+    const create = form(session, base, 'Create a test clock', `${field('frozen_time', 'Frozen time (JST date or date-time, or an ISO instant)', 'required')}${field('name', 'Name (optional)', 'maxlength="255"')}`, 'Create test clock');
+    return {
+      title: `Test clocks of ${accountId}`,
+      body: `<p><a href="${CONSOLE_PREFIX}/accounts/${enc(accountId)}">Account ${h(accountId)}</a> · <a href="${base}">Reload</a> (an advance runs after its answer: the clock is advancing until it is ready)</p>${table('Test clocks', ['Clock', 'Name', 'Status', 'Frozen time', 'Advancing to', 'Created'], rows)}${advances}${create}`,
+    };
+  }));
+  app.post('/accounts/:account/test_clocks', route, change(async (body, op, request) => {
+    const accountId = (request.params as Record<string, string>).account!;
+    const clock = await op.testClocks.create(accountId, { frozenTime: consoleInstant(body.frozen_time, 'frozen_time'), ...(body.name ? { name: body.name } : {}) });
+    return { back: `${CONSOLE_PREFIX}/accounts/${enc(accountId)}/test_clocks`, done: `test clock ${clock.id} created at ${formatJst(fromUnix(clock.frozen_time)!)}` };
+  }));
+  app.post('/accounts/:account/test_clocks/:clock/advance', route, change(async (body, op, request) => {
+    const { account: accountId, clock: clockId } = request.params as Record<string, string>;
+    const clock = await op.testClocks.advance(accountId!, clockId!, consoleInstant(body.to, 'to'));
+    return { back: `${CONSOLE_PREFIX}/accounts/${enc(accountId!)}/test_clocks`, done: `test clock ${clock.id} advancing to ${formatJst(fromUnix(clock.advancing_to)!)}` };
+  }));
   app.post('/accounts/:account/keys/revoke', route, change(async (body, op, request) => {
     const accountId = (request.params as Record<string, string>).account!;
     const key = await op.accounts.revokeKey(accountId, body.key ?? '');

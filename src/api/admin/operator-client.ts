@@ -66,6 +66,11 @@ export function remoteOperator(baseUrl: string, token: string): Operator {
       resend: (accountId, endpointId, options) =>
         call('POST', options.eventId === undefined ? `${endpointPath(accountId, endpointId)}/resend_given_up` : `${endpointPath(accountId, endpointId)}/deliveries/${enc(options.eventId)}/resend`, {}, options.requestKey),
     },
+    testClocks: {
+      list: (accountId) => data(`/accounts/${enc(accountId)}/test_clocks`),
+      create: (accountId, { frozenTime, name }) => call('POST', `/accounts/${enc(accountId)}/test_clocks`, { frozenTime: frozenTime.toISOString(), ...(name === undefined ? {} : { name }) }),
+      advance: (accountId, testClockId, to) => call('POST', `/accounts/${enc(accountId)}/test_clocks/${enc(testClockId)}/advance`, { to: to.toISOString() }),
+    },
     adjustments: {
       book: (accountId, { requestKey, ...input }) => call('POST', `/accounts/${enc(accountId)}/adjustments`, input, requestKey),
       list: (accountId, options) => data(`/accounts/${enc(accountId)}/adjustments${query({ livemode: String(options.livemode) })}`),

@@ -27,6 +27,8 @@ import { renderStatementCsv } from '../../settlement/statement-urls';
 import { findStatement, listBalances, listStatements, renderBalanceRecord, renderStatementRecord, statementObjects, type BalanceObject, type StatementObject } from '../../settlement/statements';
 import { listTerms, renderTermRecord, type TermObject } from '../../settlement/terms';
 import { listServicePlans, setServicePlan, type ServicePlanObject, type SetServicePlanInput } from '../../settlement/service-fees';
+import { startAdvance } from '../../test-clocks/advance';
+import { createTestClock, instantParam, listTestClocks, type TestClockObject } from '../../test-clocks/test-clocks';
 import { sendTestEvent } from '../../webhooks/delivery';
 import { addEndpoint, listEndpoints, removeEndpoint, rotateEndpointToken, setEndpointEnabled, type AddEndpointInput, type EndpointCounts, type WebhookEndpoint } from '../../webhooks/endpoints';
 import { deliveryAttempts, listDeliveries, resendGivenUp, type Delivery, type DeliveryAttempt, type ResendResult } from '../../webhooks/resend';
@@ -92,6 +94,13 @@ export interface Operator {
     resend(accountId: string, endpointId: string, options: { eventId?: string; requestKey: string }): Promise<ResendResult>;
   };
   /** Adjustments of a balance, booked into the owner's open term's `misc` statement (settlement). */
+  /** An account's test clocks (test mode), as its clock API shows them. */
+  readonly testClocks: {
+    list(accountId: string): Promise<TestClockObject[]>;
+    create(accountId: string, input: { frozenTime: Date; name?: string }): Promise<TestClockObject>;
+    /** Claims an advance to `to` (refusals thrown at once) and runs it in this process after answering the clock `advancing`. */
+    advance(accountId: string, testClockId: string, to: Date): Promise<TestClockObject>;
+  };
   readonly adjustments: {
     /** Books one; the same `requestKey` books once and returns the first booking. */
     book(accountId: string, input: BookAdjustmentInput & { livemode: boolean }): Promise<AdjustmentObject>;
@@ -252,6 +261,20 @@ export function localOperator(options: LocalOperatorOptions): Operator {
         // Recorded once per re-send that happened: a retried request (nothing put back) adds no row.
         if (result.resent > 0) await audit('webhook_delivery.resend', accountId, endpointId, { events: result.deliveries.map((d) => d.eventId), resent: result.resent, requestKey: resendOptions.requestKey });
         return result;
+      },
+    },
+    testClocks: {
+      list: async (accountId) => (await listTestClocks(ctx, await accountCaller(accountId, false))).data,
+      async create(accountId, { frozenTime, name }) {
+        const clock = await createTestClock(ctx, await accountCaller(accountId, false), { frozenTime: instantParam(frozenTime.getTime() / 1000, 'frozen_time'), name });
+        await audit('test_clock.create', accountId, clock.id, { frozenTime: frozenTime.toISOString(), name: clock.name });
+        return clock;
+      },
+      async advance(accountId, testClockId, to) {
+        // The run goes on after the answer; one cut short by a stop resumes on the clock's next advance.
+        const { clock } = await startAdvance(ctx, options.ledgerClock, await accountCaller(accountId, false), testClockId, to.getTime() / 1000, options.jobs, options.owner);
+        await audit('test_clock.advance', accountId, testClockId, { to: to.toISOString() });
+        return clock;
       },
     },
     adjustments: {

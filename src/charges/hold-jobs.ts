@@ -54,7 +54,7 @@ export async function expireHolds(ctx: Context, run: SlotRun): Promise<JobCounts
     ctx,
     run,
     ['released'],
-    (db, cap) => dueAccounts(db, 'charges', sql`d.paid AND NOT d.captured AND NOT d.refunded AND d.released_at IS NULL AND d.expired_at IS NOT NULL AND d.expired_at < ${run.slot} AND ${customerInScope(ctx, 'd')}`, cap),
+    (db, cap, among) => dueAccounts(db, 'charges', sql`d.paid AND NOT d.captured AND NOT d.refunded AND d.released_at IS NULL AND d.expired_at IS NOT NULL AND d.expired_at < ${run.slot} AND ${customerInScope(ctx, 'd', among)}`, cap, among),
     (trx, accountIds, limit) => expireHoldBatch(trx, ctx, accountIds, run.slot, limit),
   );
   return { ...(recovered === 0 ? {} : { intents_recovered: recovered }), ...(claims === 0 ? {} : { claims_recovered: claims }), ...counts };
@@ -149,7 +149,7 @@ export async function abandonThreeDSecure(ctx: Context, run: SlotRun): Promise<J
     ctx,
     run,
     ['abandoned'],
-    (db, cap) => dueAccounts(db, 'charges', sql`d.tds_expires_at IS NOT NULL AND d.tds_expires_at < ${run.slot} AND ${customerInScope(ctx, 'd')}`, cap),
+    (db, cap, among) => dueAccounts(db, 'charges', sql`d.tds_expires_at IS NOT NULL AND d.tds_expires_at < ${run.slot} AND ${customerInScope(ctx, 'd', among)}`, cap, among),
     (trx, accountIds, limit) => abandonThreeDSecureBatch(trx, ctx, accountIds, run.slot, limit),
   );
 }
@@ -277,13 +277,14 @@ export async function reauthorizeHolds(ctx: Context, run: SlotRun): Promise<JobC
     run,
     ['reauthorized', 'failed'],
     // Lock-free and a superset (the hold-due window only); the batch applies every condition.
-    (db, cap) =>
+    (db, cap, among) =>
       dueAccounts(
         db,
         'charges',
         sql`d.paid AND NOT d.captured AND NOT d.refunded AND d.released_at IS NULL AND d.expired_at IS NOT NULL
-        AND d.card_funding = 'credit' AND d.expired_at <= ${new Date(run.slot.getTime() + MAX_LEAD_MS)} AND a.reauth_enabled AND ${customerInScope(ctx, 'd')}`,
+        AND d.card_funding = 'credit' AND d.expired_at <= ${new Date(run.slot.getTime() + MAX_LEAD_MS)} AND a.reauth_enabled AND ${customerInScope(ctx, 'd', among)}`,
         cap,
+        among,
       ),
     (trx, accountIds, limit) => reauthorizeBatch(trx, ctx, accountIds, run.slot, limit),
   );

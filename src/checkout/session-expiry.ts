@@ -23,7 +23,7 @@ export async function expireDueCheckoutSessions(ctx: Context, run: SlotRun): Pro
     ctx,
     run,
     ['expired'],
-    (db, cap) => dueAccounts(db, 'checkout_sessions', sql`d.status = 'open' AND d.expires_at <= ${run.slot} AND ${customerInScope(ctx, 'd')}`, cap),
+    (db, cap, among) => dueAccounts(db, 'checkout_sessions', sql`d.status = 'open' AND d.expires_at <= ${run.slot} AND ${customerInScope(ctx, 'd', among)}`, cap, among),
     (trx, accountIds, limit) => expireSessionBatch(trx, ctx, accountIds, run.slot, limit),
   );
 }

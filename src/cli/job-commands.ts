@@ -70,11 +70,21 @@ function describeOutcome(outcome: SlotOutcome): string {
       return `${head}: failed: ${outcome.error} (retried later; ${outcome.attemptsWithoutProgress} attempt(s) in a row without progress)`;
     case 'abandoned':
       return `${head}: ABANDONED: ${outcome.error}; re-run it with: kessai jobs run ${outcome.job} --at ${outcome.slot.toISOString()}`;
+    case 'partial':
+      return `${head}: PARTIAL: committed ${counts}, every other account group done; ${outcome.error} (retried from ${outcome.retryAt.toISOString()}, pending groups only)`;
+    case 'shared':
+      return `${head}: shared the slot with its lead: committed ${counts} on its account groups`;
   }
 }
 
 /** Statuses after which a command that runs jobs exits non-zero. */
 const troubled = (outcome: SlotOutcome): boolean => outcome.status === 'failed' || outcome.status === 'abandoned' || outcome.status === 'lost';
+
+/** Exit status of a command that runs jobs when every trouble was a slot left partly done (account groups pending). */
+export const PARTIAL_EXIT_CODE = 3;
+
+/** 1 after any failed, abandoned or lost slot; PARTIAL_EXIT_CODE when slots were only left partly done; else 0. */
+const exitCodeOf = (outcomes: readonly SlotOutcome[]): number => (outcomes.some(troubled) ? 1 : outcomes.some((outcome) => outcome.status === 'partial') ? PARTIAL_EXIT_CODE : 0);
 
 /** Abandoned slots listed per job at most (then "… and N older"). */
 const ABANDONED_LISTED = 5;
@@ -115,7 +125,7 @@ export async function runJobCommand(jobName: string, options: { at: Date; batchS
     await withOperator({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, log, config: jobConfig(options), stopSignal: stop.signal }, async (operator) => {
       const outcome = await operator.jobs.run(jobName, options.at);
       console.log(describeOutcome(outcome));
-      if (troubled(outcome)) process.exitCode = 1;
+      process.exitCode = exitCodeOf([outcome]);
     });
   } finally {
     stop.dispose();
@@ -133,7 +143,7 @@ export async function runStatementsCommand(options: { at?: Date; batchSize?: num
     await withOperator({ databaseUrl: g.databaseUrl, dataDir: g.dataDir, log, config: jobConfig(options), stopSignal: stop.signal }, async (operator) => {
       const outcomes = await operator.jobs.runStatements(options.at ?? systemClock.now());
       for (const outcome of outcomes) console.log(describeOutcome(outcome));
-      if (outcomes.some(troubled)) process.exitCode = 1;
+      process.exitCode = exitCodeOf(outcomes);
     });
   } finally {
     stop.dispose();
@@ -181,7 +191,7 @@ export async function workerCommand(options: WorkerOptions, g: GlobalOptions): P
       for (const outcome of outcomes) console.log(describeOutcome(outcome));
       const stopped = stop.signal.aborted ? `; stopped by ${String(stop.signal.reason)}` : '';
       console.log(`${outcomes.length} slot(s) run for ${ALL_JOBS.length} job(s) on ${rt.store.kind} ${rt.store.location}${stopped}`);
-      if (outcomes.some(troubled)) process.exitCode = 1;
+      process.exitCode = exitCodeOf(outcomes);
     } finally {
       await metricsServer?.close();
       await rt.close();

@@ -281,6 +281,21 @@ export interface IdempotencyKeysTable {
   status_code: number | null;
 }
 
+export interface JobRunGroupsTable {
+  accounts: string[];
+  attempt: Generated<number>;
+  error: string | null;
+  failed_attempt: number | null;
+  grp: number;
+  job: string;
+  lease_until: Date | null;
+  owner: string | null;
+  rounds: Generated<number>;
+  slot: Date;
+  status: string;
+  unavailable: Generated<boolean>;
+}
+
 export interface JobRunsTable {
   attempt: Generated<number>;
   attempts_without_progress: Generated<number>;
@@ -775,6 +790,7 @@ export interface Database {
   disputes: DisputesTable;
   events: EventsTable;
   idempotency_keys: IdempotencyKeysTable;
+  job_run_groups: JobRunGroupsTable;
   job_runs: JobRunsTable;
   job_schedule: JobScheduleTable;
   kessai_migrations: KessaiMigrationsTable;

@@ -130,7 +130,7 @@ export async function openDueDisputes(ctx: Context, run: SlotRun): Promise<Dispu
     ctx,
     run,
     ['opened', 'skipped'],
-    (db, cap) => dueAccounts(db, 'charges', sql`d.dispute_due_at <= ${run.slot} AND ${customerInScope(ctx, 'd')}`, cap),
+    (db, cap, among) => dueAccounts(db, 'charges', sql`d.dispute_due_at <= ${run.slot} AND ${customerInScope(ctx, 'd', among)}`, cap, among),
     (trx, accountIds, limit) => openDisputeBatch(trx, ctx, accountIds, run.slot, limit),
   );
 }

@@ -16,13 +16,16 @@ export interface DueAccount {
  * The accounts having at least one row of `table` that matches `due` (SQL on the row as `d`), by
  * account id, each with its count of due rows up to `cap` (`due` may read the account as `a`): one capped index probe per account on
  * single PostgreSQL (the due indexes lead with account_id), a query every Citus shard answers for
- * its own accounts. No locks.
+ * its own accounts. No locks. With `among`, only those accounts (a slot's account group,
+ * slot-groups.ts): on Citus the statement then reaches only their shards.
  */
-export async function dueAccounts(db: Kysely<Database>, table: keyof Database & string, due: RawBuilder<unknown>, cap: number): Promise<DueAccount[]> {
+export async function dueAccounts(db: Kysely<Database>, table: keyof Database & string, due: RawBuilder<unknown>, cap: number, among?: readonly string[]): Promise<DueAccount[]> {
+  // The accounts named on both tables: Citus prunes the shards of each relation by its own conditions.
+  const named = (alias: string) => (among === undefined ? sql`` : sql` AND ${sql.ref(`${alias}.account_id`)} = ANY(${[...among]}::text[])`);
   const result = await sql<{ account_id: string; due: number }>`
     SELECT a.account_id, n.due FROM accounts a
-    CROSS JOIN LATERAL (SELECT count(*)::int AS due FROM (SELECT 1 FROM ${sql.table(table)} d WHERE d.account_id = a.account_id AND ${due} LIMIT ${cap}) x) n
-    WHERE n.due > 0
+    CROSS JOIN LATERAL (SELECT count(*)::int AS due FROM (SELECT 1 FROM ${sql.table(table)} d WHERE d.account_id = a.account_id${named('d')} AND ${due} LIMIT ${cap}) x) n
+    WHERE n.due > 0${named('a')}
     ORDER BY a.account_id`.execute(db);
   return result.rows.map((row) => ({ accountId: row.account_id, due: row.due }));
 }

@@ -7,6 +7,7 @@ import type { Database } from '../db/schema';
 import { packDueAccounts, type DueAccount } from './account-batches';
 import type { Clock } from './clock';
 import type { Context } from './context';
+import type { SlotGroup, SlotGroups } from './slot-groups';
 import type { JobCounts } from './slot-outcome';
 
 export type { JobCounts } from './slot-outcome';
@@ -31,16 +32,23 @@ export interface SlotRun {
   /**
    * Call inside each batch transaction, before writing: throws RunLost unless this run still holds
    * the slot, and keeps the claim from being taken over until the transaction ends. A run that lost
-   * its slot then writes nothing more.
+   * its slot then writes nothing more. With `group`, the fence is that group's claim instead
+   * (slot-groups.ts): a worker helping with a slot it does not lead holds only its group.
    */
-  assertClaim(executor: Kysely<Database>): Promise<void>;
+  assertClaim(executor: Kysely<Database>, group?: SlotGroup): Promise<void>;
   /**
    * Call inside each batch transaction, last, with what the batch did: adds it to the slot's counts
    * in the ledger and marks the attempt as one that made progress, in the batch's own transaction,
    * so the ledger's counts are exactly what was committed, whichever attempts committed it.
    * `runBatches` calls it; a job that writes its own loop must too.
    */
-  recordBatch(executor: Kysely<Database>, counts: JobCounts): Promise<void>;
+  recordBatch(executor: Kysely<Database>, counts: JobCounts, group?: SlotGroup): Promise<void>;
+  /**
+   * The slot's account groups, shared with the other workers (slot-groups.ts): `runBatches` plans
+   * them and takes them one by one. Undefined in a simulation (one process): the run takes every
+   * due account itself.
+   */
+  readonly groups?: SlotGroups;
 }
 
 export interface JobDefinition {
@@ -110,17 +118,31 @@ export function causedBy(error: unknown, kind: abstract new (...args: never[]) =
 /** What one batch did: `selected` rows taken (0: nothing due is left), and its counts by name. */
 export type BatchResult<K extends string> = { readonly selected: number } & Readonly<Record<K, number>>;
 
+/** Lists the accounts with due work (lock-free), with their due rows counted up to `cap`; only those of `among` when given. */
+export type DueAccountsOf = (db: Kysely<Database>, cap: number, among?: readonly string[]) => Promise<readonly DueAccount[]>;
+
+/** One batch of a job: the due rows of `accountIds`, at most `limit`, in the batch's transaction. */
+export type BatchOf<K extends string> = (trx: Kysely<Database>, accountIds: readonly string[], limit: number) => Promise<BatchResult<K>>;
+
 /**
- * The batch loop of every job, account by account (ARCHITECTURE.md, "Jobs, slots and
- * exactly-once"). Each round `dueAccounts` lists the accounts with due work (lock-free, with their
- * due rows counted up to the batch size) and packAccounts turns them into batches: an account
+ * The batch loop of every job (ARCHITECTURE.md, "Jobs, slots and exactly-once"), account by
+ * account, in rounds. Each round `dueAccounts` lists the accounts with due work (lock-free, with
+ * their due rows counted up to the batch size) and packAccounts turns them into batches: an account
  * whose due rows fill a batch has batches of its own, small accounts share one (at most a batch
- * size of due rows, on Citus only accounts of one shard). Every batch of the round runs once,
- * each in its own transaction — the claim asserted first, the batch's counts recorded last, in
- * that same transaction — with every statement naming the batch's accounts (account-scope.ts; on
+ * size of due rows, on Citus only accounts of one shard). Every batch of the round runs once, each
+ * in its own transaction — the claim asserted first, the batch's counts recorded last, in that
+ * same transaction — with every statement naming the batch's accounts (account-scope.ts; on
  * Citus, routed to their shard). So a huge account takes one batch per round like every other
  * batch and starves nobody. Stops cleanly between batches when the worker is asked to. Returns
  * what this attempt committed: the `counted` names in their order, then `batches`.
+ *
+ * With the slot's account groups (SlotRun.groups, slot-groups.ts) the batches of the first round
+ * are recorded as the slot's groups, and the rounds run group by group: this run claims a group,
+ * runs a round on its accounts, hands it back with those still due, and claims the next (fewest
+ * rounds first) — other workers claim other groups of the same slot at the same time. A group that
+ * fails (its worker node unreachable, any other error) is left for the slot's next attempt and the
+ * run goes on; a stop hands the current group back. Without groups (a simulation) the rounds run
+ * on every due account.
  *
  * The accounts of a batch that takes nothing are finished for this run (what is still due is
  * locked by another run, which several workers on consecutive slots share, or falls to the next
@@ -132,34 +154,82 @@ export async function runBatches<const K extends string>(
   ctx: Context,
   run: SlotRun,
   counted: readonly K[],
-  dueAccounts: (db: Kysely<Database>, cap: number) => Promise<readonly DueAccount[]>,
-  batch: (trx: Kysely<Database>, accountIds: readonly string[], limit: number) => Promise<BatchResult<K>>,
+  dueAccounts: DueAccountsOf,
+  batch: BatchOf<K>,
 ): Promise<Record<K | 'batches', number>> {
   const totals = Object.fromEntries([...counted, 'batches'].map((name) => [name, 0])) as Record<K | 'batches', number>;
   const limit = ctx.config.batchSize;
-  const finished = new Set<string>();
-  for (;;) {
-    const due = (await dueAccounts(ctx.db, limit)).filter((account) => !finished.has(account.accountId));
-    if (due.length === 0) return totals;
-    for (const accountIds of await packDueAccounts(ctx.db, due, limit)) {
-      checkpoint(run);
-      const result = await ctx.db.transaction().execute(async (trx) => {
-        // Must come first: a run that lost its slot writes nothing, and a take-over waits for this batch.
-        await run.assertClaim(trx);
-        const done = await batch(trx, accountIds, limit);
-        if (done.selected > 0) await run.recordBatch(trx, { ...countsOf(done, counted), batches: 1 });
-        return done;
-      });
-      if (result.selected === 0) {
-        for (const accountId of accountIds) finished.add(accountId);
-        continue;
-      }
-      for (const name of counted) totals[name] += result[name];
-      totals.batches += 1;
-      const committed: Record<string, number> = { batch: totals.batches, ...countsOf(result, counted) };
-      ctx.log.debug({ accounts: accountIds.length, account: accountIds[0], ...committed }, 'batch committed');
+  const groups = run.groups;
+  if (groups === undefined) {
+    const finished = new Set<string>();
+    for (;;) {
+      const due = (await dueAccounts(ctx.db, limit)).filter((account) => !finished.has(account.accountId));
+      if (due.length === 0) return totals;
+      for (const accountId of await accountRound(ctx, run, counted, due, batch, totals, undefined)) finished.add(accountId);
     }
   }
+  await groups.plan(async () => packDueAccounts(ctx.db, await dueAccounts(ctx.db, limit), limit));
+  for (;;) {
+    checkpoint(run);
+    const group = await groups.next();
+    if (group === null) {
+      checkpoint(run);
+      return totals;
+    }
+    try {
+      const due = await dueAccounts(ctx.db, limit, group.accounts);
+      const finished = new Set(due.length === 0 ? [] : await accountRound(ctx, run, counted, due, batch, totals, group));
+      const still = due.map((account) => account.accountId).filter((accountId) => !finished.has(accountId));
+      if (still.length === 0) await groups.done(group);
+      else await groups.nextRound(group, still);
+    } catch (error) {
+      // The run itself stops (shutdown, or the slot's claim lost): the group goes back as it was.
+      if (run.signal.aborted) {
+        await groups.release(group);
+        throw error;
+      }
+      // Only this group's claim was lost: its new holder goes on with it.
+      if (causedBy(error, RunLost)) continue;
+      await groups.failed(group, error);
+      ctx.log.warn({ err: error, group: group.grp, accounts: group.accounts.length, account: group.accounts[0] }, 'account group failed; the slot goes on with its other groups and takes this one again on its next attempt');
+    }
+  }
+}
+
+/**
+ * One round of runBatches over the `due` accounts, adding what each batch commits to `totals`;
+ * returns the accounts finished for this run (their batch took nothing).
+ */
+async function accountRound<const K extends string>(
+  ctx: Context,
+  run: SlotRun,
+  counted: readonly K[],
+  due: readonly DueAccount[],
+  batch: BatchOf<K>,
+  totals: Record<K | 'batches', number>,
+  group: SlotGroup | undefined,
+): Promise<string[]> {
+  const limit = ctx.config.batchSize;
+  const finished: string[] = [];
+  for (const accountIds of await packDueAccounts(ctx.db, due, limit)) {
+    checkpoint(run);
+    const result = await ctx.db.transaction().execute(async (trx) => {
+      // Must come first: a run that lost its slot (or group) writes nothing, and a take-over waits for this batch.
+      await run.assertClaim(trx, group);
+      const done = await batch(trx, accountIds, limit);
+      if (done.selected > 0) await run.recordBatch(trx, { ...countsOf(done, counted), batches: 1 }, group);
+      return done;
+    });
+    if (result.selected === 0) {
+      finished.push(...accountIds);
+      continue;
+    }
+    for (const name of counted) totals[name] += result[name];
+    totals.batches += 1;
+    const committed: Record<string, number> = { batch: totals.batches, ...countsOf(result, counted) };
+    ctx.log.debug({ accounts: accountIds.length, account: accountIds[0], ...committed }, 'batch committed');
+  }
+  return finished;
 }
 
 function countsOf<K extends string>(result: BatchResult<K>, counted: readonly K[]): Record<K, number> {

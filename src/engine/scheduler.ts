@@ -19,7 +19,14 @@
  *   most PRUNE_LIMIT rows a wake-up, oldest first). Never a job's latest slot (what `jobs list`
  *   shows), a slot above its job's high-water mark (the only slots scheduling could insert again),
  *   nor a pending, running, failed or abandoned one (work still owed, or an operator's to re-run).
- *   The retention is at least the backfill window, so backfill never reaches a deleted slot.
+ *   The retention is at least the backfill window, so backfill never reaches a deleted slot. A
+ *   deleted slot's account groups go with it.
+ * - Sharing a slot: a job's batch loop divides a slot's due accounts into groups that several
+ *   workers claim (slot-groups.ts); a worker with no slot of its own to claim helps with the groups
+ *   of a running one (`shared` outcome). The lead waits for every group before it records the
+ *   outcome; a slot with groups left undone ends `partial` and is retried like a failed one, taking
+ *   only those groups. A database or Citus node that cannot be reached never counts toward
+ *   abandonment.
  * - Stopping: when `stopSignal` aborts (stop-signal.ts) or `stop()` is called, the current batch
  *   commits, the slot is handed back as `pending` with the attempt not counted, and nothing more
  *   is claimed.
@@ -32,7 +39,9 @@ import type { Clock } from './clock';
 import type { Context } from './context';
 import type { Logger } from './logger';
 import { currentSlot, isSlot, slotsBetween } from './cron';
+import { isDatabaseUnavailable } from '../db/errors';
 import { causedBy, RunAborted, RunLost, type JobDefinition, type SlotRun } from './job';
+import { forgetGroups, pendingGroups, slotToHelp, SlotGroups, type PendingGroup, type SlotGroup } from './slot-groups';
 import type { ClaimedFrom, JobCounts, OutcomeBase, SlotOutcome } from './slot-outcome';
 
 export type { ClaimedFrom, SlotOutcome } from './slot-outcome';
@@ -140,10 +149,61 @@ export class Scheduler {
     for (const outcome of outcomes) this.#report(outcome, null);
     while (!this.stopping) {
       const claim = await this.#claimNext(cutoff);
-      if (!claim) break;
-      outcomes.push(await this.#execute(claim));
+      if (claim) {
+        outcomes.push(await this.#execute(claim));
+        continue;
+      }
+      // No slot of its own: help with the account groups of a slot another worker leads.
+      const shared = await this.#help(cutoff);
+      // Nothing taken (no group left, or the groups went to others first) or the help failed: done for this wake-up.
+      if (!shared || Object.keys(shared.counts).length === 0) break;
+      outcomes.push(shared);
     }
     return outcomes;
+  }
+
+  /**
+   * Takes account groups of the oldest running slot that has one to claim (slot-groups.ts) and runs
+   * the job on them, as its lead does; the lead records the slot's outcome. Returns what this
+   * worker committed there (status `shared`), or null when no slot has a group to take.
+   */
+  async #help(cutoff: Date): Promise<SlotOutcome | null> {
+    if (this.#ctx.config.simulation) return null;
+    const target = await slotToHelp(this.#ctx.db, this.#order, cutoff, this.#ledgerClock.now());
+    if (target === null) return null;
+    const job = this.#job(target.job);
+    const log = this.#ctx.log.child({ job: target.job, slot: target.slot.toISOString(), shared: true });
+    const runAbort = new AbortController();
+    const onStop = (): void => runAbort.abort(this.#abort.signal.reason);
+    this.#abort.signal.addEventListener('abort', onStop, { once: true });
+    if (this.#abort.signal.aborted) onStop();
+    const groups = this.#groups(target.job, target.slot, false, runAbort.signal);
+    const run: SlotRun = {
+      slot: target.slot,
+      attempt: 0,
+      leaseClock: this.#ledgerClock,
+      signal: runAbort.signal,
+      groups,
+      assertClaim: (executor, group) => this.#assertGroup(executor, groups, group, target.job, target.slot),
+      recordBatch: (executor, counts, group) => this.#recordGroupBatch(executor, target.job, target.slot, counts, group),
+    };
+    const base = { job: target.job, slot: target.slot, attempt: 0, claimedFrom: null } as const;
+    try {
+      const counts = await job.run({ ...this.#ctx, log }, run);
+      if (groups === undefined || groups.claimed === 0) return { ...base, counts: {}, status: 'shared' };
+      log.info({ counts }, 'account groups of a slot led by another worker done');
+      return { ...base, counts, status: 'shared' };
+    } catch (error) {
+      if (!causedBy(error, RunAborted) && !causedBy(error, RunLost)) log.warn({ err: toError(error) }, 'helping with a slot failed; its lead takes what is left');
+      return { ...base, counts: {}, status: 'shared' };
+    } finally {
+      this.#abort.signal.removeEventListener('abort', onStop);
+    }
+  }
+
+  #groups(job: string, slot: Date, lead: boolean, signal: AbortSignal): SlotGroups | undefined {
+    if (this.#ctx.config.simulation) return undefined;
+    return new SlotGroups({ db: this.#ctx.db, job, slot, owner: this.#owner, clock: this.#ledgerClock, leaseMs: this.#ctx.config.leaseMs, lead, signal });
   }
 
   /**
@@ -167,6 +227,8 @@ export class Scheduler {
       const row = await this.#ctx.db.selectFrom('job_runs').select(['owner', 'lease_until']).where('job', '=', job.name).where('slot', '=', slot).executeTakeFirst();
       throw new Error(`slot ${slot.toISOString()} of ${job.name} is being run by ${row?.owner ?? 'another worker'} (lease until ${row?.lease_until?.toISOString() ?? '?'})`);
     }
+    // A replay lists what is due afresh: the groups of earlier attempts are forgotten.
+    await forgetGroups(this.#ctx.db, job.name, slot);
     return this.#execute(claim);
   }
 
@@ -225,6 +287,12 @@ export class Scheduler {
       ) AS old
       WHERE job_runs.job = old.job AND job_runs.slot = old.slot`.execute(this.#ctx.db);
     const deleted = Number(result.numAffectedRows ?? 0);
+    // The account groups of the slots just deleted (slot-groups.ts) go with them.
+    if (deleted > 0) {
+      await sql`
+        DELETE FROM job_run_groups g WHERE g.job = ANY(${[...this.#order]}::text[]) AND g.slot < ${before}
+          AND NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.job = g.job AND r.slot = g.slot)`.execute(this.#ctx.db);
+    }
     if (deleted > 0) this.#ctx.log.info({ deleted, before: before.toISOString() }, 'run ledger pruned');
     return deleted;
   }
@@ -359,14 +427,17 @@ export class Scheduler {
     const started = performance.now();
     const heartbeat = this.#startHeartbeat(claim, runAbort);
     log.debug({ claimed_from: claim.claimedFrom }, 'slot started');
+    const groups = this.#groups(claim.job, claim.slot, true, runAbort.signal);
     const run: SlotRun = {
       slot: claim.slot,
       attempt: claim.attempt,
       leaseClock: this.#ledgerClock,
       signal: runAbort.signal,
-      assertClaim: (executor) => this.#assertClaim(executor, claim),
-      recordBatch: async (executor, counts) => {
-        await this.#recordBatch(executor, claim, counts);
+      groups,
+      assertClaim: (executor, group) => (group === undefined ? this.#assertClaim(executor, claim) : this.#assertGroup(executor, groups, group, claim.job, claim.slot)),
+      recordBatch: async (executor, counts, group) => {
+        if (group === undefined) await this.#recordBatch(executor, claim, counts);
+        else await this.#recordGroupBatch(executor, claim.job, claim.slot, counts, group);
         for (const [name, value] of Object.entries(counts)) recorded[name] = (recorded[name] ?? 0) + value;
       },
     };
@@ -386,6 +457,8 @@ export class Scheduler {
     // The batches already added their counts; what the job reports beyond them (every name, so
     // a slot that found nothing due still shows its zeros) is added now.
     const rest = Object.fromEntries(Object.entries(counts).map(([name, value]) => [name, value - (recorded[name] ?? 0)]));
+    const pending = groups === undefined ? [] : await pendingGroups(this.#ctx.db, claim.job, claim.slot);
+    if (pending.length > 0) return this.#recordPartial(claim, base, counts, rest, pending, durationMs, log);
     const finished = await sql<{ counts: JobCounts }>`
       UPDATE job_runs SET status = 'succeeded', finished_at = ${this.#ledgerClock.now()}, duration_ms = ${durationMs}, error = NULL,
              counts = ${addedCounts(rest)}
@@ -419,7 +492,9 @@ export class Scheduler {
     const { maxAttempts, retryDelayMs } = this.#ctx.config;
     const row = await this.#ctx.db.selectFrom('job_runs').select(['attempts_without_progress', 'progress_attempt']).where(this.#holds(claim)).executeTakeFirst();
     // An attempt that committed a batch made progress: it starts the count afresh, however it ended.
-    const withoutProgress = row === undefined ? 0 : row.progress_attempt === claim.attempt ? 0 : row.attempts_without_progress + 1;
+    // A database (or Citus worker node) that could not be reached is an outage, not the slot's
+    // fault: it never brings the slot closer to being abandoned.
+    const withoutProgress = row === undefined ? 0 : row.progress_attempt === claim.attempt ? 0 : row.attempts_without_progress + (isDatabaseUnavailable(thrown) ? 0 : 1);
     const abandoned = withoutProgress >= maxAttempts;
     const now = this.#ledgerClock.now();
     const retryAt = new Date(now.getTime() + retryDelayMs * 2 ** (Math.min(Math.max(withoutProgress, 1), 20) - 1));
@@ -469,6 +544,56 @@ export class Scheduler {
     if (Number(result.numAffectedRows ?? 0) === 0) throw new RunLost(claim.job, claim.slot);
   }
 
+  /**
+   * A slot whose run ended with account groups not done (slot-groups.ts): recorded as failed, to be
+   * retried like one (its next attempt takes only those groups), with the groups named in its error.
+   * Groups that failed only because their database or worker node could not be reached do not
+   * count toward abandonment; an attempt that committed a batch starts the count afresh.
+   */
+  async #recordPartial(claim: Claim, base: Omit<OutcomeBase, 'counts'>, counts: JobCounts, rest: JobCounts, pending: readonly PendingGroup[], durationMs: number, log: Logger): Promise<SlotOutcome> {
+    const { maxAttempts, retryDelayMs } = this.#ctx.config;
+    const row = await this.#ctx.db.selectFrom('job_runs').select(['attempts_without_progress', 'progress_attempt']).where(this.#holds(claim)).executeTakeFirst();
+    const outage = pending.every((group) => group.unavailable);
+    const withoutProgress = row === undefined ? 0 : row.progress_attempt === claim.attempt ? 0 : row.attempts_without_progress + (outage ? 0 : 1);
+    const abandoned = withoutProgress >= maxAttempts;
+    const now = this.#ledgerClock.now();
+    const retryAt = new Date(now.getTime() + retryDelayMs * 2 ** (Math.min(Math.max(withoutProgress, 1), 20) - 1));
+    const accounts = pending.flatMap((group) => group.accounts);
+    const error = `${pending.length} account group(s) pending (${accounts.length} account(s): ${accounts.slice(0, 10).join(', ')}${accounts.length > 10 ? ', …' : ''})${outage ? ', their database node unreachable' : ''}: ${(pending[0]!.error ?? '').split('\n')[0]}`;
+    const recorded = await sql`
+      UPDATE job_runs SET status = ${abandoned ? 'abandoned' : 'failed'}, finished_at = ${now}, duration_ms = ${durationMs}, error = ${error},
+             retry_at = ${abandoned ? null : retryAt}, attempts_without_progress = ${withoutProgress}, counts = ${addedCounts(rest)}
+      WHERE ${this.#holds(claim)}`.execute(this.#ctx.db);
+    if (Number(recorded.numAffectedRows ?? 0) === 0) {
+      log.warn({ counts }, 'slot ended with account groups pending, but its claim had been taken over; the other run records the outcome');
+      return { ...base, counts, status: 'lost' };
+    }
+    const fields = { counts, pending_groups: pending.map((group) => group.grp), pending_accounts: accounts.length, attempts_without_progress: withoutProgress, duration_ms: durationMs };
+    if (abandoned) {
+      log.error(fields, `slot abandoned: ${error}; re-run it with \`kessai jobs run ${claim.job} --at ${claim.slot.toISOString()}\``);
+      return { ...base, counts, status: 'abandoned', error, attemptsWithoutProgress: withoutProgress };
+    }
+    log.warn({ ...fields, retry_at: retryAt.toISOString() }, 'slot partly done: its other account groups are complete; the pending ones are retried');
+    return { ...base, counts, status: 'partial', error, pendingGroups: pending.length, pendingAccounts: accounts.length, retryAt, attemptsWithoutProgress: withoutProgress };
+  }
+
+  /** The fence of a batch on one account group (SlotRun.assertClaim with a group). */
+  async #assertGroup(executor: Kysely<Database>, groups: SlotGroups | undefined, group: SlotGroup | undefined, job: string, slot: Date): Promise<void> {
+    if (groups === undefined || group === undefined || !(await groups.holds(executor, group, batchWorkMem()))) throw new RunLost(job, slot);
+  }
+
+  /**
+   * SlotRun.recordBatch of a batch on an account group: its counts added to the slot's ledger row
+   * and the slot's current attempt marked as progressing, whichever worker committed it (the
+   * group's fence, taken first in the batch, stands for the claim).
+   */
+  async #recordGroupBatch(executor: Kysely<Database>, job: string, slot: Date, counts: JobCounts, group: SlotGroup | undefined): Promise<void> {
+    if (group === undefined) throw new RunLost(job, slot);
+    await sql`
+      UPDATE job_runs SET counts = ${addedCounts(counts)}, attempts_without_progress = 0, progress_attempt = job_runs.attempt
+      WHERE job_runs.job = ${job} AND job_runs.slot = ${slot}`.execute(executor);
+  }
+
   /** The fence a job calls in each batch transaction (SlotRun.assertClaim). */
   async #assertClaim(executor: Kysely<Database>, claim: Claim): Promise<void> {
     // FOR SHARE: a take-over (an UPDATE of this row) waits until the batch has committed.
@@ -478,8 +603,7 @@ export class Scheduler {
     // sequence — and at the server default of 4 MB each such sort went to disk (bench:holds
     // figures in docs/decisions/performance.md, "Measured figures moved out of comments").
     const held = await sql`
-      SELECT set_config('work_mem', CASE WHEN pg_size_bytes(current_setting('work_mem')) < pg_size_bytes(${BATCH_WORK_MEM})
-                                         THEN ${BATCH_WORK_MEM} ELSE current_setting('work_mem') END, true) FROM job_runs
+      SELECT ${batchWorkMem()} FROM job_runs
       WHERE ${this.#holds(claim)}
       FOR SHARE`.execute(executor);
     if (held.rows.length === 0) throw new RunLost(claim.job, claim.slot);
@@ -506,6 +630,12 @@ export class Scheduler {
     timer.unref();
     return { stop: () => clearInterval(timer) };
   }
+}
+
+/** The batch transaction's sort memory: BATCH_WORK_MEM, never lower than the server's setting (see #assertClaim). */
+function batchWorkMem() {
+  return sql`set_config('work_mem', CASE WHEN pg_size_bytes(current_setting('work_mem')) < pg_size_bytes(${BATCH_WORK_MEM})
+                                         THEN ${BATCH_WORK_MEM} ELSE current_setting('work_mem') END, true)`;
 }
 
 /**

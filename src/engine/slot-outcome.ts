@@ -33,4 +33,11 @@ export type SlotOutcome =
   /** `slotCounts`: the ledger's counts of the slot, the sum over all its attempts. */
   | (OutcomeBase & { readonly status: 'succeeded'; readonly slotCounts: JobCounts })
   | (OutcomeBase & { readonly status: 'failed' | 'abandoned'; readonly error: string; readonly attemptsWithoutProgress: number })
-  | (OutcomeBase & { readonly status: 'released' | 'lost' });
+  /**
+   * The slot's run ended with account groups not done (slot-groups.ts: their worker node could not
+   * be reached, or their work failed); every other group is done. The slot is retried at `retryAt`
+   * like a failed one, taking only the pending groups.
+   */
+  | (OutcomeBase & { readonly status: 'partial'; readonly error: string; readonly pendingGroups: number; readonly pendingAccounts: number; readonly retryAt: Date; readonly attemptsWithoutProgress: number })
+  /** `shared`: this worker took account groups of a slot another worker leads (counts: what it committed); the lead records the slot's outcome. */
+  | (OutcomeBase & { readonly status: 'released' | 'lost' | 'shared' });

@@ -54,7 +54,7 @@ export async function expireDuePaymentFlows(ctx: Context, run: SlotRun): Promise
     ctx,
     run,
     ['canceled', 'remainder_released', 'released'],
-    (db, cap) => dueAccounts(db, 'payment_flows', sql`d.status = 'requires_capture' AND d.capture_before <= ${run.slot} AND ${customerInScope(ctx, 'd')}`, cap),
+    (db, cap, among) => dueAccounts(db, 'payment_flows', sql`d.status = 'requires_capture' AND d.capture_before <= ${run.slot} AND ${customerInScope(ctx, 'd', among)}`, cap, among),
     (trx, accountIds, limit) => expireFlowBatch(trx, ctx, accountIds, run.slot, limit),
   );
 }

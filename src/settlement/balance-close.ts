@@ -24,7 +24,7 @@ export async function closeDueBalances(ctx: Context, run: SlotRun): Promise<Bala
     ctx,
     run,
     ['balances_closed'],
-    (db, cap) => dueAccounts(db, 'balances', sql`NOT d.closed AND d.due_at IS NOT NULL AND d.due_at <= ${run.slot} AND ${ownClockInScope(ctx, 'd')}`, cap),
+    (db, cap, among) => dueAccounts(db, 'balances', sql`NOT d.closed AND d.due_at IS NOT NULL AND d.due_at <= ${run.slot} AND ${ownClockInScope(ctx, 'd')}`, cap, among),
     async (trx, accountIds, limit) => {
       const closed = await closeBalanceBatch(trx, ctx, accountIds, run.slot, limit);
       return { selected: closed, balances_closed: closed };

@@ -164,7 +164,7 @@ export async function billServiceFees(ctx: Context, run: SlotRun): Promise<Servi
     ctx,
     run,
     ['billed'],
-    (db, cap) => dueAccounts(db, 'account_service_plans', sql`d.next_bill_at IS NOT NULL AND d.next_bill_at <= ${run.slot}`, cap),
+    (db, cap, among) => dueAccounts(db, 'account_service_plans', sql`d.next_bill_at IS NOT NULL AND d.next_bill_at <= ${run.slot}`, cap, among),
     async (trx, accountIds, limit) => {
       const { settings, billed } = await billServiceFeeBatch(trx, ctx, accountIds, run.slot, limit);
       return { selected: settings, billed };

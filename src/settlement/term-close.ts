@@ -113,7 +113,7 @@ export async function closeDueTerms(ctx: Context, run: SlotRun): Promise<TermClo
     ctx,
     run,
     ['terms_closed', 'statements', 'balances_fixed'],
-    (db, cap) => dueAccounts(db, 'terms', sql`NOT d.closed AND d.end_at <= ${run.slot} AND ${ownClockInScope(ctx, 'd')}`, cap),
+    (db, cap, among) => dueAccounts(db, 'terms', sql`NOT d.closed AND d.end_at <= ${run.slot} AND ${ownClockInScope(ctx, 'd')}`, cap, among),
     (trx, accountIds, limit) => closeTermBatch(trx, ctx, accountIds, run.slot, limit),
   );
 }

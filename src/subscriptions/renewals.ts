@@ -62,7 +62,7 @@ export async function renewDueSubscriptions(ctx: Context, run: SlotRun): Promise
     ctx,
     run,
     ['renewed', 'failed', 'trials_ended', 'deleted'],
-    (db, cap) => dueAccounts(db, 'subscriptions', sql`d.renews_at IS NOT NULL AND d.renews_at <= ${run.slot} AND ${customerInScope(ctx, 'd')}`, cap),
+    (db, cap, among) => dueAccounts(db, 'subscriptions', sql`d.renews_at IS NOT NULL AND d.renews_at <= ${run.slot} AND ${customerInScope(ctx, 'd', among)}`, cap, among),
     (trx, accountIds, limit) => renewBatch(trx, ctx, accountIds, run.slot, limit),
   );
 }

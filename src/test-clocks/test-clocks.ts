@@ -143,6 +143,7 @@ export async function deleteTestClock(ctx: Context, caller: Caller, id: string):
     await sql`DELETE FROM terms WHERE account_id = ${account} AND NOT livemode AND test_clock_id = ${id}`.execute(trx);
     await sql`UPDATE accounts SET default_test_clock_id = NULL WHERE account_id = ${account} AND default_test_clock_id = ${id}`.execute(trx);
     await sql`DELETE FROM job_runs WHERE job LIKE ${`%@${id}`}`.execute(trx);
+    await sql`DELETE FROM job_run_groups WHERE job LIKE ${`%@${id}`}`.execute(trx);
     await trx.deleteFrom('test_clocks').where('account_id', '=', account).where('test_clock_id', '=', id).execute();
   });
   return { id, object: 'test_clock', deleted: true };

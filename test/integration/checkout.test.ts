@@ -46,7 +46,7 @@ beforeAll(async () => {
 });
 afterAll(async () => database?.drop());
 beforeEach(async () => {
-  await sql`TRUNCATE payment_flows, checkout_sessions, checkout_session_line_items, prices, payment_method_configurations, charges, tokens, events, job_runs, job_schedule`.execute(db);
+  await sql`TRUNCATE payment_flows, checkout_sessions, checkout_session_line_items, prices, payment_method_configurations, charges, tokens, events, job_runs, job_run_groups, job_schedule`.execute(db);
   ctx = testContext(database.store, { seed: 11 });
 });
 

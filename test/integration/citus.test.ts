@@ -31,6 +31,10 @@ import { testContext } from '../support/database';
 import { EVERY_JOB_ACCOUNTS, idleJobs, simulateEveryJob } from '../support/every-job-accounts';
 import { spawnKessai } from '../support/spawn-worker';
 import { renewBatch } from '../../src/subscriptions/renewals';
+import { subscriptionRenewalsJob } from '../../jobs/subscription-renewals';
+import { Scheduler } from '../../src/engine/scheduler';
+import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card-network';
+import { seedDueSubscriptions, tallyRenewals } from '../support/renewal-seed';
 import { addEndpoint } from '../../src/webhooks/endpoints';
 
 const citusUrl = process.env.KESSAI_TEST_CITUS_URL;
@@ -303,12 +307,12 @@ describe.skipIf(!citusUrl || !singleUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL
    * (stop, start) and `{port}`, e.g. `su postgres -c "pg_ctl -w -D /srv/citus/{port} {action}"`.
    */
   const nodeCtl = process.env.KESSAI_TEST_CITUS_NODE_CTL;
+  const ctl = (action: 'stop' | 'start', port: number) => {
+    const run = spawnSync('sh', ['-c', nodeCtl!.replaceAll('{action}', action).replaceAll('{port}', String(port))], { encoding: 'utf8' });
+    expect(run.status, run.stderr).toBe(0);
+  };
   it.skipIf(!nodeCtl)('a worker node down: requests of its accounts are refused as unavailable (503), an account on the other node is served; all served after it returns', async () => {
     const url = await distributedCitusDatabase();
-    const ctl = (action: 'stop' | 'start', port: number) => {
-      const run = spawnSync('sh', ['-c', nodeCtl!.replaceAll('{action}', action).replaceAll('{port}', String(port))], { encoding: 'utf8' });
-      expect(run.status, run.stderr).toBe(0);
-    };
     const store = await openStore({ databaseUrl: url, poolSize: 2 });
     let stopped: number | undefined;
     try {
@@ -346,6 +350,64 @@ describe.skipIf(!citusUrl || !singleUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL
       stopped = undefined;
       expect((await charge(down)).paid).toBe(true);
       expect(upPort).not.toBe(downPort);
+    } finally {
+      if (stopped !== undefined) ctl('start', stopped);
+      await store.close();
+    }
+  });
+
+  it.skipIf(!nodeCtl)('a worker node stopped mid-run: the other node\'s accounts are renewed in that run (the slot ends partial), the rest right after the node returns; nothing twice', async () => {
+    const url = await distributedCitusDatabase();
+    const store = await openStore({ databaseUrl: url, poolSize: 2 });
+    let stopped: number | undefined;
+    try {
+      const due = new Date('2027-01-01T00:00:00Z');
+      // acct_r0 … acct_r7, 30 due each; batches of 10: every account is a group of its own.
+      await seedDueSubscriptions(store.db, { count: 240, dueAt: due, accounts: 8 });
+      const ports = (
+        await sql<{ account_id: string; port: number }>`SELECT a AS account_id, n.nodeport AS port FROM unnest(${[...Array(8).keys()].map((i) => `acct_r${i}`)}::text[]) AS a
+          JOIN pg_dist_placement p ON p.shardid = get_shard_id_for_distribution_column('accounts', a) JOIN pg_dist_node n USING (groupid)`.execute(store.db)
+      ).rows;
+      const downPort = ports[0]!.port;
+      const downAccounts = ports.filter((row) => row.port === downPort).map((row) => row.account_id);
+      const upAccounts = ports.filter((row) => row.port !== downPort).map((row) => row.account_id);
+      expect(upAccounts.length).toBeGreaterThan(0);
+      const network = simulatedCardNetwork();
+      // The node stops as the run's first batch calls the card network: after the slot's groups are recorded.
+      const processor: CardNetwork = {
+        ...network,
+        async authorize(requests) {
+          if (stopped === undefined) {
+            ctl('stop', downPort);
+            stopped = downPort;
+          }
+          return network.authorize(requests);
+        },
+      };
+      const renewedBy = async () =>
+        Object.fromEntries(
+          (await sql<{ account_id: string; renewed: number }>`SELECT account_id, count(*) FILTER (WHERE renews_at > ${due})::int AS renewed FROM subscriptions
+            WHERE account_id = ANY(${upAccounts}::text[]) GROUP BY 1`.execute(store.db)).rows.map((row) => [row.account_id, row.renewed]),
+        );
+      const slot = new Date(due.getTime() + 60_000);
+      const first = testContext(store, { seed: 35, at: slot, processor, config: { batchSize: 10 } });
+      const outcome = await new Scheduler(first, [subscriptionRenewalsJob], { owner: 'citus-a' }).runSlot('subscriptions.renew', slot);
+      expect(stopped).toBe(downPort);
+      expect(outcome).toMatchObject({ status: 'partial', pendingAccounts: downAccounts.length, attemptsWithoutProgress: 0 });
+      expect(outcome.status === 'partial' && outcome.error).toContain('database node unreachable');
+      // Every account on the surviving node renewed in that run.
+      expect(await renewedBy()).toEqual(Object.fromEntries(upAccounts.map((account) => [account, 30])));
+      const pending = await store.db.selectFrom('job_run_groups').select(['accounts', 'status', 'unavailable']).where('status', '<>', 'done').orderBy('grp').execute();
+      expect(pending.flatMap((group) => group.accounts).sort()).toEqual([...downAccounts].sort());
+      expect(pending.every((group) => group.status === 'failed' && group.unavailable)).toBe(true);
+
+      ctl('start', downPort);
+      stopped = undefined;
+      // The next wake-up, two minutes on: the slot is retried (its pending groups only) and completes.
+      const second = testContext(store, { seed: 36, at: new Date(slot.getTime() + 120_000), config: { batchSize: 10 } });
+      const outcomes = await new Scheduler(second, [subscriptionRenewalsJob], { owner: 'citus-b' }).tick();
+      expect(outcomes[0]).toMatchObject({ status: 'succeeded', slot, claimedFrom: 'failed', slotCounts: { renewed: 240 } });
+      expect(await tallyRenewals(store.db, due)).toEqual({ subscriptions: 240, renewed: 240, charges: 240, charged_twice: 0, mismatched: 0, renewed_events: 240, charge_events: 240 });
     } finally {
       if (stopped !== undefined) ctl('start', stopped);
       await store.close();

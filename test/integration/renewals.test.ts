@@ -33,7 +33,7 @@ beforeAll(async () => {
 });
 afterAll(async () => database?.drop());
 beforeEach(async () => {
-  await sql`TRUNCATE plans, subscriptions, charges, refunds, terms, customers, cards, events, job_runs, job_schedule`.execute(db);
+  await sql`TRUNCATE plans, subscriptions, charges, refunds, terms, customers, cards, events, job_runs, job_run_groups, job_schedule`.execute(db);
 });
 
 async function plan(id: string, amount: number, options: { billingDay?: number; interval?: 'month' | 'year'; trialDays?: number } = {}): Promise<void> {

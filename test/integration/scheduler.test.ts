@@ -24,7 +24,7 @@ beforeAll(async () => {
 });
 afterAll(async () => database?.drop());
 beforeEach(async () => {
-  await sql`TRUNCATE test_items, test_effects, test_slot_runs, job_runs, job_schedule`.execute(db);
+  await sql`TRUNCATE test_items, test_effects, test_slot_runs, job_runs, job_run_groups, job_schedule`.execute(db);
 });
 
 async function slotRuns(job = 'test.batch-writer'): Promise<{ slot: Date; attempt: number; owner: string }[]> {
@@ -319,7 +319,7 @@ describe('scheduler with a manual clock', () => {
 
   it('two workers: a job that waits for earlier jobs (the term close) is claimed only once the earlier jobs of its instant have finished on the other worker', async () => {
     const twoWorkers = async (waits: boolean) => {
-      await sql`TRUNCATE job_runs, job_schedule`.execute(db);
+      await sql`TRUNCATE job_runs, job_run_groups, job_schedule`.execute(db);
       const ctx = testContext(database.store);
       const order: string[] = [];
       let release!: () => void;

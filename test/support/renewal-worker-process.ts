@@ -9,8 +9,13 @@
  * KESSAI_RENDEZVOUS=<dir>:<n> gates the first batch: it leaves a file named by the owner in <dir>
  * and waits, its rows locked, until <n> owners have (so <n> processes are in a batch at once).
  *
+ * KESSAI_FAIL_CARD=<card number> makes every authorization batch that holds a card of that number
+ * throw (its transaction rolls back), with KESSAI_FAIL_CODE as the error's code when set (`08006`:
+ * as a database node that cannot be reached).
+ *
  * Env: DATABASE_URL, KESSAI_AT (ISO instant), KESSAI_OWNER, KESSAI_BATCH_SIZE, KESSAI_PAUSE_MS,
- * KESSAI_LEASE_MS, KESSAI_JOB (a job of the registry, default subscriptions.renew), KESSAI_RENDEZVOUS.
+ * KESSAI_LEASE_MS, KESSAI_JOB (a job of the registry, default subscriptions.renew), KESSAI_RENDEZVOUS,
+ * KESSAI_FAIL_CARD, KESSAI_FAIL_CODE, KESSAI_DEBUG (logs at debug level on stderr).
  */
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,9 +25,10 @@ import { openStore } from '../../src/db/connect';
 import { seededIds } from '../../src/domain/ids';
 import { FixedClock } from '../../src/engine/clock';
 import { createContext } from '../../src/engine/context';
-import { silentLogger } from '../../src/engine/logger';
+import { createLogger, silentLogger } from '../../src/engine/logger';
 import { Scheduler } from '../../src/engine/scheduler';
 import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card-network';
+import { cardFingerprint } from '../../src/processor/test-cards';
 import { requiredEnv } from './env';
 
 const env = requiredEnv;
@@ -52,9 +58,14 @@ const announce = async (what: string, requests: readonly unknown[]): Promise<voi
   if (batch === 1) await meet();
   if (pauseMs > 0) await sleep(pauseMs);
 };
+const failing = process.env.KESSAI_FAIL_CARD === undefined ? undefined : cardFingerprint(process.env.KESSAI_FAIL_CARD);
+const failCode = process.env.KESSAI_FAIL_CODE;
 const processor: CardNetwork = {
   ...network,
   async authorize(requests) {
+    if (failing !== undefined && requests.some((request) => request.fingerprint === failing)) {
+      throw Object.assign(new Error('injected failure of an authorization batch'), failCode === undefined ? {} : { code: failCode });
+    }
     await announce('authorizing', requests);
     return network.authorize(requests);
   },
@@ -71,7 +82,7 @@ const ctx = createContext({
   // Ids differ per owner, as they do between real workers (two workers never share a stream).
   ids: seededIds([...owner].reduce((h, c) => h * 31 + c.charCodeAt(0), 7) % 1_000_000),
   processor,
-  log: silentLogger(),
+  log: process.env.KESSAI_DEBUG ? createLogger({ level: 'debug' }) : silentLogger(),
   config: { batchSize: Number(process.env.KESSAI_BATCH_SIZE ?? 100), leaseMs: Number(process.env.KESSAI_LEASE_MS ?? 300_000) },
 });
 const scheduler = new Scheduler(ctx, [job], { owner });

@@ -1,6 +1,6 @@
 /**
  * The account groups of a slot: how several workers share one slot's work (`job_run_groups`,
- * sql/000230_job_run_groups.sql).
+ * sql/000270_job_run_groups.sql).
  *
  * A slot stays one record of what is due as of its instant (its `job_runs` row, claimed by one
  * worker: the slot's lead). When the job's batch loop starts, the lead lists the accounts with due

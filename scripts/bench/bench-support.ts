@@ -2,7 +2,9 @@
  * What the PostgreSQL benchmarks share: the server they make scratch databases on, an admin
  * connection to it, how they print, and the engine-against-plain-SQL harness.
  */
+import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import { sql, type Kysely } from 'kysely';
 import pg from 'pg';
 import { citusNodes, distributeAccountTables, dropScratchDatabase, joinCitusCluster } from '../../src/db/citus';
@@ -88,6 +90,23 @@ export async function ceilingBatches(
   return totals.taken;
 }
 
+const SLOT_WORKER = fileURLToPath(new URL('./slot-worker.ts', import.meta.url));
+
+/** Runs scripts/bench/slot-worker.ts in its own process until the slot is finished; resolves to what it committed ("owner: counts"). */
+async function slotWorker(url: string, bench: Pick<EngineAgainstCeiling<unknown>, 'job' | 'slot' | 'batchSize'>, owner: string): Promise<string> {
+  const child = spawn(process.execPath, ['--import', 'tsx', SLOT_WORKER], {
+    env: { ...process.env, DATABASE_URL: url, KESSAI_AT: bench.slot.toISOString(), KESSAI_JOB: bench.job.name, KESSAI_OWNER: owner, KESSAI_BATCH_SIZE: String(bench.batchSize) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  if (code !== 0) throw new Error(`worker ${owner} exited with ${code}`);
+  const { outcomes } = JSON.parse(output.trim().split('\n').at(-1)!) as { outcomes: { status: string; counts: Record<string, number> }[] };
+  const batches = outcomes.reduce((sum, outcome) => sum + (outcome.counts.batches ?? 0), 0);
+  return `${owner}: ${outcomes.map((outcome) => outcome.status).join('+')}, ${batches} batches`;
+}
+
 /** One engine-versus-plain-SQL benchmark of a job (see runEngineAgainstCeiling). */
 export interface EngineAgainstCeiling<V> {
   /** Names the scratch databases (kessai_bench_<name>_…). */
@@ -99,6 +118,11 @@ export interface EngineAgainstCeiling<V> {
   readonly job: JobDefinition;
   readonly slot: Date;
   readonly batchSize: number;
+  /**
+   * Runs the slot with this many kessai worker processes (scripts/bench/slot-worker.ts), which
+   * share it through its account groups; unset: one Scheduler in this process.
+   */
+  readonly workers?: number | undefined;
   /** Keep the scratch databases for inspection. */
   readonly keep: boolean;
   /** Writes the rows the job will find due, set-based. */
@@ -169,13 +193,22 @@ export async function runEngineAgainstCeiling<V>(bench: EngineAgainstCeiling<V>)
     const store = await openStore({ databaseUrl: withDatabase(SERVER, engineDb), poolSize: 4 });
     let engineMs: number;
     try {
-      const ctx = createContext({ db: store.db, store, clock: new FixedClock(bench.slot), ids: seededIds(42), log: silentLogger(), config: { batchSize: bench.batchSize } });
-      const scheduler = new Scheduler(ctx, [bench.job], { owner: 'bench' });
-      started = performance.now();
-      const outcome = await scheduler.runSlot(bench.job.name, bench.slot);
-      engineMs = performance.now() - started;
-      if (outcome.status !== 'succeeded') throw new Error(`the slot did not succeed: ${JSON.stringify(outcome)}`);
-      log(`engine:  ${JSON.stringify(outcome.counts)} in ${seconds(engineMs)} s`);
+      if (bench.workers === undefined) {
+        const ctx = createContext({ db: store.db, store, clock: new FixedClock(bench.slot), ids: seededIds(42), log: silentLogger(), config: { batchSize: bench.batchSize } });
+        const scheduler = new Scheduler(ctx, [bench.job], { owner: 'bench' });
+        started = performance.now();
+        const outcome = await scheduler.runSlot(bench.job.name, bench.slot);
+        engineMs = performance.now() - started;
+        if (outcome.status !== 'succeeded') throw new Error(`the slot did not succeed: ${JSON.stringify(outcome)}`);
+        log(`engine:  ${JSON.stringify(outcome.counts)} in ${seconds(engineMs)} s`);
+      } else {
+        started = performance.now();
+        const outputs = await Promise.all(Array.from({ length: bench.workers }, (_, i) => slotWorker(withDatabase(SERVER, engineDb), bench, `bench-${i + 1}`)));
+        engineMs = performance.now() - started;
+        const row = await store.db.selectFrom('job_runs').select(['status', 'counts']).where('job', '=', bench.job.name).where('slot', '=', bench.slot).executeTakeFirst();
+        if (row?.status !== 'succeeded') throw new Error(`the slot did not succeed: ${JSON.stringify(row)}`);
+        log(`engine:  ${JSON.stringify(row.counts)} in ${seconds(engineMs)} s by ${bench.workers} worker processes (${outputs.join('; ')})`);
+      }
       const check = await verifyAnalyzed(bench, store.db);
       log(`verify:  ${JSON.stringify(check)}`);
       if (!bench.exact(check)) throw new Error('verification failed: the engine did not write every row exactly once');

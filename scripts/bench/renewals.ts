@@ -1,5 +1,6 @@
 /**
- * Benchmark of the renewal job (`npm run bench:renewals -- --n 1000000 [--batch 5000]`).
+ * Benchmark of the renewal job (`npm run bench:renewals -- --n 1000000 [--batch 5000] [--workers N]`;
+ * with `--workers N` the slot is run by N kessai worker processes sharing its account groups).
  *
  * On the PostgreSQL server named by DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres)
  * it creates a scratch database, migrates it, seeds N due subscriptions with set-based SQL (one
@@ -38,12 +39,15 @@ const { values: args } = parseArgs({
     // 6,313/s with 371 MB peak RSS against 5,893/s and 608 MB for 10,000 a batch.
     batch: { type: 'string', default: String(DEFAULT_CONFIG.batchSize) },
     accounts: { type: 'string', default: '20' },
+    // Kessai worker processes sharing the slot (its account groups); unset: one scheduler in this process.
+    workers: { type: 'string' },
     keep: { type: 'boolean', default: false },
   },
 });
 const N = Number(args.n);
 const BATCH = Number(args.batch);
 const ACCOUNTS = Number(args.accounts);
+const WORKERS = args.workers === undefined ? undefined : Number(args.workers);
 /** The slot the job runs: 2027-01-01 09:00 JST; every subscription falls due in the hour before it. */
 const SLOT = new Date('2027-01-01T00:00:00.000Z');
 
@@ -159,7 +163,7 @@ async function verify(db: Kysely<Database>): Promise<Verification> {
 }
 
 async function main(): Promise<void> {
-  log(`renewal benchmark: n=${N} batch=${BATCH} accounts=${ACCOUNTS} server=${new URL(SERVER).host}`);
+  log(`renewal benchmark: n=${N} batch=${BATCH} accounts=${ACCOUNTS} workers=${WORKERS ?? 'in-process'} server=${new URL(SERVER).host}`);
   const { engineMs, ceilingMs, rssMb } = await runEngineAgainstCeiling({
     name: 'renew',
     seeded: `${N} due subscriptions`,
@@ -167,6 +171,7 @@ async function main(): Promise<void> {
     job: subscriptionRenewalsJob,
     slot: SLOT,
     batchSize: BATCH,
+    workers: WORKERS,
     keep: args.keep ?? false,
     seed,
     ceiling,

@@ -110,6 +110,11 @@ export class SlotGroups {
     }
   }
 
+  /** Whether every group of the slot is done (nothing left for this or another run). */
+  async finished(): Promise<boolean> {
+    return (await pendingGroups(this.#db, this.#job, this.#slot)).length === 0;
+  }
+
   /** How many groups this worker has claimed so far. */
   get claimed(): number {
     return this.#claimed;

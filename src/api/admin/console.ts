@@ -10,6 +10,7 @@ import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { escapeHtml } from '../../domain/html';
 import { KessaiError } from '../../domain/errors';
+import { MAX_TEXT_LENGTH } from '../../domain/limits';
 import { formatJst, parseInstant } from '../../domain/time';
 import type { Operator } from './operator';
 import { assertOperatorChannel, type OperatorTokens } from './operator-tokens';
@@ -369,7 +370,7 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleOpti
       .filter((c) => c.status === 'ready')
       .map((c) => form(session, `${base}/${enc(c.id)}/advance`, `Advance ${c.id}${c.name ? ` (${c.name})` : ''}`, `<label for="to-${h(c.id)}">Advance ${h(c.id)} to (JST date or date-time, or an ISO instant)</label><input id="to-${h(c.id)}" name="to" required>`, `Advance ${c.id}`))
       .join('');
-    const create = form(session, base, 'Create a test clock', `${field('frozen_time', 'Frozen time (JST date or date-time, or an ISO instant)', 'required')}${field('name', 'Name (optional)', 'maxlength="255"')}`, 'Create test clock');
+    const create = form(session, base, 'Create a test clock', `${field('frozen_time', 'Frozen time (JST date or date-time, or an ISO instant)', 'required')}${field('name', 'Name (optional)', `maxlength="${MAX_TEXT_LENGTH}"`)}`, 'Create test clock');
     return {
       title: `Test clocks of ${accountId}`,
       body: `<p><a href="${CONSOLE_PREFIX}/accounts/${enc(accountId)}">Account ${h(accountId)}</a> · <a href="${base}">Reload</a> (an advance runs after its answer: the clock is advancing until it is ready)</p>${table('Test clocks', ['Clock', 'Name', 'Status', 'Frozen time', 'Advancing to', 'Created'], rows)}${advances}${create}`,

@@ -379,6 +379,7 @@ export async function simulate<T>(options: SimulationOptions, consume: (world: S
   }
 }
 
+
 /** Rows a job run reports having written (its counts other than `batches`). */
 function rowsWritten(counts: JobCounts): number {
   return Object.entries(counts).reduce((sum, [name, n]) => (name === 'batches' ? sum : sum + n), 0);
@@ -552,11 +553,16 @@ export async function advance(ctx: Context, clock: VirtualClock, options: Driver
   return { ctx, outcomes, jobRuns, stats, accounts };
 }
 
-/** Each label a step names (`$label`), with the index of the last step naming it. */
+/**
+ * Each label a step names (`$label`), with the index of the last step naming it; but for the
+ * call before it of a generated subscriber (the customer names its token, the subscription its
+ * customer), a use forgetSpent knows without a map entry per sign-up.
+ */
 function lastUses(steps: readonly Step[]): Map<string, number> {
   const last = new Map<string, number>();
   for (const [i, step] of steps.entries()) {
-    for (const label of refsIn(step.params)) last.set(label, i);
+    const own = step.subscriber === 'customer' || step.subscriber === 'subscription' ? steps[i - 1]?.ref : undefined;
+    for (const label of refsIn(step.params)) if (label !== own) last.set(label, i);
     for (const label of refsIn(step.forEach?.params)) last.set(label, i);
   }
   return last;
@@ -569,11 +575,13 @@ function lastUses(steps: readonly Step[]): Map<string, number> {
  * and its subscription by none, so a book of 100,000 sign-ups kept 300,000 API objects to the end.
  */
 function forgetSpent(results: Map<string, unknown>, lastUse: ReadonlyMap<string, number>, steps: readonly Step[], from: number, to: number): void {
-  const spent = (label: string) => (lastUse.get(label) ?? -1) < to;
   for (let k = from; k < to; k += 1) {
     const step = steps[k]!;
-    for (const label of [...(step.ref === undefined ? [] : [step.ref]), ...refsIn(step.params), ...refsIn(step.forEach?.params)]) {
-      if (spent(label)) results.delete(label);
+    // A generated token or customer is named by the next call of its subscriber.
+    const own = step.subscriber === 'token' || step.subscriber === 'customer' ? k + 1 : -1;
+    if (step.ref !== undefined && Math.max(own, lastUse.get(step.ref) ?? -1) < to) results.delete(step.ref);
+    for (const label of [...refsIn(step.params), ...refsIn(step.forEach?.params)]) {
+      if ((lastUse.get(label) ?? -1) < to) results.delete(label);
     }
   }
 }

@@ -429,7 +429,7 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   await json.value('seed', header.seed);
   if (header.source) await json.value('source', { ...header.source, snapshot_instant: toIsoSeconds(header.source.snapshot_instant) });
   await json.value('accounts', world.accounts);
-  await json.array('steps', single(world.outcomes), (step) => ({ ...step, at: toIsoSeconds(step.at) }));
+  await json.array('steps', single(world.outcomes), (step) => ({ entry: step.entry, at: toIsoSeconds(step.at), op: step.op, ref: step.ref, account: step.account, result: step.result, error: step.error }));
   await json.array('job_runs', single(world.jobRuns), (run) => ({ job: run.job, slot: toIsoSeconds(run.slot), counts: run.counts }));
 
   // Subscriptions as they stand at the end (deleted ones too), then every state change; both a

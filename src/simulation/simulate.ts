@@ -88,6 +88,44 @@ export interface StepOutcome {
   readonly error: { readonly code: string; readonly status: number; readonly type: string; readonly param: string | null; readonly message: string } | null;
 }
 
+/**
+ * The outcome of a generated subscriber's call signed up in bulk: read from its step when asked.
+ * The run keeps every step's outcome to the end (the report lists them), so a sign-up's three
+ * hold only their ids, not their own copies of the entry, reference and result texts.
+ */
+class SignedUpOutcome implements StepOutcome {
+  readonly error = null;
+  constructor(
+    private readonly step: Step,
+    private readonly id: string,
+    private readonly object: string,
+  ) {}
+
+  get entry(): string {
+    return this.step.entry;
+  }
+
+  get at(): Date {
+    return this.step.at;
+  }
+
+  get op(): string {
+    return this.step.op;
+  }
+
+  get ref(): string | null {
+    return this.step.ref ?? null;
+  }
+
+  get account(): string {
+    return this.step.account;
+  }
+
+  get result(): { readonly id: string; readonly object: string } {
+    return { id: this.id, object: this.object };
+  }
+}
+
 /** One slot run of one job. */
 export interface JobRun {
   readonly job: string;
@@ -746,7 +784,7 @@ async function runSubscriberBatch(
         continue;
       }
       if (step.ref !== undefined) state.results.set(step.ref, object as unknown as Record<string, unknown>);
-      state.outcomes.push({ entry: step.entry, at: step.at, op: step.op, ref: step.ref ?? null, account: step.account, result: { id: object.id, object: object.object }, error: null });
+      state.outcomes.push(new SignedUpOutcome(step, object.id, object.object));
     }
   }
   return 3 * signedUp.length;

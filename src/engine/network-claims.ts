@@ -25,6 +25,7 @@
  */
 import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import { inAccounts } from '../db/account-scope';
+import { prepared } from '../db/prepared';
 import type { Database } from '../db/schema';
 import { reject } from '../domain/errors';
 import { NETWORK_CLAIM_LEASE_MS } from '../domain/network-claims';
@@ -63,18 +64,34 @@ export interface NetworkClaim extends ClaimedObject {
 export interface RecoveryPoint {
   readonly authorizations: readonly AuthorizationRequest[];
   readonly refunds?: readonly RefundRequest[];
+  /**
+   * A card token the operation consumed (v1 `charges.create`), null when none (or already given
+   * back): given back by the operation's own recovery in the statement that drops the claim. A claim
+   * that has the field (even null) is resolved through that recovery or its finisher, never undone
+   * here, so the token is given back exactly once with the drop.
+   */
+  readonly token?: ConsumedToken | null;
+}
+
+/** A token consumed under a claim: given back only if still consumed at `usedAt` (the claim's own use). */
+export interface ConsumedToken {
+  readonly tokenId: string;
+  readonly usedAt: Date;
 }
 
 type Stored<T> = Omit<T, 'at'> & { readonly at: string };
 interface StoredRecovery {
   readonly authorizations: readonly Stored<AuthorizationRequest>[];
   readonly refunds?: readonly Stored<RefundRequest>[];
+  readonly token?: { readonly tokenId: string; readonly usedAt: string } | null;
 }
 
-const recoveryText = (point: RecoveryPoint): string =>
+/** A recovery point as stored (the `recovery` column's JSON text). */
+export const recoveryText = (point: RecoveryPoint): string =>
   JSON.stringify({
     authorizations: point.authorizations.map((a) => ({ ...a, at: a.at.toISOString() })),
     ...(point.refunds === undefined ? {} : { refunds: point.refunds.map((r) => ({ ...r, at: r.at.toISOString() })) }),
+    ...(point.token === undefined ? {} : { token: point.token === null ? null : { tokenId: point.token.tokenId, usedAt: point.token.usedAt.toISOString() } }),
   });
 /** A stored recovery point (the `recovery` column) read back. */
 export const recoveryOf = (stored: unknown): RecoveryPoint => {
@@ -82,6 +99,7 @@ export const recoveryOf = (stored: unknown): RecoveryPoint => {
   return {
     authorizations: parsed.authorizations.map((a) => ({ ...a, at: new Date(a.at) })),
     ...(parsed.refunds === undefined ? {} : { refunds: parsed.refunds.map((r) => ({ ...r, at: new Date(r.at) })) }),
+    ...(parsed.token === undefined ? {} : { token: parsed.token === null ? null : { tokenId: parsed.token.tokenId, usedAt: new Date(parsed.token.usedAt) } }),
   };
 };
 
@@ -112,7 +130,8 @@ function claimRow(executor: Kysely<Database>, object: ClaimedObject) {
     .where('resource_id', '=', object.resourceId);
 }
 
-const claimIs = (claim: NetworkClaim) => (eb: ExpressionBuilder<Database, 'network_claims'>) =>
+/** The claim row is still `claim` (its object and instant): the guard of every write fenced by a claim. The values are only bound (they may be fixedStatement's slots). */
+export const claimIs = (claim: NetworkClaim) => (eb: ExpressionBuilder<Database, 'network_claims'>) =>
   eb.and([
     eb('account_id', '=', claim.accountId),
     eb('livemode', '=', claim.livemode),
@@ -141,6 +160,7 @@ export async function takeNetworkClaim(trx: Kysely<Database>, object: ClaimedObj
     })
     .onConflict((oc) => oc.columns(['account_id', 'livemode', 'resource', 'resource_id']).doNothing())
     .returning('claimed_at')
+    .modifyEnd(prepared('network_claims.take'))
     .executeTakeFirst();
   if (inserted !== undefined) return { ...object, operation, claimedAt: at };
   const held = await claimRow(trx, object).select(['operation', 'claimed_at', 'lease_until', 'recovery']).executeTakeFirst();
@@ -187,10 +207,25 @@ export async function liveNetworkClaim(executor: Kysely<Database>, object: Claim
   return live !== undefined;
 }
 
+/**
+ * The DELETE of the claim if it is still this one (fenced by its instant): dropNetworkClaim's, and
+ * the guard of a write that drops its claim in its own statement (a v1 charge written with its
+ * create intent dropped). The values are only bound (they may be fixedStatement's slots).
+ */
+export function networkClaimDeletion(executor: Kysely<Database>, claim: NetworkClaim) {
+  return executor.deleteFrom('network_claims').where(claimIs(claim));
+}
+
 /** Drops the claim if it is still this one (fenced by its instant); true when it was. */
 export async function dropNetworkClaim(executor: Kysely<Database>, claim: NetworkClaim): Promise<boolean> {
-  const dropped = await executor.deleteFrom('network_claims').where(claimIs(claim)).executeTakeFirst();
+  const dropped = await networkClaimDeletion(executor, claim).modifyEnd(prepared('network_claims.drop')).executeTakeFirst();
   return dropped.numDeletedRows > 0n;
+}
+
+/** In a record step's transaction: whether `claim` still holds, its row locked until the commit (so no taker restamps it meanwhile). */
+export async function lockHeldClaim(trx: Kysely<Database>, claim: NetworkClaim): Promise<boolean> {
+  const held = await trx.selectFrom('network_claims').select('claimed_at').where(claimIs(claim)).forUpdate().executeTakeFirst();
+  return held !== undefined;
 }
 
 /** Restamps a claim at `now` if it is still `claim` (fenced): the one taker of a lapsed claim. */
@@ -239,9 +274,9 @@ async function resolveTaken(ctx: Pick<Context, 'db' | 'processor'>, taken: HeldC
   return finisher(taken, refunds.length === 0 ? [] : await ctx.processor.refund(refunds));
 }
 
-/** A claim a taker may resolve: one that can be undone (no `refunds`, not even an empty list), or whose operation has a finisher here. */
+/** A claim a taker may resolve: one that can be undone (no `refunds` nor `token`, not even empty), or whose operation has a finisher here. */
 const resolvable = (claim: Pick<HeldClaim, 'operation' | 'recovery'>, finishers: ClaimFinishers): boolean =>
-  finishers[claim.operation] !== undefined || claim.recovery.refunds === undefined;
+  finishers[claim.operation] !== undefined || (claim.recovery.refunds === undefined && claim.recovery.token === undefined);
 
 /**
  * Takes over and resolves one lapsed claim: restamped at now (committed, fenced by the lapsed
@@ -260,8 +295,8 @@ export async function recoverNetworkClaim(ctx: Pick<Context, 'db' | 'processor' 
 /**
  * Resolves every claim of `accountIds` lapsed at now, `limit` at a time: each batch restamped in
  * one short transaction (FOR UPDATE SKIP LOCKED, so two recoverers split the work), then each
- * finished or undone (resolveTaken) with no transaction open. A claim that cannot be undone and
- * has no finisher in `finishers` is left alone. Returns how many claims this call resolved.
+ * finished or undone (resolveTaken) with no transaction open. A claim that cannot be undone here
+ * (refunds, a consumed token) and has no finisher in `finishers` is left alone. Returns how many claims this call resolved.
  */
 export async function recoverLapsedClaims(ctx: Pick<Context, 'db' | 'processor' | 'clock'>, accountIds: readonly string[], limit = 100, finishers: ClaimFinishers = {}): Promise<number> {
   let undone = 0;
@@ -272,7 +307,7 @@ export async function recoverLapsedClaims(ctx: Pick<Context, 'db' | 'processor' 
       WITH due AS (
         SELECT c.account_id, c.livemode, c.resource, c.resource_id FROM network_claims c
         WHERE ${inAccounts('c.account_id', accountIds)} AND c.lease_until <= ${now}
-          AND (c.recovery -> 'refunds' IS NULL
+          AND ((c.recovery -> 'refunds' IS NULL AND c.recovery -> 'token' IS NULL)
                ${finishing.length === 0 ? sql`` : sql`OR c.operation IN (${sql.join(finishing)})`})
         ORDER BY c.lease_until, c.account_id, c.livemode, c.resource, c.resource_id LIMIT ${limit}
         FOR UPDATE OF c SKIP LOCKED)
@@ -349,8 +384,7 @@ export class NetworkClaimLost extends Error {
  */
 export async function recordUnderClaim<R>(db: Kysely<Database>, claim: NetworkClaim, record: (trx: Kysely<Database>) => Promise<R>): Promise<R> {
   return db.transaction().execute(async (trx) => {
-    const held = await trx.selectFrom('network_claims').select('claimed_at').where(claimIs(claim)).forUpdate().executeTakeFirst();
-    if (held === undefined) throw new NetworkClaimLost(claim);
+    if (!(await lockHeldClaim(trx, claim))) throw new NetworkClaimLost(claim);
     const result = await record(trx);
     if (result !== STALE) await dropNetworkClaim(trx, claim);
     return result;

@@ -252,14 +252,13 @@ async function main(): Promise<void> {
           n += 1;
           const chargeId = `ch_ceiling_${process.pid}_${n}`;
           const eventId = `evnt_ceiling_${process.pid}_${n}`;
-          const intentKey = `charge:${chargeId}`;
           const client = await pool.connect();
           try {
             await client.query('BEGIN');
-            await client.query(template.intent.insert, [intentKey, ...template.intent.values]);
+            await client.query(template.intent.insert, [chargeId, ...template.intent.values]);
             await client.query(template.charge.text, [chargeId, ...template.charge.values]);
             await client.query(template.event.text, [eventId, chargeId, ...template.event.values]);
-            await client.query(template.intent.drop, [intentKey]);
+            await client.query(template.intent.drop, [chargeId]);
             await client.query('COMMIT');
           } catch (error) {
             await client.query('ROLLBACK').catch(() => undefined);
@@ -298,8 +297,8 @@ async function main(): Promise<void> {
 
 /**
  * The statements of the writes one `charges.create` makes, with a new id as $1 (and the event's
- * charge id as $2): its create intent written (a pending claim row whose body is the authorization
- * request, create-intents.ts) and dropped, the charge as the engine left it (settled: fee, term)
+ * charge id as $2): its create intent written (a network claim on the charge whose recovery point is
+ * the authorization request, create-intents.ts) and dropped, the charge as the engine left it (settled: fee, term)
  * and its event.
  */
 async function ceilingTemplate(
@@ -327,9 +326,9 @@ async function ceilingTemplate(
   const at = card.created_at.toISOString();
   const request = { reference: chargeId, fingerprint: card.fingerprint, expMonth: card.exp_month, expYear: card.exp_year, amount: card.amount, currency: 'jpy', livemode: card.livemode, at, kind: 'charge' };
   const intent = {
-    insert: `INSERT INTO idempotency_keys (idempotency_key, account_id, livemode, request_hash, state, response_body, created_at, expires_at) VALUES ($1, $2, $3, 'charges.create', 'pending', $4, $5, $6)`,
-    values: [ACCOUNT, card.livemode, JSON.stringify({ request, tokenId: null, tokenUsedAt: at }), card.created_at, new Date(card.created_at.getTime() + 60_000)],
-    drop: `DELETE FROM idempotency_keys WHERE account_id = '${ACCOUNT}' AND livemode = ${card.livemode} AND idempotency_key = $1`,
+    insert: `INSERT INTO network_claims (resource_id, account_id, livemode, resource, operation, recovery, claimed_at, lease_until) VALUES ($1, $2, $3, 'charge', 'charges.create', $4, $5, $6)`,
+    values: [ACCOUNT, card.livemode, JSON.stringify({ authorizations: [request], token: null }), card.created_at, new Date(card.created_at.getTime() + 60_000)],
+    drop: `DELETE FROM network_claims WHERE account_id = '${ACCOUNT}' AND livemode = ${card.livemode} AND resource = 'charge' AND resource_id = $1`,
   };
   return { intent, charge: await statement('charges', 'charge_id', chargeId, ['charge_id']), event: await statement('events', 'event_id', eventId, ['event_id', 'resource_id']) };
 }

@@ -58,7 +58,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fastifyPlugin from 'fastify-plugin';
 import { sql, type ControlledTransaction, type Kysely } from 'kysely';
 import type { Caller } from '../accounts/accounts';
-import { CREATE_INTENT_OPERATION, createIntentStamps, undoCreateIntentsAt, type IntentStamp } from '../charges/create-intents';
+import { createIntentStamps, undoCreateIntentsAt, type IntentStamp } from '../charges/create-intents';
 import { isDatabaseUnavailable, isLockTimeout, unavailableRefusal } from '../db/errors';
 import { joinTransaction, type JoinedTransaction } from '../db/joined-transaction';
 import type { Database } from '../db/schema';
@@ -230,15 +230,14 @@ async function readStored(db: Kysely<Database>, caller: Caller, key: string): Pr
 
 /**
  * Deletes expired keys, at most `limit` per statement, until none is left; returns how many went.
- * Safe beside the plugin: a key that expired is treated as absent anyway. Lapsed create intents of
- * charges (src/charges/create-intents.ts) are not keys: their recovery drops them, after undoing.
+ * Safe beside the plugin: a key that expired is treated as absent anyway.
  */
 export async function purgeExpiredIdempotencyKeys(db: Kysely<Database>, asOf: Date, limit = 5_000): Promise<number> {
   let total = 0;
   for (;;) {
     const deleted = await sql<{ n: number }>`
       WITH gone AS (
-        DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(SELECT ctid FROM idempotency_keys WHERE expires_at <= ${asOf} AND request_hash <> ${CREATE_INTENT_OPERATION} LIMIT ${limit}))
+        DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(SELECT ctid FROM idempotency_keys WHERE expires_at <= ${asOf} LIMIT ${limit}))
         RETURNING 1)
       SELECT count(*)::int AS n FROM gone`.execute(db);
     const n = deleted.rows[0]?.n ?? 0;

@@ -1,10 +1,10 @@
 /**
  * Claims on a v1 charge while a card-network call for it is in flight (STYLE.md: no network calls
- * while rows are locked; docs/decisions/idempotency-and-network-claims.md,
- * "Charges: the card network outside the row lock").
+ * while rows are locked; docs/network-claims.md; docs/decisions/idempotency-and-network-claims.md).
+ * They are network claims (src/engine/network-claims.ts) on the object (`charge`, its id).
  *
  * An operation that must ask the network about an existing charge (capture, cancelling a hold,
- * reauth, tds_finish, the 3-D Secure step) runs in three steps, as setup flows do:
+ * reauth, tds_finish, the 3-D Secure step) runs in three steps, as the other claimed operations do:
  * 1. a short transaction locks the charge row, checks its state and takes the claim (committed);
  * 2. the network is called with no transaction open;
  * 3. a second short transaction locks the row again and records the outcome only if the claim
@@ -13,29 +13,33 @@
  * Any other operation that changes what the network call depends on (the same ones, and a refund)
  * finds the claim under the row lock and waits for it to go, polling with no transaction open,
  * then decides on the recorded outcome, as it would have after waiting for the row lock before. The
- * hold jobs skip claimed charges (LIVE_CLAIM_SQL). So one charge has one network call in flight at
- * a time and one outcome.
+ * hold jobs skip claimed charges (liveClaimSql). So one charge has one network call in flight at a
+ * time and one outcome.
  *
- * Where: a claim is a `pending` row of `idempotency_keys` under the reserved key `charge:<id>` (a
- * key the HTTP plugin can never accept: its keys have no `:`), `request_hash` naming the operation,
- * `created_at` the claim's instant (its fencing token) and `expires_at` its lease. A claim left by
- * a crashed process lapses after CHARGE_CLAIM_LEASE_MS and is then taken over like no claim; the
- * network answers a repeated request under the same reference with the same authorization, and
- * expired keys are purged with the others.
+ * The claims of these operations name no authorization in their recovery point: a claim left by a
+ * crashed process lapses after NETWORK_CLAIM_LEASE_MS and is then taken over like no claim (the
+ * next operation on the charge overwrites it; the hold-expiry job's recovery drops it). The
+ * network answers a repeated request under the same reference with the same authorization. The
+ * create intent of a new charge is a claim on it too, with a recovery point (create-intents.ts).
  */
 import { sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { Caller } from '../accounts/accounts';
 import { inAccounts } from '../db/account-scope';
-import { prepared } from '../db/prepared';
 import type { Database } from '../db/schema';
 import { reject } from '../domain/errors';
 import type { Context } from '../engine/context';
+import { dropNetworkClaim, liveNetworkClaim, lockHeldClaim, takeNetworkClaimOver, type ClaimedObject, type NetworkClaim } from '../engine/network-claims';
 import { findCharge } from './charge-record';
-import { CLAIM_PREFIX, claimRowDeletion, claimRowOf, type ChargeClaim } from './claim-rows';
 import type { ChargeRow } from './charges';
 
-/** How long a claim holds before another operation (or a hold job) may take the charge over. */
-export const CHARGE_CLAIM_LEASE_MS = 60_000;
+/** The `resource` of a charge's claims in network_claims. */
+export const CHARGE_RESOURCE = 'charge';
+/** A claim on a charge (`resource` CHARGE_RESOURCE, `resourceId` the charge id); `claimedAt` is also the operation's business instant. */
+export type ChargeClaim = NetworkClaim;
+
+/** A charge as the object of a claim. */
+export const claimedCharge = (accountId: string, livemode: boolean, chargeId: string): ClaimedObject => ({ accountId, livemode, resource: CHARGE_RESOURCE, resourceId: chargeId });
+
 /** A waiting operation looks at the claim every CLAIM_POLL_MS, CLAIM_POLLS times at most (about 10 s), then answers over_capacity. */
 const CLAIM_POLL_MS = 20;
 const CLAIM_POLLS = 500;
@@ -46,55 +50,23 @@ const CLAIM_POLLS = 500;
  * locking statement over several accounts only when every table in it does.
  */
 export function liveClaimSql(alias: string, accountIds: readonly string[], at: Date): RawBuilder<SqlBool> {
-  return sql<SqlBool>`EXISTS (SELECT 1 FROM idempotency_keys k WHERE ${inAccounts('k.account_id', accountIds)} AND k.account_id = ${sql.ref(`${alias}.account_id`)} AND k.livemode = ${sql.ref(`${alias}.livemode`)}
-    AND k.idempotency_key = ${CLAIM_PREFIX} || ${sql.ref(`${alias}.charge_id`)} AND k.expires_at > ${at})`;
+  return sql<SqlBool>`EXISTS (SELECT 1 FROM network_claims n WHERE ${inAccounts('n.account_id', accountIds)} AND n.account_id = ${sql.ref(`${alias}.account_id`)} AND n.livemode = ${sql.ref(`${alias}.livemode`)}
+    AND n.resource = ${CHARGE_RESOURCE} AND n.resource_id = ${sql.ref(`${alias}.charge_id`)} AND n.lease_until > ${at})`;
 }
 
-function claimRows(executor: Kysely<Database>, key: Pick<ChargeClaim, 'accountId' | 'livemode' | 'chargeId'>) {
-  return executor.selectFrom('idempotency_keys').where('account_id', '=', key.accountId).where('livemode', '=', key.livemode).where('idempotency_key', '=', CLAIM_PREFIX + key.chargeId);
-}
-
-async function liveClaimOn(trx: Kysely<Database>, row: ChargeRow, at: Date): Promise<boolean> {
-  const live = await claimRows(trx, { accountId: row.account_id, livemode: row.livemode, chargeId: row.charge_id }).select('expires_at').where('expires_at', '>', at).executeTakeFirst();
-  return live !== undefined;
-}
+const objectOf = (row: ChargeRow): ClaimedObject => claimedCharge(row.account_id, row.livemode, row.charge_id);
 
 /**
  * With the charge row locked (and no live claim on it: chargeTurn checked), claims it for
  * `operation` at `at`; a lapsed claim is overwritten.
  */
 export async function takeClaim(trx: Kysely<Database>, row: ChargeRow, operation: string, at: Date): Promise<ChargeClaim> {
-  return writeClaim(trx, { accountId: row.account_id, livemode: row.livemode, chargeId: row.charge_id }, operation, at);
+  const claim = await takeNetworkClaimOver(trx, objectOf(row), operation, at, { authorizations: [] });
+  // Unreachable while every taker of a charge's claim holds its row lock first (chargeTurn).
+  if (claim === undefined) throw new Error(`charge ${row.charge_id}: claimed by another operation under the row lock`);
+  return claim;
 }
 
-/**
- * Writes the claim row of charge `key.chargeId` for `operation` at `at` (lease from `at`), with
- * `body` (what the claim's recovery needs, create-intents.ts) when given; a lapsed claim is
- * overwritten.
- */
-export async function writeClaim(trx: Kysely<Database>, key: Pick<ChargeClaim, 'accountId' | 'livemode' | 'chargeId'>, operation: string, at: Date, body: string | null = null): Promise<ChargeClaim> {
-  const expiresAt = new Date(at.getTime() + CHARGE_CLAIM_LEASE_MS);
-  await trx
-    .insertInto('idempotency_keys')
-    .values({ account_id: key.accountId, livemode: key.livemode, idempotency_key: CLAIM_PREFIX + key.chargeId, request_hash: operation, state: 'pending', response_body: body, created_at: at, expires_at: expiresAt })
-    .onConflict((oc) =>
-      oc
-        .columns(['account_id', 'livemode', 'idempotency_key'])
-        .doUpdateSet({ request_hash: operation, state: 'pending', status_code: null, response_headers: null, response_body: body, created_at: at, expires_at: expiresAt }),
-    )
-    .modifyEnd(prepared('charges.claim.write'))
-    .execute();
-  return { accountId: key.accountId, livemode: key.livemode, chargeId: key.chargeId, operation, claimedAt: at };
-}
-
-/**
- * Drops the claim if it is still this one (a taken-over claim belongs to its taker); in the
- * caller's transaction or on its own. True when it was this one's to drop.
- */
-export async function dropClaim(executor: Kysely<Database>, claim: ChargeClaim): Promise<boolean> {
-  const dropped = await claimRowDeletion(executor, claimRowOf(claim)).modifyEnd(prepared('charges.claim.drop')).executeTakeFirst();
-  return dropped.numDeletedRows > 0n;
-}
 
 const BUSY = Symbol('busy');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -110,7 +82,7 @@ export async function chargeTurn<T>(ctx: Pick<Context, 'db' | 'clock'>, caller: 
     const result = await ctx.db.transaction().execute(async (trx): Promise<T | typeof BUSY> => {
       const current = await findCharge(trx, caller, chargeId, true);
       const now = ctx.clock.now();
-      if (await liveClaimOn(trx, current, now)) return BUSY;
+      if (await liveNetworkClaim(trx, objectOf(current), now)) return BUSY;
       return decide(trx, current, now);
     });
     if (result !== BUSY) return result;
@@ -132,11 +104,10 @@ export async function recordClaimed<T>(
   lost: (trx: Kysely<Database>, current: ChargeRow) => Promise<T>,
 ): Promise<T> {
   return ctx.db.transaction().execute(async (trx) => {
-    const current = await findCharge(trx, caller, claim.chargeId, true);
-    const held = await claimRows(trx, claim).select('idempotency_key').where('request_hash', '=', claim.operation).where('created_at', '=', claim.claimedAt).executeTakeFirst();
-    if (held === undefined) return lost(trx, current);
+    const current = await findCharge(trx, caller, claim.resourceId, true);
+    if (!(await lockHeldClaim(trx, claim))) return lost(trx, current);
     const result = await record(trx, current);
-    await dropClaim(trx, claim);
+    await dropNetworkClaim(trx, claim);
     return result;
   });
 }
@@ -146,7 +117,7 @@ export async function callNetwork<T>(ctx: Pick<Context, 'db'>, claim: ChargeClai
   try {
     return await call();
   } catch (error) {
-    await dropClaim(ctx.db, claim);
+    await dropNetworkClaim(ctx.db, claim);
     throw error;
   }
 }

@@ -27,6 +27,7 @@ import { mergeMetadata, type MetadataFlavour } from '../domain/metadata';
 import { REFUND_WINDOW_MS, THREE_D_SECURE_WINDOW_MS } from '../domain/limits';
 import { termContaining, type TermCycle } from '../domain/terms';
 import type { Context } from '../engine/context';
+import { dropNetworkClaim } from '../engine/network-claims';
 import { recordEvent } from '../events/outbox';
 import type { AuthorizationRequest, AuthorizationResult } from '../processor/card-network';
 import { inPage, type Page } from '../operations/pagination';
@@ -39,8 +40,7 @@ import { bookOf } from '../test-clocks/clock-scope';
 import { disputeDueAt, disputedAmounts } from '../disputes/disputes';
 import { resolveChargeTenant } from '../tenants/charge-tenant';
 import { chargeRow, type ChargeCard, type ChargeObject, type ChargeRow } from './charges';
-import { callNetwork, chargeTurn, dropClaim, recordClaimed, takeClaim } from './charge-claims';
-import type { ChargeClaim } from './claim-rows';
+import { callNetwork, chargeTurn, recordClaimed, takeClaim, type ChargeClaim } from './charge-claims';
 import { createIntentFrom, createIntentValues, createIntentWritten, CreateIntentLost, type CreateIntentValues, undoCreateIntent, writeCreateIntent } from './create-intents';
 import { chargeRecords, findCharge, findChargeObject, insertCreatedCharge, oneChargeRecord, renderChargeRecord, type ChargeRecord } from './charge-record';
 
@@ -488,7 +488,7 @@ export async function captureCharge(ctx: Context, caller: Caller, command: { rea
   const now = claim.claimedAt;
   const [result] = await callNetwork(ctx, claim, () => ctx.processor.capture([{ reference: current.charge_id, authorizationCode: current.authorization_code ?? '', amount, at: now }]));
   if (!result!.ok) {
-    await dropClaim(ctx.db, claim);
+    await dropNetworkClaim(ctx.db, claim);
     throw new KessaiError(result!.code, { charge: chargeId, message: result!.message });
   }
   return recordClaimed(ctx, caller, claim, async (trx, latest) => {

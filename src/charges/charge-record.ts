@@ -14,7 +14,7 @@ import { instantFromEpochMs } from '../db/epoch-ms';
 import { compositeKey } from '../db/bulk-rows';
 import { fixedStatement } from '../db/fixed-statement';
 import { prepared } from '../db/prepared';
-import { claimRowDeletion, claimRowOf, type ChargeClaim, type ClaimRowValues } from './claim-rows';
+import { networkClaimDeletion, type NetworkClaim } from '../engine/network-claims';
 import { eventsWithDeliveries, writeEventRows } from '../events/outbox';
 import { routedWhole } from '../db/citus-shape';
 
@@ -149,7 +149,7 @@ function chargeCardJoins(accountIds: readonly string[]): RawBuilder<unknown> {
 /**
  * charges.create's record step (create-intents.ts): the charge row and its `charge.*` event (with
  * the event's webhook deliveries) are written only if the create intent is still this request's
- * and is dropped (`intent`: the DELETE of claimRowDeletion, claim-rows.ts) and the term the row is
+ * and is dropped (`intent`: the DELETE of networkClaimDeletion, src/engine/network-claims.ts) and the term the row is
  * settled into, if any, is still open — read FOR SHARE, so a close of it waits for this commit and
  * then counts the charge. PostgreSQL builds the charge object from the stored row and its card once
  * (CHARGE_OBJECT_SQL, as recordChargeEvents and a retrieve build it, jsonb's key order of the
@@ -161,10 +161,11 @@ function chargeCardJoins(accountIds: readonly string[]): RawBuilder<unknown> {
  * (a data-modifying common table expression is not: docs/decisions/citus.md), in one transaction
  * on the account's node (the caller's, or one of their own).
  */
-export async function insertCreatedCharge(executor: Kysely<Database>, ids: IdGenerator, row: ChargeRow, type: string, intent: ChargeClaim): Promise<ChargeObject | undefined> {
+export async function insertCreatedCharge(executor: Kysely<Database>, ids: IdGenerator, row: ChargeRow, type: string, intent: NetworkClaim): Promise<ChargeObject | undefined> {
   const stored: StoredChargeRow = { ...row, metadata: JSON.stringify(row.metadata) };
   const columns = (Object.keys(stored) as (keyof ChargeRow)[]).filter((column) => stored[column] !== undefined);
-  const values: CreatedChargeValues = { ...claimRowOf(intent), row: stored, termId: row.term_id ?? null };
+  const { accountId, livemode, resource, resourceId, operation, claimedAt } = intent;
+  const values: CreatedChargeValues = { accountId, livemode, resource, resourceId, operation, claimedAt, row: stored, termId: row.term_id ?? null };
   const eventId = ids.next('eventV1');
   if (!routedWhole(executor)) return (await createdChargeWrite(executor, { columns }, { ...values, eventId, type })).rows[0]?.data;
   const write = async (trx: Kysely<Database>) => {
@@ -180,8 +181,8 @@ export async function insertCreatedCharge(executor: Kysely<Database>, ids: IdGen
 /** A charge row as INSERTed: its metadata as JSON text. */
 type StoredChargeRow = Omit<ChargeRow, 'metadata'> & { readonly metadata: string };
 
-/** What insertCreatedCharge's statements bind: the intent's row (its account is the charge's), the charge's row, its term. */
-type CreatedChargeValues = ClaimRowValues & { readonly row: StoredChargeRow; readonly termId: string | null };
+/** What insertCreatedCharge's statements bind: the intent's claim (its account is the charge's), the charge's row, its term. */
+type CreatedChargeValues = NetworkClaim & { readonly row: StoredChargeRow; readonly termId: string | null };
 
 /**
  * insertCreatedCharge's one statement on a single PostgreSQL, built once per column list
@@ -196,7 +197,7 @@ const createdChargeWrite = fixedStatement((db, shape: { readonly columns: readon
     .columns(shape.columns)
     .expression(sql`SELECT ${sql.join(shape.columns.map((column) => sql`${v.row[column]}`))} FROM intent_dropped`)
     .returningAll();
-  const drop = claimRowDeletion(db, v).where(createdChargeTermOpen(v)).returning(sql<number>`1`.as('one'));
+  const drop = networkClaimDeletion(db, v).where(createdChargeTermOpen(v)).returning(sql<number>`1`.as('one'));
   const x = sql`intent_dropped AS (${drop}), c AS (${insert}),
     x AS MATERIALIZED (
       SELECT c.account_id, ${v.eventId}::text AS event_id, c.livemode, 'v1'::text AS api_version, ${v.type}::text AS type, 'charge'::text AS object_type,
@@ -213,7 +214,7 @@ function createdChargeTermOpen(v: CreatedChargeValues): RawBuilder<boolean> {
 
 /** The create intent dropped if it is still this request's and the charge's term (if any) is open, locked FOR SHARE. */
 const createdChargeIntentDrop = fixedStatement((db, _shape: null, v: CreatedChargeValues) =>
-  claimRowDeletion(db, v)
+  networkClaimDeletion(db, v)
     .modifyEnd(prepared('charges.insert_created.intent'))
     .where(createdChargeTermOpen(v))
     .returning(sql<number>`1`.as('one'))

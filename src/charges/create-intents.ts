@@ -1,23 +1,25 @@
 /**
- * Create intents of v1 charges (docs/decisions/idempotency-and-network-claims.md,
- * "Keyed requests and the card network"): what `charges.create` leaves behind while its authorization is at the card
- * network, so that a process dying between the network's answer and the charge's write loses
- * nothing and leaves no money held.
+ * Create intents of v1 charges (docs/network-claims.md; docs/decisions/idempotency-and-network-claims.md):
+ * what `charges.create` leaves behind while its authorization is at the card network, so that a
+ * process dying between the network's answer and the charge's write loses nothing and leaves no
+ * money held.
  *
- * v1 has no pending state for a charge, so the intent lives in the claim store (charge-claims.ts):
- * a `pending` row of `idempotency_keys` under `charge:<id>`, `request_hash` `charges.create`,
- * `created_at` its instant (the fencing token) and `expires_at` its lease, its `response_body` the
- * JSON of what an undo needs: the authorization request as sent (reference = the charge id) and the
- * token the charge consumed, if any, with the instant it was consumed.
+ * v1 has no pending state for a charge, so the intent is a network claim (src/engine/network-claims.ts)
+ * on the charge about to be written: resource `charge`, the charge id, operation `charges.create`,
+ * `claimed_at` its instant (the fencing token), `lease_until` its lease, and as its recovery point
+ * the authorization request as sent (reference = the charge id) and the token the charge consumed,
+ * if any, with the instant it was consumed (null when none, or given back already).
  *
  * - The prepare step of createCharge writes it (writeCreateIntent), with the token's use; on a
  *   customer's card the statement that reads the card writes it (createIntentFrom).
  * - The record step drops it in the statement that writes the charge (insertCreatedCharge, in
- *   charge-record.ts); if it is no longer this request's (it lapsed and a recovery took it over),
- *   the charge is not written: CreateIntentLost, and the taker undoes.
+ *   charge-record.ts, with networkClaimDeletion); if it is no longer this request's (it lapsed and
+ *   a recovery took it over), the charge is not written: CreateIntentLost, and the taker undoes.
  * - A failure after the prepare transaction undoes it at once (undoCreateIntent).
  * - A lapsed intent (its process died) is undone by recoverCreateIntents, which the hold-expiry job
  *   runs every minute (jobs/hold-expiry.ts: the worker, and `kessai serve` on the embedded database).
+ *   The engine's own recovery of lapsed claims leaves intents alone (their recovery point names a
+ *   token: given back here, with the drop).
  *
  * An undo is claim → commit → network → drop, never a row lock across the network: the intent is
  * claimed again under a new instant (fenced by the old one), committed; the authorization is found
@@ -32,11 +34,11 @@ import { accountsOf, inAccounts } from '../db/account-scope';
 import { ROW_KEYS_AT } from '../db/bulk-rows';
 import type { Database } from '../db/schema';
 import type { Context } from '../engine/context';
+import { moveRecoveryPoint, NETWORK_CLAIM_LEASE_MS, NetworkClaimLost, recoveryOf, recoveryText, takeNetworkClaim, takeOverClaim, type RecoveryPoint } from '../engine/network-claims';
 import type { AuthorizationRequest, AuthorizationResult } from '../processor/card-network';
-import { CHARGE_CLAIM_LEASE_MS, writeClaim } from './charge-claims';
-import { CLAIM_PREFIX, claimRowIs, claimRowOf, type ChargeClaim } from './claim-rows';
+import { CHARGE_RESOURCE, claimedCharge, type ChargeClaim } from './charge-claims';
 
-/** The claim store's `request_hash` of a create intent. */
+/** The network claim's `operation` of a create intent. */
 export const CREATE_INTENT_OPERATION = 'charges.create';
 
 /** An intent as written: the claim, and what undoing it needs. */
@@ -47,19 +49,14 @@ export interface CreateIntent extends ChargeClaim {
   readonly tokenUsedAt: Date;
 }
 
-interface IntentBody {
-  readonly request: Omit<AuthorizationRequest, 'at'> & { readonly at: string };
-  readonly tokenId: string | null;
-  readonly tokenUsedAt: string;
-}
-
 /** The request's fields that name the card (what createIntentFrom takes from the card it reads). */
 type CardFields = 'fingerprint' | 'expMonth' | 'expYear';
 
-/** The stored body; a request without its card fields is completed by the statement that writes it (createIntentFrom). */
-function bodyOf(request: Omit<AuthorizationRequest, CardFields> & Partial<Pick<AuthorizationRequest, CardFields>>, tokenId: string | null, tokenUsedAt: Date): string {
-  return JSON.stringify({ request: { ...request, at: request.at.toISOString() }, tokenId, tokenUsedAt: tokenUsedAt.toISOString() });
-}
+/** The intent's recovery point: its authorization request and the token it consumed (null: none, or given back). */
+const recoveryPointOf = (request: AuthorizationRequest, tokenId: string | null, tokenUsedAt: Date): RecoveryPoint => ({
+  authorizations: [request],
+  token: tokenId === null ? null : { tokenId, usedAt: tokenUsedAt },
+});
 
 /** Thrown by the record step when the intent lapsed and was taken over: the charge is not written, the taker undoes. */
 export class CreateIntentLost extends Error {
@@ -71,7 +68,7 @@ export class CreateIntentLost extends Error {
 
 /** In the prepare transaction: the intent of the charge `request.reference` at `at`. */
 export async function writeCreateIntent(trx: Kysely<Database>, caller: Caller, request: AuthorizationRequest, tokenId: string | null, at: Date): Promise<CreateIntent> {
-  await writeClaim(trx, { accountId: caller.accountId, livemode: caller.livemode, chargeId: request.reference }, CREATE_INTENT_OPERATION, at, bodyOf(request, tokenId, at));
+  await takeNetworkClaim(trx, claimedCharge(caller.accountId, caller.livemode, request.reference), CREATE_INTENT_OPERATION, at, recoveryPointOf(request, tokenId, at));
   return createIntentWritten(caller, request, at, tokenId);
 }
 
@@ -79,45 +76,46 @@ export async function writeCreateIntent(trx: Kysely<Database>, caller: Caller, r
 export interface CreateIntentValues {
   readonly accountId: string;
   readonly livemode: boolean;
-  readonly intentKey: string;
-  readonly intentBody: string;
+  readonly intentChargeId: string;
+  readonly intentRecovery: string;
   readonly intentAt: Date;
-  readonly intentExpiresAt: Date;
+  readonly intentLeaseUntil: Date;
 }
 
 /** createIntentFrom's values of the intent of `request` at `at`, the row otherwise as writeCreateIntent writes it. */
 export function createIntentValues(caller: Pick<Caller, 'accountId' | 'livemode'>, request: Omit<AuthorizationRequest, CardFields>, at: Date): CreateIntentValues {
+  // The card fields are filled in by the statement's read; the request is stored without them until then.
+  const partial = request as AuthorizationRequest;
   return {
     accountId: caller.accountId,
     livemode: caller.livemode,
-    intentKey: CLAIM_PREFIX + request.reference,
-    intentBody: bodyOf(request, null, at),
+    intentChargeId: request.reference,
+    intentRecovery: recoveryText(recoveryPointOf(partial, null, at)),
     intentAt: at,
-    intentExpiresAt: new Date(at.getTime() + CHARGE_CLAIM_LEASE_MS),
+    intentLeaseUntil: new Date(at.getTime() + NETWORK_CLAIM_LEASE_MS),
   };
 }
 
 /**
  * The INSERT of the intent of a charge on a stored card (no token) that the same statement reads:
  * `read` names a common table expression of the card's columns (`card_id` null when there is no
- * card to charge: then nothing is written) whose fingerprint and expiry complete the request's
- * body (`v`: createIntentValues). For the first step of a create on a customer's card, one
- * statement where a read and an INSERT were two; the caller must have nothing left that can
+ * card to charge: then nothing is written) whose fingerprint and expiry complete the request of the
+ * recovery point (`v`: createIntentValues). For the first step of a create on a customer's card,
+ * one statement where a read and an INSERT were two; the caller must have nothing left that can
  * refuse after the read. createIntentWritten is the intent it wrote. The values are only bound
  * (they may be fixedStatement's slots).
  */
 export function createIntentFrom(read: string, v: CreateIntentValues): RawBuilder<unknown> {
-  return sql`INSERT INTO idempotency_keys (account_id, livemode, idempotency_key, request_hash, state, response_body, created_at, expires_at)
-    SELECT ${v.accountId}, ${v.livemode}, ${v.intentKey}, ${CREATE_INTENT_OPERATION}, 'pending',
-      jsonb_set(j.b, '{request}', (j.b -> 'request') || jsonb_build_object('fingerprint', r.fingerprint, 'expMonth', r.exp_month, 'expYear', r.exp_year))::text,
-      ${v.intentAt}, ${v.intentExpiresAt}
-    FROM ${sql.table(read)} r CROSS JOIN (SELECT ${v.intentBody}::jsonb AS b) j
+  return sql`INSERT INTO network_claims (account_id, livemode, resource, resource_id, operation, claimed_at, lease_until, recovery)
+    SELECT ${v.accountId}, ${v.livemode}, ${CHARGE_RESOURCE}, ${v.intentChargeId}, ${CREATE_INTENT_OPERATION}, ${v.intentAt}, ${v.intentLeaseUntil},
+      jsonb_set(j.b, '{authorizations,0}', (j.b -> 'authorizations' -> 0) || jsonb_build_object('fingerprint', r.fingerprint, 'expMonth', r.exp_month, 'expYear', r.exp_year))
+    FROM ${sql.table(read)} r CROSS JOIN (SELECT ${v.intentRecovery}::jsonb AS b) j
     WHERE r.card_id IS NOT NULL`;
 }
 
 /** The intent written at `at` (by writeCreateIntent, or by createIntentFrom with the request completed by the card read). */
 export function createIntentWritten(caller: Pick<Caller, 'accountId' | 'livemode'>, request: AuthorizationRequest, at: Date, tokenId: string | null = null): CreateIntent {
-  return { accountId: caller.accountId, livemode: caller.livemode, chargeId: request.reference, operation: CREATE_INTENT_OPERATION, claimedAt: at, request, tokenId, tokenUsedAt: at };
+  return { ...claimedCharge(caller.accountId, caller.livemode, request.reference), operation: CREATE_INTENT_OPERATION, claimedAt: at, request, tokenId, tokenUsedAt: at };
 }
 
 /**
@@ -130,25 +128,25 @@ export function createIntentWritten(caller: Pick<Caller, 'accountId' | 'livemode
  */
 export async function undoCreateIntent(ctx: Pick<Context, 'db' | 'processor' | 'clock'> & { readonly log?: Context['log'] }, intent: CreateIntent, authorization: AuthorizationResult | undefined): Promise<void> {
   const now = ctx.clock.now();
-  const reclaimed = await claimRow(ctx.db, intent).set({ created_at: now, expires_at: new Date(now.getTime() + CHARGE_CLAIM_LEASE_MS) }).executeTakeFirst();
-  if (reclaimed.numUpdatedRows === 0n) return;
+  const reclaimed = await takeOverClaim(ctx.db, intent, now);
+  if (reclaimed === undefined) return;
   const claimed: CreateIntent = { ...intent, claimedAt: now };
   try {
-    await undoClaimed(ctx, [claimed], authorization === undefined ? new Map() : new Map([[intent.chargeId, authorization]]), now);
+    await undoClaimed(ctx, [claimed], authorization === undefined ? new Map() : new Map([[intent.resourceId, authorization]]), now);
   } catch (error) {
     await ctx.db.transaction().execute(async (trx) => {
-      const kept = await claimRow(trx, claimed).set({ response_body: bodyOf(intent.request, null, intent.tokenUsedAt) }).executeTakeFirst();
-      if (kept.numUpdatedRows > 0n && intent.tokenId !== null) {
+      try {
+        await moveRecoveryPoint(trx, claimed, recoveryPointOf(intent.request, null, intent.tokenUsedAt));
+      } catch (lost) {
+        if (lost instanceof NetworkClaimLost) return;
+        throw lost;
+      }
+      if (intent.tokenId !== null) {
         await trx.updateTable('tokens').set({ used_at: null }).where('account_id', '=', intent.accountId).where('livemode', '=', intent.livemode).where('token_id', '=', intent.tokenId).where('used_at', '=', intent.tokenUsedAt).execute();
       }
     });
-    ctx.log?.warn({ err: error, charge: intent.chargeId }, 'charges.create: the card network failed twice; the token is given back, the create intent left for the recovery');
+    ctx.log?.warn({ err: error, charge: intent.resourceId }, 'charges.create: the card network failed twice; the token is given back, the create intent left for the recovery');
   }
-}
-
-/** An UPDATE of the intent row if it is still `intent`'s claim (its instant). */
-function claimRow(executor: Kysely<Database>, intent: CreateIntent) {
-  return executor.updateTable('idempotency_keys').where(claimRowIs(claimRowOf(intent)));
 }
 
 /**
@@ -164,27 +162,27 @@ async function undoClaimed(
   now: Date,
   recorded?: (trx: Kysely<Database>, undone: number) => Promise<void>,
 ): Promise<number> {
-  const unknown = intents.filter((intent) => !known.has(intent.chargeId));
+  const unknown = intents.filter((intent) => !known.has(intent.resourceId));
   const asked = unknown.length === 0 ? [] : await ctx.processor.authorize(unknown.map((intent) => intent.request));
   const answers = new Map(known);
-  unknown.forEach((intent, i) => answers.set(intent.chargeId, asked[i]!));
+  unknown.forEach((intent, i) => answers.set(intent.resourceId, asked[i]!));
   const approved = intents.flatMap((intent) => {
-    const answer = answers.get(intent.chargeId)!;
+    const answer = answers.get(intent.resourceId)!;
     return answer.approved ? [{ reference: intent.request.reference, authorizationCode: answer.authorizationCode, amount: intent.request.amount, at: now }] : [];
   });
   if (approved.length > 0) await ctx.processor.release(approved);
-  const k = ROW_KEYS_AT.table('k', intents.map((intent) => ({ accountId: intent.accountId, livemode: intent.livemode, id: CLAIM_PREFIX + intent.chargeId, at: intent.claimedAt })));
+  const k = ROW_KEYS_AT.table('k', intents.map((intent) => ({ accountId: intent.accountId, livemode: intent.livemode, id: intent.resourceId, at: intent.claimedAt })));
   const accounts = accountsOf(intents, (intent) => intent.accountId);
   const drop = sql<{ n: number }>`
     WITH gone AS (
-      DELETE FROM idempotency_keys i USING ${k.from}
-      WHERE ${inAccounts('i.account_id', accounts)} AND i.account_id = ${k.col('a')} AND i.livemode = ${k.col('l')} AND i.idempotency_key = ${k.col('id')}
-        AND i.request_hash = ${CREATE_INTENT_OPERATION} AND i.created_at = ${k.col('t')}
-      RETURNING i.account_id, i.livemode, i.response_body::json AS body),
+      DELETE FROM network_claims n USING ${k.from}
+      WHERE ${inAccounts('n.account_id', accounts)} AND n.account_id = ${k.col('a')} AND n.livemode = ${k.col('l')} AND n.resource = ${CHARGE_RESOURCE}
+        AND n.resource_id = ${k.col('id')} AND n.operation = ${CREATE_INTENT_OPERATION} AND n.claimed_at = ${k.col('t')}
+      RETURNING n.account_id, n.livemode, n.recovery -> 'token' AS token),
     restored AS (
       UPDATE tokens t SET used_at = NULL FROM gone
       WHERE ${inAccounts('t.account_id', accounts)} AND t.account_id = gone.account_id AND t.livemode = gone.livemode
-        AND t.token_id = gone.body->>'tokenId' AND t.used_at = (gone.body->>'tokenUsedAt')::timestamptz
+        AND t.token_id = gone.token ->> 'tokenId' AND t.used_at = (gone.token ->> 'usedAt')::timestamptz
       RETURNING 1)
     SELECT count(*)::int AS n FROM gone`;
   return ctx.db.transaction().execute(async (trx) => {
@@ -194,40 +192,43 @@ async function undoClaimed(
   });
 }
 
-/** The intents of `accountIds` lapsed at `now` whose charge was never written, claimed at `now` (SKIP LOCKED), at most `limit`. */
+/** The intents of `accountIds` lapsed at `now`, claimed at `now` (SKIP LOCKED), at most `limit`. */
 async function claimLapsed(trx: Kysely<Database>, accountIds: readonly string[], now: Date, limit: number): Promise<CreateIntent[]> {
-  const claimed = await sql<{ a: string; l: boolean; key: string; body: string }>`
+  const claimed = await sql<{ a: string; l: boolean; id: string; recovery: unknown }>`
     WITH due AS (
-      SELECT i.account_id, i.livemode, i.idempotency_key FROM idempotency_keys i
-      WHERE ${inAccounts('i.account_id', accountIds)} AND i.request_hash = ${CREATE_INTENT_OPERATION} AND i.state = 'pending'
-        AND i.idempotency_key LIKE ${`${CLAIM_PREFIX}%`} AND i.expires_at <= ${now}
-        AND NOT EXISTS (SELECT 1 FROM charges c WHERE ${inAccounts('c.account_id', accountIds)} AND c.account_id = i.account_id AND c.livemode = i.livemode
-                        AND c.charge_id = substr(i.idempotency_key, ${CLAIM_PREFIX.length + 1}))
-      ORDER BY i.expires_at, i.account_id, i.livemode, i.idempotency_key LIMIT ${limit}
-      FOR UPDATE OF i SKIP LOCKED)
-    UPDATE idempotency_keys k SET created_at = ${now}, expires_at = ${new Date(now.getTime() + CHARGE_CLAIM_LEASE_MS)}
-    FROM due WHERE ${inAccounts('k.account_id', accountIds)} AND k.account_id = due.account_id AND k.livemode = due.livemode AND k.idempotency_key = due.idempotency_key
-    RETURNING k.account_id AS a, k.livemode AS l, k.idempotency_key AS key, k.response_body AS body`.execute(trx);
-  return claimed.rows.map((row) => intentOf({ accountId: row.a, livemode: row.l, chargeId: row.key.slice(CLAIM_PREFIX.length) }, now, row.body));
+      SELECT c.account_id, c.livemode, c.resource, c.resource_id FROM network_claims c
+      WHERE ${inAccounts('c.account_id', accountIds)} AND c.resource = ${CHARGE_RESOURCE} AND c.operation = ${CREATE_INTENT_OPERATION} AND c.lease_until <= ${now}
+      ORDER BY c.lease_until, c.account_id, c.livemode, c.resource_id LIMIT ${limit}
+      FOR UPDATE OF c SKIP LOCKED)
+    UPDATE network_claims n SET claimed_at = ${now}, lease_until = ${new Date(now.getTime() + NETWORK_CLAIM_LEASE_MS)}
+    FROM due WHERE ${inAccounts('n.account_id', accountIds)} AND n.account_id = due.account_id AND n.livemode = due.livemode
+      AND n.resource = due.resource AND n.resource_id = due.resource_id
+    RETURNING n.account_id AS a, n.livemode AS l, n.resource_id AS id, n.recovery`.execute(trx);
+  return claimed.rows.map((row) => intentOf(row.a, row.l, row.id, now, row.recovery));
 }
 
-/** The intent of charge `key` stamped `claimedAt`, from its row's body. */
-function intentOf(key: Pick<ChargeClaim, 'accountId' | 'livemode' | 'chargeId'>, claimedAt: Date, text: string): CreateIntent {
-  const body = JSON.parse(text) as IntentBody;
-  return { ...key, operation: CREATE_INTENT_OPERATION, claimedAt, request: { ...body.request, at: new Date(body.request.at) }, tokenId: body.tokenId, tokenUsedAt: new Date(body.tokenUsedAt) };
+/** The intent of charge `chargeId` stamped `claimedAt`, from its claim's recovery point. */
+function intentOf(accountId: string, livemode: boolean, chargeId: string, claimedAt: Date, stored: unknown): CreateIntent {
+  const point = recoveryOf(stored);
+  const request = point.authorizations[0]!;
+  return { ...claimedCharge(accountId, livemode, chargeId), operation: CREATE_INTENT_OPERATION, claimedAt, request, tokenId: point.token?.tokenId ?? null, tokenUsedAt: point.token?.usedAt ?? request.at };
 }
 
 /**
- * The accounts having create intents lapsed at `now` (lock-free): read through the expiry index,
- * where only lapsed claims and expired keys not yet purged stand before `now`, not through each
- * account's live keys; every Citus shard answers for its own accounts.
+ * The accounts having create intents lapsed at `now` (lock-free, through the lease index); every
+ * Citus shard answers for its own accounts.
  */
 export async function accountsWithLapsedIntents(db: Kysely<Database>, now: Date): Promise<string[]> {
-  const rows = await sql<{ account_id: string }>`
-    SELECT DISTINCT i.account_id FROM idempotency_keys i
-    WHERE i.expires_at <= ${now} AND i.request_hash = ${CREATE_INTENT_OPERATION} AND i.idempotency_key LIKE ${`${CLAIM_PREFIX}%`}
-    ORDER BY i.account_id`.execute(db);
-  return rows.rows.map((row) => row.account_id);
+  const rows = await db
+    .selectFrom('network_claims')
+    .select('account_id')
+    .distinct()
+    .where('lease_until', '<=', now)
+    .where('resource', '=', CHARGE_RESOURCE)
+    .where('operation', '=', CREATE_INTENT_OPERATION)
+    .orderBy('account_id')
+    .execute();
+  return rows.map((row) => row.account_id);
 }
 
 /**
@@ -266,14 +267,15 @@ export interface IntentStamp {
 export async function createIntentStamps(executor: Kysely<Database>, caller: Caller, chargeIds: readonly string[]): Promise<IntentStamp[]> {
   if (chargeIds.length === 0) return [];
   const rows = await executor
-    .selectFrom('idempotency_keys')
-    .select(['idempotency_key', 'created_at'])
+    .selectFrom('network_claims')
+    .select(['resource_id', 'claimed_at'])
     .where('account_id', '=', caller.accountId)
     .where('livemode', '=', caller.livemode)
-    .where('request_hash', '=', CREATE_INTENT_OPERATION)
-    .where('idempotency_key', 'in', chargeIds.map((id) => CLAIM_PREFIX + id))
+    .where('resource', '=', CHARGE_RESOURCE)
+    .where('resource_id', 'in', chargeIds)
+    .where('operation', '=', CREATE_INTENT_OPERATION)
     .execute();
-  return rows.map((row) => ({ chargeId: row.idempotency_key.slice(CLAIM_PREFIX.length), at: row.created_at.toISOString() }));
+  return rows.map((row) => ({ chargeId: row.resource_id, at: row.claimed_at.toISOString() }));
 }
 
 /**
@@ -283,16 +285,18 @@ export async function createIntentStamps(executor: Kysely<Database>, caller: Cal
  */
 export async function undoCreateIntentsAt(ctx: Pick<Context, 'db' | 'processor' | 'clock'> & { readonly log?: Context['log'] }, caller: Caller, stamps: readonly IntentStamp[]): Promise<void> {
   for (const stamp of stamps) {
+    const at = new Date(stamp.at);
     const row = await ctx.db
-      .selectFrom('idempotency_keys')
-      .select('response_body')
+      .selectFrom('network_claims')
+      .select('recovery')
       .where('account_id', '=', caller.accountId)
       .where('livemode', '=', caller.livemode)
-      .where('idempotency_key', '=', CLAIM_PREFIX + stamp.chargeId)
-      .where('request_hash', '=', CREATE_INTENT_OPERATION)
-      .where('created_at', '=', new Date(stamp.at))
+      .where('resource', '=', CHARGE_RESOURCE)
+      .where('resource_id', '=', stamp.chargeId)
+      .where('operation', '=', CREATE_INTENT_OPERATION)
+      .where('claimed_at', '=', at)
       .executeTakeFirst();
-    if (row?.response_body == null) continue;
-    await undoCreateIntent(ctx, intentOf({ accountId: caller.accountId, livemode: caller.livemode, chargeId: stamp.chargeId }, new Date(stamp.at), row.response_body), undefined);
+    if (row === undefined) continue;
+    await undoCreateIntent(ctx, intentOf(caller.accountId, caller.livemode, stamp.chargeId, at, row.recovery), undefined);
   }
 }

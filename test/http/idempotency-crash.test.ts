@@ -21,7 +21,7 @@
 import { sql } from 'kysely';
 import Payjp from 'payjp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHARGE_CLAIM_LEASE_MS } from '../../src/charges/charge-claims';
+import { NETWORK_CLAIM_LEASE_MS } from '../../src/engine/network-claims';
 import { recoverCreateIntents } from '../../src/charges/create-intents';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, testContext, type TestDatabase } from '../support/database';
@@ -68,7 +68,7 @@ async function customerOn(apibase: string): Promise<string> {
 }
 
 const chargesOf = (customer: string) => database.store.db.selectFrom('charges').select(['charge_id', 'amount']).where('customer_id', '=', customer).execute();
-const intentRows = () => database.store.db.selectFrom('idempotency_keys').select(['idempotency_key', 'state', 'expires_at']).where('request_hash', '=', 'charges.create').execute();
+const intentRows = () => database.store.db.selectFrom('network_claims').select(['resource', 'resource_id', 'lease_until']).where('operation', '=', 'charges.create').execute();
 const accountCharges = () => database.store.db.selectFrom('charges').select(['charge_id', 'amount', 'paid']).where('account_id', '=', accountId).execute();
 const tokenUsedAt = async (id: string) => (await database.store.db.selectFrom('tokens').select('used_at').where('account_id', '=', accountId).where('token_id', '=', id).executeTakeFirstOrThrow()).used_at;
 
@@ -140,7 +140,7 @@ describe.skipIf(!isPostgres())('a keyed charges.create survives the death of its
     const retried = await call(second.apibase, secret, 'POST', '/charges', body, { 'idempotency-key': key });
     expect(retried).toMatchObject({ status: 200, body: { object: 'charge', amount: Number(body.amount), paid: true, captured: true } });
     expect(retried.headers.get('idempotent-replayed')).toBeNull();
-    expect(retried.body.id).not.toBe(intent!.idempotency_key.slice('charge:'.length));
+    expect(retried.body.id).not.toBe(intent!.resource_id);
     expect(retried.body).toEqual((await call(second.apibase, secret, 'GET', `/charges/${retried.body.id!}`)).body);
     if (customer !== null) expect(await chargesOf(customer)).toEqual([{ charge_id: retried.body.id, amount: Number(body.amount) }]);
     expect(await intentRows()).toEqual([]);
@@ -166,12 +166,12 @@ describe.skipIf(!isPostgres())('kessai serve killed after the card network autho
     expect(await accountCharges()).toEqual(before);
     const [intent, ...more] = await intentRows();
     expect(more).toEqual([]);
-    expect(intent).toMatchObject({ idempotency_key: expect.stringMatching(/^charge:ch_/), state: 'pending' });
+    expect(intent).toMatchObject({ resource: 'charge', resource_id: expect.stringMatching(/^ch_/) });
     expect(await tokenUsedAt(tok)).not.toBeNull();
-    const chargeId = intent!.idempotency_key.slice('charge:'.length);
+    const chargeId = intent!.resource_id;
 
     // Two recoveries at once (two pools, as two workers), on a clock past the intent's lease.
-    const lapsedAt = new Date(intent!.expires_at.getTime() + 1);
+    const lapsedAt = new Date(intent!.lease_until.getTime() + 1);
     const other = await database.openAnother();
     const a = recordingNetwork();
     const b = recordingNetwork();
@@ -190,7 +190,7 @@ describe.skipIf(!isPostgres())('kessai serve killed after the card network autho
     expect(await accountCharges()).toEqual(before);
     // Nothing left for a later pass.
     const later = recordingNetwork();
-    expect(await recoverCreateIntents({ ...testContext(database.store, { at: new Date(lapsedAt.getTime() + CHARGE_CLAIM_LEASE_MS), seed: 93 }), processor: later.processor }, [accountId], 100)).toBe(0);
+    expect(await recoverCreateIntents({ ...testContext(database.store, { at: new Date(lapsedAt.getTime() + NETWORK_CLAIM_LEASE_MS), seed: 93 }), processor: later.processor }, [accountId], 100)).toBe(0);
     expect(later.released).toEqual([]);
 
     // The same request again, without a key, on a server that does not crash: the token pays.

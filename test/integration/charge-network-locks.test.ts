@@ -190,7 +190,7 @@ describe.runIf(isPostgres())('no row lock is held while the card network answers
     expect(attempts).toHaveLength(2);
     expect(new Set(attempts.map((a) => a.reauth_id)).size).toBe(2);
     // No claim is left behind.
-    const claims = await ctx.db.selectFrom('idempotency_keys').select('idempotency_key').where('account_id', '=', caller.accountId).execute();
+    const claims = await ctx.db.selectFrom('network_claims').select('resource_id').where('account_id', '=', caller.accountId).execute();
     expect(claims).toEqual([]);
   });
 
@@ -200,8 +200,8 @@ describe.runIf(isPostgres())('no row lock is held while the card network answers
     const expiredAt = new Date(held.expired_at * 1000);
     // A claim as a capture that crashed at the network left it, at the last instant the hold is good.
     await ctx.db
-      .insertInto('idempotency_keys')
-      .values({ account_id: caller.accountId, livemode: false, idempotency_key: `charge:${held.id}`, request_hash: 'charges.capture', state: 'pending', created_at: expiredAt, expires_at: new Date(expiredAt.getTime() + 60_000) })
+      .insertInto('network_claims')
+      .values({ account_id: caller.accountId, livemode: false, resource: 'charge', resource_id: held.id, operation: 'charges.capture', claimed_at: expiredAt, lease_until: new Date(expiredAt.getTime() + 60_000), recovery: JSON.stringify({ authorizations: [] }) })
       .execute();
     const slot = new Date(expiredAt.getTime() + 60_000);
     const releasedAt = async () => (await ctx.db.selectFrom('charges').select('released_at').where('account_id', '=', caller.accountId).where('charge_id', '=', held.id).executeTakeFirstOrThrow()).released_at;

@@ -431,7 +431,7 @@ describe.skipIf(!citusUrl || !singleUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL
       }
       const names = (await sql<{ name: string }>`SELECT name FROM pg_prepared_statements ORDER BY name`.execute(store.db)).rows.map((r) => r.name);
       // The create's (the card read with its term; writing the intent; dropping it; the charge; its object for the event and the answer), the retrieve's one.
-      expect(names.map((name) => name.replace(/_[0-9a-f]{12}$/, '')).sort()).toEqual(['charges.claim.write', 'charges.create.customer_card', 'charges.insert_created', 'charges.insert_created.intent', 'charges.insert_created.object', 'charges.retrieve']);
+      expect(names.map((name) => name.replace(/_[0-9a-f]{12}$/, '')).sort()).toEqual(['charges.create.customer_card', 'charges.insert_created', 'charges.insert_created.intent', 'charges.insert_created.object', 'charges.retrieve', 'network_claims.take']);
     } finally {
       await store.close();
     }

@@ -7,12 +7,17 @@
  * create that outlives its lease writes no charge. The real-kill version is
  * test/http/create-intent-crash.test.ts.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { holdExpiryJob } from '../../jobs/hold-expiry';
 import { createAccount, type Caller } from '../../src/accounts/accounts';
 import { purgeExpiredIdempotencyKeys } from '../../src/api/idempotency';
-import { CHARGE_CLAIM_LEASE_MS } from '../../src/charges/charge-claims';
+import { NETWORK_CLAIM_LEASE_MS } from '../../src/engine/network-claims';
 import { recoverCreateIntents } from '../../src/charges/create-intents';
+import { expireHoldBatch } from '../../src/charges/hold-jobs';
+import { SQL_DIR } from '../../src/db/migrate';
 import { KessaiError } from '../../src/domain/errors';
 import { listEvents } from '../../src/events/outbox';
 import { Scheduler } from '../../src/engine/scheduler';
@@ -69,7 +74,7 @@ async function createDyingAtTheNetwork(params: Record<string, string>): Promise<
   return answered;
 }
 
-const intents = () => ctx.db.selectFrom('idempotency_keys').select(['idempotency_key', 'request_hash', 'state', 'expires_at']).where('account_id', '=', caller.accountId).where('request_hash', '=', 'charges.create').execute();
+const intents = () => ctx.db.selectFrom('network_claims').select(['resource', 'resource_id', 'operation', 'lease_until']).where('account_id', '=', caller.accountId).where('operation', '=', 'charges.create').execute();
 const charges = () => ctx.db.selectFrom('charges').select(['charge_id', 'paid']).where('account_id', '=', caller.accountId).execute();
 const tokenUsedAt = async (id: string) => (await ctx.db.selectFrom('tokens').select('used_at').where('account_id', '=', caller.accountId).where('token_id', '=', id).executeTakeFirstOrThrow()).used_at;
 
@@ -95,15 +100,15 @@ describe('a charges.create that dies at the card network (create intents)', () =
     const { request, result } = await createDyingAtTheNetwork({ amount: '1800', currency: 'jpy', card: tok, capture: 'false' });
     expect(result.approved).toBe(true);
     expect(await charges()).toEqual([]);
-    expect(await intents()).toEqual([{ idempotency_key: `charge:${request.reference}`, request_hash: 'charges.create', state: 'pending', expires_at: new Date(REFERENCE_INSTANT.getTime() + CHARGE_CLAIM_LEASE_MS) }]);
+    expect(await intents()).toEqual([{ resource: 'charge', resource_id: request.reference, operation: 'charges.create', lease_until: new Date(REFERENCE_INSTANT.getTime() + NETWORK_CLAIM_LEASE_MS) }]);
     expect(await tokenUsedAt(tok)).toEqual(REFERENCE_INSTANT);
 
     // Within the lease the request may still be alive: nothing is touched.
     const early = recording();
-    expect(await runHoldExpiry(new Date(REFERENCE_INSTANT.getTime() + CHARGE_CLAIM_LEASE_MS - 1), early.processor)).not.toHaveProperty('intents_recovered');
+    expect(await runHoldExpiry(new Date(REFERENCE_INSTANT.getTime() + NETWORK_CLAIM_LEASE_MS - 1), early.processor)).not.toHaveProperty('intents_recovered');
     expect(early.released).toEqual([]);
     // The purge of expired keys leaves a lapsed intent to its recovery.
-    const lapsedAt = new Date(REFERENCE_INSTANT.getTime() + CHARGE_CLAIM_LEASE_MS);
+    const lapsedAt = new Date(REFERENCE_INSTANT.getTime() + NETWORK_CLAIM_LEASE_MS);
     await purgeExpiredIdempotencyKeys(ctx.db, lapsedAt);
     expect(await intents()).toHaveLength(1);
 
@@ -135,15 +140,15 @@ describe('a charges.create that dies at the card network (create intents)', () =
     const before = await charges();
     const { request } = await createDyingAtTheNetwork({ amount: '2600', currency: 'jpy', customer: customer.id });
     expect(request.kind).toBe('charge');
-    // Written after the card's read (writeCreateIntent): the request the network was sent, card fields and all.
-    const [stored] = await ctx.db.selectFrom('idempotency_keys').select('response_body').where('account_id', '=', caller.accountId).where('idempotency_key', '=', `charge:${request.reference}`).execute();
-    expect(JSON.parse(stored!.response_body!)).toEqual({ request: { ...request, at: request.at.toISOString() }, tokenId: null, tokenUsedAt: request.at.toISOString() });
+    // Written by the card's read (createIntentFrom): its recovery point is the request the network was sent, card fields and all.
+    const [stored] = await ctx.db.selectFrom('network_claims').select('recovery').where('account_id', '=', caller.accountId).where('resource', '=', 'charge').where('resource_id', '=', request.reference).execute();
+    expect(stored!.recovery).toEqual({ authorizations: [{ ...request, at: request.at.toISOString() }], token: null });
     // A refused create (a card the customer does not have) writes no intent.
     const refused = await runOperation(ctx, caller, 'charges.create', { amount: '2600', currency: 'jpy', customer: customer.id, card: 'car_not_hers' }).catch((error: unknown) => error);
     expect(refused).toMatchObject({ code: 'dont_has_this_card', param: 'card' });
     expect(await intents()).toHaveLength(1);
     const job = recording();
-    const lapsedAt = new Date(ctx.clock.now().getTime() + CHARGE_CLAIM_LEASE_MS);
+    const lapsedAt = new Date(ctx.clock.now().getTime() + NETWORK_CLAIM_LEASE_MS);
     expect(await runHoldExpiry(lapsedAt, job.processor)).toMatchObject({ intents_recovered: 1 });
     expect(job.released.map((r) => [r.reference, r.amount])).toEqual([[request.reference, 2600]]);
     expect(await charges()).toEqual(before);
@@ -180,7 +185,7 @@ describe('a charges.create that dies at the card network (create intents)', () =
     );
     while (!atNetwork) await new Promise((resolve) => setTimeout(resolve, 10));
     const recoverer = recording();
-    const lapsedAt = new Date(ctx.clock.now().getTime() + CHARGE_CLAIM_LEASE_MS);
+    const lapsedAt = new Date(ctx.clock.now().getTime() + NETWORK_CLAIM_LEASE_MS);
     expect(await recoverCreateIntents(contextWith(recoverer.processor, lapsedAt), [caller.accountId], 100)).toBe(1);
     resume();
     expect(await created).toBe('payjp_wrong');
@@ -199,7 +204,7 @@ describe('a charges.create that dies at the card network (create intents)', () =
     const tokens = [await token(), await token(), await token()];
     const dead = [];
     for (const tok of tokens) dead.push(await createDyingAtTheNetwork({ amount: '1000', currency: 'jpy', card: tok }));
-    const lapsedAt = new Date(ctx.clock.now().getTime() + CHARGE_CLAIM_LEASE_MS);
+    const lapsedAt = new Date(ctx.clock.now().getTime() + NETWORK_CLAIM_LEASE_MS);
     const a = recording();
     const b = recording();
     const second = await database.openAnother();
@@ -212,5 +217,65 @@ describe('a charges.create that dies at the card network (create intents)', () =
     for (const tok of tokens) expect(await tokenUsedAt(tok)).toBeNull();
     expect(await intents()).toEqual([]);
     await second.close();
+  });
+});
+
+describe('create intents and charge claims left in idempotency_keys before they moved to network_claims', () => {
+  const migrate = () => sql.raw(readFileSync(join(SQL_DIR, '000280_charge_network_claims.sql'), 'utf8')).execute(ctx.db);
+  const claimOf = (chargeId: string) =>
+    ctx.db.selectFrom('network_claims').select(['operation', 'claimed_at', 'lease_until', 'recovery']).where('account_id', '=', caller.accountId).where('resource', '=', 'charge').where('resource_id', '=', chargeId).execute();
+  const chargeKeys = () => ctx.db.selectFrom('idempotency_keys').select('idempotency_key').where('account_id', '=', caller.accountId).where('idempotency_key', 'like', 'charge:%').execute();
+
+  it('sql/000280 moves a create intent with its authorization and token; once lapsed, the hold-expiry job releases it and gives the token back, once', async () => {
+    ctx.clock.set(new Date(REFERENCE_INSTANT.getTime() + 30 * 3_600_000));
+    const tok = await token();
+    const { request, result } = await createDyingAtTheNetwork({ amount: '1300', currency: 'jpy', card: tok });
+    const [claimed] = await claimOf(request.reference);
+    // The intent as the earlier code left it: a pending row of idempotency_keys under charge:<id>, no claim.
+    await ctx.db.deleteFrom('network_claims').where('account_id', '=', caller.accountId).where('resource_id', '=', request.reference).execute();
+    await ctx.db
+      .insertInto('idempotency_keys')
+      .values({
+        account_id: caller.accountId,
+        livemode: false,
+        idempotency_key: `charge:${request.reference}`,
+        request_hash: 'charges.create',
+        state: 'pending',
+        response_body: JSON.stringify({ request: { ...request, at: request.at.toISOString() }, tokenId: tok, tokenUsedAt: request.at.toISOString() }),
+        created_at: claimed!.claimed_at,
+        expires_at: claimed!.lease_until,
+      })
+      .execute();
+    await migrate();
+    expect(await claimOf(request.reference)).toEqual([claimed]);
+    expect(await chargeKeys()).toEqual([]);
+    const lapsedAt = claimed!.lease_until;
+    const job = recording();
+    expect(await runHoldExpiry(lapsedAt, job.processor)).toMatchObject({ intents_recovered: 1 });
+    expect(job.released).toEqual([{ reference: request.reference, authorizationCode: (result as { authorizationCode: string }).authorizationCode, amount: 1300, at: lapsedAt }]);
+    expect(await tokenUsedAt(tok)).toBeNull();
+    expect(await claimOf(request.reference)).toEqual([]);
+    expect(await charges()).not.toContainEqual(expect.objectContaining({ charge_id: request.reference }));
+  });
+
+  it('sql/000280 moves a capture\'s claim: the hold-expiry job leaves the charge alone until its lease lapses', async () => {
+    ctx.clock.set(new Date(REFERENCE_INSTANT.getTime() + 31 * 3_600_000));
+    const held = (await runOperation(ctx, caller, 'charges.create', { amount: '1000', currency: 'jpy', customer: await customerWithCard(), capture: 'false' })) as { id: string; expired_at: number };
+    const expiredAt = new Date(held.expired_at * 1000);
+    const lease = new Date(expiredAt.getTime() + NETWORK_CLAIM_LEASE_MS);
+    // A capture that died at the network left its claim, as the earlier code wrote it, at the last instant the hold is good.
+    await ctx.db
+      .insertInto('idempotency_keys')
+      .values({ account_id: caller.accountId, livemode: false, idempotency_key: `charge:${held.id}`, request_hash: 'charges.capture', state: 'pending', created_at: expiredAt, expires_at: lease })
+      .execute();
+    await migrate();
+    expect(await claimOf(held.id)).toEqual([{ operation: 'charges.capture', claimed_at: expiredAt, lease_until: lease, recovery: { authorizations: [] } }]);
+    expect(await chargeKeys()).toEqual([]);
+    const releasedAt = async () => (await ctx.db.selectFrom('charges').select('released_at').where('account_id', '=', caller.accountId).where('charge_id', '=', held.id).executeTakeFirstOrThrow()).released_at;
+    const slot = new Date(expiredAt.getTime() + 60_000);
+    await ctx.db.transaction().execute((trx) => expireHoldBatch(trx, contextWith(simulatedCardNetwork(), expiredAt), [caller.accountId], slot, 100));
+    expect(await releasedAt()).toBeNull();
+    await ctx.db.transaction().execute((trx) => expireHoldBatch(trx, contextWith(simulatedCardNetwork(), lease), [caller.accountId], slot, 100));
+    expect(await releasedAt()).toEqual(expiredAt);
   });
 });

@@ -69,7 +69,7 @@ async function written(db: Kysely<Database>): Promise<Record<string, unknown>> {
     deliveries: await rows(sql`SELECT d.account_id, w.url, d.event_id, d.next_attempt_at, d.created_at, d.test_clock_id FROM webhook_deliveries d
       JOIN webhook_endpoints w ON w.account_id = d.account_id AND w.endpoint_id = d.endpoint_id ORDER BY d.event_id, w.url`),
     charges: await rows(sql`SELECT * FROM charges ORDER BY charge_id`),
-    intents: await rows(sql`SELECT count(*)::int AS n FROM idempotency_keys WHERE state = 'pending'`),
+    intents: await rows(sql`SELECT count(*)::int AS n FROM network_claims`),
   };
 }
 

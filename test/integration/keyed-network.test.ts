@@ -77,7 +77,7 @@ async function token(apibase: string): Promise<string> {
 }
 
 const chargeRows = () => ctx.db.selectFrom('charges').select(['charge_id', 'amount', 'paid']).where('account_id', '=', ACCOUNT).orderBy('charge_id').execute();
-const intents = () => ctx.db.selectFrom('idempotency_keys').select('idempotency_key').where('account_id', '=', ACCOUNT).where('request_hash', '=', 'charges.create').execute();
+const intents = () => ctx.db.selectFrom('network_claims').select('resource_id').where('account_id', '=', ACCOUNT).where('operation', '=', 'charges.create').execute();
 const keyRow = (name: string) => ctx.db.selectFrom('idempotency_keys').select(['state', 'created_at', 'response_body']).where('account_id', '=', ACCOUNT).where('idempotency_key', '=', name).execute();
 const tokenUsed = async (id: string) => (await ctx.db.selectFrom('tokens').select('used_at').where('account_id', '=', ACCOUNT).where('token_id', '=', id).executeTakeFirstOrThrow()).used_at !== null;
 
@@ -95,7 +95,7 @@ describe('keyed requests checkpoint at the card network (PGlite and PostgreSQL)'
     expect(pending).toMatchObject({ state: 'pending' });
     const point = JSON.parse(pending!.response_body!) as { intents: { chargeId: string }[] };
     expect(point.intents).toHaveLength(1);
-    expect(await intents()).toEqual([{ idempotency_key: `charge:${point.intents[0]!.chargeId}` }]);
+    expect(await intents()).toEqual([{ resource_id: point.intents[0]!.chargeId }]);
     // The one connection of the embedded database is free: an unkeyed request runs to its end meanwhile.
     const customer = await call(app.apibase, keys.test.secret, 'POST', '/customers', { email: 'meanwhile@example.com' });
     expect(customer.status).toBe(200);
@@ -155,7 +155,7 @@ describe('keyed requests checkpoint at the card network (PGlite and PostgreSQL)'
     aborted.abort();
     expect(await lost).toBe('aborted');
     const [firstIntent] = await intents();
-    const firstCharge = firstIntent!.idempotency_key.slice('charge:'.length);
+    const firstCharge = firstIntent!.resource_id;
     expect(await tokenUsed(tok)).toBe(true);
 
     // Within the lease a retry is told to come back later (waitMs shortened).

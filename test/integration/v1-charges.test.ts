@@ -287,7 +287,7 @@ describe('charges.create writes its settled row and event in one statement', () 
     const next = await ctx.db.selectFrom('terms').selectAll().where('account_id', '=', caller.accountId).where('term_id', '=', settled.term_id!).executeTakeFirstOrThrow();
     expect([(await term()).closed, next.closed, next.start_at]).toEqual([true, false, (await term()).end_at]);
     expect(await eventsOf(second.id)).toEqual(['charge.succeeded']);
-    expect(await ctx.db.selectFrom('idempotency_keys').select('idempotency_key').where('account_id', '=', caller.accountId).where('idempotency_key', '=', `charge:${second.id}`).execute()).toEqual([]);
+    expect(await ctx.db.selectFrom('network_claims').select('resource_id').where('account_id', '=', caller.accountId).where('resource', '=', 'charge').where('resource_id', '=', second.id).execute()).toEqual([]);
   });
 });
 

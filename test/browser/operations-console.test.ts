@@ -244,7 +244,7 @@ it('log in, see the overview, re-run an abandoned slot and re-send a given-up de
   expect(requests.filter((url) => !url.startsWith(server.baseUrl))).toEqual([]);
 }, 600_000);
 
-it('an account’s test clocks: created from the console, a customer subscribed on it, advanced by keyboard to its renewal, ready with the renewal charged; a backward advance refused', async () => {
+it('an account’s test clocks: created from the console, a customer subscribed on it, advanced by keyboard to its renewal, ready with the renewal charged; a backward advance refused; deleted by keyboard after typing its id, with its objects', async () => {
   const payjp = server.sdk(server.keys.a.test.secret);
   const { context, page, problems, requests } = await watchedPage(browser, { width: 1280, height: 900 });
   const shot = (name: string) => page.screenshot({ path: `${OUTPUT}${name}.png`, fullPage: true });
@@ -298,11 +298,42 @@ it('an account’s test clocks: created from the console, a customer subscribed 
     const refusedLoad = problems.indexOf('error: Failed to load resource: the server responded with a status of 400 (Bad Request)');
     expect(refusedLoad).toBeGreaterThanOrEqual(0);
     problems.splice(refusedLoad, 1);
-    // Both changes are in the operator's audit.
+
+    // Deleting, by keyboard only: the clock's link, a page that says what goes, the id typed back.
+    await page.goto(`${server.baseUrl}/console/accounts/acct_http_a/test_clocks`);
+    await page.getByRole('link', { name: `Delete ${clockId} (console clock)` }).focus();
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe(`Delete test clock ${clockId}`);
+    expect(await page.getByRole('main').textContent()).toContain('removes its customers and everything on them');
+    await shot('17-test-clock-delete');
+    // A confirmation that is not the clock's id is refused, naming the field; nothing is deleted.
+    await page.getByLabel(`Type ${clockId} to confirm`).fill('clock_other');
+    await page.getByRole('button', { name: `Delete ${clockId} and its objects` }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('invalid_param_key (confirm)');
+    const refusedDelete = problems.indexOf('error: Failed to load resource: the server responded with a status of 400 (Bad Request)');
+    expect(refusedDelete).toBeGreaterThanOrEqual(0);
+    problems.splice(refusedDelete, 1);
+    expect((await payjp.customers.retrieve(customer.id)).id).toBe(customer.id);
+    await page.goBack();
+    await page.getByLabel(`Type ${clockId} to confirm`).fill('');
+    await page.getByLabel(`Type ${clockId} to confirm`).focus();
+    await page.keyboard.type(clockId);
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate<string | null>('document.activeElement && document.activeElement.textContent')).toBe(`Delete ${clockId} and its objects`);
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.getByRole('status').textContent()).toBe(`test clock ${clockId} deleted with its objects`);
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Test clocks of acct_http_a');
+    expect(await page.getByRole('row', { name: new RegExp(clockId) }).count()).toBe(0);
+    await shot('18-test-clock-deleted');
+    // Its objects went with it: the customer and its charges are gone.
+    await expect(payjp.customers.retrieve(customer.id)).rejects.toMatchObject({ status: 404 });
+    expect(await charges()).toEqual([]);
+    // Every change is in the operator's audit.
     const audited = await server.ctx.db.selectFrom('operator_audit').select(['action', 'operator']).where('target', '=', clockId).orderBy('at').execute();
     expect(audited).toEqual([
       { action: 'test_clock.create', operator: OPERATOR.name },
       { action: 'test_clock.advance', operator: OPERATOR.name },
+      { action: 'test_clock.delete', operator: OPERATOR.name },
     ]);
   } finally {
     await context.close();

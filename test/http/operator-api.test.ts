@@ -255,7 +255,7 @@ describe.each<Backend>(['harness', 'pglite'])('operator API on %s', (backend) =>
     expect(booking.map((row) => row.target)).toEqual([first.id, booked.id]);
   });
 
-  it('test clocks through the operator API (the CLI\'s client): created, listed, advanced in the server until ready; bad input and unknown accounts refused; each change audited', async () => {
+  it('test clocks through the operator API (the CLI\'s client): created, listed, advanced in the server until ready, deleted; bad input and unknown accounts refused; each change audited', async () => {
     const op = remoteOperator(server.baseUrl, OPERATOR.token);
     const clock = await op.testClocks.create('acct_http_a', { frozenTime: new Date('2027-03-01T00:00:00+09:00'), name: 'by operator' });
     expect(clock).toMatchObject({ object: 'test_clock', status: 'ready', name: 'by operator', frozen_time: Date.parse('2027-03-01T00:00:00+09:00') / 1000 });
@@ -268,6 +268,11 @@ describe.each<Backend>(['harness', 'pglite'])('operator API on %s', (backend) =>
     expect(await refusal(op.testClocks.advance('acct_http_a', clock.id, new Date('2027-03-02T00:00:00+09:00')))).toEqual({ code: 'invalid_timestamp', param: 'frozen_time' });
     expect(await refusal(op.testClocks.list('acct_nobody'))).toEqual({ code: 'invalid_id', param: 'account' });
     expect((await admin('POST', '/accounts/acct_http_a/test_clocks', { body: { frozenTime: 'soon' } })).body.error).toMatchObject({ code: 'invalid_param_key', param: 'frozenTime' });
+    // Deleted: gone from the list, audited; a second delete finds nothing.
+    expect(await op.testClocks.delete('acct_http_a', clock.id)).toEqual({ id: clock.id, object: 'test_clock', deleted: true });
+    expect(await lastAudit()).toMatchObject({ action: 'test_clock.delete', target: clock.id });
+    expect((await op.testClocks.list('acct_http_a')).map((c) => c.id)).not.toContain(clock.id);
+    expect(await refusal(op.testClocks.delete('acct_http_a', clock.id))).toEqual({ code: 'not_found', param: 'id' });
   });
 
   it('an account: reauthorization and service plan settings (audited), its recent events, terms, statements and balances, and a statement CSV; unknown accounts refused', async () => {

@@ -258,6 +258,7 @@ export async function registerOperatorApi(app: FastifyInstance, options: Operato
     allowOnly(body, ['to']);
     return op(request).testClocks.advance(params(request).account!, params(request).clock!, instant(requiredText(body, 'to'), 'to')!);
   });
+  app.delete('/accounts/:account/test_clocks/:clock', route, async (request) => op(request).testClocks.delete(params(request).account!, params(request).clock!));
 
   // Adjustments of a balance (settlement): the Idempotency-Key header, when sent, books once.
   app.get('/accounts/:account/adjustments', route, async (request) => ({ data: await op(request).adjustments.list(params(request).account!, modeOnly(query(request))) }));

@@ -370,11 +370,32 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleOpti
       .filter((c) => c.status === 'ready')
       .map((c) => form(session, `${base}/${enc(c.id)}/advance`, `Advance ${c.id}${c.name ? ` (${c.name})` : ''}`, `<label for="to-${h(c.id)}">Advance ${h(c.id)} to (JST date or date-time, or an ISO instant)</label><input id="to-${h(c.id)}" name="to" required>`, `Advance ${c.id}`))
       .join('');
+    // Deleting asks first: a link per clock not advancing, to a page that names what goes with it.
+    const deletions = clocks.filter((c) => c.status !== 'advancing');
+    const deletes = deletions.length === 0 ? '' : `<h2>Delete a test clock</h2><ul>${deletions.map((c) => `<li><a href="${base}/${enc(c.id)}/delete">Delete ${h(c.id)}${c.name ? ` (${h(c.name)})` : ''}</a></li>`).join('')}</ul>`;
     const create = form(session, base, 'Create a test clock', `${field('frozen_time', 'Frozen time (JST date or date-time, or an ISO instant)', 'required')}${field('name', 'Name (optional)', `maxlength="${MAX_TEXT_LENGTH}"`)}`, 'Create test clock');
     return {
       title: `Test clocks of ${accountId}`,
-      body: `<p><a href="${CONSOLE_PREFIX}/accounts/${enc(accountId)}">Account ${h(accountId)}</a> · <a href="${base}">Reload</a> (an advance runs after its answer: the clock is advancing until it is ready)</p>${table('Test clocks', ['Clock', 'Name', 'Status', 'Frozen time', 'Advancing to', 'Created'], rows)}${advances}${create}`,
+      body: `<p><a href="${CONSOLE_PREFIX}/accounts/${enc(accountId)}">Account ${h(accountId)}</a> · <a href="${base}">Reload</a> (an advance runs after its answer: the clock is advancing until it is ready)</p>${table('Test clocks', ['Clock', 'Name', 'Status', 'Frozen time', 'Advancing to', 'Created'], rows)}${advances}${deletes}${create}`,
     };
+  }));
+  // The confirmation: the clock's id typed back, as the form's one field, before anything is deleted.
+  app.get('/accounts/:account/test_clocks/:clock/delete', route, guarded(async (request, session, op) => {
+    const { account: accountId, clock: clockId } = request.params as Record<string, string>;
+    const clock = (await op.testClocks.list(accountId!)).find((c) => c.id === clockId);
+    if (!clock) throw new KessaiError('not_found', { param: 'id', message: `No such test clock: ${clockId}` });
+    const base = `${CONSOLE_PREFIX}/accounts/${enc(accountId!)}/test_clocks`;
+    const confirm = field('confirm', `Type ${clock.id} to confirm`, 'required autocomplete="off"');
+    return {
+      title: `Delete test clock ${clock.id}`,
+      body: `<p><a href="${base}">Back to the test clocks (nothing deleted)</a></p><p>Deleting ${h(clock.id)}${clock.name ? ` (${h(clock.name)})` : ''}, ${h(clock.status)} at ${jst(fromUnix(clock.frozen_time))}, removes its customers and everything on them — cards, subscriptions, charges, refunds, disputes, payment flows, checkout sessions, their events and webhook deliveries — and the clock's terms, statements and balances. It cannot be undone.</p>${form(session, `${base}/${enc(clock.id)}/delete`, `Delete ${clock.id}`, confirm, `Delete ${clock.id} and its objects`)}`,
+    };
+  }));
+  app.post('/accounts/:account/test_clocks/:clock/delete', route, change(async (body, op, request) => {
+    const { account: accountId, clock: clockId } = request.params as Record<string, string>;
+    if ((body.confirm ?? '').trim() !== clockId) throw new KessaiError('invalid_param_key', { param: 'confirm', message: `type the clock's id, ${clockId}, to delete it` });
+    await op.testClocks.delete(accountId!, clockId!);
+    return { back: `${CONSOLE_PREFIX}/accounts/${enc(accountId!)}/test_clocks`, done: `test clock ${clockId} deleted with its objects` };
   }));
   app.post('/accounts/:account/test_clocks', route, change(async (body, op, request) => {
     const accountId = (request.params as Record<string, string>).account!;

@@ -70,6 +70,7 @@ export function remoteOperator(baseUrl: string, token: string): Operator {
       list: (accountId) => data(`/accounts/${enc(accountId)}/test_clocks`),
       create: (accountId, { frozenTime, name }) => call('POST', `/accounts/${enc(accountId)}/test_clocks`, { frozenTime: frozenTime.toISOString(), ...(name === undefined ? {} : { name }) }),
       advance: (accountId, testClockId, to) => call('POST', `/accounts/${enc(accountId)}/test_clocks/${enc(testClockId)}/advance`, { to: to.toISOString() }),
+      delete: (accountId, testClockId) => call('DELETE', `/accounts/${enc(accountId)}/test_clocks/${enc(testClockId)}`),
     },
     adjustments: {
       book: (accountId, { requestKey, ...input }) => call('POST', `/accounts/${enc(accountId)}/adjustments`, input, requestKey),

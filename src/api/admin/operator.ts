@@ -28,7 +28,7 @@ import { findStatement, listBalances, listStatements, renderBalanceRecord, rende
 import { listTerms, renderTermRecord, type TermObject } from '../../settlement/terms';
 import { listServicePlans, setServicePlan, type ServicePlanObject, type SetServicePlanInput } from '../../settlement/service-fees';
 import { startAdvance } from '../../test-clocks/advance';
-import { createTestClock, instantParam, listTestClocks, type TestClockObject } from '../../test-clocks/test-clocks';
+import { createTestClock, deleteTestClock, instantParam, listTestClocks, type TestClockObject } from '../../test-clocks/test-clocks';
 import { sendTestEvent } from '../../webhooks/delivery';
 import { addEndpoint, listEndpoints, removeEndpoint, rotateEndpointToken, setEndpointEnabled, type AddEndpointInput, type EndpointCounts, type WebhookEndpoint } from '../../webhooks/endpoints';
 import { deliveryAttempts, listDeliveries, resendGivenUp, type Delivery, type DeliveryAttempt, type ResendResult } from '../../webhooks/resend';
@@ -100,6 +100,8 @@ export interface Operator {
     create(accountId: string, input: { frozenTime: Date; name?: string }): Promise<TestClockObject>;
     /** Claims an advance to `to` (refusals thrown at once) and runs it in this process after answering the clock `advancing`. */
     advance(accountId: string, testClockId: string, to: Date): Promise<TestClockObject>;
+    /** Deletes a clock that is not advancing, with every object on it and its books. */
+    delete(accountId: string, testClockId: string): Promise<{ id: string; object: 'test_clock'; deleted: true }>;
   };
   readonly adjustments: {
     /** Books one; the same `requestKey` books once and returns the first booking. */
@@ -275,6 +277,11 @@ export function localOperator(options: LocalOperatorOptions): Operator {
         const { clock } = await startAdvance(ctx, options.ledgerClock, await accountCaller(accountId, false), testClockId, to.getTime() / 1000, options.jobs, options.owner);
         await audit('test_clock.advance', accountId, testClockId, { to: to.toISOString() });
         return clock;
+      },
+      async delete(accountId, testClockId) {
+        const deleted = await deleteTestClock(ctx, await accountCaller(accountId, false), testClockId);
+        await audit('test_clock.delete', accountId, testClockId);
+        return deleted;
       },
     },
     adjustments: {

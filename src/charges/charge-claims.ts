@@ -16,11 +16,15 @@
  * hold jobs skip claimed charges (liveClaimSql). So one charge has one network call in flight at a
  * time and one outcome.
  *
- * The claims of these operations name no authorization in their recovery point: a claim left by a
- * crashed process lapses after NETWORK_CLAIM_LEASE_MS and is then taken over like no claim (the
- * next operation on the charge overwrites it; the hold-expiry job's recovery drops it). The
- * network answers a repeated request under the same reference with the same authorization. The
- * create intent of a new charge is a claim on it too, with a recovery point (create-intents.ts).
+ * A claim left by a crashed process lapses after NETWORK_CLAIM_LEASE_MS. A reauth's claim names its
+ * authorization request as its recovery point (the attempt's id is the reference, new for every
+ * attempt): the next operation on the charge, or the hold-expiry job's recovery, asks it again
+ * (the network answers a repeated request under one reference with the same authorization) and
+ * releases what was approved, once, before anything else happens to the charge. The other
+ * operations' claims name none and a lapsed one is taken over like no claim: a capture or a
+ * release repeated under the charge's reference is the same call, and tds_finish asks again under
+ * the charge's id, so releasing its authorization would leave the retry holding a released one.
+ * The create intent of a new charge is a claim on it too, with its own recovery (create-intents.ts).
  */
 import { sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { Caller } from '../accounts/accounts';
@@ -28,7 +32,8 @@ import { inAccounts } from '../db/account-scope';
 import type { Database } from '../db/schema';
 import { reject } from '../domain/errors';
 import type { Context } from '../engine/context';
-import { dropNetworkClaim, liveNetworkClaim, lockHeldClaim, takeNetworkClaimOver, type ClaimedObject, type NetworkClaim } from '../engine/network-claims';
+import { dropNetworkClaim, lockHeldClaim, networkClaimAt, recoverNetworkClaim, takeNetworkClaimOver, type ClaimedObject, type HeldClaim, type NetworkClaim } from '../engine/network-claims';
+import type { AuthorizationRequest } from '../processor/card-network';
 import { findCharge } from './charge-record';
 import type { ChargeRow } from './charges';
 
@@ -57,11 +62,12 @@ export function liveClaimSql(alias: string, accountIds: readonly string[], at: D
 const objectOf = (row: ChargeRow): ClaimedObject => claimedCharge(row.account_id, row.livemode, row.charge_id);
 
 /**
- * With the charge row locked (and no live claim on it: chargeTurn checked), claims it for
- * `operation` at `at`; a lapsed claim is overwritten.
+ * With the charge row locked (and no live claim on it, nor a lapsed one to undo: chargeTurn
+ * checked), claims it for `operation` at `at`, `authorizations` (the requests it is about to send
+ * that a taker must release) as its recovery point; a lapsed claim is overwritten.
  */
-export async function takeClaim(trx: Kysely<Database>, row: ChargeRow, operation: string, at: Date): Promise<ChargeClaim> {
-  const claim = await takeNetworkClaimOver(trx, objectOf(row), operation, at, { authorizations: [] });
+export async function takeClaim(trx: Kysely<Database>, row: ChargeRow, operation: string, at: Date, authorizations: readonly AuthorizationRequest[] = []): Promise<ChargeClaim> {
+  const claim = await takeNetworkClaimOver(trx, objectOf(row), operation, at, { authorizations });
   // Unreachable while every taker of a charge's claim holds its row lock first (chargeTurn).
   if (claim === undefined) throw new Error(`charge ${row.charge_id}: claimed by another operation under the row lock`);
   return claim;
@@ -69,23 +75,33 @@ export async function takeClaim(trx: Kysely<Database>, row: ChargeRow, operation
 
 
 const BUSY = Symbol('busy');
+/** A lapsed claim whose authorizations must be released before the charge is decided on. */
+class Lapsed {
+  constructor(readonly claim: HeldClaim) {}
+}
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Runs `decide` in a transaction on the charge locked FOR UPDATE, with the clock read after the
  * lock, once no other operation holds a live claim on it. While one does, the transaction ends at
  * once (nothing written) and the turn is tried again a moment later; after about 10 s the answer is
- * `over_capacity` (429: retry later). `decide` may take the claim (takeClaim) before it returns.
+ * `over_capacity` (429: retry later). A lapsed claim that names authorizations (a reauth's) is
+ * recovered first, with no transaction open (recoverNetworkClaim: asked again, released once).
+ * `decide` may take the claim (takeClaim) before it returns.
  */
-export async function chargeTurn<T>(ctx: Pick<Context, 'db' | 'clock'>, caller: Caller, chargeId: string, decide: (trx: Kysely<Database>, current: ChargeRow, now: Date) => Promise<T>): Promise<T> {
+export async function chargeTurn<T>(ctx: Pick<Context, 'db' | 'clock' | 'processor'>, caller: Caller, chargeId: string, decide: (trx: Kysely<Database>, current: ChargeRow, now: Date) => Promise<T>): Promise<T> {
   for (let polls = CLAIM_POLLS; ; polls -= 1) {
-    const result = await ctx.db.transaction().execute(async (trx): Promise<T | typeof BUSY> => {
+    const result = await ctx.db.transaction().execute(async (trx): Promise<T | typeof BUSY | Lapsed> => {
       const current = await findCharge(trx, caller, chargeId, true);
       const now = ctx.clock.now();
-      if (await liveNetworkClaim(trx, objectOf(current), now)) return BUSY;
+      const held = await networkClaimAt(trx, objectOf(current), now);
+      if (held?.live === true) return BUSY;
+      if (held !== undefined && held.claim.recovery.authorizations.length > 0) return new Lapsed(held.claim);
       return decide(trx, current, now);
     });
-    if (result !== BUSY) return result;
+    // Resolved here: decide again at once; taken by another taker: wait as for a live claim.
+    if (result instanceof Lapsed && (await recoverNetworkClaim(ctx, result.claim))) continue;
+    if (result !== BUSY && !(result instanceof Lapsed)) return result;
     if (polls <= 0) return reject('over_capacity', 'id', `Charge ${chargeId} is being processed by another request; retry later.`);
     await sleep(CLAIM_POLL_MS);
   }

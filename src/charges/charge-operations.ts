@@ -569,20 +569,20 @@ async function cancelHold(ctx: Context, caller: Caller, claim: ChargeClaim, held
  */
 export async function reauthCharge(ctx: Context, caller: Caller, command: { readonly id: string; readonly expiryDays: number | undefined }): Promise<ChargeRecord> {
   const { id: chargeId, expiryDays } = command;
-  const { claim, current, card, reauthId } = await chargeTurn(ctx, caller, chargeId, async (trx, current, now) => {
+  const { claim, current, request, reauthId } = await chargeTurn(ctx, caller, chargeId, async (trx, current, now) => {
     assertNotPending(current);
     assertPaid(current);
     if (current.refunded) reject('cant_reauth_refunded_charge', 'id', `Charge ${chargeId} was refunded; it cannot be reauthorized.`);
     if (current.captured) reject('already_captured', 'id', `Charge ${chargeId} is captured; only uncaptured charges can be reauthorized.`);
     const { card } = await oneChargeRecord(trx, current);
-    // The attempt's id is drawn before the network is asked: it is the authorization's reference.
+    // The attempt's id is drawn before the network is asked: it is the authorization's reference,
+    // and the request is the claim's recovery point (a taker of a lapsed claim releases it).
     const reauthId = ctx.ids.next('reauthorization');
-    return { claim: await takeClaim(trx, current, 'charges.reauth', now), current, card, reauthId };
+    const request: AuthorizationRequest = { reference: reauthId, fingerprint: card.fingerprint, expMonth: card.exp_month, expYear: card.exp_year, amount: current.amount, currency: 'jpy', livemode: caller.livemode, at: now, kind: 'reauth' };
+    return { claim: await takeClaim(trx, current, 'charges.reauth', now, [request]), current, request, reauthId };
   });
   const now = claim.claimedAt;
-  const [authorization] = await callNetwork(ctx, claim, () =>
-    ctx.processor.authorize([{ reference: reauthId, fingerprint: card.fingerprint, expMonth: card.exp_month, expYear: card.exp_year, amount: current.amount, currency: 'jpy', livemode: caller.livemode, at: now, kind: 'reauth' }]),
-  );
+  const [authorization] = await callNetwork(ctx, claim, () => ctx.processor.authorize([request]));
   const days = expiryDays ?? V1_EXPIRY_DAYS.default;
   const expiresAt = authorization!.approved ? v1HoldExpiresAt({ authorizedAt: now, expiryDays: days, issuer: issuerOf({ issuer: current.card_issuer }) }).expiresAt : null;
   const result = await recordClaimed(

@@ -201,6 +201,17 @@ export async function moveRecoveryPoint(executor: Kysely<Database>, claim: Netwo
   if (moved.numUpdatedRows === 0n) throw new NetworkClaimLost(claim);
 }
 
+/**
+ * The claim on `object`, if any, and whether it is live at `at`: for an operation that decides
+ * under its own lock, waits for a live claim and recovers a lapsed one (recoverNetworkClaim) before
+ * it claims.
+ */
+export async function networkClaimAt(executor: Kysely<Database>, object: ClaimedObject, at: Date): Promise<{ readonly live: boolean; readonly claim: HeldClaim } | undefined> {
+  const held = await claimRow(executor, object).select(['operation', 'claimed_at', 'lease_until', 'recovery']).executeTakeFirst();
+  if (held === undefined) return undefined;
+  return { live: held.lease_until.getTime() > at.getTime(), claim: { ...object, operation: held.operation, claimedAt: held.claimed_at, recovery: recoveryOf(held.recovery) } };
+}
+
 /** Whether `object` has a claim live at `at` (for an operation that must not decide while the network answers for another). */
 export async function liveNetworkClaim(executor: Kysely<Database>, object: ClaimedObject, at: Date): Promise<boolean> {
   const live = await claimRow(executor, object).select('lease_until').where('lease_until', '>', at).executeTakeFirst();

@@ -12,7 +12,10 @@ import { expireHoldBatch } from '../../src/charges/hold-jobs';
 import type { Database } from '../../src/db/schema';
 import { KessaiError } from '../../src/domain/errors';
 import { runOperation } from '../../src/api/operations';
-import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card-network';
+import { recoverLapsedClaims } from '../../src/engine/network-claims';
+import { NETWORK_CLAIM_LEASE_MS } from '../../src/domain/network-claims';
+import { simulatedCardNetwork, type AuthorizationRequest, type AuthorizationResult, type CardNetwork } from '../../src/processor/card-network';
+import { recordingNetwork } from '../support/recording-network';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type TestDatabase } from '../support/database';
 import { probeRowLock, whileLocked, type ProbedRow } from '../support/row-locks';
@@ -192,6 +195,43 @@ describe.runIf(isPostgres())('no row lock is held while the card network answers
     // No claim is left behind.
     const claims = await ctx.db.selectFrom('network_claims').select('resource_id').where('account_id', '=', caller.accountId).execute();
     expect(claims).toEqual([]);
+  });
+
+  it.each(['the next operation on the charge', 'the recovery of lapsed claims'] as const)('a reauth that died after the network approved: once its claim lapses, %s releases the new authorization, once, and nothing is recorded', async (taker) => {
+    const cus = await customer();
+    const held = await op(ctx, 'charges.create', { amount: '1000', currency: 'jpy', customer: cus.id, capture: 'false' });
+    const network = simulatedCardNetwork();
+    let asked: { request: AuthorizationRequest; result: AuthorizationResult } | undefined;
+    const dying: Ctx = {
+      ...testContext(database.store, { seed: 170, at: ctx.clock.now() }),
+      processor: {
+        ...network,
+        authorize: async (requests) => {
+          const [result] = await network.authorize(requests);
+          asked = { request: requests[0]!, result: result! };
+          return new Promise<never>(() => {});
+        },
+      },
+    };
+    void op(dying, 'charges.reauth', { id: held.id });
+    for (let i = 0; asked === undefined; i += 1) {
+      if (i > 500) throw new Error('the network was never asked');
+      await sleep(10);
+    }
+    expect(asked.request.kind).toBe('reauth');
+    expect(asked.result.approved).toBe(true);
+    const lapsedAt = new Date(ctx.clock.now().getTime() + NETWORK_CLAIM_LEASE_MS);
+    const recording = recordingNetwork();
+    const later: Ctx = { ...testContext(database.store, { seed: taker === 'the next operation on the charge' ? 171 : 172, at: lapsedAt }), processor: recording.processor };
+    if (taker === 'the next operation on the charge') expect(await op(later, 'charges.capture', { id: held.id })).toMatchObject({ captured: true });
+    else expect(await recoverLapsedClaims(later, [caller.accountId])).toBe(1);
+    expect(recording.released).toEqual([{ reference: asked.request.reference, authorizationCode: (asked.result as { authorizationCode: string }).authorizationCode, amount: 1000, at: lapsedAt }]);
+    expect(await ctx.db.selectFrom('reauthorizations').select('reauth_id').where('account_id', '=', caller.accountId).where('charge_id', '=', held.id).execute()).toEqual([]);
+    expect(await ctx.db.selectFrom('network_claims').select('resource_id').where('account_id', '=', caller.accountId).execute()).toEqual([]);
+    // Nothing twice: a second pass finds nothing to release.
+    const again = recordingNetwork();
+    expect(await recoverLapsedClaims({ ...later, processor: again.processor }, [caller.accountId])).toBe(0);
+    expect(again.released).toEqual([]);
   });
 
   it('the hold-expiry job leaves a charge alone while a capture of it is at the network, and takes it once the claim lapses', async () => {

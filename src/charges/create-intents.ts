@@ -34,7 +34,7 @@ import { accountsOf, inAccounts } from '../db/account-scope';
 import { ROW_KEYS_AT } from '../db/bulk-rows';
 import type { Database } from '../db/schema';
 import type { Context } from '../engine/context';
-import { moveRecoveryPoint, NETWORK_CLAIM_LEASE_MS, NetworkClaimLost, recoveryOf, recoveryText, takeNetworkClaim, takeOverClaim, type RecoveryPoint } from '../engine/network-claims';
+import { accountsWithLapsedClaims, moveRecoveryPoint, NETWORK_CLAIM_LEASE_MS, NetworkClaimLost, recoveryOf, recoveryText, takeNetworkClaim, takeOverClaim, takeOverLapsedClaims, type RecoveryPoint } from '../engine/network-claims';
 import type { AuthorizationRequest, AuthorizationResult } from '../processor/card-network';
 import { CHARGE_RESOURCE, claimedCharge, type ChargeClaim } from './charge-claims';
 
@@ -192,44 +192,20 @@ async function undoClaimed(
   });
 }
 
-/** The intents of `accountIds` lapsed at `now`, claimed at `now` (SKIP LOCKED), at most `limit`. */
+/** The intents of `accountIds` lapsed at `now`, claimed at `now` (takeOverLapsedClaims: SKIP LOCKED), at most `limit`. */
 async function claimLapsed(trx: Kysely<Database>, accountIds: readonly string[], now: Date, limit: number): Promise<CreateIntent[]> {
-  const claimed = await sql<{ a: string; l: boolean; id: string; recovery: unknown }>`
-    WITH due AS (
-      SELECT c.account_id, c.livemode, c.resource, c.resource_id FROM network_claims c
-      WHERE ${inAccounts('c.account_id', accountIds)} AND c.resource = ${CHARGE_RESOURCE} AND c.operation = ${CREATE_INTENT_OPERATION} AND c.lease_until <= ${now}
-      ORDER BY c.lease_until, c.account_id, c.livemode, c.resource_id LIMIT ${limit}
-      FOR UPDATE OF c SKIP LOCKED)
-    UPDATE network_claims n SET claimed_at = ${now}, lease_until = ${new Date(now.getTime() + NETWORK_CLAIM_LEASE_MS)}
-    FROM due WHERE ${inAccounts('n.account_id', accountIds)} AND n.account_id = due.account_id AND n.livemode = due.livemode
-      AND n.resource = due.resource AND n.resource_id = due.resource_id
-    RETURNING n.account_id AS a, n.livemode AS l, n.resource_id AS id, n.recovery`.execute(trx);
-  return claimed.rows.map((row) => intentOf(row.a, row.l, row.id, now, row.recovery));
+  const claimed = await takeOverLapsedClaims(trx, accountIds, now, limit, sql`c.resource = ${CHARGE_RESOURCE} AND c.operation = ${CREATE_INTENT_OPERATION}`);
+  return claimed.map((claim) => intentOf(claim.accountId, claim.livemode, claim.resourceId, now, claim.recovery));
 }
 
 /** The intent of charge `chargeId` stamped `claimedAt`, from its claim's recovery point. */
-function intentOf(accountId: string, livemode: boolean, chargeId: string, claimedAt: Date, stored: unknown): CreateIntent {
-  const point = recoveryOf(stored);
+function intentOf(accountId: string, livemode: boolean, chargeId: string, claimedAt: Date, point: RecoveryPoint): CreateIntent {
   const request = point.authorizations[0]!;
   return { ...claimedCharge(accountId, livemode, chargeId), operation: CREATE_INTENT_OPERATION, claimedAt, request, tokenId: point.token?.tokenId ?? null, tokenUsedAt: point.token?.usedAt ?? request.at };
 }
 
-/**
- * The accounts having create intents lapsed at `now` (lock-free, through the lease index); every
- * Citus shard answers for its own accounts.
- */
-export async function accountsWithLapsedIntents(db: Kysely<Database>, now: Date): Promise<string[]> {
-  const rows = await db
-    .selectFrom('network_claims')
-    .select('account_id')
-    .distinct()
-    .where('lease_until', '<=', now)
-    .where('resource', '=', CHARGE_RESOURCE)
-    .where('operation', '=', CREATE_INTENT_OPERATION)
-    .orderBy('account_id')
-    .execute();
-  return rows.map((row) => row.account_id);
-}
+/** The accounts having create intents lapsed at `now` (lock-free, through the lease index). */
+export const accountsWithLapsedIntents = (db: Kysely<Database>, now: Date): Promise<string[]> => accountsWithLapsedClaims(db, now, CREATE_INTENT_OPERATION);
 
 /**
  * Undoes the lapsed create intents of one account (or a group of one shard's accounts), `limit` at
@@ -297,6 +273,6 @@ export async function undoCreateIntentsAt(ctx: Pick<Context, 'db' | 'processor' 
       .where('claimed_at', '=', at)
       .executeTakeFirst();
     if (row === undefined) continue;
-    await undoCreateIntent(ctx, intentOf(caller.accountId, caller.livemode, stamp.chargeId, at, row.recovery), undefined);
+    await undoCreateIntent(ctx, intentOf(caller.accountId, caller.livemode, stamp.chargeId, at, recoveryOf(row.recovery)), undefined);
   }
 }

@@ -23,7 +23,7 @@
  * the network call is the keyed request's checkpoint (src/api/idempotency.ts), so the claim is
  * committed before the network is asked either way.
  */
-import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import { inAccounts } from '../db/account-scope';
 import { prepared } from '../db/prepared';
 import type { Database } from '../db/schema';
@@ -312,32 +312,49 @@ export async function recoverNetworkClaim(ctx: Pick<Context, 'db' | 'processor' 
 export async function recoverLapsedClaims(ctx: Pick<Context, 'db' | 'processor' | 'clock'>, accountIds: readonly string[], limit = 100, finishers: ClaimFinishers = {}): Promise<number> {
   let undone = 0;
   const finishing = Object.keys(finishers);
+  const resolvableHere = sql<SqlBool>`((c.recovery -> 'refunds' IS NULL AND c.recovery -> 'token' IS NULL)
+    ${finishing.length === 0 ? sql`` : sql`OR c.operation IN (${sql.join(finishing)})`})`;
   for (;;) {
     const now = ctx.clock.now();
-    const claimed = await sql<{ account_id: string; livemode: boolean; resource: string; resource_id: string; operation: string; recovery: unknown }>`
-      WITH due AS (
-        SELECT c.account_id, c.livemode, c.resource, c.resource_id FROM network_claims c
-        WHERE ${inAccounts('c.account_id', accountIds)} AND c.lease_until <= ${now}
-          AND ((c.recovery -> 'refunds' IS NULL AND c.recovery -> 'token' IS NULL)
-               ${finishing.length === 0 ? sql`` : sql`OR c.operation IN (${sql.join(finishing)})`})
-        ORDER BY c.lease_until, c.account_id, c.livemode, c.resource, c.resource_id LIMIT ${limit}
-        FOR UPDATE OF c SKIP LOCKED)
-      UPDATE network_claims n SET claimed_at = ${now}, lease_until = ${new Date(now.getTime() + NETWORK_CLAIM_LEASE_MS)}
-      FROM due WHERE ${inAccounts('n.account_id', accountIds)} AND n.account_id = due.account_id AND n.livemode = due.livemode
-        AND n.resource = due.resource AND n.resource_id = due.resource_id
-      RETURNING n.account_id, n.livemode, n.resource, n.resource_id, n.operation, n.recovery`.execute(ctx.db);
-    for (const row of claimed.rows) {
-      const claim: HeldClaim = { accountId: row.account_id, livemode: row.livemode, resource: row.resource, resourceId: row.resource_id, operation: row.operation, claimedAt: now, recovery: recoveryOf(row.recovery) };
+    const claimed = await takeOverLapsedClaims(ctx.db, accountIds, now, limit, resolvableHere);
+    for (const claim of claimed) {
       await resolveTaken(ctx, claim, finishers, now);
       undone += 1;
     }
-    if (claimed.rows.length < limit) return undone;
+    if (claimed.length < limit) return undone;
   }
 }
 
-/** The accounts having claims lapsed at `now` (lock-free, through the lease index). */
-export async function accountsWithLapsedClaims(db: Kysely<Database>, now: Date): Promise<string[]> {
-  const rows = await db.selectFrom('network_claims').select('account_id').distinct().where('lease_until', '<=', now).orderBy('account_id').execute();
+/**
+ * Restamps at `now` up to `limit` claims of `accountIds` lapsed at `now` that `which` (a condition
+ * on the claim row `c`) selects, in one statement (FOR UPDATE SKIP LOCKED, so two takers split
+ * them; fenced by the restamp): the claims this caller now holds, to resolve with no transaction
+ * open. recoverLapsedClaims's step, and that of an operation resolving its own claims.
+ */
+export async function takeOverLapsedClaims(executor: Kysely<Database>, accountIds: readonly string[], now: Date, limit: number, which: RawBuilder<SqlBool>): Promise<HeldClaim[]> {
+  const claimed = await sql<{ account_id: string; livemode: boolean; resource: string; resource_id: string; operation: string; recovery: unknown }>`
+    WITH due AS (
+      SELECT c.account_id, c.livemode, c.resource, c.resource_id FROM network_claims c
+      WHERE ${inAccounts('c.account_id', accountIds)} AND c.lease_until <= ${now} AND ${which}
+      ORDER BY c.lease_until, c.account_id, c.livemode, c.resource, c.resource_id LIMIT ${limit}
+      FOR UPDATE OF c SKIP LOCKED)
+    UPDATE network_claims n SET claimed_at = ${now}, lease_until = ${new Date(now.getTime() + NETWORK_CLAIM_LEASE_MS)}
+    FROM due WHERE ${inAccounts('n.account_id', accountIds)} AND n.account_id = due.account_id AND n.livemode = due.livemode
+      AND n.resource = due.resource AND n.resource_id = due.resource_id
+    RETURNING n.account_id, n.livemode, n.resource, n.resource_id, n.operation, n.recovery`.execute(executor);
+  return claimed.rows.map((row) => ({ accountId: row.account_id, livemode: row.livemode, resource: row.resource, resourceId: row.resource_id, operation: row.operation, claimedAt: now, recovery: recoveryOf(row.recovery) }));
+}
+
+/** The accounts having claims lapsed at `now` (lock-free, through the lease index), of operation `operation` when given. */
+export async function accountsWithLapsedClaims(db: Kysely<Database>, now: Date, operation?: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('network_claims')
+    .select('account_id')
+    .distinct()
+    .where('lease_until', '<=', now)
+    .$if(operation !== undefined, (q) => q.where('operation', '=', operation!))
+    .orderBy('account_id')
+    .execute();
   return rows.map((row) => row.account_id);
 }
 

@@ -12,7 +12,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/schema';
 import { createTestDatabase, isPostgres, REFERENCE_INSTANT, type TestDatabase } from '../support/database';
 import { seedDueSubscriptions, tallyRenewals } from '../support/renewal-seed';
-import { spawnWorker, until, type SpawnedWorker } from '../support/spawn-worker';
+import { PARTIAL_EXIT_CODE } from '../../src/cli/job-commands';
+import { spawnKessai, spawnWorker, until, type SpawnedWorker } from '../support/spawn-worker';
 
 const JOB = 'subscriptions.renew';
 const MINUTE = 60_000;
@@ -122,5 +123,27 @@ describe.runIf(isPostgres())('one slot shared by worker processes (PostgreSQL)',
     expect(outcomesOf(broken)[0]).toMatchObject({ status: 'partial', slot: at(0).toISOString(), attemptsWithoutProgress: 1 });
     expect(await ledger()).toEqual({ status: 'failed', attempt: 2, attempts_without_progress: 1 });
     expect((await tallyRenewals(db, at(0), 'x')).charges).toBe(0);
+  });
+
+  it('kessai worker --once exits 3 and prints PARTIAL when one account group fails and every other is done; 0 once the retry has done it, nothing twice', async () => {
+    await seedDueSubscriptions(db, { count: 200, dueAt: at(0), accounts: 2 });
+    // acct_r0's renewals fail in the database as an unreachable node's would: its group is left pending.
+    await sql`CREATE FUNCTION refuse_acct_r0() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'acct_r0 refused by the test' USING ERRCODE = '08006'; END $$`.execute(db);
+    await sql`CREATE TRIGGER refuse_acct_r0 BEFORE UPDATE ON subscriptions FOR EACH ROW WHEN (NEW.account_id = 'acct_r0') EXECUTE FUNCTION refuse_acct_r0()`.execute(db);
+    const env = { DATABASE_URL: database.url! };
+    const first = spawnKessai(['worker', '--once', '--at', at(0).toISOString(), '--batch-size', '50'], env);
+    const firstExit = await first.exited;
+    expect(firstExit, `${first.output()}${first.errors()}`).toEqual({ code: PARTIAL_EXIT_CODE, signal: null });
+    expect(first.output()).toMatch(new RegExp(`${JOB} @ ${at(0).toISOString()}: PARTIAL: committed \\{"renewed":100`));
+    const renewed = async (account: string) =>
+      (await sql<{ n: number }>`SELECT count(*)::int AS n FROM subscriptions WHERE account_id = ${account} AND renews_at > ${at(0)}`.execute(db)).rows[0]!.n;
+    expect([await renewed('acct_r0'), await renewed('acct_r1')]).toEqual([0, 100]);
+
+    await sql`DROP TRIGGER refuse_acct_r0 ON subscriptions`.execute(db);
+    const second = spawnKessai(['worker', '--once', '--at', at(2).toISOString(), '--batch-size', '50'], env);
+    const secondExit = await second.exited;
+    expect(secondExit, `${second.output()}${second.errors()}`).toEqual({ code: 0, signal: null });
+    expect(await tallyRenewals(db, at(0))).toMatchObject({ subscriptions: 200, renewed: 200, charges: 200, charged_twice: 0, mismatched: 0 });
   });
 });

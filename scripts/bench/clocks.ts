@@ -1,6 +1,6 @@
 /**
  * Benchmark of test clock advances as a merchant runs them (`npm run bench:clocks -- [--n 1000]
- * [--small 10] [--store postgres,pglite]`), on the PostgreSQL server of DATABASE_URL (default the
+ * [--small 10] [--store postgres,pglite] [--profile-server DIR]`), on the PostgreSQL server of DATABASE_URL (default the
  * local server) and on the embedded database (PGlite in a scratch folder).
  *
  * On each store: a clock frozen at 2027-01-01 (JST) with N customers on it, each subscribed to a
@@ -18,7 +18,7 @@
  * a card: the driver reports progress after a step at a new instant, not between the steps of one
  * instant). Prints the times, the ratio, the charges each side made (they must agree) and the load
  * average. Not a timed test: the targets (advance ≤ 1.5 × simulate and ≤ 10 s at 1,000; ≤ 1 s at
- * 10) are read by a person.
+ * 10) are read by a person. `--profile-server DIR`: a CPU profile of each server, written when it stops.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -44,7 +44,7 @@ import { createTestClock, requestOnClock } from '../../src/test-clocks/test-cloc
 import { startServe } from '../../test/support/spawn-worker';
 import { admin, log, seconds, SERVER, withDatabase } from './bench-support';
 
-const { values: args } = parseArgs({ options: { n: { type: 'string', default: '1000' }, small: { type: 'string', default: '10' }, store: { type: 'string', default: 'postgres,pglite' } } });
+const { values: args } = parseArgs({ options: { n: { type: 'string', default: '1000' }, small: { type: 'string', default: '10' }, store: { type: 'string', default: 'postgres,pglite' }, 'profile-server': { type: 'string' } } });
 const N = Number(args.n);
 const SMALL = Number(args.small);
 const STORES = args.store.split(',').map((x) => x.trim());
@@ -146,7 +146,7 @@ async function benchStore(kind: string): Promise<void> {
       ...(postgres ? { DATABASE_URL: storeOptions.databaseUrl! } : { DATABASE_URL: '', KESSAI_DATA_DIR: dir! }),
       KESSAI_RATE_LIMITS: JSON.stringify({ accounts: { [ACCOUNT]: { test: { pk: limit, payment: limit, sk: limit } } } }),
       KESSAI_STATEMENT_URL_SECRET: 'bench-clocks-statement-secret',
-    }, { discardLogs: true });
+    }, { discardLogs: true, ...(args['profile-server'] === undefined ? {} : { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${args['profile-server']}`] }) });
     let yearMs: number;
     let monthMs: number;
     try {

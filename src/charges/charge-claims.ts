@@ -73,7 +73,6 @@ export async function takeClaim(trx: Kysely<Database>, row: ChargeRow, operation
   return claim;
 }
 
-
 const BUSY = Symbol('busy');
 /** A lapsed claim whose authorizations must be released before the charge is decided on. */
 class Lapsed {

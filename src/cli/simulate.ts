@@ -72,8 +72,9 @@ export function registerSimulate(program: Command): void {
     .option('--decline-rate <share>', 'assumed share (0..1) of otherwise approved card authorizations declined, drawn from the seed; replaces the scenario\'s and what-if\'s decline_rate', rateArg)
     .addHelpText(
       'after',
-      '\nRuns on an embedded in-memory database unless --database-url is given on the command line, in which case a scratch\n' +
-        'database is created on that server and dropped afterwards (DATABASE_URL from the environment is not used here).\n' +
+      '\nRuns on an embedded database (in memory; a large scenario in a temporary folder) unless --database-url is given on the\n' +
+        'command line, in which case a scratch database is created on that server and dropped afterwards (DATABASE_URL from\n' +
+        'the environment is not used here).\n' +
         'Exit status: 0 done; 1 bad arguments or scenario; 2 done, but some entries were refused for reasons other than a card decline.',
     )
     .action(async (options: SimulateOptions, command: Command) => {

@@ -105,6 +105,22 @@ export function optionalString(params: Params, key: string, options: ParamOption
   return value;
 }
 
+export interface EnumOptions extends ParamOptions {
+  /** The refusal's message (default: `<param> must be one of <allowed>, got <value>`). */
+  readonly message?: string;
+}
+
+/**
+ * An optional string that must be one of `allowed`: a value of the wrong shape or outside the
+ * list is refused with `code` (default `invalid_param_key`), naming the parameter.
+ */
+export function optionalEnum<T extends string>(params: Params, key: string, allowed: readonly T[], options: EnumOptions = {}): T | undefined {
+  const value = optionalString(params, key, options);
+  if (value === undefined || (allowed as readonly string[]).includes(value)) return value as T | undefined;
+  const name = paramName(key, options.parent);
+  return reject(options.code ?? DEFAULT_INVALID, name, options.message ?? `${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
+}
+
 export interface IntegerOptions extends ParamOptions {
   readonly min?: number;
   readonly max?: number;

@@ -7,10 +7,10 @@
  */
 import { defineCommandOperation } from '../../operations/define';
 import { listObject, PAGINATION_PARAMS, readPage, type Page } from '../../operations/pagination';
-import { optionalString, readParams } from '../../operations/params';
+import { optionalEnum, optionalString, readParams } from '../../operations/params';
 import { issueBalanceStatementUrl } from '../../settlement/balance-statement-urls';
 import { BALANCE_OWNERS, BALANCE_STATES, BALANCES_URL, listBalances, renderBalanceRecord, retrieveBalance, type ListBalancesCommand } from '../../settlement/statements';
-import { decodeId, optionalFilter } from './codec';
+import { decodeId } from './codec';
 import { decodeStatementUrl, renderStatementUrl } from './statements';
 
 /** `balances.list`: pagination plus `state`, `owner` and `tenant`, checked in that order. */
@@ -19,8 +19,8 @@ export function decodeListBalances(input: unknown): ListBalancesCommand & { read
   const page = readPage(params);
   return {
     page,
-    state: optionalFilter(params, 'state', BALANCE_STATES, 'state must be collecting, transfer or claim'),
-    owner: optionalFilter(params, 'owner', BALANCE_OWNERS, 'owner must be merchant, tenant or platform', 'invalid_owner_type'),
+    state: optionalEnum(params, 'state', BALANCE_STATES, { code: 'invalid_querystring', message: 'state must be collecting, transfer or claim' }),
+    owner: optionalEnum(params, 'owner', BALANCE_OWNERS, { code: 'invalid_owner_type', message: 'owner must be merchant, tenant or platform' }),
     tenant: optionalString(params, 'tenant', { code: 'invalid_querystring' }),
   };
 }

@@ -11,9 +11,9 @@
 import { isUtf8 } from 'node:buffer';
 import qs from 'qs';
 import { isDatabaseUnavailable, unavailableRefusal } from '../../db/errors';
-import { KessaiError, reject, type ErrorCode } from '../../domain/errors';
+import { KessaiError, reject } from '../../domain/errors';
 import { PAGINATION_PARAMS, readPage, type Page } from '../../operations/pagination';
-import { checkParameterText, isPlainObject, optionalString, readParams, requireString, type Params } from '../../operations/params';
+import { checkParameterText, isPlainObject, readParams, requireString } from '../../operations/params';
 
 /**
  * Form and query decoding: nested keys, no arrays (`a[0]` stays a key), no prototype keys; every
@@ -130,12 +130,3 @@ export function decodePage(input: unknown): Page {
   return readPage(readParams(input, PAGINATION_PARAMS));
 }
 
-/**
- * A list filter that takes one of `choices`: undefined when not sent; anything else (not text, or
- * text not among them) is `invalid_querystring` naming it, with `message`.
- */
-export function optionalFilter<T extends string>(params: Params, key: string, choices: readonly T[], message: string, code: ErrorCode = 'invalid_querystring'): T | undefined {
-  const value = optionalString(params, key, { code });
-  if (value !== undefined && !(choices as readonly string[]).includes(value)) reject(code, key, message);
-  return value as T | undefined;
-}

@@ -7,7 +7,7 @@ import { STATEMENT_TYPES } from '../../domain/sales-statements';
 import { toUnixSeconds } from '../../domain/time';
 import { defineCommandOperation } from '../../operations/define';
 import { listObject, PAGINATION_PARAMS, readPage, type Page } from '../../operations/pagination';
-import { optionalBoolean, optionalString, readParams, requireString } from '../../operations/params';
+import { optionalBoolean, optionalEnum, optionalString, readParams, requireString } from '../../operations/params';
 import { issueStatementUrl, type IssuedUrl, type IssueStatementUrlCommand, type StatementUrlObject } from '../../settlement/statement-urls';
 import {
   listStatements,
@@ -17,7 +17,7 @@ import {
   STATEMENTS_URL,
   type ListStatementsCommand,
 } from '../../settlement/statements';
-import { decodeId, optionalFilter } from './codec';
+import { decodeId } from './codec';
 
 /**
  * `statements.list`: pagination plus `owner` (`merchant` or `tenant`), `type`, `tenant`, `term`
@@ -28,8 +28,8 @@ export function decodeListStatements(input: unknown): ListStatementsCommand & { 
   const page = readPage(params);
   return {
     page,
-    owner: optionalFilter(params, 'owner', STATEMENT_OWNERS, 'owner must be merchant or tenant', 'invalid_owner_type'),
-    type: optionalFilter(params, 'type', STATEMENT_TYPES, `type must be one of ${STATEMENT_TYPES.join(', ')}`),
+    owner: optionalEnum(params, 'owner', STATEMENT_OWNERS, { code: 'invalid_owner_type', message: 'owner must be merchant or tenant' }),
+    type: optionalEnum(params, 'type', STATEMENT_TYPES, { code: 'invalid_querystring', message: `type must be one of ${STATEMENT_TYPES.join(', ')}` }),
     tenant: optionalString(params, 'tenant', { code: 'invalid_querystring' }),
     term: optionalString(params, 'term', { code: 'invalid_querystring' }),
     sourceTransfer: optionalString(params, 'source_transfer', { code: 'invalid_querystring' }),

@@ -5,12 +5,11 @@
  * has always given them, before anything is read or written.
  */
 import type { TrialEndRequest } from '../../domain/billing-calendar';
-import { reject } from '../../domain/errors';
 import { createMetadata } from '../../domain/metadata';
 import { fromUnixSeconds } from '../../domain/time';
 import { defineCommandOperation } from '../../operations/define';
 import { listObject, PAGINATION_PARAMS, readPage } from '../../operations/pagination';
-import { hasParam, optionalBoolean, optionalInteger, optionalString, readParams, requireString, type Params } from '../../operations/params';
+import { hasParam, optionalBoolean, optionalInteger, optionalEnum, optionalString, readParams, requireString, type Params } from '../../operations/params';
 import { renderSubscriptionWithPlans } from '../../subscriptions/subscription-record';
 import {
   cancelSubscription,
@@ -69,11 +68,8 @@ function readListFilters(params: Params): ListSubscriptionsCommand {
   const page = readPage(params);
   const planId = optionalString(params, 'plan', { code: 'invalid_querystring' });
   const customerId = optionalString(params, 'customer', { code: 'invalid_querystring' });
-  const status = optionalString(params, 'status', { code: 'invalid_querystring' });
-  if (status !== undefined && !(SUBSCRIPTION_STATUSES as readonly string[]).includes(status)) {
-    reject('invalid_querystring', 'status', `status must be one of ${SUBSCRIPTION_STATUSES.join(', ')}, got ${JSON.stringify(status)}`);
-  }
-  return { page, planId, customerId, status: status as ListSubscriptionsCommand['status'] };
+  const status = optionalEnum(params, 'status', SUBSCRIPTION_STATUSES, { code: 'invalid_querystring' });
+  return { page, planId, customerId, status };
 }
 
 export function decodeListSubscriptions(input: unknown): ListSubscriptionsCommand {

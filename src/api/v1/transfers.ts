@@ -5,11 +5,10 @@
  * `status`, `since_scheduled_date` / `until_scheduled_date` (UNIX seconds, as the SDK types them), and for tenant transfers
  * `tenant` and `transfer`; the charge list takes pagination and `customer`; the statement URL `platformer`.
  */
-import { reject } from '../../domain/errors';
 import { fromUnixSeconds } from '../../domain/time';
 import { defineCommandOperation } from '../../operations/define';
 import { listObject, PAGINATION_PARAMS, readPage } from '../../operations/pagination';
-import { optionalBoolean, optionalInteger, optionalString, readParams, requireString, type Params } from '../../operations/params';
+import { optionalBoolean, optionalInteger, optionalEnum, optionalString, readParams, requireString, type Params } from '../../operations/params';
 import {
   listTransfers,
   retrieveTransfer,
@@ -34,10 +33,7 @@ function decodeList(kind: TransferKind) {
     const extra = kind === 'tenant_transfer' ? ['tenant', 'transfer'] : [];
     const params = readParams(input, [...PAGINATION_PARAMS, 'status', 'since_scheduled_date', 'until_scheduled_date', ...extra]);
     const page = readPage(params);
-    const status = optionalString(params, 'status', { code: 'invalid_querystring' });
-    if (status !== undefined && !(TRANSFER_STATUSES as readonly string[]).includes(status)) {
-      reject('invalid_querystring', 'status', `status must be one of ${TRANSFER_STATUSES.join(', ')}, got ${JSON.stringify(status)}`);
-    }
+    const status = optionalEnum(params, 'status', TRANSFER_STATUSES, { code: 'invalid_querystring' });
     return {
       kind,
       page,

@@ -22,7 +22,6 @@ import {
   SESSION_STATUSES,
   sessionKey,
   updateCheckoutSession,
-  type CheckoutSessionRow,
   type CheckoutSessionView,
   type CompleteCheckoutSessionCommand,
   type CreateCheckoutSessionCommand,
@@ -33,7 +32,7 @@ import {
   type UpdateCheckoutSessionCommand,
 } from '../../checkout/checkout-sessions';
 import { defineCommandOperation } from '../../operations/define';
-import { hasParam, optionalInteger, optionalString, readParams, requireString, type Params } from '../../operations/params';
+import { hasParam, optionalInteger, optionalEnum, optionalString, readParams, requireString, type Params } from '../../operations/params';
 import { readV2Page, V2_PAGINATION_PARAMS, v2ListObject, type V2List } from '../../operations/v2-pagination';
 import { readNestedObject, readPaymentMethodTypes } from './payment-flows';
 import { isPaymentMethodType } from '../../payment-flows/payment-method';
@@ -124,10 +123,9 @@ function decodeUpdate(input: unknown): UpdateCheckoutSessionCommand {
 function decodeList(input: unknown): ListCheckoutSessionsCommand {
   const params = readParams(input, [...V2_PAGINATION_PARAMS, 'status', 'customer']);
   const page = readV2Page(params);
-  const status = optionalString(params, 'status', { code: 'invalid_querystring' });
-  if (status !== undefined && !(SESSION_STATUSES as readonly string[]).includes(status)) reject('invalid_querystring', 'status', `status must be one of ${SESSION_STATUSES.join(', ')}`);
+  const status = optionalEnum(params, 'status', SESSION_STATUSES, { code: 'invalid_querystring' });
   const customer = optionalString(params, 'customer', { code: 'invalid_querystring' });
-  return { page, status: status as CheckoutSessionRow['status'] | undefined, customer };
+  return { page, status, customer };
 }
 
 function decodeLineItems(input: unknown): SessionLineItemsCommand {

@@ -11,7 +11,7 @@ import { parseExtendedAuthorizationRequest, type ExtendedAuthorizationRequest } 
 import { MAX_AMOUNT, MAX_TEXT_LENGTH, MIN_PAYMENT_FLOW_AMOUNT } from '../../domain/limits';
 import { createMetadata } from '../../domain/metadata';
 import { defineCommandOperation } from '../../operations/define';
-import { hasParam, isPlainObject, optionalBoolean, optionalInteger, optionalString, readParams, requireString, type Params } from '../../operations/params';
+import { hasParam, isPlainObject, optionalBoolean, optionalInteger, optionalEnum, optionalString, readParams, requireString, type Params } from '../../operations/params';
 import { readV2Page, V2_PAGINATION_PARAMS, v2ListObject } from '../../operations/v2-pagination';
 import { PAYMENT_FLOWS_URL, renderPaymentFlow } from '../../payment-flows/payment-flow-object';
 import {
@@ -169,11 +169,7 @@ function decodeCapture(input: unknown): CapturePaymentFlowCommand {
 function decodeCancel(input: unknown): CancelPaymentFlowCommand {
   const params = readParams(input, ['id', 'cancellation_reason']);
   const id = requireString(params, 'id');
-  const reason = optionalString(params, 'cancellation_reason') ?? null;
-  if (reason !== null && !(CANCELLATION_REASONS as readonly string[]).includes(reason)) {
-    reject('invalid_param_key', 'cancellation_reason', `cancellation_reason must be one of ${CANCELLATION_REASONS.join(', ')}`);
-  }
-  return { id, reason: reason as CancelPaymentFlowCommand['reason'] };
+  return { id, reason: optionalEnum(params, 'cancellation_reason', CANCELLATION_REASONS) ?? null };
 }
 
 /** `limit`, `starting_after` / `ending_before`, and the optional `customer` filter. */

@@ -3,7 +3,6 @@
  * src/checkout/payment-method-configurations.ts, refusals named by parameter, rows → v2
  * configuration objects (the effective display of each method) and the list.
  */
-import type { DisplayPreference } from '../../db/column-types';
 import { reject } from '../../domain/errors';
 import { DISPLAY_METHODS, DISPLAY_PREFERENCES } from '../../domain/payment-method-display';
 import {
@@ -18,7 +17,7 @@ import {
   type UpdatePaymentMethodConfigurationCommand,
 } from '../../checkout/payment-method-configurations';
 import { defineCommandOperation } from '../../operations/define';
-import { hasParam, optionalBoolean, optionalString, optionalText, readParams, requireString } from '../../operations/params';
+import { hasParam, optionalBoolean, optionalEnum, optionalText, readParams, requireString } from '../../operations/params';
 
 /**
  * For each of `card`, `paypay`, `apple_pay` an optional `{ display_preference: { preference } }`
@@ -42,15 +41,12 @@ function decodeUpdate(input: unknown): UpdatePaymentMethodConfigurationCommand {
     const body = readParams(params[method], ['display_preference'], method);
     const preferenceParent = `${method}[display_preference]`;
     const display = readParams(body.display_preference, ['preference'], preferenceParent);
-    const preference = optionalString(display, 'preference', { parent: preferenceParent });
+    const preference = optionalEnum(display, 'preference', DISPLAY_PREFERENCES, { parent: preferenceParent });
     if (preference === undefined) return reject('missing_param', `${preferenceParent}[preference]`, `${preferenceParent}[preference] is required`);
-    if (!(DISPLAY_PREFERENCES as readonly string[]).includes(preference)) {
-      return reject('invalid_param_key', `${preferenceParent}[preference]`, `preference must be on, off or none, got ${JSON.stringify(preference)}`);
-    }
     if (method === 'card' && preference === 'off') {
       return reject('no_allowed_param', `${preferenceParent}[preference]`, 'card visibility is computed automatically; card cannot be hidden by setting off');
     }
-    changes[PREFERENCE_COLUMN[method]] = preference as DisplayPreference;
+    changes[PREFERENCE_COLUMN[method]] = preference;
   }
   return { id, changes };
 }

@@ -4,11 +4,10 @@
  * objects and lists (the flow's refunds at `/v2/payment_flows/{id}/refunds`).
  */
 import type { PaymentRefundReason } from '../../db/column-types';
-import { reject } from '../../domain/errors';
 import { MAX_AMOUNT } from '../../domain/limits';
 import { createMetadata } from '../../domain/metadata';
 import { defineCommandOperation } from '../../operations/define';
-import { hasParam, optionalInteger, optionalString, readParams, requireString } from '../../operations/params';
+import { hasParam, optionalInteger, optionalEnum, readParams, requireString } from '../../operations/params';
 import { readV2Page, V2_PAGINATION_PARAMS, v2ListObject } from '../../operations/v2-pagination';
 import {
   createPaymentRefund,
@@ -30,12 +29,9 @@ function decodeCreate(input: unknown): CreatePaymentRefundCommand {
   const params = readParams(input, ['payment_flow_id', 'amount', 'reason', 'metadata']);
   const flowId = requireString(params, 'payment_flow_id');
   const amount = optionalInteger(params, 'amount', { min: 1, max: MAX_AMOUNT, code: 'invalid_refund_amount' });
-  const reasonText = optionalString(params, 'reason', { code: 'invalid_refund_reason' }) ?? null;
-  if (reasonText !== null && !(PAYMENT_REFUND_REASONS as readonly string[]).includes(reasonText)) {
-    reject('invalid_refund_reason', 'reason', `reason must be one of ${PAYMENT_REFUND_REASONS.join(', ')}`);
-  }
+  const reason = optionalEnum(params, 'reason', PAYMENT_REFUND_REASONS, { code: 'invalid_refund_reason' }) ?? null;
   const metadata = hasParam(params, 'metadata') ? createMetadata(params.metadata, 'v2') : {};
-  return { flowId, amount, reason: reasonText as PaymentRefundReason | null, metadata };
+  return { flowId, amount, reason, metadata };
 }
 
 /** `metadata` only (v2 §2.6 rules 3–5). */

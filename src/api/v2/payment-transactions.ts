@@ -3,10 +3,9 @@
  * getAllPaymentTransactions): parameters → typed commands of src/settlement/payment-transactions.ts,
  * refusals named by parameter, the view's rows → v2 payment transaction objects and lists.
  */
-import { reject } from '../../domain/errors';
 import { toIsoSeconds } from '../../domain/time';
 import { defineCommandOperation } from '../../operations/define';
-import { optionalString, readParams, requireString } from '../../operations/params';
+import { optionalEnum, optionalString, readParams, requireString } from '../../operations/params';
 import { readV2Page, V2_PAGINATION_PARAMS, v2ListObject } from '../../operations/v2-pagination';
 import {
   listPaymentTransactions,
@@ -57,19 +56,14 @@ function renderPaymentTransaction(row: PaymentTransactionRow): PaymentTransactio
   };
 }
 
-function oneOf<T extends string>(value: string | undefined, allowed: readonly T[], param: string): T | undefined {
-  if (value === undefined || (allowed as readonly string[]).includes(value)) return value as T | undefined;
-  return reject('invalid_querystring', param, `${param} must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
-}
-
 /** The pagination parameters and the SDK's filters `term_id`, `type`, `payment_method_type`. */
 function decodeList(input: unknown): ListPaymentTransactionsCommand {
   const params = readParams(input, [...V2_PAGINATION_PARAMS, 'term_id', 'type', 'payment_method_type']);
   const page = readV2Page(params);
   const filter = {
     termId: optionalString(params, 'term_id', { code: 'invalid_querystring' }),
-    type: oneOf(optionalString(params, 'type', { code: 'invalid_querystring' }), PAYMENT_TRANSACTION_TYPES, 'type'),
-    paymentMethodType: oneOf(optionalString(params, 'payment_method_type', { code: 'invalid_querystring' }), PAYMENT_METHOD_TYPES, 'payment_method_type'),
+    type: optionalEnum(params, 'type', PAYMENT_TRANSACTION_TYPES, { code: 'invalid_querystring' }),
+    paymentMethodType: optionalEnum(params, 'payment_method_type', PAYMENT_METHOD_TYPES, { code: 'invalid_querystring' }),
   };
   return { page, filter };
 }

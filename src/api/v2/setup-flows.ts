@@ -7,7 +7,7 @@ import { reject } from '../../domain/errors';
 import { MAX_TEXT_LENGTH } from '../../domain/limits';
 import { createMetadata } from '../../domain/metadata';
 import { defineCommandOperation } from '../../operations/define';
-import { hasParam, optionalString, readParams, requireString, type Params } from '../../operations/params';
+import { hasParam, optionalEnum, optionalString, readParams, requireString, type Params } from '../../operations/params';
 import { readV2Page, V2_PAGINATION_PARAMS, v2ListObject } from '../../operations/v2-pagination';
 import {
   cancelSetupFlow,
@@ -23,7 +23,6 @@ import {
   type CreateSetupFlowCommand,
   type ListSetupFlowsCommand,
   type SetupFlowRef,
-  type SetupFlowRow,
   type UpdateSetupFlowCommand,
 } from '../../setup-flows/setup-flows';
 
@@ -65,13 +64,12 @@ function readOptions(params: Params): void {
 function decodeCreate(input: unknown): CreateSetupFlowCommand {
   const params = readParams(input, ['customer_id', 'usage', 'payment_method_types', 'payment_method_options', 'description', 'metadata']);
   const customerId = optionalString(params, 'customer_id', { code: 'invalid_customer' }) ?? null;
-  const usage = optionalString(params, 'usage') ?? 'off_session';
-  if (!(SETUP_FLOW_USAGES as readonly string[]).includes(usage)) reject('invalid_param_key', 'usage', `usage must be off_session or on_session, got ${JSON.stringify(usage)}`);
+  const usage = optionalEnum(params, 'usage', SETUP_FLOW_USAGES) ?? 'off_session';
   readTypes(params);
   readOptions(params);
   const description = readDescription(params) ?? null;
   const metadata = hasParam(params, 'metadata') ? createMetadata(params.metadata, 'v2') : {};
-  return { customerId, usage: usage as SetupFlowRow['usage'], description, metadata };
+  return { customerId, usage, description, metadata };
 }
 
 /** The flow and, with the public key, its `client_secret` (retrieve, complete_action). */
@@ -101,11 +99,7 @@ function decodeList(input: unknown): ListSetupFlowsCommand {
 function decodeCancel(input: unknown): CancelSetupFlowCommand {
   const params = readParams(input, ['id', 'cancellation_reason']);
   const id = requireString(params, 'id');
-  const reason = optionalString(params, 'cancellation_reason') ?? null;
-  if (reason !== null && !(SETUP_FLOW_CANCELLATION_REASONS as readonly string[]).includes(reason)) {
-    reject('invalid_param_key', 'cancellation_reason', `cancellation_reason must be one of ${SETUP_FLOW_CANCELLATION_REASONS.join(', ')}`);
-  }
-  return { id, reason: reason as SetupFlowRow['cancellation_reason'] };
+  return { id, reason: optionalEnum(params, 'cancellation_reason', SETUP_FLOW_CANCELLATION_REASONS) ?? null };
 }
 
 /** `client_secret` (public key), `payment_method_id` (`pm_` or `tok_`), `return_url` (http(s)). */

@@ -156,6 +156,22 @@ export async function accountShards(db: Kysely<Database>, accountIds: readonly s
 }
 
 /**
+ * The known accounts by the worker node that holds their shard, when the database is a Citus
+ * coordinator's, else null. Read on the coordinator only (its local `api_key_directory`, where every
+ * account has its keys, and the shard metadata), so it answers while a worker node is down.
+ */
+export async function accountsByNode(db: Kysely<Database>): Promise<string[][] | null> {
+  if (!(await citusInstalled(db))) return null;
+  const result = await sql<{ accounts: string[] }>`
+    SELECT array_agg(k.account ORDER BY k.account) AS accounts
+    FROM (SELECT DISTINCT account FROM api_key_directory) k
+    JOIN pg_dist_placement p ON p.shardid = get_shard_id_for_distribution_column('accounts', k.account)
+    JOIN pg_dist_node n ON n.groupid = p.groupid
+    GROUP BY n.nodename, n.nodeport ORDER BY n.nodename, n.nodeport`.execute(db);
+  return result.rows.map((row) => row.accounts);
+}
+
+/**
  * Drops a scratch database this process created (a simulation's, a benchmark's), on a Citus
  * coordinator (`citus` true) with the DROP propagated to the workers. There the workers' sessions
  * of a just-closed pool end a moment after it closes, and the DROP Citus sends them can find one

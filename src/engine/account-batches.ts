@@ -3,7 +3,8 @@
  * (runBatches in job.ts).
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import { accountShards } from '../db/citus';
+import { accountsByNode, accountShards } from '../db/citus';
+import { isDatabaseUnavailable } from '../db/errors';
 import type { Database } from '../db/schema';
 
 /** An account with due rows, and how many (counted up to the cap asked for: the batch size). */
@@ -87,4 +88,37 @@ export function packAccounts(accounts: readonly DueAccount[], limit: number, sha
 export async function packDueAccounts(db: Kysely<Database>, accounts: readonly DueAccount[], limit: number): Promise<string[][]> {
   const shards = accounts.length > 1 ? await accountShards(db, accounts.map((a) => a.accountId)) : null;
   return packAccounts(accounts, limit, (accountId) => shards?.get(accountId) ?? '');
+}
+
+/**
+ * The batches of a slot's first round, recorded as its account groups (slot-groups.ts): the due
+ * accounts, listed and packed. The listing reads every shard; on Citus, when a worker node cannot
+ * be reached, it is made node by node instead (the accounts known on the coordinator, each node's
+ * listing naming only its own accounts), and every account of a node that does not answer becomes
+ * one group, which fails as unreachable and is taken again on the slot's next attempt — so the
+ * other nodes' accounts are processed meanwhile. An account with no key in the directory is not
+ * known there: its due work waits for the next slot.
+ */
+export async function planDueGroups(
+  db: Kysely<Database>,
+  dueAccountsOf: (db: Kysely<Database>, cap: number, among?: readonly string[]) => Promise<readonly DueAccount[]>,
+  limit: number,
+): Promise<string[][]> {
+  try {
+    return await packDueAccounts(db, await dueAccountsOf(db, limit), limit);
+  } catch (error) {
+    if (!isDatabaseUnavailable(error)) throw error;
+    const nodes = await accountsByNode(db);
+    if (nodes === null) throw error;
+    const groups: string[][] = [];
+    for (const accounts of nodes) {
+      try {
+        groups.push(...(await packDueAccounts(db, await dueAccountsOf(db, limit, accounts), limit)));
+      } catch (nodeError) {
+        if (!isDatabaseUnavailable(nodeError)) throw nodeError;
+        groups.push(accounts);
+      }
+    }
+    return groups;
+  }
 }

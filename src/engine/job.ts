@@ -4,7 +4,7 @@
  */
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema';
-import { packDueAccounts, type DueAccount } from './account-batches';
+import { packDueAccounts, planDueGroups, type DueAccount } from './account-batches';
 import type { Clock } from './clock';
 import type { Context } from './context';
 import type { SlotGroup, SlotGroups } from './slot-groups';
@@ -168,7 +168,7 @@ export async function runBatches<const K extends string>(
       for (const accountId of await accountRound(ctx, run, counted, due, batch, totals, undefined)) finished.add(accountId);
     }
   }
-  await groups.plan(async () => packDueAccounts(ctx.db, await dueAccounts(ctx.db, limit), limit));
+  await groups.plan(() => planDueGroups(ctx.db, dueAccounts, limit));
   for (;;) {
     // No checkpoint before the claim: a stop after the last batch still lets this run see that
     // nothing is left (the slot succeeds, as without groups); each batch checks first.

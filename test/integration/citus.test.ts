@@ -311,6 +311,28 @@ describe.skipIf(!citusUrl || !singleUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL
     const run = spawnSync('sh', ['-c', nodeCtl!.replaceAll('{action}', action).replaceAll('{port}', String(port))], { encoding: 'utf8' });
     expect(run.status, run.stderr).toBe(0);
   };
+  /** The accounts on the node of the first one's shard (the node to stop), and those on the others. */
+  const splitByNode = async (db: Kysely<Database>, accounts: readonly string[]) => {
+    const ports = (
+      await sql<{ account_id: string; port: number }>`SELECT a AS account_id, n.nodeport AS port FROM unnest(${[...accounts]}::text[]) AS a
+        JOIN pg_dist_placement p ON p.shardid = get_shard_id_for_distribution_column('accounts', a) JOIN pg_dist_node n USING (groupid)`.execute(db)
+    ).rows;
+    const downPort = ports[0]!.port;
+    return { downPort, downAccounts: ports.filter((row) => row.port === downPort).map((row) => row.account_id), upAccounts: ports.filter((row) => row.port !== downPort).map((row) => row.account_id) };
+  };
+  /** Subscriptions of `accounts` renewed past `due`, by account. */
+  const renewedIn = async (db: Kysely<Database>, due: Date, accounts: readonly string[]) =>
+    Object.fromEntries(
+      (await sql<{ account_id: string; renewed: number }>`SELECT account_id, count(*) FILTER (WHERE renews_at > ${due})::int AS renewed FROM subscriptions
+        WHERE account_id = ANY(${[...accounts]}::text[]) GROUP BY 1`.execute(db)).rows.map((row) => [row.account_id, row.renewed]),
+    );
+  /** The next wake-up, two minutes on, once the node is back: the slot is retried (its pending groups only) and completes, nothing twice. */
+  const retryRenewsAll = async (store: Awaited<ReturnType<typeof openStore>>, slot: Date, due: Date, seed: number) => {
+    const second = testContext(store, { seed, at: new Date(slot.getTime() + 120_000), config: { batchSize: 10 } });
+    const outcomes = await new Scheduler(second, [subscriptionRenewalsJob], { owner: 'citus-b' }).tick();
+    expect(outcomes[0]).toMatchObject({ status: 'succeeded', slot, claimedFrom: 'failed', slotCounts: { renewed: 240 } });
+    expect(await tallyRenewals(store.db, due)).toEqual({ subscriptions: 240, renewed: 240, charges: 240, charged_twice: 0, mismatched: 0, renewed_events: 240, charge_events: 240 });
+  };
   it.skipIf(!nodeCtl)('a worker node down: requests of its accounts are refused as unavailable (503), an account on the other node is served; all served after it returns', async () => {
     const url = await distributedCitusDatabase();
     const store = await openStore({ databaseUrl: url, poolSize: 2 });
@@ -364,13 +386,7 @@ describe.skipIf(!citusUrl || !singleUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL
       const due = new Date('2027-01-01T00:00:00Z');
       // acct_r0 … acct_r7, 30 due each; batches of 10: every account is a group of its own.
       await seedDueSubscriptions(store.db, { count: 240, dueAt: due, accounts: 8 });
-      const ports = (
-        await sql<{ account_id: string; port: number }>`SELECT a AS account_id, n.nodeport AS port FROM unnest(${[...Array(8).keys()].map((i) => `acct_r${i}`)}::text[]) AS a
-          JOIN pg_dist_placement p ON p.shardid = get_shard_id_for_distribution_column('accounts', a) JOIN pg_dist_node n USING (groupid)`.execute(store.db)
-      ).rows;
-      const downPort = ports[0]!.port;
-      const downAccounts = ports.filter((row) => row.port === downPort).map((row) => row.account_id);
-      const upAccounts = ports.filter((row) => row.port !== downPort).map((row) => row.account_id);
+      const { downPort, downAccounts, upAccounts } = await splitByNode(store.db, [...Array(8).keys()].map((i) => `acct_r${i}`));
       expect(upAccounts.length).toBeGreaterThan(0);
       const network = simulatedCardNetwork();
       // The node stops as the run's first batch calls the card network: after the slot's groups are recorded.
@@ -384,11 +400,6 @@ describe.skipIf(!citusUrl || !singleUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL
           return network.authorize(requests);
         },
       };
-      const renewedBy = async () =>
-        Object.fromEntries(
-          (await sql<{ account_id: string; renewed: number }>`SELECT account_id, count(*) FILTER (WHERE renews_at > ${due})::int AS renewed FROM subscriptions
-            WHERE account_id = ANY(${upAccounts}::text[]) GROUP BY 1`.execute(store.db)).rows.map((row) => [row.account_id, row.renewed]),
-        );
       const slot = new Date(due.getTime() + 60_000);
       const first = testContext(store, { seed: 35, at: slot, processor, config: { batchSize: 10 } });
       const outcome = await new Scheduler(first, [subscriptionRenewalsJob], { owner: 'citus-a' }).runSlot('subscriptions.renew', slot);
@@ -396,18 +407,45 @@ describe.skipIf(!citusUrl || !singleUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL
       expect(outcome).toMatchObject({ status: 'partial', pendingAccounts: downAccounts.length, attemptsWithoutProgress: 0 });
       expect(outcome.status === 'partial' && outcome.error).toContain('database node unreachable');
       // Every account on the surviving node renewed in that run.
-      expect(await renewedBy()).toEqual(Object.fromEntries(upAccounts.map((account) => [account, 30])));
+      expect(await renewedIn(store.db, due, upAccounts)).toEqual(Object.fromEntries(upAccounts.map((account) => [account, 30])));
       const pending = await store.db.selectFrom('job_run_groups').select(['accounts', 'status', 'unavailable']).where('status', '<>', 'done').orderBy('grp').execute();
       expect(pending.flatMap((group) => group.accounts).sort()).toEqual([...downAccounts].sort());
       expect(pending.every((group) => group.status === 'failed' && group.unavailable)).toBe(true);
 
       ctl('start', downPort);
       stopped = undefined;
-      // The next wake-up, two minutes on: the slot is retried (its pending groups only) and completes.
-      const second = testContext(store, { seed: 36, at: new Date(slot.getTime() + 120_000), config: { batchSize: 10 } });
-      const outcomes = await new Scheduler(second, [subscriptionRenewalsJob], { owner: 'citus-b' }).tick();
-      expect(outcomes[0]).toMatchObject({ status: 'succeeded', slot, claimedFrom: 'failed', slotCounts: { renewed: 240 } });
-      expect(await tallyRenewals(store.db, due)).toEqual({ subscriptions: 240, renewed: 240, charges: 240, charged_twice: 0, mismatched: 0, renewed_events: 240, charge_events: 240 });
+      await retryRenewsAll(store, slot, due, 36);
+    } finally {
+      if (stopped !== undefined) ctl('start', stopped);
+      await store.close();
+    }
+  });
+
+  it.skipIf(!nodeCtl)('a worker node already down when a slot starts: the slot is planned node by node, the other node\'s accounts renewed in that run (partial), the rest after the node returns; nothing twice', async () => {
+    const url = await distributedCitusDatabase();
+    const store = await openStore({ databaseUrl: url, poolSize: 2 });
+    let stopped: number | undefined;
+    try {
+      const due = new Date('2027-01-01T00:00:00Z');
+      // acct_r0 … acct_r7, 30 due each; batches of 10. Accounts are known on the coordinator by their keys.
+      await seedDueSubscriptions(store.db, { count: 240, dueAt: due, accounts: 8 });
+      const accounts = [...Array(8).keys()].map((i) => `acct_r${i}`);
+      await store.db.insertInto('api_key_directory').values(accounts.map((account) => ({ key_digest: `digest_${account}`, account }))).execute();
+      const { downPort, downAccounts, upAccounts } = await splitByNode(store.db, accounts);
+      expect(upAccounts.length).toBeGreaterThan(0);
+      ctl('stop', downPort);
+      stopped = downPort;
+      const slot = new Date(due.getTime() + 60_000);
+      const first = testContext(store, { seed: 37, at: slot, config: { batchSize: 10 } });
+      const outcome = await new Scheduler(first, [subscriptionRenewalsJob], { owner: 'citus-a' }).runSlot('subscriptions.renew', slot);
+      expect(outcome).toMatchObject({ status: 'partial', pendingAccounts: downAccounts.length, attemptsWithoutProgress: 0 });
+      expect(await renewedIn(store.db, due, upAccounts)).toEqual(Object.fromEntries(upAccounts.map((account) => [account, 30])));
+      const pending = await store.db.selectFrom('job_run_groups').select(['accounts', 'status', 'unavailable']).where('status', '<>', 'done').execute();
+      expect(pending).toEqual([{ accounts: [...downAccounts].sort(), status: 'failed', unavailable: true }]);
+
+      ctl('start', downPort);
+      stopped = undefined;
+      await retryRenewsAll(store, slot, due, 38);
     } finally {
       if (stopped !== undefined) ctl('start', stopped);
       await store.close();

@@ -85,6 +85,15 @@ describe('the outbox writes the same rows in either shape', () => {
       const eventWrites = single.statements.filter((text) => /\bINSERT INTO events\b/.test(text)).length;
       expect(eventWrites).toBeGreaterThan(1);
       expect(citus.statements.filter(endpointRead)).toHaveLength(eventWrites);
+      // The outbox's single-PostgreSQL events come from a set built of text parameters (no VALUES
+      // rows, one statement whatever the batch); Citus's are the multi-row VALUES it routes in one
+      // phase. (The created charge writes its event from the charge's row, in its own statement.)
+      const eventInserts = (statements: string[]) => statements.filter((text) => /\bINSERT INTO events\b/.test(text) && !/\binsert into "charges"/i.test(text));
+      for (const text of eventInserts(single.statements)) {
+        expect(text).toMatch(/json_to_recordset\(/);
+        expect(text).not.toMatch(/\bVALUES\b/);
+      }
+      for (const text of eventInserts(citus.statements)) expect(text).toMatch(/^INSERT INTO events \([a-z_, ]+\) VALUES \(/);
     }
     // …and the rows are the same.
     const rows = single.rows as { events: { pending_webhooks: number }[]; deliveries: unknown[] };

@@ -27,6 +27,7 @@ import type { Context } from '../engine/context';
 import { inAccounts } from '../db/account-scope';
 import { dueAccounts, earliestDueAt } from '../engine/account-batches';
 import { customerInScope, LIVE_BOOK, type JobScope } from '../test-clocks/clock-scope';
+import { isDatabaseUnavailable } from '../db/errors';
 import { checkpoint, runBatches, type JobCounts, type SlotRun } from '../engine/job';
 import { liveClaimSql } from './charge-claims';
 import { accountsWithLapsedIntents, recoverCreateIntents } from './create-intents';
@@ -72,7 +73,7 @@ async function recoverLapsedNetworkClaims(ctx: Context, run: SlotRun): Promise<n
   const finishers = paymentRefundFinishers(ctx);
   for (const accountId of await accountsWithLapsedClaims(ctx.db, ctx.clock.now())) {
     checkpoint(run);
-    recovered += await recoverLapsedClaims(ctx, [accountId], ctx.config.batchSize, finishers);
+    recovered += await unlessUnreachable(ctx, accountId, () => recoverLapsedClaims(ctx, [accountId], ctx.config.batchSize, finishers));
   }
   return recovered;
 }
@@ -87,14 +88,31 @@ async function recoverLapsedCreateIntents(ctx: Context, run: SlotRun): Promise<n
   let recovered = 0;
   for (const accountId of await accountsWithLapsedIntents(ctx.db, ctx.clock.now())) {
     checkpoint(run);
-    recovered += await recoverCreateIntents(ctx, [accountId], ctx.config.batchSize, {
-      inClaim: (trx) => run.assertClaim(trx),
-      recorded: async (trx, undone) => {
-        if (undone > 0) await run.recordBatch(trx, { intents_recovered: undone });
-      },
-    });
+    recovered += await unlessUnreachable(ctx, accountId, () =>
+      recoverCreateIntents(ctx, [accountId], ctx.config.batchSize, {
+        inClaim: (trx) => run.assertClaim(trx),
+        recorded: async (trx, undone) => {
+          if (undone > 0) await run.recordBatch(trx, { intents_recovered: undone });
+        },
+      }),
+    );
   }
   return recovered;
+}
+
+/**
+ * One account's recovery, or 0 when its database node cannot be reached: the other accounts'
+ * recoveries and the slot's holds go on, and what this one left lapsed is found again by the next
+ * slot (recoveries are found by their lapsed leases, not by slot).
+ */
+async function unlessUnreachable(ctx: Context, accountId: string, recover: () => Promise<number>): Promise<number> {
+  try {
+    return await recover();
+  } catch (error) {
+    if (!isDatabaseUnavailable(error)) throw error;
+    ctx.log.warn({ err: error, account: accountId }, 'recovery skipped: the account\'s database node is unreachable; the next slot takes it again');
+    return 0;
+  }
 }
 
 export async function expireHoldBatch(trx: Kysely<Database>, ctx: Pick<Context, 'ids' | 'processor' | 'clock' | 'testClock'>, accountIds: readonly string[], asOf: Date, limit: number): Promise<{ selected: number; released: number }> {

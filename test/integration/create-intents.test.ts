@@ -134,6 +134,33 @@ describe('a charges.create that dies at the card network (create intents)', () =
     expect(await intents()).toEqual([]);
   });
 
+  it.runIf(isPostgres())('a recovery whose database node cannot be reached is skipped: the hold-expiry slot still succeeds, and the next slot recovers it, once', async () => {
+    const start = new Date(REFERENCE_INSTANT.getTime() + 2 * 3_600_000);
+    ctx.clock.set(start);
+    const tok = await token();
+    const { request } = await createDyingAtTheNetwork({ amount: '1500', currency: 'jpy', card: tok, capture: 'false' });
+    const lapsedAt = new Date(start.getTime() + NETWORK_CLAIM_LEASE_MS);
+    await purgeExpiredIdempotencyKeys(ctx.db, lapsedAt);
+    // The account's claims answer as a worker node that is down would (SQLSTATE 08006).
+    await sql`CREATE FUNCTION refuse_intents() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'node down (test)' USING ERRCODE = '08006'; END $$`.execute(ctx.db);
+    await sql`CREATE TRIGGER refuse_intents BEFORE UPDATE OR DELETE ON network_claims FOR EACH ROW WHEN (OLD.account_id = 'acct_intents') EXECUTE FUNCTION refuse_intents()`.execute(ctx.db);
+    try {
+      const down = recording();
+      expect(await runHoldExpiry(lapsedAt, down.processor)).not.toHaveProperty('intents_recovered');
+      expect(down.released).toEqual([]);
+      expect((await intents()).map((intent) => intent.resource_id)).toEqual([request.reference]);
+    } finally {
+      await sql`DROP TRIGGER refuse_intents ON network_claims`.execute(ctx.db);
+      await sql`DROP FUNCTION refuse_intents()`.execute(ctx.db);
+    }
+    const back = recording();
+    expect(await runHoldExpiry(new Date(lapsedAt.getTime() + 60_000), back.processor)).toMatchObject({ intents_recovered: 1 });
+    expect(back.released.map((release) => release.reference)).toEqual([request.reference]);
+    expect(await intents()).toEqual([]);
+    expect(await tokenUsedAt(tok)).toBeNull();
+  });
+
   it('a charge by customer that dies at the network: its captured authorization is released, no token to give back', async () => {
     ctx.clock.set(new Date(REFERENCE_INSTANT.getTime() + 3_600_000));
     const customer = (await runOperation(ctx, caller, 'customers.create', { card: await token() })) as { id: string };

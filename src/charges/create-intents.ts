@@ -205,7 +205,7 @@ function intentOf(accountId: string, livemode: boolean, chargeId: string, claime
 }
 
 /** The accounts having create intents lapsed at `now` (lock-free, through the lease index). */
-export const accountsWithLapsedIntents = (db: Kysely<Database>, now: Date): Promise<string[]> => accountsWithLapsedClaims(db, now, CREATE_INTENT_OPERATION);
+export const accountsWithLapsedIntents = (db: Kysely<Database>, now: Date, among?: readonly string[]): Promise<string[]> => accountsWithLapsedClaims(db, now, CREATE_INTENT_OPERATION, among);
 
 /**
  * Undoes the lapsed create intents of one account (or a group of one shard's accounts), `limit` at

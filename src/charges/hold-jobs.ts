@@ -25,7 +25,7 @@ import { KessaiError } from '../domain/errors';
 import { v1HoldExpiresAt, V1_EXPIRY_DAYS } from '../domain/hold-periods';
 import type { Context } from '../engine/context';
 import { inAccounts } from '../db/account-scope';
-import { dueAccounts, earliestDueAt } from '../engine/account-batches';
+import { dueAccounts, earliestDueAt, listOnReachableNodes } from '../engine/account-batches';
 import { customerInScope, LIVE_BOOK, type JobScope } from '../test-clocks/clock-scope';
 import { isDatabaseUnavailable } from '../db/errors';
 import { checkpoint, runBatches, type JobCounts, type SlotRun } from '../engine/job';
@@ -71,7 +71,7 @@ export async function expireHolds(ctx: Context, run: SlotRun): Promise<JobCounts
 async function recoverLapsedNetworkClaims(ctx: Context, run: SlotRun): Promise<number> {
   let recovered = 0;
   const finishers = paymentRefundFinishers(ctx);
-  for (const accountId of await accountsWithLapsedClaims(ctx.db, ctx.clock.now())) {
+  for (const accountId of await lapsedOnReachableNodes(ctx, (among) => accountsWithLapsedClaims(ctx.db, ctx.clock.now(), undefined, among))) {
     checkpoint(run);
     recovered += await unlessUnreachable(ctx, accountId, () => recoverLapsedClaims(ctx, [accountId], ctx.config.batchSize, finishers));
   }
@@ -86,7 +86,7 @@ async function recoverLapsedNetworkClaims(ctx: Context, run: SlotRun): Promise<n
  */
 async function recoverLapsedCreateIntents(ctx: Context, run: SlotRun): Promise<number> {
   let recovered = 0;
-  for (const accountId of await accountsWithLapsedIntents(ctx.db, ctx.clock.now())) {
+  for (const accountId of await lapsedOnReachableNodes(ctx, (among) => accountsWithLapsedIntents(ctx.db, ctx.clock.now(), among))) {
     checkpoint(run);
     recovered += await unlessUnreachable(ctx, accountId, () =>
       recoverCreateIntents(ctx, [accountId], ctx.config.batchSize, {
@@ -98,6 +98,16 @@ async function recoverLapsedCreateIntents(ctx: Context, run: SlotRun): Promise<n
     );
   }
   return recovered;
+}
+
+/**
+ * The accounts with lapsed claims on the database nodes that answer (listOnReachableNodes); those of
+ * a node that does not are left to the next slot, which finds their lapsed claims again.
+ */
+async function lapsedOnReachableNodes(ctx: Context, list: (among?: readonly string[]) => Promise<readonly string[]>): Promise<string[]> {
+  const { listed, unreachable } = await listOnReachableNodes(ctx.db, list);
+  for (const accounts of unreachable) ctx.log.warn({ accounts: accounts.length, account: accounts[0] }, 'recovery skipped for the accounts of an unreachable database node; the next slot takes them again');
+  return listed;
 }
 
 /**

@@ -91,34 +91,44 @@ export async function packDueAccounts(db: Kysely<Database>, accounts: readonly D
 }
 
 /**
+ * What `list` finds over every shard; on Citus, when a worker node cannot be reached, node by node
+ * instead: the accounts known on the coordinator (`api_key_directory`, where every account has its
+ * keys) put by the node of their shard, each node's listing naming only its own accounts. Returns
+ * what the answering nodes listed, and the accounts of each node that did not answer. An account
+ * with no key in the directory is not known there, so not listed then.
+ */
+export async function listOnReachableNodes<T>(db: Kysely<Database>, list: (among?: readonly string[]) => Promise<readonly T[]>): Promise<{ listed: T[]; unreachable: string[][] }> {
+  try {
+    return { listed: [...(await list())], unreachable: [] };
+  } catch (error) {
+    if (!isDatabaseUnavailable(error)) throw error;
+    const nodes = await accountsByNode(db);
+    if (nodes === null) throw error;
+    const listed: T[] = [];
+    const unreachable: string[][] = [];
+    for (const accounts of nodes) {
+      try {
+        listed.push(...(await list(accounts)));
+      } catch (nodeError) {
+        if (!isDatabaseUnavailable(nodeError)) throw nodeError;
+        unreachable.push(accounts);
+      }
+    }
+    return { listed, unreachable };
+  }
+}
+
+/**
  * The batches of a slot's first round, recorded as its account groups (slot-groups.ts): the due
- * accounts, listed and packed. The listing reads every shard; on Citus, when a worker node cannot
- * be reached, it is made node by node instead (the accounts known on the coordinator, each node's
- * listing naming only its own accounts), and every account of a node that does not answer becomes
- * one group, which fails as unreachable and is taken again on the slot's next attempt — so the
- * other nodes' accounts are processed meanwhile. An account with no key in the directory is not
- * known there: its due work waits for the next slot.
+ * accounts, listed (listOnReachableNodes) and packed. Every account of a node that does not answer
+ * becomes one group, which fails as unreachable and is taken again on the slot's next attempt — so
+ * the other nodes' accounts are processed meanwhile.
  */
 export async function planDueGroups(
   db: Kysely<Database>,
   dueAccountsOf: (db: Kysely<Database>, cap: number, among?: readonly string[]) => Promise<readonly DueAccount[]>,
   limit: number,
 ): Promise<string[][]> {
-  try {
-    return await packDueAccounts(db, await dueAccountsOf(db, limit), limit);
-  } catch (error) {
-    if (!isDatabaseUnavailable(error)) throw error;
-    const nodes = await accountsByNode(db);
-    if (nodes === null) throw error;
-    const groups: string[][] = [];
-    for (const accounts of nodes) {
-      try {
-        groups.push(...(await packDueAccounts(db, await dueAccountsOf(db, limit, accounts), limit)));
-      } catch (nodeError) {
-        if (!isDatabaseUnavailable(nodeError)) throw nodeError;
-        groups.push(accounts);
-      }
-    }
-    return groups;
-  }
+  const { listed, unreachable } = await listOnReachableNodes(db, (among) => dueAccountsOf(db, limit, among));
+  return [...(await packDueAccounts(db, listed, limit)), ...unreachable];
 }

@@ -346,13 +346,14 @@ export async function takeOverLapsedClaims(executor: Kysely<Database>, accountId
 }
 
 /** The accounts having claims lapsed at `now` (lock-free, through the lease index), of operation `operation` when given. */
-export async function accountsWithLapsedClaims(db: Kysely<Database>, now: Date, operation?: string): Promise<string[]> {
+export async function accountsWithLapsedClaims(db: Kysely<Database>, now: Date, operation?: string, among?: readonly string[]): Promise<string[]> {
   const rows = await db
     .selectFrom('network_claims')
     .select('account_id')
     .distinct()
     .where('lease_until', '<=', now)
     .$if(operation !== undefined, (q) => q.where('operation', '=', operation!))
+    .$if(among !== undefined, (q) => q.where('account_id', '=', sql<string>`ANY(${[...among!]}::text[])`))
     .orderBy('account_id')
     .execute();
   return rows.map((row) => row.account_id);

@@ -32,6 +32,7 @@ import { EVERY_JOB_ACCOUNTS, idleJobs, simulateEveryJob } from '../support/every
 import { spawnKessai } from '../support/spawn-worker';
 import { renewBatch } from '../../src/subscriptions/renewals';
 import { subscriptionRenewalsJob } from '../../jobs/subscription-renewals';
+import { holdExpiryJob } from '../../jobs/hold-expiry';
 import { Scheduler } from '../../src/engine/scheduler';
 import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card-network';
 import { seedDueSubscriptions, tallyRenewals } from '../support/renewal-seed';
@@ -446,6 +447,25 @@ describe.skipIf(!citusUrl || !singleUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL
       ctl('start', downPort);
       stopped = undefined;
       await retryRenewsAll(store, slot, due, 38);
+    } finally {
+      if (stopped !== undefined) ctl('start', stopped);
+      await store.close();
+    }
+  });
+
+  it.skipIf(!nodeCtl)('a worker node already down: the hold-expiry slot (its recovery listings and its groups) succeeds for the accounts that answer', async () => {
+    const url = await distributedCitusDatabase();
+    const store = await openStore({ databaseUrl: url, poolSize: 2 });
+    let stopped: number | undefined;
+    try {
+      const accounts = ['acct_h0', 'acct_h1', 'acct_h2', 'acct_h3'];
+      await store.db.insertInto('api_key_directory').values(accounts.map((account) => ({ key_digest: `digest_${account}`, account }))).execute();
+      const { downPort } = await splitByNode(store.db, accounts);
+      ctl('stop', downPort);
+      stopped = downPort;
+      const slot = new Date('2027-01-01T00:01:00Z');
+      const outcome = await new Scheduler(testContext(store, { seed: 39, at: slot }), [holdExpiryJob], { owner: 'citus-h' }).runSlot(holdExpiryJob.name, slot);
+      expect(outcome.status, outcome.status === 'failed' ? outcome.error : '').not.toBe('failed');
     } finally {
       if (stopped !== undefined) ctl('start', stopped);
       await store.close();

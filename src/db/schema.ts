@@ -376,7 +376,6 @@ export interface PaymentFlowsTable {
   last_payment_error: JsonColumn<Record<string, unknown>> | null;
   livemode: boolean;
   metadata: JsonColumn<Record<string, boolean | number | string>>;
-  network_claim: JsonColumn<Record<string, unknown>> | null;
   next_action: JsonColumn<Record<string, unknown>> | null;
   payment_flow_id: string;
   payment_method_id: string | null;

@@ -1,9 +1,6 @@
 /**
- * Claims on a row whose outcome waits for the card network (ARCHITECTURE.md "Network I/O never
- * happens while rows are locked"): an operation claims the row in a short transaction (a
- * `processing` status stamped with the claim's instant), calls the network with no transaction
- * open, then records the outcome only while its claim still holds (the stamp unchanged). A claim
- * whose process died is taken over once it is older than the lease. Pure: instants are arguments.
+ * The lease of a claim around the card network (ARCHITECTURE.md "Network I/O never happens while
+ * rows are locked"; the claims themselves: src/engine/network-claims.ts).
  */
 
 /**
@@ -12,8 +9,3 @@
  * is not kept waiting long.
  */
 export const NETWORK_CLAIM_LEASE_MS = 60_000;
-
-/** True once a claim stamped `claimedAt` may be taken over at `now`. */
-export function claimLapsed(claimedAt: Date, now: Date): boolean {
-  return claimedAt.getTime() + NETWORK_CLAIM_LEASE_MS <= now.getTime();
-}

@@ -71,6 +71,12 @@ export interface RecoveryPoint {
    * here, so the token is given back exactly once with the drop.
    */
   readonly token?: ConsumedToken | null;
+  /**
+   * What an operation that finishes its own lapsed claims claimed to do (a payment flow's
+   * confirmation, capture or release), opaque here: a claim that has it is taken over by that
+   * operation's next call on the object, never undone here.
+   */
+  readonly work?: unknown;
 }
 
 /** A token consumed under a claim: given back only if still consumed at `usedAt` (the claim's own use). */
@@ -84,6 +90,7 @@ interface StoredRecovery {
   readonly authorizations: readonly Stored<AuthorizationRequest>[];
   readonly refunds?: readonly Stored<RefundRequest>[];
   readonly token?: { readonly tokenId: string; readonly usedAt: string } | null;
+  readonly work?: unknown;
 }
 
 /** A recovery point as stored (the `recovery` column's JSON text). */
@@ -92,6 +99,7 @@ export const recoveryText = (point: RecoveryPoint): string =>
     authorizations: point.authorizations.map((a) => ({ ...a, at: a.at.toISOString() })),
     ...(point.refunds === undefined ? {} : { refunds: point.refunds.map((r) => ({ ...r, at: r.at.toISOString() })) }),
     ...(point.token === undefined ? {} : { token: point.token === null ? null : { tokenId: point.token.tokenId, usedAt: point.token.usedAt.toISOString() } }),
+    ...(point.work === undefined ? {} : { work: point.work }),
   });
 /** A stored recovery point (the `recovery` column) read back. */
 export const recoveryOf = (stored: unknown): RecoveryPoint => {
@@ -100,6 +108,7 @@ export const recoveryOf = (stored: unknown): RecoveryPoint => {
     authorizations: parsed.authorizations.map((a) => ({ ...a, at: new Date(a.at) })),
     ...(parsed.refunds === undefined ? {} : { refunds: parsed.refunds.map((r) => ({ ...r, at: new Date(r.at) })) }),
     ...(parsed.token === undefined ? {} : { token: parsed.token === null ? null : { tokenId: parsed.token.tokenId, usedAt: new Date(parsed.token.usedAt) } }),
+    ...(parsed.work === undefined ? {} : { work: parsed.work }),
   };
 };
 
@@ -285,9 +294,9 @@ async function resolveTaken(ctx: Pick<Context, 'db' | 'processor'>, taken: HeldC
   return finisher(taken, refunds.length === 0 ? [] : await ctx.processor.refund(refunds));
 }
 
-/** A claim a taker may resolve: one that can be undone (no `refunds` nor `token`, not even empty), or whose operation has a finisher here. */
+/** A claim a taker may resolve: one that can be undone (no `refunds`, `token` nor `work`, not even empty), or whose operation has a finisher here. */
 const resolvable = (claim: Pick<HeldClaim, 'operation' | 'recovery'>, finishers: ClaimFinishers): boolean =>
-  finishers[claim.operation] !== undefined || (claim.recovery.refunds === undefined && claim.recovery.token === undefined);
+  finishers[claim.operation] !== undefined || (claim.recovery.refunds === undefined && claim.recovery.token === undefined && claim.recovery.work === undefined);
 
 /**
  * Takes over and resolves one lapsed claim: restamped at now (committed, fenced by the lapsed
@@ -312,7 +321,7 @@ export async function recoverNetworkClaim(ctx: Pick<Context, 'db' | 'processor' 
 export async function recoverLapsedClaims(ctx: Pick<Context, 'db' | 'processor' | 'clock'>, accountIds: readonly string[], limit = 100, finishers: ClaimFinishers = {}): Promise<number> {
   let undone = 0;
   const finishing = Object.keys(finishers);
-  const resolvableHere = sql<SqlBool>`((c.recovery -> 'refunds' IS NULL AND c.recovery -> 'token' IS NULL)
+  const resolvableHere = sql<SqlBool>`((c.recovery -> 'refunds' IS NULL AND c.recovery -> 'token' IS NULL AND c.recovery -> 'work' IS NULL)
     ${finishing.length === 0 ? sql`` : sql`OR c.operation IN (${sql.join(finishing)})`})`;
   for (;;) {
     const now = ctx.clock.now();
@@ -410,11 +419,14 @@ export class NetworkClaimLost extends Error {
  * The record step of a claim, in its own short transaction: the claim row locked and checked to be
  * still `claim` (NetworkClaimLost when a taker has it), `record` run, and the claim dropped in the
  * same commit — unless `record` answers STALE (the claim then stays, for the caller to undo).
+ * `lockFirst` runs before the claim row is locked and hands `record` what it locked: for an
+ * operation whose claim step locks its object before the claim, so both steps lock in one order.
  */
-export async function recordUnderClaim<R>(db: Kysely<Database>, claim: NetworkClaim, record: (trx: Kysely<Database>) => Promise<R>): Promise<R> {
+export async function recordUnderClaim<R, L = undefined>(db: Kysely<Database>, claim: NetworkClaim, record: (trx: Kysely<Database>, locked: L) => Promise<R>, lockFirst?: (trx: Kysely<Database>) => Promise<L>): Promise<R> {
   return db.transaction().execute(async (trx) => {
+    const locked = (lockFirst === undefined ? undefined : await lockFirst(trx)) as L;
     if (!(await lockHeldClaim(trx, claim))) throw new NetworkClaimLost(claim);
-    const result = await record(trx);
+    const result = await record(trx, locked);
     if (result !== STALE) await dropNetworkClaim(trx, claim);
     return result;
   });

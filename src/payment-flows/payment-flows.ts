@@ -11,12 +11,15 @@
  * payment goes back to requires_payment_method with `last_payment_error`; canceled from any status
  * before money moved. A hold that lapses cancels the flow with reason `expired` (hold-expiry.ts).
  *
- * Confirmation (create with confirm=true, confirm, complete_action) never calls the card network
- * while the flow's row is locked: a short transaction claims the flow (`processing`, committed),
- * the network is asked with no transaction open, and a second short transaction records the answer
- * only if the claim still holds (src/domain/network-claims.ts). A second confirmation meanwhile is
- * refused (`invalid_status`); a claim left by a crash is taken over after the lease by the next
- * confirm or complete_action, which finishes the same payment.
+ * Confirmation (create with confirm=true, confirm, complete_action), capture and cancel of a hold
+ * never call the card network while the flow's row is locked: a short transaction claims the flow
+ * (`processing`, and a claim in `network_claims`, src/engine/network-claims.ts, committed), the
+ * network is asked with no transaction open, and a second short transaction records the answer
+ * only if the claim still holds (recordUnderClaim, the claim dropped in the same commit). A second
+ * call meanwhile is refused (`invalid_status`); a claim left by a crash is taken over after the
+ * lease by the next call of the same kind (confirm or complete_action; capture; cancel), which
+ * finishes the same work. The claim's recovery point names that work, so the engine's recovery
+ * leaves it to those calls.
  */
 import type { Kysely, Updateable } from 'kysely';
 import type { Caller } from '../accounts/accounts';
@@ -27,9 +30,9 @@ import { CARD_CAUSED_ERRORS } from '../domain/card-flags';
 import { KessaiError, reject, type ErrorCode } from '../domain/errors';
 import { debitedAtAuthorization, holdLapsed, v2HoldExpiresAt, type ExtendedAuthorizationRequest } from '../domain/hold-periods';
 import { mergeMetadata, type Metadata } from '../domain/metadata';
-import { claimLapsed } from '../domain/network-claims';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
+import { liveNetworkClaim, networkClaimAt, NetworkClaimLost, recordUnderClaim, takeNetworkClaimOver, type ClaimedObject, type NetworkClaim } from '../engine/network-claims';
 import { recordEvents, type EventInput } from '../events/outbox';
 import { sentFields } from '../operations/params';
 import { inV2Page, type V2Page } from '../operations/v2-pagination';
@@ -223,9 +226,8 @@ export async function updatePaymentFlow(ctx: Context, caller: Caller, command: U
   const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
     const flow = await findPaymentFlow(trx, caller, id, { lock: true });
-    // A claim's stamp is the flow's updated_at: even a metadata change would void the confirmation
-    // in flight, so the flow is left alone while the claim holds (one request's time).
-    if (flow.status === 'processing' && !claimLapsed(flow.updated_at, now)) reject('invalid_status', undefined, 'this payment flow is being confirmed; update it when the confirmation has ended');
+    // The flow is left alone while a claim holds (one request's time).
+    if (flow.status === 'processing' && (await liveNetworkClaim(trx, claimedFlow(flow), now))) reject('invalid_status', undefined, 'this payment flow is being confirmed; update it when the confirmation has ended');
     // The first of the sent fields that may change only before confirmation, for the refusal.
     const changedPayment = ([
       ['amount', amount],
@@ -280,7 +282,7 @@ const THREE_D_SECURE_ACTION = { type: 'three_d_secure', three_d_secure: { status
 /**
  * A confirmation after its first, short transaction: finished there (no network needed: 3-D Secure
  * handed to the browser, or nothing to confirm), or a committed `processing` claim whose network
- * work is still to do. The claim's `updated_at` is its stamp (src/domain/network-claims.ts).
+ * work is still to do.
  */
 export type ConfirmClaim = { readonly kind: 'done'; readonly outcome: ConfirmOutcome } | Claimed;
 
@@ -302,6 +304,7 @@ interface Claimed {
   /** The buyer's 3-D Secure authentication comes before the authorization. */
   readonly authenticate: boolean;
   readonly at: Date;
+  readonly claim: NetworkClaim;
 }
 
 /** The network's answer to a claim, asked with no transaction open. */
@@ -311,17 +314,44 @@ type NetworkAnswer =
 
 const finished = (row: PaymentFlowRow): ConfirmClaim => ({ kind: 'done', outcome: { row, failure: null } });
 
+/** What a flow's claim is for, named in its recovery point: a confirmation, or a capture or release of the hold. */
+type FlowWork = { readonly op: 'confirm' } | SettlementWork;
+
+/** The flow as a claimed object in `network_claims`. */
+const claimedFlow = (flow: PaymentFlowRow): ClaimedObject => ({ accountId: flow.account_id, livemode: flow.livemode, resource: 'payment_flow', resourceId: flow.payment_flow_id });
+const operationOf = (op: FlowWork['op']): string => `payment_flows.${op}`;
+
 /**
- * Claims the flow: `processing`, stamped `at`. An authentication still to do is kept as
+ * In the claiming transaction (the flow locked): the flow's claim for `work` at `at`, taking over
+ * one that lapsed (fenced); a live claim: `invalid_status`. The recovery point names the work and
+ * no authorization: the engine's recovery leaves the claim to this operation's next call, which
+ * asks the network again under the flow's id (the same answer) and records it.
+ */
+async function claimFlowWork(trx: Kysely<Database>, flow: PaymentFlowRow, work: FlowWork, at: Date): Promise<NetworkClaim> {
+  const claim = await takeNetworkClaimOver(trx, claimedFlow(flow), operationOf(work.op), at, { authorizations: [], work });
+  return claim ?? reject('invalid_status', undefined, 'this payment flow is being processed');
+}
+
+/** A lapsed claim of `op` on a processing flow (its call died at the network), with the work it named; undefined otherwise. */
+async function lapsedClaimOf(trx: Kysely<Database>, flow: PaymentFlowRow, op: FlowWork['op'], at: Date): Promise<FlowWork | undefined> {
+  if (flow.status !== 'processing') return undefined;
+  const held = await networkClaimAt(trx, claimedFlow(flow), at);
+  if (held === undefined || held.live || held.claim.operation !== operationOf(op)) return undefined;
+  return held.claim.recovery.work as FlowWork;
+}
+
+/**
+ * Claims the flow: `processing`, and its claim at `at`. An authentication still to do is kept as
  * `three_d_secure_status` `unverified`, so a takeover after a crash knows to authenticate.
  * Entering `processing` writes `payment_flow.processing` (v2 §6.1) in the claim's commit, so the
  * event is out before the card network is asked; a takeover re-stamps a flow that is already
  * processing and writes none.
  */
 async function claimFlow(trx: Kysely<Database>, ids: Context['ids'], flow: PaymentFlowRow, changes: Updateable<PaymentFlowsTable>, snapshot: PaymentMethodSnapshot, authenticate: boolean, at: Date): Promise<Claimed> {
+  const claim = await claimFlowWork(trx, flow, { op: 'confirm' }, at);
   const row = await saveFlow(trx, flow, { ...changes, ...(authenticate ? { three_d_secure_status: 'unverified' } : {}), status: 'processing', next_action: null, updated_at: at });
   if (flow.status !== 'processing') await recordEvents(trx, ids, [flowEvent(row, 'payment_flow.processing', at)]);
-  return { kind: 'claimed', flow: row, snapshot, authenticate, at };
+  return { kind: 'claimed', flow: row, snapshot, authenticate, at, claim };
 }
 
 /**
@@ -331,8 +361,8 @@ async function claimFlow(trx: Kysely<Database>, ids: Context['ids'], flow: Payme
  */
 async function takeOverLapsedClaim(trx: Kysely<Database>, ids: Context['ids'], flow: PaymentFlowRow, at: Date): Promise<Claimed | undefined> {
   const snapshot = storedPaymentMethod(flow);
-  // A capture's or release's claim (network_claim set) is finished by its own operation.
-  if (flow.status !== 'processing' || flow.network_claim !== null || snapshot === null || !claimLapsed(flow.updated_at, at)) return undefined;
+  // A capture's or release's claim is finished by its own operation.
+  if (snapshot === null || (await lapsedClaimOf(trx, flow, 'confirm', at)) === undefined) return undefined;
   return claimFlow(trx, ids, flow, {}, snapshot, flow.three_d_secure_status === 'unverified', at);
 }
 
@@ -445,22 +475,36 @@ function recordedOutcome(row: PaymentFlowRow): ConfirmOutcome {
 
 /**
  * The second half of a confirmation: the network with no transaction open and no row locked, then
- * the answer recorded in a short transaction, only if the claim still holds (its stamp unchanged).
- * Two confirmations never both reach the network: the second finds the flow `processing` and is
+ * the answer recorded in a short transaction, only if the claim still holds (recordUnderClaim).
+ * Two confirmations never both reach the network: the second finds the flow claimed and is
  * refused in its own first transaction.
  */
 export async function finishConfirmation(ctx: Context, claim: ConfirmClaim, hooks: ConfirmationHooks = {}): Promise<ConfirmOutcome> {
   if (claim.kind === 'done') return claim.outcome;
   const answer = await askNetwork(ctx, claim);
   const caller = flowCaller(claim.flow);
-  const { outcome, recorded } = await ctx.db.transaction().execute(async (trx) => {
+  // The session (hooks.before), then the flow, then the claim: the order of the claiming transaction.
+  const lockFlow = async (trx: Kysely<Database>) => {
     await hooks.before?.(trx);
-    const current = await findPaymentFlow(trx, caller, claim.flow.payment_flow_id, { lock: true });
-    // Taken over after the lease (or the claimer's answer came too late): the record made stands.
-    const stale = current.status !== 'processing' || current.updated_at.getTime() !== claim.flow.updated_at.getTime();
-    const outcome = stale ? recordedOutcome(current) : await recordAnswer(trx, ctx, claim, current, answer);
-    await hooks.after?.(trx, outcome);
-    return { outcome, recorded: !stale };
+    return findPaymentFlow(trx, caller, claim.flow.payment_flow_id, { lock: true });
+  };
+  const { outcome, recorded } = await recordUnderClaim(
+    ctx.db,
+    claim.claim,
+    async (trx, current) => {
+      const outcome = await recordAnswer(trx, ctx, claim, current, answer);
+      await hooks.after?.(trx, outcome);
+      return { outcome, recorded: true };
+    },
+    lockFlow,
+  ).catch(async (error: unknown) => {
+    if (!(error instanceof NetworkClaimLost)) throw error;
+    // Taken over after the lease (the claimer's answer came too late): the record made stands.
+    return ctx.db.transaction().execute(async (trx) => {
+      const outcome = recordedOutcome(await lockFlow(trx));
+      await hooks.after?.(trx, outcome);
+      return { outcome, recorded: false };
+    });
   });
   // The issuer's refusal of the card counts towards its lockout, once: by the confirmation that
   // recorded it, after its commit (as a declined v1 charge).
@@ -484,31 +528,29 @@ export async function claimInlineConfirmation(trx: Kysely<Database>, ctx: Pick<C
   return (await takeOverLapsedClaim(trx, ctx.ids, flow, at)) ?? claimConfirmation(trx, ctx, flow, snapshot, at, { authenticateInline: true });
 }
 
-/**
- * A capture or a release claimed on a held flow: `processing`, the work named in `network_claim`
- * (migration 000095), the claim's instant its stamp (`updated_at`).
- */
+/** A capture or a release claimed on a held flow (`processing`), the work named in its claim's recovery point. */
 type SettlementWork = { readonly op: 'capture'; readonly amount: number } | { readonly op: 'release'; readonly amount: number; readonly reason: string | null; readonly lapsed: boolean };
 
 interface SettlementClaim {
   readonly flow: PaymentFlowRow;
   readonly work: SettlementWork;
+  readonly claim: NetworkClaim;
 }
 
 async function claimSettlement(trx: Kysely<Database>, flow: PaymentFlowRow, work: SettlementWork, at: Date): Promise<SettlementClaim> {
-  return { flow: await saveFlow(trx, flow, { status: 'processing', network_claim: JSON.stringify(work), updated_at: at }), work };
+  const claim = await claimFlowWork(trx, flow, work, at);
+  return { flow: await saveFlow(trx, flow, { status: 'processing', updated_at: at }), work, claim };
 }
 
-/** A claim of `op` left by a call that died (older than the lease), taken over to be finished as it was claimed. */
+/** A claim of `op` left by a call that died (its lease lapsed), taken over to be finished as it was claimed. */
 async function takeOverLapsedSettlement(trx: Kysely<Database>, flow: PaymentFlowRow, op: SettlementWork['op'], now: Date): Promise<SettlementClaim | undefined> {
-  const work = flow.network_claim as SettlementWork | null;
-  if (flow.status !== 'processing' || work?.op !== op || !claimLapsed(flow.updated_at, now)) return undefined;
-  return claimSettlement(trx, flow, work, now);
+  const work = await lapsedClaimOf(trx, flow, op, now);
+  return work === undefined || work.op === 'confirm' ? undefined : claimSettlement(trx, flow, work, now);
 }
 
 /** The instant a release is booked at: a lapsed hold ends at its `capture_before` (service rules §3). */
 function releasedAt(claim: SettlementClaim): Date {
-  return claim.work.op === 'release' && claim.work.lapsed ? claim.flow.capture_before! : claim.flow.updated_at;
+  return claim.work.op === 'release' && claim.work.lapsed ? claim.flow.capture_before! : claim.claim.claimedAt;
 }
 
 /**
@@ -519,12 +561,19 @@ function releasedAt(claim: SettlementClaim): Date {
 async function finishSettlement(ctx: Context, claim: SettlementClaim, record: (trx: Kysely<Database>, flow: PaymentFlowRow) => Promise<PaymentFlowRow>): Promise<PaymentFlowRow> {
   const { flow, work } = claim;
   const [result] = flow.payment_method_type === 'paypay' ? [] : await ctx.processor[work.op]([{ reference: flow.payment_flow_id, authorizationCode: flow.authorization_code ?? '', amount: work.amount, at: releasedAt(claim) }]);
-  const outcome = await ctx.db.transaction().execute(async (trx) => {
-    const current = await findPaymentFlow(trx, { accountId: flow.account_id, livemode: flow.livemode, kind: 'secret' }, flow.payment_flow_id, { lock: true });
+  const lockFlow = (trx: Kysely<Database>) => findPaymentFlow(trx, flowCaller(flow), flow.payment_flow_id, { lock: true });
+  const outcome = await recordUnderClaim(
+    ctx.db,
+    claim.claim,
+    async (trx, current) => {
+      if (result !== undefined && !result.ok) return { row: await saveFlow(trx, current, { status: 'requires_capture', updated_at: current.updated_at }), refusal: result };
+      return { row: await record(trx, current), refusal: undefined };
+    },
+    lockFlow,
+  ).catch(async (error: unknown) => {
+    if (!(error instanceof NetworkClaimLost)) throw error;
     // Taken over after the lease: the record made stands.
-    if (current.status !== 'processing' || current.updated_at.getTime() !== flow.updated_at.getTime()) return { row: current, refusal: undefined };
-    if (result !== undefined && !result.ok) return { row: await saveFlow(trx, current, { status: 'requires_capture', network_claim: null, updated_at: current.updated_at }), refusal: result };
-    return { row: await record(trx, current), refusal: undefined };
+    return { row: await findPaymentFlow(ctx.db, flowCaller(flow), flow.payment_flow_id), refusal: undefined };
   });
   if (outcome.refusal !== undefined) reject(outcome.refusal.code, undefined, outcome.refusal.message);
   return outcome.row;
@@ -653,7 +702,7 @@ export async function capturePaymentFlow(ctx: Context, caller: Caller, command: 
   });
   return finishSettlement(ctx, claim, async (trx, flow) => {
     const { amount } = claim.work;
-    const at = flow.updated_at;
+    const at = claim.claim.claimedAt;
     const remaining = flow.amount_capturable;
     // Service rules §2.1: on a debit or prepaid card "releasing or partially capturing refunds the
     // rest" — the network gave the remainder back with this capture, so nothing is left to capture
@@ -661,7 +710,6 @@ export async function capturePaymentFlow(ctx: Context, caller: Caller, command: 
     const full = amount === remaining || debitedAtAuthorization(flow.card_funding);
     const captured = await saveFlow(trx, flow, {
       status: full ? 'succeeded' : 'requires_capture',
-      network_claim: null,
       amount_received: flow.amount_received + amount,
       amount_capturable: full ? 0 : remaining - amount,
       capture_count: flow.capture_count + 1,
@@ -710,7 +758,7 @@ export async function cancelPaymentFlow(ctx: Context, caller: Caller, command: C
  * `released` yen, which a debited card gets back as a refund.
  */
 async function cancelFlow(trx: Kysely<Database>, ctx: Pick<Context, 'ids'>, flow: PaymentFlowRow, reason: string | null, at: Date, released: number): Promise<PaymentFlowRow> {
-  const canceled = await saveFlow(trx, flow, { status: 'canceled', cancellation_reason: reason, canceled_at: at, amount_capturable: 0, next_action: null, network_claim: null, updated_at: at });
+  const canceled = await saveFlow(trx, flow, { status: 'canceled', cancellation_reason: reason, canceled_at: at, amount_capturable: 0, next_action: null, updated_at: at });
   const returned = await recordDebitReturns(trx, ctx.ids, [{ flow, amount: released, at }]);
   await recordEvents(trx, ctx.ids, [flowEvent(canceled, 'payment_flow.canceled', at), ...returned]);
   return canceled;

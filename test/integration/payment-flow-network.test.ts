@@ -400,6 +400,35 @@ describe.runIf(isPostgres())('payment flow confirmation and the card network (Po
     expect(await claimOf()).toBeUndefined();
   });
 
+  it('sql/000290 gives payment flows left processing by the earlier code (a confirmation, a capture) their claims: refused while fresh, taken over after the lease', async () => {
+    const db = database.store.db;
+    const confirming = await createPaymentFlow(plain, secret, { amount: 2500, capture_method: 'manual' });
+    const card = await token('visa');
+    await expect(confirmPaymentFlow(withNetwork(database.store, 150, instrumentedNetwork({ fail: true, calls: [] })), secret, { id: confirming.id, payment_method: card })).rejects.toThrow('the process died');
+    const capturing = await held(2600);
+    await expect(capturePaymentFlow(withNetwork(database.store, 151, instrumentedNetwork({ fail: true, calls: [] })), secret, { id: capturing, amount_to_capture: 600 })).rejects.toThrow('the process died');
+    // As the earlier code left them: no claim rows; the capture's work in the flow's network_claim column.
+    await db.deleteFrom('network_claims').where('resource', '=', 'payment_flow').where('resource_id', 'in', [confirming.id, capturing]).execute();
+    await sql`ALTER TABLE payment_flows ADD COLUMN network_claim jsonb`.execute(db);
+    await sql`UPDATE payment_flows SET network_claim = ${JSON.stringify({ op: 'capture', amount: 600 })}::jsonb WHERE account_id = ${ACCOUNT} AND payment_flow_id = ${capturing}`.execute(db);
+    await sql.raw(readFileSync(join(SQL_DIR, '000290_payment_flow_claims.sql'), 'utf8')).execute(db);
+    const claimOf = (id: string) => db.selectFrom('network_claims').select(['operation', 'claimed_at', 'lease_until', 'recovery']).where('resource', '=', 'payment_flow').where('resource_id', '=', id).executeTakeFirst();
+    const lease = { claimed_at: REFERENCE_INSTANT, lease_until: new Date(REFERENCE_INSTANT.getTime() + NETWORK_CLAIM_LEASE_MS) };
+    expect(await claimOf(confirming.id)).toEqual({ operation: 'payment_flows.confirm', ...lease, recovery: { authorizations: [], work: { op: 'confirm' } } });
+    expect(await claimOf(capturing)).toEqual({ operation: 'payment_flows.capture', ...lease, recovery: { authorizations: [], work: { op: 'capture', amount: 600 } } });
+    const calls: string[] = [];
+    const fresh = withNetwork(database.store, 152, instrumentedNetwork({ calls }), new Date(REFERENCE_INSTANT.getTime() + NETWORK_CLAIM_LEASE_MS - 1));
+    await expect(confirmPaymentFlow(fresh, secret, { id: confirming.id })).rejects.toMatchObject({ code: 'invalid_status' });
+    await expect(capturePaymentFlow(fresh, secret, { id: capturing })).rejects.toMatchObject({ code: 'invalid_status' });
+    const later = withNetwork(database.store, 153, instrumentedNetwork({ calls }), new Date(REFERENCE_INSTANT.getTime() + NETWORK_CLAIM_LEASE_MS));
+    expect(await confirmPaymentFlow(later, secret, { id: confirming.id })).toMatchObject({ status: 'requires_capture', amount_capturable: 2500, payment_method: card });
+    // The capture claimed (600), not the whole hold this call asks for.
+    expect(await capturePaymentFlow(later, secret, { id: capturing })).toMatchObject({ status: 'requires_capture', amount_received: 600, amount_capturable: 2000 });
+    expect(calls).toEqual([`authorize:${confirming.id}`, `capture:${capturing}`]);
+    expect(await claimOf(confirming.id)).toBeUndefined();
+    expect(await claimOf(capturing)).toBeUndefined();
+  });
+
   /** An open payment session of `amount` yen (one line item), as the hosted page completes it. */
   async function checkoutSession(amount: number, captureMethod: 'automatic' | 'manual' = 'automatic'): Promise<string> {
     const price = await createPrice(plain, secret, { unit_amount: amount });

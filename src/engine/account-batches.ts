@@ -51,11 +51,6 @@ export function earliestDueQuery(table: keyof Database & string, column: string,
     CROSS JOIN LATERAL (SELECT min(${at}) AS due FROM ${sql.table(table)} d WHERE d.account_id = a.account_id AND ${due} AND ${at} ${inclusive ? sql`>=` : sql`>`} ${after}) n`;
 }
 
-/** The accounts having at least one row of `table` that matches `due` (dueAccounts without counts). */
-export async function accountsWithDueRows(db: Kysely<Database>, table: keyof Database & string, due: RawBuilder<unknown>): Promise<string[]> {
-  return (await dueAccounts(db, table, due, 1)).map((account) => account.accountId);
-}
-
 /**
  * The batches of one round: every account whose due rows fill a batch (`due >= limit`) alone;
  * the others packed, in order, into groups of at most `limit` due rows, only ever with accounts of

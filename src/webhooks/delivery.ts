@@ -23,6 +23,13 @@
  * each flush that records attempts is one of the slot's batches, so a crash loop that keeps
  * delivering completes its slot (docs/decisions/webhooks.md, "Webhook delivery: recorded deliveries are the
  * slot's progress").
+ *
+ * A database node that cannot be reached (Citus, a worker node down) stops only its accounts: the
+ * listing of accounts with due deliveries falls back to node by node (listOnReachableNodes), an
+ * account whose claim fails as unreachable is left out of the pass, and a flush that fails as
+ * unreachable is recorded again account by account, the unreachable accounts' outcomes left
+ * unrecorded (their leases lapse and those deliveries are sent again). Their deliveries stay due,
+ * so a later pass — the next slot's — takes them; the other accounts' are delivered meanwhile.
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema';
@@ -31,7 +38,8 @@ import { bulkColumns } from '../db/bulk-rows';
 import { toError } from '../domain/errors';
 import type { Clock } from '../engine/clock';
 import type { Context, WebhookResult, WebhookTransport } from '../engine/context';
-import { accountsWithDueRows } from '../engine/account-batches';
+import { dueAccounts, listOnReachableNodes } from '../engine/account-batches';
+import { isDatabaseUnavailable } from '../db/errors';
 import { ownClockInScope, LIVE_BOOK, type JobScope } from '../test-clocks/clock-scope';
 import type { SlotRun } from '../engine/job';
 import { EVENT_TEXT_SQL, renderEvent } from '../events/outbox';
@@ -211,6 +219,50 @@ async function recordFlush(ctx: Context, owner: string, outcomes: readonly Outco
   }
 }
 
+const NOTHING_RECORDED: FlushCounts = { delivered: 0, retrying: 0, given_up: 0, released: 0, recorded: [] };
+
+/**
+ * recordFlush, tolerating accounts whose database node cannot be reached: when the flush fails as
+ * unreachable it is made again account by account (each its own flush: on Citus each on its
+ * account's node), and an account whose flush still fails so is added to `unreachable` with its
+ * outcomes unrecorded — its leases lapse and those deliveries are sent again, as after a crash.
+ */
+async function recordReachableFlush(ctx: Context, owner: string, outcomes: readonly Outcome[], run: SlotRun | undefined, unreachable: Set<string>): Promise<FlushCounts> {
+  try {
+    return await recordFlush(ctx, owner, outcomes, run);
+  } catch (error) {
+    if (!isDatabaseUnavailable(error)) throw error;
+    const byAccount = new Map<string, Outcome[]>();
+    for (const outcome of outcomes) {
+      const list = byAccount.get(outcome.claim.accountId);
+      if (list === undefined) byAccount.set(outcome.claim.accountId, [outcome]);
+      else list.push(outcome);
+    }
+    if (byAccount.size === 1) {
+      skipUnreachable(ctx, unreachable, [...byAccount.keys()], error);
+      return NOTHING_RECORDED;
+    }
+    const total = { delivered: 0, retrying: 0, given_up: 0, released: 0, recorded: [] as RecordedOutcome[] };
+    for (const own of byAccount.values()) {
+      const counts = await recordReachableFlush(ctx, owner, own, run, unreachable);
+      total.delivered += counts.delivered;
+      total.retrying += counts.retrying;
+      total.given_up += counts.given_up;
+      total.released += counts.released;
+      total.recorded.push(...counts.recorded);
+    }
+    return total;
+  }
+}
+
+/** Leaves accounts whose database node cannot be reached out of the rest of the pass (logged). */
+function skipUnreachable(ctx: Context, unreachable: Set<string>, accounts: readonly string[], error: unknown): void {
+  const added = accounts.filter((accountId) => !unreachable.has(accountId));
+  if (added.length === 0) return;
+  for (const accountId of added) unreachable.add(accountId);
+  ctx.log.warn({ err: toError(error), accounts: added.length, account: added[0] }, 'webhook delivery skipped for accounts whose database node is unreachable; their deliveries stay due for a later pass');
+}
+
 /** Records outcomes in one statement: only a claim that still holds its row records. */
 async function recordOutcomes(db: Kysely<Database>, owner: string, outcomes: readonly Outcome[]): Promise<FlushCounts> {
   const o = OUTCOME_COLUMNS.table('o', outcomes);
@@ -289,7 +341,7 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
     lane = (lane + 1) % lanes.length;
     lanes[lane] = lanes[lane]!.then(async () => {
       try {
-        const counts = await recordFlush(ctx, options.owner, batch, options.run);
+        const counts = await recordReachableFlush(ctx, options.owner, batch, options.run, unreachable);
         totals.delivered += counts.delivered;
         totals.retrying += counts.retrying;
         totals.given_up += counts.given_up;
@@ -375,6 +427,8 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
   let waitForSend = false;
   let accounts: string[] = [];
   const finished = new Set<string>();
+  // Accounts whose database node did not answer: out for the rest of the pass.
+  const unreachable = new Set<string>();
   for (;;) {
     const stopping = options.signal?.aborted ?? false;
     if (stopping && queued > 0) {
@@ -390,13 +444,26 @@ export async function deliverDueWebhooks(ctx: Context, options: DeliveryPassOpti
       // Accounts take turns, one claim each; the list is asked for again when it runs out, without
       // the accounts finished in this pass (what they still have due is another worker's).
       if (accounts.length === 0) {
-        accounts = (await accountsWithDueRows(ctx.db, 'webhook_deliveries', dueDelivery(ctx, ctx.clock.now(), leaseClock.now()))).filter((a) => !finished.has(a));
+        const due = dueDelivery(ctx, ctx.clock.now(), leaseClock.now());
+        const { listed, unreachable: down } = await listOnReachableNodes(ctx.db, (among) => dueAccounts(ctx.db, 'webhook_deliveries', due, 1, among));
+        for (const nodeAccounts of down) skipUnreachable(ctx, unreachable, nodeAccounts, new Error('the listing of due deliveries failed on their node'));
+        accounts = listed.map((account) => account.accountId).filter((a) => !finished.has(a));
       }
-      const accountId = accounts.shift();
-      const claimed = accountId === undefined ? [] : await claimDue(ctx, leaseClock, accountId, options.owner, limit, excluded);
+      let accountId = accounts.shift();
+      while (accountId !== undefined && unreachable.has(accountId)) accountId = accounts.shift();
+      let claimed: Claimed[] = [];
+      if (accountId !== undefined) {
+        try {
+          claimed = await claimDue(ctx, leaseClock, accountId, options.owner, limit, excluded);
+        } catch (error) {
+          if (!isDatabaseUnavailable(error)) throw error;
+          skipUnreachable(ctx, unreachable, [accountId], error);
+        }
+      }
       // Fewer than asked: nothing more of this account is due, unless endpoints were left out for
       // having their share already; then claim again once a send has finished.
       if (accountId === undefined) exhausted = true;
+      else if (unreachable.has(accountId)) finished.add(accountId);
       else if (claimed.length < limit && excluded.length === slowFailed.size) finished.add(accountId);
       else {
         accounts.push(accountId);

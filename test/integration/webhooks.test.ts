@@ -143,6 +143,52 @@ describe('webhook delivery', () => {
     expect(r.received).toHaveLength(1);
   });
 
+  // An account's rows answer as a worker node that is down would (SQLSTATE 08006): refused at its
+  // claim, or at the recording of its attempts after they were sent.
+  const unreachable: [string, string, number][] = [
+    ['its claim', 'BEFORE UPDATE ON webhook_deliveries FOR EACH ROW WHEN (OLD.account_id', 1],
+    ['the recording of its attempts', 'BEFORE INSERT ON webhook_attempts FOR EACH ROW WHEN (NEW.account_id', 2],
+  ];
+  it.runIf(isPostgres()).each(unreachable)('an account whose database node fails %s is skipped: the slot succeeds with the other account delivered, and a later slot delivers it, once', async (_name, trigger, sends) => {
+    const up = await setup();
+    const down = await setup();
+    const start = new Date(REFERENCE_INSTANT.getTime() + 600 * MINUTE);
+    up.ctx.clock.set(start);
+    down.ctx.clock.set(start);
+    const r = await receiver();
+    await addEndpoint(up.ctx, { accountId: up.caller.accountId, url: `${r.url}/up` });
+    await addEndpoint(down.ctx, { accountId: down.caller.accountId, url: `${r.url}/down` });
+    const upEvent = await up.customer();
+    const downEvent = await down.customer();
+    await sql`CREATE FUNCTION refuse_webhook_node() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'node down (test)' USING ERRCODE = '08006'; END $$`.execute(up.ctx.db);
+    await sql.raw(`CREATE TRIGGER refuse_webhook_node ${trigger} = '${down.caller.accountId}') EXECUTE FUNCTION refuse_webhook_node()`).execute(up.ctx.db);
+    const table = trigger.includes('webhook_attempts') ? 'webhook_attempts' : 'webhook_deliveries';
+    try {
+      const outcome = await new Scheduler(up.ctx, ALL_JOBS, { owner: 'w-node' }).runSlot('webhooks.deliver', start);
+      expect(outcome.status, outcome.status === 'failed' ? outcome.error : '').toBe('succeeded');
+      expect(await up.pending(upEvent.id)).toBe(0);
+      expect(await down.pending(downEvent.id)).toBe(1);
+      expect(r.received.filter((request) => request.path === '/up')).toHaveLength(1);
+      expect(r.received.filter((request) => request.path === '/down')).toHaveLength(sends - 1);
+    } finally {
+      await sql.raw(`DROP TRIGGER refuse_webhook_node ON ${table}`).execute(up.ctx.db);
+      await sql`DROP FUNCTION refuse_webhook_node()`.execute(up.ctx.db);
+    }
+    // The node is back: a slot after any lease of the skipped pass has lapsed delivers the rest.
+    const later = new Date(start.getTime() + up.ctx.config.leaseMs + MINUTE);
+    up.ctx.clock.set(later);
+    const outcome = await new Scheduler(up.ctx, ALL_JOBS, { owner: 'w-node' }).runSlot('webhooks.deliver', later);
+    expect(outcome.status).toBe('succeeded');
+    expect(await down.pending(downEvent.id)).toBe(0);
+    expect(r.received.filter((request) => request.path === '/up')).toHaveLength(1);
+    expect(r.received.filter((request) => request.path === '/down')).toHaveLength(sends);
+    for (const accountId of [up.caller.accountId, down.caller.accountId]) {
+      const attempts = await up.ctx.db.selectFrom('webhook_attempts').select(['attempt', 'succeeded']).where('account_id', '=', accountId).execute();
+      expect(attempts).toEqual([{ attempt: 1, succeeded: true }]);
+    }
+  });
+
   const failures: [string, (r: Receiver) => void, { status: number | null; error: string | null }][] = [
     ['500', (r) => (r.respond = answer(500, 'boom')), { status: 500, error: null }],
     ['404', (r) => (r.respond = answer(404)), { status: 404, error: null }],

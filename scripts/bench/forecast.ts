@@ -132,6 +132,7 @@ async function main(): Promise<void> {
           seed: 1,
           jobs: args['copy-only'] ? [] : ALL_JOBS,
           source: {
+            subscriptions: forecast.snapshot.subscriptions,
             async copyInto(store) {
               const at = performance.now();
               copied = await forecast.snapshot.copyInto(store);

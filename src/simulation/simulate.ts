@@ -67,7 +67,7 @@ export interface SimulationOptions {
    * database before anything runs (source-copy.ts). Its accounts exist already; the scenario's
    * settings for them still apply.
    */
-  readonly source?: Pick<SourceSnapshot, 'copyInto'>;
+  readonly source?: Pick<SourceSnapshot, 'copyInto' | 'subscriptions'>;
   /**
    * Assumed share of otherwise approved authorizations declined (`card_declined`), drawn from the
    * seed; when absent, the scenario's `decline_rate` (none: 0).
@@ -224,6 +224,17 @@ async function scratchPostgres(url: string): Promise<{ url: string; citus: boole
  * and start), and a small book's pages weigh little (docs/decisions/simulation.md).
  */
 const EMBEDDED_FOLDER_FROM_STEPS = 30_000;
+/** A forecast's copied subscription weighs as much as a generated sign-up: its three steps (token, customer, subscription). */
+const STEPS_PER_COPIED_SUBSCRIPTION = 3;
+
+/**
+ * Where a simulation's embedded database lives: in a temporary folder from EMBEDDED_FOLDER_FROM_STEPS
+ * planned steps, counting a forecast's copied book (`subscriptions`) as the sign-ups that would have
+ * made it, so that a forecast of a large book does not hold every page in memory either.
+ */
+export function embeddedPlace(steps: number, copiedSubscriptions: number): 'memory' | 'folder' {
+  return steps + STEPS_PER_COPIED_SUBSCRIPTION * copiedSubscriptions >= EMBEDDED_FOLDER_FROM_STEPS ? 'folder' : 'memory';
+}
 
 /**
  * A fresh embedded PGlite, in memory or in a temporary data folder (EMBEDDED_FOLDER_FROM_STEPS;
@@ -409,7 +420,7 @@ export async function simulate<T>(options: SimulationOptions, consume: (world: S
   let embedded: Awaited<ReturnType<typeof scratchPglite>> | undefined;
   let store: Store | undefined;
   try {
-    if (!scratch) embedded = await scratchPglite(options.steps.length >= EMBEDDED_FOLDER_FROM_STEPS ? 'folder' : 'memory');
+    if (!scratch) embedded = await scratchPglite(embeddedPlace(options.steps.length, options.source?.subscriptions ?? 0));
     store = scratch ? await openStore({ databaseUrl: scratch.url, poolSize: 2, applicationName: 'kessai simulate' }) : embedded!.store;
     // A no-op on a snapshot that already has every migration.
     await migrate(store);

@@ -48,6 +48,8 @@ export interface SourceSnapshot {
    */
   readonly instant: Date;
   readonly accounts: readonly string[];
+  /** The chosen accounts' subscriptions: the book's size, which decides where the simulation's embedded database lives (simulate.ts). */
+  readonly subscriptions: number;
   /** Copies the snapshot's rows into a freshly migrated store; returns rows copied by table. */
   copyInto(target: Store): Promise<Record<string, number>>;
   /** Ends the read-only transaction and the session (and deletes an embedded folder's copy). */
@@ -210,11 +212,13 @@ export async function openSource(source: string, options: { accounts?: readonly 
     const [row] = await session.query<{ instant: Date | string | null }>(`SELECT GREATEST(${newest.join(', ')}) AS instant`);
     if (!row?.instant) throw new SourceError(`the source ${name} holds no dated rows for the chosen accounts`);
     const instant = new Date(row.instant);
+    const [book] = await session.query<{ subscriptions: number | string }>(`SELECT count(*) AS subscriptions FROM subscriptions${filter}`);
     let closing: Promise<void> | undefined;
     return {
       name,
       instant,
       accounts: requested,
+      subscriptions: Number(book?.subscriptions ?? 0),
       async copyInto(target) {
         if (!target.copyIn) throw new Error(`the simulation's database (${target.kind}) cannot load copied rows`);
         const copied: Record<string, number> = {};

@@ -262,6 +262,9 @@ describe.runIf(isPostgres())('simulate --source on a PostgreSQL book', () => {
       expect(await counted(target)).toBe(atSnapshot);
       expect(Object.keys(copied)).not.toContain('job_runs');
       expect(Object.keys(copied)).toContain('subscriptions');
+      // The book's size, which places a large forecast's database in a folder, counts the chosen account's subscriptions.
+      expect(snapshot.subscriptions).toBe(copied.subscriptions);
+      expect(snapshot.subscriptions).toBeGreaterThan(0);
       // Only the chosen account.
       const others = await sql<{ n: string }>`SELECT count(*)::text AS n FROM subscriptions WHERE account_id <> ${ACCOUNT}`.execute(target.db);
       expect(others.rows[0]!.n).toBe('0');

@@ -517,11 +517,17 @@ function plannerStatistics(ctx: Context, database: 'own' | 'shared') {
   };
 }
 
-/** The tables (not the outbox) whose rows changed since their last ANALYZE by at least as many as they held then (at least 100). */
+/**
+ * The tables (not the outbox) whose rows changed since their last ANALYZE by at least as many as
+ * they held then (at least 100), and those never analyzed that hold rows: an embedded database has
+ * no autovacuum, and its change counters start again at zero when a process opens it, so a clock's
+ * objects made by an earlier process are counted nowhere.
+ */
 async function staleTables(ctx: Context): Promise<string[]> {
   const rows = await sql<{ name: string }>`
     SELECT s.relname AS name FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
-    WHERE s.schemaname = current_schema() AND s.relname <> 'events' AND s.n_mod_since_analyze >= greatest(100, c.reltuples)
+    WHERE s.schemaname = current_schema() AND s.relname <> 'events'
+      AND (s.n_mod_since_analyze >= greatest(100, c.reltuples) OR (c.reltuples < 0 AND pg_relation_size(c.oid) > 0))
     ORDER BY s.relname`.execute(ctx.db);
   return rows.rows.map((row) => `"${row.name}"`);
 }

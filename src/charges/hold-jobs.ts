@@ -34,6 +34,7 @@ import { accountsWithLapsedIntents, recoverCreateIntents } from './create-intent
 import { accountsWithLapsedClaims, recoverLapsedClaims } from '../engine/network-claims';
 import { recordChargeEvents, type ChargeEventKey } from './charge-record';
 import { paymentRefundFinishers } from '../payment-refunds/payment-refunds';
+import { paymentFlowFinishers } from '../payment-flows/payment-flows';
 import { bulkColumns, ROW_KEYS } from '../db/bulk-rows';
 
 /** A charge whose card moved the money at authorization (service rules §2.1): releasing it refunds the debit. */
@@ -65,12 +66,13 @@ export async function expireHolds(ctx: Context, run: SlotRun): Promise<JobCounts
  * Before the holds too: the network claims whose process died between the claim and the record
  * (src/engine/network-claims.ts), lapsed on the worker's clock, account by account: a charge's
  * authorization undone (asked again under its reference, what was approved released), a v2
- * refund finished (asked again under its id, the answer recorded). Counted as `claims_recovered`
+ * refund, a payment flow's capture or release finished (asked again under its id, the answer
+ * recorded). Counted as `claims_recovered`
  * only when there were any.
  */
 async function recoverLapsedNetworkClaims(ctx: Context, run: SlotRun): Promise<number> {
   let recovered = 0;
-  const finishers = paymentRefundFinishers(ctx);
+  const finishers = { ...paymentRefundFinishers(ctx), ...paymentFlowFinishers(ctx) };
   for (const accountId of await lapsedOnReachableNodes(ctx, (among) => accountsWithLapsedClaims(ctx.db, ctx.clock.now(), undefined, among))) {
     checkpoint(run);
     recovered += await unlessUnreachable(ctx, accountId, () => recoverLapsedClaims(ctx, [accountId], ctx.config.batchSize, finishers));

@@ -32,7 +32,7 @@ import { debitedAtAuthorization, holdLapsed, v2HoldExpiresAt, type ExtendedAutho
 import { mergeMetadata, type Metadata } from '../domain/metadata';
 import { toIsoSeconds } from '../domain/time';
 import type { Context } from '../engine/context';
-import { liveNetworkClaim, networkClaimAt, NetworkClaimLost, recordUnderClaim, takeNetworkClaimOver, type ClaimedObject, type NetworkClaim } from '../engine/network-claims';
+import { liveNetworkClaim, networkClaimAt, NetworkClaimLost, recordUnderClaim, takeNetworkClaimOver, type ClaimedObject, type ClaimFinishers, type HeldClaim, type NetworkClaim } from '../engine/network-claims';
 import { recordEvents, type EventInput } from '../events/outbox';
 import { sentFields } from '../operations/params';
 import { inV2Page, type V2Page } from '../operations/v2-pagination';
@@ -700,9 +700,12 @@ export async function capturePaymentFlow(ctx: Context, caller: Caller, command: 
     }
     return claimSettlement(trx, flow, { op: 'capture', amount }, now);
   });
-  return finishSettlement(ctx, claim, async (trx, flow) => {
-    const { amount } = claim.work;
-    const at = claim.claim.claimedAt;
+  return finishSettlement(ctx, claim, captureRecord(ctx, claim.work.amount, claim.claim.claimedAt));
+}
+
+/** The record step of a capture of `amount` claimed at `at`, on the flow as locked then. */
+function captureRecord(ctx: Context, amount: number, at: Date) {
+  return async (trx: Kysely<Database>, flow: PaymentFlowRow): Promise<PaymentFlowRow> => {
     const remaining = flow.amount_capturable;
     // Service rules §2.1: on a debit or prepaid card "releasing or partially capturing refunds the
     // rest" — the network gave the remainder back with this capture, so nothing is left to capture
@@ -719,7 +722,7 @@ export async function capturePaymentFlow(ctx: Context, caller: Caller, command: 
     const returned = await recordDebitReturns(trx, ctx.ids, [{ flow, amount: remaining - amount, at }]);
     await recordEvents(trx, ctx.ids, [flowEvent(captured, full ? 'payment_flow.succeeded' : 'payment_flow.amount_capturable_updated', at), ...returned]);
     return captured;
-  });
+  };
 }
 
 export interface CancelPaymentFlowCommand {
@@ -750,7 +753,34 @@ export async function cancelPaymentFlow(ctx: Context, caller: Caller, command: C
     // Nothing held: nothing to ask the network.
     return cancelFlow(trx, ctx, flow, reason, now, 0);
   });
-  return 'work' in claim ? finishSettlement(ctx, claim, (trx, flow) => cancelFlow(trx, ctx, flow, claim.work.op === 'release' && claim.work.lapsed ? 'expired' : reason, releasedAt(claim), claim.work.amount)) : claim;
+  return 'work' in claim ? finishSettlement(ctx, claim, releaseRecord(ctx, claim, reason)) : claim;
+}
+
+/** The record step of a release: the flow canceled with `reason` (`expired` for a lapsed hold) at the release's instant. */
+function releaseRecord(ctx: Context, claim: SettlementClaim, reason: string | null) {
+  return (trx: Kysely<Database>, flow: PaymentFlowRow) => cancelFlow(trx, ctx, flow, claim.work.op === 'release' && claim.work.lapsed ? 'expired' : reason, releasedAt(claim), claim.work.amount);
+}
+
+/**
+ * How the hold-expiry job finishes a capture or release of a hold whose call died at the network
+ * (recoverLapsedClaims, the claim already restamped to it): as the next capture or cancel would,
+ * the claimed work asked again under the flow's id (the same answer) and recorded once, the
+ * cancellation with the reason the dead call sent. A refusal by the network puts the flow back to
+ * requires_capture, as for the call. A confirmation's claim has no finisher: it is left to the
+ * buyer's next confirmation (a checkout session's completion follows it).
+ */
+export function paymentFlowFinishers(ctx: Context): ClaimFinishers {
+  const finish = async (held: HeldClaim): Promise<void> => {
+    const work = held.recovery.work as SettlementWork;
+    const flow = await findPaymentFlow(ctx.db, { accountId: held.accountId, livemode: held.livemode, kind: 'secret' }, held.resourceId);
+    const claim: SettlementClaim = { flow, work, claim: held };
+    const record = work.op === 'capture' ? captureRecord(ctx, work.amount, held.claimedAt) : releaseRecord(ctx, claim, work.reason);
+    await finishSettlement(ctx, claim, record).catch((error: unknown) => {
+      if (!(error instanceof KessaiError)) throw error;
+      ctx.log.warn({ payment_flow: flow.payment_flow_id, code: error.code }, 'a recovered capture or release was refused by the network; the flow is back to requires_capture');
+    });
+  };
+  return { [operationOf('capture')]: finish, [operationOf('release')]: finish };
 }
 
 /**

@@ -382,6 +382,29 @@ describe.runIf(isPostgres())('payment flow confirmation and the card network (Po
     expect((await eventTypes(flow.id)).filter((t) => t === 'setup_flow.succeeded')).toHaveLength(1);
   });
 
+  it('a capture and a release whose calls died, nobody coming back: the hold-expiry job finishes each as it was claimed, once', async () => {
+    const calls: string[] = [];
+    const capturing = await held(2700);
+    const releasing = await held(2800);
+    const crashing = withNetwork(database.store, 160, instrumentedNetwork({ fail: true, calls }));
+    await expect(capturePaymentFlow(crashing, secret, { id: capturing, amount_to_capture: 700 })).rejects.toThrow('the process died');
+    await expect(cancelPaymentFlow(crashing, secret, { id: releasing, cancellation_reason: 'duplicate' })).rejects.toThrow('the process died');
+    const runAt = async (minutes: number) => {
+      const slot = new Date(REFERENCE_INSTANT.getTime() + minutes * NETWORK_CLAIM_LEASE_MS);
+      const job = withNetwork(database.store, 161 + minutes, instrumentedNetwork({ calls }), slot);
+      const outcome = await new Scheduler(job, [holdExpiryJob], { owner: `flow-claims-${minutes}` }).runSlot(holdExpiryJob.name, slot);
+      expect(outcome).toMatchObject({ status: 'succeeded' });
+      return outcome.counts;
+    };
+    expect(await runAt(3)).toMatchObject({ claims_recovered: 2 });
+    expect(await runAt(4)).not.toHaveProperty('claims_recovered');
+    expect(calls).toEqual([`capture:${capturing}`, `release:${releasing}`, `capture:${capturing}`, `release:${releasing}`]);
+    expect(await retrievePaymentFlow(plain, secret, { id: capturing })).toMatchObject({ status: 'requires_capture', amount_received: 700, amount_capturable: 2000 });
+    expect(await retrievePaymentFlow(plain, secret, { id: releasing })).toMatchObject({ status: 'canceled', cancellation_reason: 'duplicate', amount_capturable: 0 });
+    expect(await chargesOf(capturing)).toEqual([{ amount: 700, payment_flow_capture: 1 }]);
+    expect((await eventTypes(releasing)).filter((t) => t === 'payment_flow.canceled')).toHaveLength(1);
+  });
+
   it('sql/000250 gives a processing setup flow without a claim row (as the earlier code left it) its claim: refused while fresh, taken over after the lease', async () => {
     const flow = await createSetupFlow(plain, secret, {});
     await expect(confirmSetupFlow(withNetwork(database.store, 140, instrumentedNetwork({ fail: true, calls: [] })), secret, { id: flow.id, payment_method_id: await token('visa') })).rejects.toThrow('the process died');

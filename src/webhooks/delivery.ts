@@ -6,7 +6,7 @@
  *    bumps the row's `claims` fence) and COMMITS the claim;
  * 2. sends them outside any transaction, many at once through a bounded pool (at most
  *    `concurrency` in flight, `perEndpoint` per endpoint, so one slow endpoint never fills it);
- * 3. records outcomes set-based, a flush of whatever finished, one statement: only a claim that
+ * 3. records outcomes set-based, a flush of whatever finished, one transaction: only a claim that
  *    still holds its row (same owner and `claims`) records, so an attempt is recorded once.
  *
  * Success is a 2xx answer within the timeout; anything else is retried 3 minutes after the
@@ -141,9 +141,9 @@ async function claimDue(ctx: Context, leaseClock: Clock, accountId: string, owne
   const now = ctx.clock.now();
   const leaseNow = leaseClock.now();
   const leaseUntil = new Date(leaseNow.getTime() + ctx.config.leaseMs);
-  const result = await sql<{ account_id: string; endpoint_id: string; event_id: string; claims: number; attempts: number; next_attempt_at: Date; seq: number; url: string; token: string; body: string }>`
+  const claimed = await sql<{ account_id: string; endpoint_id: string; event_id: string; claims: number; attempts: number; next_attempt_at: Date; url: string; token: string }>`
     UPDATE webhook_deliveries d SET claims = d.claims + 1, lease_owner = ${owner}, lease_until = ${leaseUntil}
-    FROM webhook_endpoints w, events e
+    FROM webhook_endpoints w
     -- The rows locked by the subquery, by their physical address (a TID scan): joining them back by
     -- key let the planner hash the whole table, a cost that grew with every delivery recorded.
     WHERE d.ctid = ANY(ARRAY(
@@ -155,8 +155,15 @@ async function claimDue(ctx: Context, leaseClock: Clock, accountId: string, owne
         LIMIT ${limit}
         FOR UPDATE OF dd SKIP LOCKED))
       AND d.account_id = ${accountId} AND w.account_id = d.account_id AND w.endpoint_id = d.endpoint_id
-      AND e.account_id = d.account_id AND e.event_id = d.event_id
-    RETURNING d.account_id, d.endpoint_id, d.event_id, d.claims, d.attempts, d.next_attempt_at, e.seq, w.url, w.token, ${EVENT_TEXT_SQL} AS body`.execute(ctx.db);
+    RETURNING d.account_id, d.endpoint_id, d.event_id, d.claims, d.attempts, d.next_attempt_at, w.url, w.token`.execute(ctx.db);
+  if (claimed.rows.length === 0) return [];
+  // The events' text is read by a SELECT of its own, not in the UPDATE's RETURNING: Citus allows
+  // only immutable functions in a modifying statement, and the text formats instants (to_char).
+  const events = await sql<{ event_id: string; seq: number; body: string }>`
+    SELECT e.event_id, e.seq, ${EVENT_TEXT_SQL} AS body FROM events e
+    WHERE e.account_id = ${accountId} AND e.event_id = ANY(${[...new Set(claimed.rows.map((row) => row.event_id))]}::text[])`.execute(ctx.db);
+  const eventOf = new Map(events.rows.map((row) => [row.event_id, row]));
+  const result = { rows: claimed.rows.map((row) => ({ ...row, seq: eventOf.get(row.event_id)!.seq, body: eventOf.get(row.event_id)!.body })) };
   // Sent in a fixed order, each endpoint's events in the order they were written (the simulation's
   // outcomes must not depend on the server's row order; receivers still get no order guarantee).
   const rows = result.rows.sort((a, b) => cmp(a.account_id, b.account_id) || cmp(a.endpoint_id, b.endpoint_id) || a.next_attempt_at.getTime() - b.next_attempt_at.getTime() || a.seq - b.seq);
@@ -205,7 +212,7 @@ type FlushCounts = DeliveryCounts & { readonly recorded: RecordedOutcome[] };
 async function recordFlush(ctx: Context, owner: string, outcomes: readonly Outcome[], run: SlotRun | undefined): Promise<FlushCounts> {
   for (let attempt = 1; ; attempt += 1) {
     try {
-      if (run === undefined) return await recordOutcomes(ctx.db, owner, outcomes);
+      if (run === undefined) return await ctx.db.transaction().execute((trx) => recordOutcomes(trx, owner, outcomes));
       return await ctx.db.transaction().execute(async (trx) => {
         await run.assertClaim(trx);
         const flushed = await recordOutcomes(trx, owner, outcomes);
@@ -263,34 +270,44 @@ function skipUnreachable(ctx: Context, unreachable: Set<string>, accounts: reado
   ctx.log.warn({ err: toError(error), accounts: added.length, account: added[0] }, 'webhook delivery skipped for accounts whose database node is unreachable; their deliveries stay due for a later pass');
 }
 
-/** Records outcomes in one statement: only a claim that still holds its row records. */
+/** Records outcomes (in the caller's transaction): only a claim that still holds its row records. */
 async function recordOutcomes(db: Kysely<Database>, owner: string, outcomes: readonly Outcome[]): Promise<FlushCounts> {
   const o = OUTCOME_COLUMNS.table('o', outcomes);
-  const statement = sql<{ account_id: string; endpoint_id: string; event_id: string; attempts: number; status: string; r: boolean; ok: boolean; ms: number }>`
+  // The accounts named on every table written: on Citus the statement then reaches only their
+  // shards (a node down that holds none of them does not fail it).
+  const accounts = [...new Set(outcomes.map((outcome) => outcome.claim.accountId))];
+  const statement = sql<{ account_id: string; endpoint_id: string; event_id: string; attempts: number; status: string; r: boolean; ok: boolean; s: number | null; err: string | null; ms: number; t: string }>`
     WITH o AS (
       SELECT * FROM ${o.from}
     ), u AS (
       UPDATE webhook_deliveries d SET
         attempts = d.attempts + CASE WHEN o.r THEN 0 ELSE 1 END,
         status = CASE WHEN o.r THEN d.status WHEN o.ok THEN 'delivered' WHEN d.attempts + 1 >= ${MAX_WEBHOOK_ATTEMPTS} THEN 'failed' ELSE 'pending' END,
-        next_attempt_at = CASE WHEN o.r OR o.ok THEN d.next_attempt_at ELSE ${instantFromEpochMs('o.t')} + ${WEBHOOK_RETRY_DELAY_MS} * interval '1 millisecond' END,
+        next_attempt_at = CASE WHEN o.r OR o.ok THEN d.next_attempt_at ELSE ${instantFromEpochMs(`(o.t + ${WEBHOOK_RETRY_DELAY_MS})`)} END,
         lease_owner = NULL, lease_until = NULL,
         last_status = CASE WHEN o.r THEN d.last_status ELSE o.s END,
         last_error = CASE WHEN o.r THEN d.last_error ELSE o.err END,
         delivered_at = CASE WHEN o.ok AND NOT o.r THEN ${instantFromEpochMs('o.t')} ELSE d.delivered_at END
       FROM o
-      WHERE d.account_id = o.a AND d.endpoint_id = o.w AND d.event_id = o.e AND d.claims = o.k AND d.lease_owner = ${owner} AND d.status = 'pending'
+      WHERE d.account_id = ANY(${accounts}::text[]) AND d.account_id = o.a AND d.endpoint_id = o.w AND d.event_id = o.e AND d.claims = o.k AND d.lease_owner = ${owner} AND d.status = 'pending'
       RETURNING d.account_id, d.endpoint_id, d.event_id, d.attempts, d.status, o.r, o.ok, o.s, o.err, o.ms, o.t
-    ), attempts AS (
-      INSERT INTO webhook_attempts (account_id, endpoint_id, event_id, attempt, attempted_at, succeeded, http_status, error, duration_ms)
-      SELECT account_id, endpoint_id, event_id, attempts, ${instantFromEpochMs('u.t')}, ok, s, err, ms FROM u WHERE NOT r
     ), pending AS (
       UPDATE events e SET pending_webhooks = e.pending_webhooks - g.n
       FROM (SELECT account_id, event_id, count(*)::int AS n FROM u WHERE ok AND NOT r GROUP BY account_id, event_id) g
-      WHERE e.account_id = g.account_id AND e.event_id = g.event_id
+      WHERE e.account_id = ANY(${accounts}::text[]) AND e.account_id = g.account_id AND e.event_id = g.event_id
     )
-    SELECT account_id, endpoint_id, event_id, attempts, status, r, ok, ms FROM u`;
+    SELECT account_id, endpoint_id, event_id, attempts, status, r, ok, s, err, ms, t FROM u`;
   const result = await statement.execute(db);
+  // The attempts as rows of their own INSERT, in the same transaction: Citus routes each row to its
+  // account's shard, where an INSERT … SELECT from the statement's results went through the
+  // coordinator to every node.
+  const attempts = result.rows.filter((row) => !row.r);
+  if (attempts.length > 0) {
+    await db
+      .insertInto('webhook_attempts')
+      .values(attempts.map((row) => ({ account_id: row.account_id, endpoint_id: row.endpoint_id, event_id: row.event_id, attempt: row.attempts, attempted_at: new Date(Number(row.t)), succeeded: row.ok, http_status: row.s, error: row.err, duration_ms: row.ms })))
+      .execute();
+  }
   const counts = { delivered: 0, retrying: 0, given_up: 0, released: 0, recorded: [] as RecordedOutcome[] };
   for (const row of result.rows) {
     if (row.r) counts.released += 1;

@@ -37,6 +37,8 @@ import { Scheduler } from '../../src/engine/scheduler';
 import { simulatedCardNetwork, type CardNetwork } from '../../src/processor/card-network';
 import { seedDueSubscriptions, tallyRenewals } from '../support/renewal-seed';
 import { addEndpoint } from '../../src/webhooks/endpoints';
+import { webhookDeliveryJob } from '../../jobs/webhook-delivery';
+import { startReceiver } from '../support/webhook-receiver';
 
 const citusUrl = process.env.KESSAI_TEST_CITUS_URL;
 /**
@@ -468,6 +470,53 @@ describe.skipIf(!citusUrl || !singleUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL
       expect(outcome.status, outcome.status === 'failed' ? outcome.error : '').not.toBe('failed');
     } finally {
       if (stopped !== undefined) ctl('start', stopped);
+      await store.close();
+    }
+  });
+
+  it.skipIf(!nodeCtl)('a worker node already down: `worker --once` delivers the webhooks of the accounts that answer and exits 3 (PARTIAL, the other jobs\' groups of the down node pending); after the node returns the rest are delivered, each once', async () => {
+    const url = await distributedCitusDatabase();
+    const store = await openStore({ databaseUrl: url, poolSize: 2 });
+    const receiver = await startReceiver();
+    let stopped: number | undefined;
+    try {
+      const at = new Date('2027-01-01T00:00:00Z');
+      const ctx = testContext(store, { seed: 41, at });
+      const accounts = ['acct_w0', 'acct_w1', 'acct_w2', 'acct_w3'];
+      for (const account of accounts) {
+        await createAccount(ctx, { name: 'Webhook Shop', id: account });
+        await addEndpoint(ctx, { accountId: account, url: `${receiver.url}/${account}` });
+        await runOperation(ctx, { accountId: account, livemode: false, kind: 'secret' }, 'customers.create', { email: 'a@example.com' });
+      }
+      const { downPort, downAccounts, upAccounts } = await splitByNode(store.db, accounts);
+      expect(upAccounts.length).toBeGreaterThan(0);
+      // Every job runs the one slot at `at` (the ledger's high water just before it).
+      const highWater = new Date(at.getTime() - 1);
+      await sql`
+        INSERT INTO job_schedule (job, high_water, updated_at) SELECT j, ${highWater}, ${highWater} FROM unnest(${ALL_JOBS.map((job) => job.name)}::text[]) AS j
+        ON CONFLICT (job) DO UPDATE SET high_water = excluded.high_water`.execute(store.db);
+      ctl('stop', downPort);
+      stopped = downPort;
+      const worker = spawnKessai(['worker', '--once', '--at', new Date(at.getTime() + 30_000).toISOString()], { DATABASE_URL: url });
+      const exit = await worker.exited;
+      expect(exit, worker.output() + worker.errors()).toEqual({ code: 3, signal: null });
+      expect(worker.output()).toContain('PARTIAL');
+      const run = await store.db.selectFrom('job_runs').select(['status', 'error']).where('job', '=', webhookDeliveryJob.name).where('slot', '=', at).executeTakeFirstOrThrow();
+      expect(run).toEqual({ status: 'succeeded', error: null });
+      const sent = () => receiver.received.map((request) => request.path.slice(1)).sort();
+      expect(sent()).toEqual([...upAccounts].sort());
+
+      ctl('start', downPort);
+      stopped = undefined;
+      const later = new Date(at.getTime() + 60_000);
+      const outcome = await new Scheduler(testContext(store, { seed: 42, at: later }), [webhookDeliveryJob], { owner: 'citus-w' }).runSlot(webhookDeliveryJob.name, later);
+      expect(outcome).toMatchObject({ status: 'succeeded', counts: { delivered: downAccounts.length } });
+      expect(sent()).toEqual([...accounts].sort());
+      const attempts = await sql<{ account_id: string; n: number }>`SELECT account_id, count(*)::int AS n FROM webhook_attempts GROUP BY 1 ORDER BY 1`.execute(store.db);
+      expect(attempts.rows).toEqual(accounts.map((account) => ({ account_id: account, n: 1 })));
+    } finally {
+      if (stopped !== undefined) ctl('start', stopped);
+      await receiver.close();
       await store.close();
     }
   });

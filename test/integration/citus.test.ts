@@ -314,6 +314,36 @@ describe.skipIf(!citusUrl || !singleUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL
     const run = spawnSync('sh', ['-c', nodeCtl!.replaceAll('{action}', action).replaceAll('{port}', String(port))], { encoding: 'utf8' });
     expect(run.status, run.stderr).toBe(0);
   };
+  /**
+   * Runs `body` on a fresh distributed database whose worker nodes it may stop (`node.stop(port)`)
+   * and start again (`node.start()`): a node still stopped when `body` ends or throws is started
+   * again, and the store closed.
+   */
+  const withStoppableNode = async (body: (env: { url: string; store: Awaited<ReturnType<typeof openStore>>; node: { stop(port: number): void; start(): void; readonly stopped: number | undefined } }) => Promise<void>) => {
+    const url = await distributedCitusDatabase();
+    const store = await openStore({ databaseUrl: url, poolSize: 2 });
+    let stopped: number | undefined;
+    const node = {
+      stop(port: number) {
+        ctl('stop', port);
+        stopped = port;
+      },
+      start() {
+        if (stopped === undefined) return;
+        ctl('start', stopped);
+        stopped = undefined;
+      },
+      get stopped() {
+        return stopped;
+      },
+    };
+    try {
+      await body({ url, store, node });
+    } finally {
+      node.start();
+      await store.close();
+    }
+  };
   /** The accounts on the node of the first one's shard (the node to stop), and those on the others. */
   const splitByNode = async (db: Kysely<Database>, accounts: readonly string[]) => {
     const ports = (
@@ -337,10 +367,7 @@ describe.skipIf(!citusUrl || !singleUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL
     expect(await tallyRenewals(store.db, due)).toEqual({ subscriptions: 240, renewed: 240, charges: 240, charged_twice: 0, mismatched: 0, renewed_events: 240, charge_events: 240 });
   };
   it.skipIf(!nodeCtl)('a worker node down: requests of its accounts are refused as unavailable (503), an account on the other node is served; all served after it returns', async () => {
-    const url = await distributedCitusDatabase();
-    const store = await openStore({ databaseUrl: url, poolSize: 2 });
-    let stopped: number | undefined;
-    try {
+    await withStoppableNode(async ({ store, node }) => {
       const ctx = testContext(store, { seed: 95, at: new Date('2027-01-01T00:00:00+09:00') });
       const nodeOf = async (accountId: string) =>
         (await sql<{ port: number }>`SELECT n.nodeport AS port FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
@@ -362,8 +389,7 @@ describe.skipIf(!citusUrl || !singleUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL
         customers.set(accountId, ((await runOperation(ctx, caller, 'customers.create', { card: token.id })) as { id: string }).id);
       }
       const charge = (accountId: string) => runOperation(ctx, { accountId, livemode: false, kind: 'secret' }, 'charges.create', { amount: '1200', currency: 'jpy', customer: customers.get(accountId)! }) as Promise<{ id: string; paid: boolean }>;
-      ctl('stop', downPort);
-      stopped = downPort;
+      node.stop(downPort);
       // The account on the surviving node: a create by customer (its intent, the charge, its event) and a retrieve.
       const served = await charge(up);
       expect(served.paid).toBe(true);
@@ -371,21 +397,14 @@ describe.skipIf(!citusUrl || !singleUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL
       // The account on the stopped node: an error the API answers 503 service_unavailable with Retry-After (src/db/errors.ts).
       const refused = await charge(down).catch((error: unknown) => error);
       expect(isDatabaseUnavailable(refused), String(refused)).toBe(true);
-      ctl('start', downPort);
-      stopped = undefined;
+      node.start();
       expect((await charge(down)).paid).toBe(true);
       expect(upPort).not.toBe(downPort);
-    } finally {
-      if (stopped !== undefined) ctl('start', stopped);
-      await store.close();
-    }
+    });
   });
 
   it.skipIf(!nodeCtl)('a worker node stopped mid-run: the other node\'s accounts are renewed in that run (the slot ends partial), the rest right after the node returns; nothing twice', async () => {
-    const url = await distributedCitusDatabase();
-    const store = await openStore({ databaseUrl: url, poolSize: 2 });
-    let stopped: number | undefined;
-    try {
+    await withStoppableNode(async ({ store, node }) => {
       const due = new Date('2027-01-01T00:00:00Z');
       // acct_r0 … acct_r7, 30 due each; batches of 10: every account is a group of its own.
       await seedDueSubscriptions(store.db, { count: 240, dueAt: due, accounts: 8 });
@@ -396,17 +415,14 @@ describe.skipIf(!citusUrl || !singleUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL
       const processor: CardNetwork = {
         ...network,
         async authorize(requests) {
-          if (stopped === undefined) {
-            ctl('stop', downPort);
-            stopped = downPort;
-          }
+          if (node.stopped === undefined) node.stop(downPort);
           return network.authorize(requests);
         },
       };
       const slot = new Date(due.getTime() + 60_000);
       const first = testContext(store, { seed: 35, at: slot, processor, config: { batchSize: 10 } });
       const outcome = await new Scheduler(first, [subscriptionRenewalsJob], { owner: 'citus-a' }).runSlot('subscriptions.renew', slot);
-      expect(stopped).toBe(downPort);
+      expect(node.stopped).toBe(downPort);
       expect(outcome).toMatchObject({ status: 'partial', pendingAccounts: downAccounts.length, attemptsWithoutProgress: 0 });
       expect(outcome.status === 'partial' && outcome.error).toContain('database node unreachable');
       // Every account on the surviving node renewed in that run.
@@ -415,20 +431,13 @@ describe.skipIf(!citusUrl || !singleUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL
       expect(pending.flatMap((group) => group.accounts).sort()).toEqual([...downAccounts].sort());
       expect(pending.every((group) => group.status === 'failed' && group.unavailable)).toBe(true);
 
-      ctl('start', downPort);
-      stopped = undefined;
+      node.start();
       await retryRenewsAll(store, slot, due, 36);
-    } finally {
-      if (stopped !== undefined) ctl('start', stopped);
-      await store.close();
-    }
+    });
   });
 
   it.skipIf(!nodeCtl)('a worker node already down when a slot starts: the slot is planned node by node, the other node\'s accounts renewed in that run (partial), the rest after the node returns; nothing twice', async () => {
-    const url = await distributedCitusDatabase();
-    const store = await openStore({ databaseUrl: url, poolSize: 2 });
-    let stopped: number | undefined;
-    try {
+    await withStoppableNode(async ({ store, node }) => {
       const due = new Date('2027-01-01T00:00:00Z');
       // acct_r0 … acct_r7, 30 due each; batches of 10. Accounts are known on the coordinator by their keys.
       await seedDueSubscriptions(store.db, { count: 240, dueAt: due, accounts: 8 });
@@ -436,8 +445,7 @@ describe.skipIf(!citusUrl || !singleUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL
       await store.db.insertInto('api_key_directory').values(accounts.map((account) => ({ key_digest: `digest_${account}`, account }))).execute();
       const { downPort, downAccounts, upAccounts } = await splitByNode(store.db, accounts);
       expect(upAccounts.length).toBeGreaterThan(0);
-      ctl('stop', downPort);
-      stopped = downPort;
+      node.stop(downPort);
       const slot = new Date(due.getTime() + 60_000);
       const first = testContext(store, { seed: 37, at: slot, config: { batchSize: 10 } });
       const outcome = await new Scheduler(first, [subscriptionRenewalsJob], { owner: 'citus-a' }).runSlot('subscriptions.renew', slot);
@@ -446,79 +454,63 @@ describe.skipIf(!citusUrl || !singleUrl)('kessai on Citus (KESSAI_TEST_CITUS_URL
       const pending = await store.db.selectFrom('job_run_groups').select(['accounts', 'status', 'unavailable']).where('status', '<>', 'done').execute();
       expect(pending).toEqual([{ accounts: [...downAccounts].sort(), status: 'failed', unavailable: true }]);
 
-      ctl('start', downPort);
-      stopped = undefined;
+      node.start();
       await retryRenewsAll(store, slot, due, 38);
-    } finally {
-      if (stopped !== undefined) ctl('start', stopped);
-      await store.close();
-    }
+    });
   });
 
   it.skipIf(!nodeCtl)('a worker node already down: the hold-expiry slot (its recovery listings and its groups) succeeds for the accounts that answer', async () => {
-    const url = await distributedCitusDatabase();
-    const store = await openStore({ databaseUrl: url, poolSize: 2 });
-    let stopped: number | undefined;
-    try {
+    await withStoppableNode(async ({ store, node }) => {
       const accounts = ['acct_h0', 'acct_h1', 'acct_h2', 'acct_h3'];
       await store.db.insertInto('api_key_directory').values(accounts.map((account) => ({ key_digest: `digest_${account}`, account }))).execute();
       const { downPort } = await splitByNode(store.db, accounts);
-      ctl('stop', downPort);
-      stopped = downPort;
+      node.stop(downPort);
       const slot = new Date('2027-01-01T00:01:00Z');
       const outcome = await new Scheduler(testContext(store, { seed: 39, at: slot }), [holdExpiryJob], { owner: 'citus-h' }).runSlot(holdExpiryJob.name, slot);
       expect(outcome.status, outcome.status === 'failed' ? outcome.error : '').not.toBe('failed');
-    } finally {
-      if (stopped !== undefined) ctl('start', stopped);
-      await store.close();
-    }
+    });
   });
 
   it.skipIf(!nodeCtl)('a worker node already down: `worker --once` delivers the webhooks of the accounts that answer and exits 3 (PARTIAL, the other jobs\' groups of the down node pending); after the node returns the rest are delivered, each once', async () => {
-    const url = await distributedCitusDatabase();
-    const store = await openStore({ databaseUrl: url, poolSize: 2 });
-    const receiver = await startReceiver();
-    let stopped: number | undefined;
-    try {
-      const at = new Date('2027-01-01T00:00:00Z');
-      const ctx = testContext(store, { seed: 41, at });
-      const accounts = ['acct_w0', 'acct_w1', 'acct_w2', 'acct_w3'];
-      for (const account of accounts) {
-        await createAccount(ctx, { name: 'Webhook Shop', id: account });
-        await addEndpoint(ctx, { accountId: account, url: `${receiver.url}/${account}` });
-        await runOperation(ctx, { accountId: account, livemode: false, kind: 'secret' }, 'customers.create', { email: 'a@example.com' });
-      }
-      const { downPort, downAccounts, upAccounts } = await splitByNode(store.db, accounts);
-      expect(upAccounts.length).toBeGreaterThan(0);
-      // Every job runs the one slot at `at` (the ledger's high water just before it).
-      const highWater = new Date(at.getTime() - 1);
-      await sql`
-        INSERT INTO job_schedule (job, high_water, updated_at) SELECT j, ${highWater}, ${highWater} FROM unnest(${ALL_JOBS.map((job) => job.name)}::text[]) AS j
-        ON CONFLICT (job) DO UPDATE SET high_water = excluded.high_water`.execute(store.db);
-      ctl('stop', downPort);
-      stopped = downPort;
-      const worker = spawnKessai(['worker', '--once', '--at', new Date(at.getTime() + 30_000).toISOString()], { DATABASE_URL: url });
-      const exit = await worker.exited;
-      expect(exit, worker.output() + worker.errors()).toEqual({ code: 3, signal: null });
-      expect(worker.output()).toContain('PARTIAL');
-      const run = await store.db.selectFrom('job_runs').select(['status', 'error']).where('job', '=', webhookDeliveryJob.name).where('slot', '=', at).executeTakeFirstOrThrow();
-      expect(run).toEqual({ status: 'succeeded', error: null });
-      const sent = () => receiver.received.map((request) => request.path.slice(1)).sort();
-      expect(sent()).toEqual([...upAccounts].sort());
+    await withStoppableNode(async ({ url, store, node }) => {
+      const receiver = await startReceiver();
+      try {
+        const at = new Date('2027-01-01T00:00:00Z');
+        const ctx = testContext(store, { seed: 41, at });
+        const accounts = ['acct_w0', 'acct_w1', 'acct_w2', 'acct_w3'];
+        for (const account of accounts) {
+          await createAccount(ctx, { name: 'Webhook Shop', id: account });
+          await addEndpoint(ctx, { accountId: account, url: `${receiver.url}/${account}` });
+          await runOperation(ctx, { accountId: account, livemode: false, kind: 'secret' }, 'customers.create', { email: 'a@example.com' });
+        }
+        const { downPort, downAccounts, upAccounts } = await splitByNode(store.db, accounts);
+        expect(upAccounts.length).toBeGreaterThan(0);
+        // Every job runs the one slot at `at` (the ledger's high water just before it).
+        const highWater = new Date(at.getTime() - 1);
+        await sql`
+          INSERT INTO job_schedule (job, high_water, updated_at) SELECT j, ${highWater}, ${highWater} FROM unnest(${ALL_JOBS.map((job) => job.name)}::text[]) AS j
+          ON CONFLICT (job) DO UPDATE SET high_water = excluded.high_water`.execute(store.db);
+        node.stop(downPort);
+        const worker = spawnKessai(['worker', '--once', '--at', new Date(at.getTime() + 30_000).toISOString()], { DATABASE_URL: url });
+        const exit = await worker.exited;
+        expect(exit, worker.output() + worker.errors()).toEqual({ code: 3, signal: null });
+        expect(worker.output()).toContain('PARTIAL');
+        const run = await store.db.selectFrom('job_runs').select(['status', 'error']).where('job', '=', webhookDeliveryJob.name).where('slot', '=', at).executeTakeFirstOrThrow();
+        expect(run).toEqual({ status: 'succeeded', error: null });
+        const sent = () => receiver.received.map((request) => request.path.slice(1)).sort();
+        expect(sent()).toEqual([...upAccounts].sort());
 
-      ctl('start', downPort);
-      stopped = undefined;
-      const later = new Date(at.getTime() + 60_000);
-      const outcome = await new Scheduler(testContext(store, { seed: 42, at: later }), [webhookDeliveryJob], { owner: 'citus-w' }).runSlot(webhookDeliveryJob.name, later);
-      expect(outcome).toMatchObject({ status: 'succeeded', counts: { delivered: downAccounts.length } });
-      expect(sent()).toEqual([...accounts].sort());
-      const attempts = await sql<{ account_id: string; n: number }>`SELECT account_id, count(*)::int AS n FROM webhook_attempts GROUP BY 1 ORDER BY 1`.execute(store.db);
-      expect(attempts.rows).toEqual(accounts.map((account) => ({ account_id: account, n: 1 })));
-    } finally {
-      if (stopped !== undefined) ctl('start', stopped);
-      await receiver.close();
-      await store.close();
-    }
+        node.start();
+        const later = new Date(at.getTime() + 60_000);
+        const outcome = await new Scheduler(testContext(store, { seed: 42, at: later }), [webhookDeliveryJob], { owner: 'citus-w' }).runSlot(webhookDeliveryJob.name, later);
+        expect(outcome).toMatchObject({ status: 'succeeded', counts: { delivered: downAccounts.length } });
+        expect(sent()).toEqual([...accounts].sort());
+        const attempts = await sql<{ account_id: string; n: number }>`SELECT account_id, count(*)::int AS n FROM webhook_attempts GROUP BY 1 ORDER BY 1`.execute(store.db);
+        expect(attempts.rows).toEqual(accounts.map((account) => ({ account_id: account, n: 1 })));
+      } finally {
+        await receiver.close();
+      }
+    });
   });
 
   it('the API\'s prepared statements (src/db/prepared.ts) run on the coordinator past PostgreSQL\'s switch to a generic plan: creates by customer and retrieves', async () => {

@@ -159,8 +159,15 @@ type Lines = (write: (chunk: Buffer) => void | Promise<void>) => Promise<void>;
 /** A section's items, handed page by page to `emit` (which writes them before it resolves). */
 type Pages<T> = (emit: (page: readonly T[]) => Promise<void>) => Promise<void>;
 
-function single<T>(items: readonly T[]): Pages<T> {
-  return (emit) => emit(items);
+/**
+ * Items held in memory, handed on a page (PAGE items) at a time: a section is written one page's
+ * text at a time, and the steps of a large book (three a generated subscriber) as one text would
+ * pass the longest string JavaScript can hold (about 2^29 characters: some 2.7 million steps).
+ */
+function inPages<T>(items: readonly T[]): Pages<T> {
+  return async (emit) => {
+    for (let start = 0; start < items.length; start += PAGE) await emit(items.slice(start, start + PAGE));
+  };
 }
 
 const REPORT_CHARGE_COLUMNS = [...CHARGE_OBJECT_COLUMNS, 'account_id', 'card_id', 'amount_captured', 'fee'] as const;
@@ -429,8 +436,8 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   await json.value('seed', header.seed);
   if (header.source) await json.value('source', { ...header.source, snapshot_instant: toIsoSeconds(header.source.snapshot_instant) });
   await json.value('accounts', world.accounts);
-  await json.array('steps', single(world.outcomes), (step) => ({ entry: step.entry, at: toIsoSeconds(step.at), op: step.op, ref: step.ref, account: step.account, result: step.result, error: step.error }));
-  await json.array('job_runs', single(world.jobRuns), (run) => ({ job: run.job, slot: toIsoSeconds(run.slot), counts: run.counts }));
+  await json.array('steps', inPages(world.outcomes), (step) => ({ entry: step.entry, at: toIsoSeconds(step.at), op: step.op, ref: step.ref, account: step.account, result: step.result, error: step.error }));
+  await json.array('job_runs', inPages(world.jobRuns), (run) => ({ job: run.job, slot: toIsoSeconds(run.slot), counts: run.counts }));
 
   // Subscriptions as they stand at the end (deleted ones too), then every state change; both a
   // page at a time, never the whole book in memory.
@@ -494,18 +501,18 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
 
   // The statements that do not come from payments: plan fees by the month they bill, adjustments by the month booked.
   const serviceFees = await db.selectFrom('service_fee_charges').selectAll().orderBy('account_id').orderBy('livemode').orderBy('period_start').execute();
-  await json.array('service_fees', single(serviceFees), (fee) => {
+  await json.array('service_fees', inPages(serviceFees), (fee) => {
     month(fee.period_start).service_fees_yen += fee.amount;
     return { account: fee.account_id, livemode: fee.livemode, month: jstMonth(fee.period_start), subject: fee.subject, amount: fee.amount, term_id: fee.term_id };
   });
   const adjustments = await db.selectFrom('adjustments').selectAll().orderBy('account_id').orderBy('created_at').orderBy('adjustment_id').execute();
-  await json.array('adjustments', single(adjustments), (row) => {
+  await json.array('adjustments', inPages(adjustments), (row) => {
     month(row.created_at).adjustments_yen += row.amount;
     return { ...renderAdjustment(row), account: row.account_id };
   });
 
   const terms = await listAll(world, 'terms.list');
-  await json.array('terms', single(terms));
+  await json.array('terms', inPages(terms));
   const statements = await listAll(world, 'statements.list');
   const statementsCsv = createWriteStream(join(dir, 'statements.csv'));
   statementsCsv.write(`${CSV_BOM}statement,term,term_start,term_end,owner,tenant,type,title,subject,name,amount,net,balance,balance_state,balance_closed_date,balance_payout_date\n`);
@@ -561,8 +568,8 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   for (const [key, figures] of monthEnds) Object.assign(monthOf(key), figures);
   const statementsWritten = once(statementsCsv, 'finish');
   statementsCsv.end();
-  await json.array('statements', single(statements));
-  await json.array('balances', single(balances));
+  await json.array('statements', inPages(statements));
+  await json.array('balances', inPages(balances));
   if (lists('full')) {
     const events = eventLines(world);
     if (events) await json.arrayOfLines('events', events);
@@ -570,8 +577,8 @@ export async function writeReport(world: SimulatedWorld, header: ReportHeader, d
   }
   const webhooks = lists('full') ? await webhookReport(db) : undefined;
   if (webhooks) {
-    await json.array('webhook_endpoints', single(webhooks.endpoints));
-    await json.array('webhook_deliveries', single(webhooks.deliveries));
+    await json.array('webhook_endpoints', inPages(webhooks.endpoints));
+    await json.array('webhook_deliveries', inPages(webhooks.deliveries));
   }
   await json.end();
   await Promise.all([chargesWritten, statementsWritten]);

@@ -51,8 +51,11 @@ describe.runIf(isPostgres())('simulate in a small heap', () => {
     expect(summary.months[0]!.charges).toBe(SUBSCRIBERS);
     // The book is bigger than the heap's share left to the report: its report is half the limit.
     expect(statSync(join(out, 'report.json')).size).toBeGreaterThan((HEAP_MB / 2) * 1024 * 1024);
-    const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as { events: unknown[]; subscriptions: unknown[] };
+    const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as { events: unknown[]; subscriptions: unknown[]; steps: { ref: string | null }[] };
     expect(report.subscriptions).toHaveLength(SUBSCRIBERS);
+    // The plan's step and three a subscriber, more than a page of the section: every one, once.
+    expect(report.steps).toHaveLength(1 + 3 * SUBSCRIBERS);
+    expect(new Set(report.steps.map((step) => step.ref)).size).toBe(1 + 3 * SUBSCRIBERS);
     expect(report.events.length).toBeGreaterThan(15 * SUBSCRIBERS);
   }, 300_000);
 });

@@ -160,13 +160,21 @@ type Lines = (write: (chunk: Buffer) => void | Promise<void>) => Promise<void>;
 type Pages<T> = (emit: (page: readonly T[]) => Promise<void>) => Promise<void>;
 
 /**
- * Items held in memory, handed on a page (PAGE items) at a time: a section is written one page's
- * text at a time, and the steps of a large book (three a generated subscriber) as one text would
- * pass the longest string JavaScript can hold (about 2^29 characters: some 2.7 million steps).
+ * Items held in memory (or made as they are read), handed on a page (PAGE items) at a time: a
+ * section is written one page's text at a time, and the steps of a large book (three a generated
+ * subscriber) as one text would pass the longest string JavaScript can hold (about 2^29
+ * characters: some 2.7 million steps).
  */
-function inPages<T>(items: readonly T[]): Pages<T> {
+function inPages<T>(items: Iterable<T>): Pages<T> {
   return async (emit) => {
-    for (let start = 0; start < items.length; start += PAGE) await emit(items.slice(start, start + PAGE));
+    let page: T[] = [];
+    for (const item of items) {
+      page.push(item);
+      if (page.length < PAGE) continue;
+      await emit(page);
+      page = [];
+    }
+    if (page.length > 0) await emit(page);
   };
 }
 

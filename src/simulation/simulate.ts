@@ -34,6 +34,9 @@ import { simulatedCardNetwork } from '../processor/card-network';
 import { tokenizedCardOf } from '../customers/tokens';
 import { subscribeNewCustomers, type NewSubscriber, type NewSubscriberResult } from '../subscriptions/new-subscribers';
 import type { SourceSnapshot } from './source-copy';
+import { StepOutcomes } from './step-outcomes';
+
+export type { StepOutcome } from './step-outcomes';
 import { bookAdjustment } from '../settlement/adjustments';
 import { setServicePlan } from '../settlement/service-fees';
 import { ACCOUNT_SETTINGS_OP, ADJUSTMENT_OP, ITEM_LABEL, parseRef, refsIn, scenarioAccounts, servicePlanSettings, type JsonObject, type Scenario, type Step } from './scenario';
@@ -77,55 +80,6 @@ export interface SimulationOptions {
   readonly onProgress?: (at: Date, stats: SimulationStats) => void;
 }
 
-/** What one step did: its result's id, or the catalogue error it got. */
-export interface StepOutcome {
-  readonly entry: string;
-  readonly at: Date;
-  readonly op: string;
-  readonly ref: string | null;
-  readonly account: string;
-  readonly result: { readonly id: string | null; readonly object: string | null } | null;
-  readonly error: { readonly code: string; readonly status: number; readonly type: string; readonly param: string | null; readonly message: string } | null;
-}
-
-/**
- * The outcome of a generated subscriber's call signed up in bulk: read from its step when asked.
- * The run keeps every step's outcome to the end (the report lists them), so a sign-up's three
- * hold only their ids, not their own copies of the entry, reference and result texts.
- */
-class SignedUpOutcome implements StepOutcome {
-  readonly error = null;
-  constructor(
-    private readonly step: Step,
-    private readonly id: string,
-    private readonly object: string,
-  ) {}
-
-  get entry(): string {
-    return this.step.entry;
-  }
-
-  get at(): Date {
-    return this.step.at;
-  }
-
-  get op(): string {
-    return this.step.op;
-  }
-
-  get ref(): string | null {
-    return this.step.ref ?? null;
-  }
-
-  get account(): string {
-    return this.step.account;
-  }
-
-  get result(): { readonly id: string; readonly object: string } {
-    return { id: this.id, object: this.object };
-  }
-}
-
 /** One slot run of one job. */
 export interface JobRun {
   readonly job: string;
@@ -144,7 +98,7 @@ export interface SimulationStats {
 
 export interface SimulatedWorld {
   readonly ctx: Context;
-  readonly outcomes: readonly StepOutcome[];
+  readonly outcomes: StepOutcomes;
   readonly jobRuns: readonly JobRun[];
   readonly stats: SimulationStats;
   /** The accounts the scenario ran on, in scenario order. */
@@ -560,7 +514,7 @@ export async function advance(ctx: Context, clock: VirtualClock, options: Driver
   const order = new Map(jobs.map((job, i) => [job.name, i]));
   const results = new Map<string, Record<string, unknown> | KessaiError>();
   const lastUse = lastUses(steps);
-  const outcomes: StepOutcome[] = [];
+  const outcomes = new StepOutcomes();
   const jobRuns: JobRun[] = [];
   const lastRun = new Map<string, Date>();
   const stats: SimulationStats = { stops: 0, steps: 0, failedSteps: 0, jobRuns: 0, renewed: 0 };
@@ -736,7 +690,7 @@ async function runSubscriberBatch(
     dueAfter: Date;
     lastRun: ReadonlyMap<string, Date>;
     results: Map<string, Record<string, unknown> | KessaiError>;
-    outcomes: StepOutcome[];
+    outcomes: StepOutcomes;
     strict: boolean;
     stats: SimulationStats;
   },
@@ -820,22 +774,27 @@ async function runSubscriberBatch(
       throw new SimulationError(`${lead.entry} (bulk sign-up of ${count} generated subscribers from ${formatJst(lead.at)}) failed: ${toError(error).message}`, { cause: error });
     }
   }
+  // The batch's calls are steps[first], steps[first + 1], … (three a subscriber, back to back); a
+  // run of successes is recorded as one part, a refused call on its own between runs.
+  let runFirst = first;
+  let run: { id: string; object: string }[] = [];
   for (const [k, result] of signedUp.entries()) {
-    const [tokenStep, customerStep, subscriptionStep] = triples[k]!;
-    for (const [step, object] of [
-      [tokenStep, result.token],
-      [customerStep, result.customer],
-      [subscriptionStep, result.subscription],
-    ] as const) {
+    for (const [j, object] of [result.token, result.customer, result.subscription].entries()) {
+      const index = first + 3 * k + j;
+      const step = steps[index]!;
       state.stats.steps += 1;
       if (object instanceof KessaiError) {
+        state.outcomes.addSignedUp(steps, runFirst, run);
+        run = [];
+        runFirst = index + 1;
         await recordFailure(step, object, state.results, state.outcomes, state.strict, state.stats);
         continue;
       }
       if (step.ref !== undefined) state.results.set(step.ref, object as unknown as Record<string, unknown>);
-      state.outcomes.push(new SignedUpOutcome(step, object.id, object.object));
+      run.push({ id: object.id, object: object.object });
     }
   }
+  state.outcomes.addSignedUp(steps, runFirst, run);
   return 3 * signedUp.length;
 }
 
@@ -843,7 +802,7 @@ async function runStep(
   ctx: Context,
   step: Step,
   results: Map<string, Record<string, unknown> | KessaiError>,
-  outcomes: StepOutcome[],
+  outcomes: StepOutcomes,
   strict: boolean,
   stats: SimulationStats,
 ): Promise<void> {
@@ -881,7 +840,7 @@ async function runOne(
   ctx: Context,
   step: Step,
   results: Map<string, Record<string, unknown> | KessaiError>,
-  outcomes: StepOutcome[],
+  outcomes: StepOutcomes,
   strict: boolean,
   stats: SimulationStats,
 ): Promise<void> {
@@ -896,7 +855,7 @@ async function runOne(
           ? await addAdjustment(ctx, caller, params)
           : ((await runOperation(ctx, caller, step.op, params)) as Record<string, unknown>);
     if (step.ref !== undefined) results.set(step.ref, result);
-    outcomes.push({
+    outcomes.add({
       entry: step.entry,
       at: step.at,
       op: step.op,
@@ -914,7 +873,7 @@ async function recordFailure(
   step: Step,
   error: unknown,
   results: Map<string, Record<string, unknown> | KessaiError>,
-  outcomes: StepOutcome[],
+  outcomes: StepOutcomes,
   strict: boolean,
   stats: SimulationStats,
 ): Promise<void> {
@@ -925,5 +884,5 @@ async function recordFailure(
   if (strict) {
     throw new SimulationError(`${step.entry} (${step.op} at ${formatJst(step.at)}) failed: ${error.code}${error.param ? ` (param ${error.param})` : ''}: ${error.message}`);
   }
-  outcomes.push({ entry: step.entry, at: step.at, op: step.op, ref: step.ref ?? null, account: step.account, result: null, error: failure });
+  outcomes.add({ entry: step.entry, at: step.at, op: step.op, ref: step.ref ?? null, account: step.account, result: null, error: failure });
 }

@@ -86,7 +86,7 @@ describe('generated subscribers in bulk', () => {
     const range = { from: parseInstant('2027-01-01'), to: parseInstant('2044-01-01') };
     const steps = planSteps(refused, { ...range, seed: 1, operations: operationNames() });
     const outcomes = async (bulkSubscribers: boolean) =>
-      simulate({ scenario: refused, steps, ...range, seed: 1, jobs: ALL_JOBS, databaseUrl, bulkSubscribers }, async (world) => world.outcomes.map((o) => [o.entry, o.op, o.error?.code ?? 'ok', o.error?.message ?? '']));
+      simulate({ scenario: refused, steps, ...range, seed: 1, jobs: ALL_JOBS, databaseUrl, bulkSubscribers }, async (world) => [...world.outcomes].map((o) => [o.entry, o.op, o.error?.code ?? 'ok', o.error?.message ?? '']));
     const [bulk, single] = [await outcomes(true), await outcomes(false)];
     expect(bulk).toHaveLength(13);
     expect(bulk.filter(([, op, code]) => op === 'tokens.create' && code === 'invalid_expiry_year')).toHaveLength(4);

@@ -9,7 +9,8 @@
  *
  *   1. engine: runs the `charges.expire_holds` slot once through the Scheduler and checks with SQL
  *      that every due hold was released exactly once (released_at = its own expired_at, one
- *      `charge.updated` event at that instant) and no other hold was touched;
+ *      `charge.updated` event at that instant, `charge.refunded` for a debit or prepaid card's
+ *      hold, whose money was taken at authorization and is refunded) and no other hold was touched;
  *   2. ceiling: on the copy, writes the same rows (charge updates and events with the charge
  *      objects) with plain set-based SQL in batches of the same size taken account by account
  *      through the due index exactly as the engine takes them (ceilingBatches), no network call,
@@ -22,6 +23,7 @@
 import { parseArgs } from 'node:util';
 import { sql, type Kysely } from 'kysely';
 import { holdExpiryJob } from '../../jobs/hold-expiry';
+import { DEBITED_AT_AUTHORIZATION } from '../../src/charges/hold-jobs';
 import { createAccount } from '../../src/accounts/accounts';
 import { inAccounts } from '../../src/db/account-scope';
 import type { Store } from '../../src/db/connect';
@@ -111,12 +113,13 @@ async function ceilingBatch(trx: Kysely<Database>, accountIds: readonly string[]
       WHERE ${inAccounts('account_id', accountIds)} AND paid AND NOT captured AND NOT refunded AND released_at IS NULL AND expired_at IS NOT NULL AND expired_at < ${SLOT}
       ORDER BY expired_at, account_id, livemode, charge_id LIMIT ${limit} FOR UPDATE SKIP LOCKED
     ), released AS (
-      UPDATE charges c SET released_at = c.expired_at, updated_at = c.expired_at
+      UPDATE charges c SET released_at = c.expired_at, updated_at = c.expired_at,
+        refunded = c.refunded OR ${DEBITED_AT_AUTHORIZATION}, amount_refunded = CASE WHEN ${DEBITED_AT_AUTHORIZATION} THEN c.amount ELSE c.amount_refunded END
       FROM due WHERE ${inAccounts('c.account_id', accountIds)} AND c.account_id = due.account_id AND c.livemode = due.livemode AND c.charge_id = due.charge_id
       RETURNING c.*
     ), written AS (
       INSERT INTO events (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at)
-      SELECT c.account_id, 'evnt_' || substr(md5(c.charge_id), 1, 30), c.livemode, 'v1', 'charge.updated', 'charge', c.charge_id,
+      SELECT c.account_id, 'evnt_' || substr(md5(c.charge_id), 1, 30), c.livemode, 'v1', CASE WHEN c.refunded THEN 'charge.refunded' ELSE 'charge.updated' END, 'charge', c.charge_id,
         json_build_object(
           'id', c.charge_id, 'object', 'charge', 'livemode', c.livemode, 'created', floor(extract(epoch FROM c.created_at))::bigint,
           'amount', c.amount, 'currency', c.currency, 'paid', c.paid, 'expired_at', floor(extract(epoch FROM c.expired_at))::bigint,
@@ -131,7 +134,7 @@ async function ceilingBatch(trx: Kysely<Database>, accountIds: readonly string[]
             'cvc_check', coalesce(cd.cvc_check, tk.cvc_check), 'three_d_secure_status', NULL, 'email', cd.email, 'phone', cd.phone,
             'metadata', coalesce(cd.metadata, '{}'::jsonb)),
           'customer', c.customer_id, 'description', c.description, 'failure_code', NULL, 'failure_message', NULL,
-          'fee_rate', c.fee_rate::text, 'refunded', false, 'amount_refunded', c.amount_refunded, 'refund_reason', NULL,
+          'fee_rate', c.fee_rate::text, 'refunded', c.refunded, 'amount_refunded', c.amount_refunded, 'refund_reason', NULL,
           'subscription', NULL, 'metadata', c.metadata, 'platform_fee', c.platform_fee, 'tenant', c.tenant_id, 'platform_fee_rate', c.platform_fee_rate::text,
           'total_platform_fee', c.total_platform_fee, 'three_d_secure_status', NULL, 'term_id', c.term_id),
         c.expired_at
@@ -160,10 +163,10 @@ async function verify(db: Kysely<Database>): Promise<Verification> {
            (SELECT count(*) FROM charges WHERE released_at IS NOT NULL)::int AS released,
            (SELECT count(*) FROM charges WHERE released_at = expired_at AND expired_at < ${SLOT})::int AS released_at_own_expiry,
            (SELECT count(*) FROM charges WHERE released_at IS NOT NULL AND expired_at >= ${SLOT})::int AS released_early,
-           (SELECT count(*) FROM events WHERE type = 'charge.updated')::int AS events,
+           (SELECT count(*) FROM events WHERE type IN ('charge.updated', 'charge.refunded'))::int AS events,
            (SELECT count(*) FROM events e JOIN charges c ON c.account_id = e.account_id AND c.charge_id = e.resource_id
-             WHERE e.type = 'charge.updated' AND e.created_at = c.expired_at)::int AS events_at_expiry,
-           (SELECT count(*) FROM (SELECT 1 FROM events WHERE type = 'charge.updated' GROUP BY account_id, resource_id HAVING count(*) > 1) d)::int AS charges_with_two_events`.execute(db);
+             WHERE e.type IN ('charge.updated', 'charge.refunded') AND e.created_at = c.expired_at)::int AS events_at_expiry,
+           (SELECT count(*) FROM (SELECT 1 FROM events WHERE type IN ('charge.updated', 'charge.refunded') GROUP BY account_id, resource_id HAVING count(*) > 1) d)::int AS charges_with_two_events`.execute(db);
   return result.rows[0]!;
 }
 

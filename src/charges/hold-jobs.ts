@@ -38,7 +38,7 @@ import { paymentFlowFinishers } from '../payment-flows/payment-flows';
 import { bulkColumns, ROW_KEYS } from '../db/bulk-rows';
 
 /** A charge whose card moved the money at authorization (service rules §2.1): releasing it refunds the debit. */
-const DEBITED_AT_AUTHORIZATION = sql`(card_funding IN ('debit', 'prepaid'))`;
+export const DEBITED_AT_AUTHORIZATION = sql`(card_funding IN ('debit', 'prepaid'))`;
 
 /** The columns that make a hold live: authorized, not captured, not cancelled, not yet released. */
 const LIVE_HOLD = sql`paid AND NOT captured AND NOT refunded AND released_at IS NULL AND expired_at IS NOT NULL`;

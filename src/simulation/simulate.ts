@@ -35,8 +35,6 @@ import { tokenizedCardOf } from '../customers/tokens';
 import { subscribeNewCustomers, type NewSubscriber, type NewSubscriberResult } from '../subscriptions/new-subscribers';
 import type { SourceSnapshot } from './source-copy';
 import { StepOutcomes } from './step-outcomes';
-
-export type { StepOutcome } from './step-outcomes';
 import { bookAdjustment } from '../settlement/adjustments';
 import { setServicePlan } from '../settlement/service-fees';
 import { ACCOUNT_SETTINGS_OP, ADJUSTMENT_OP, ITEM_LABEL, parseRef, refsIn, scenarioAccounts, servicePlanSettings, type JsonObject, type Scenario, type Step } from './scenario';
@@ -48,6 +46,8 @@ import { nextSlotAfter, slotAtOrAfter, slotAtOrBefore } from '../engine/cron';
 import type { JobCounts, JobDefinition } from '../engine/job';
 import { silentLogger, type Logger } from '../engine/logger';
 import { Scheduler } from '../engine/scheduler';
+
+export type { StepOutcome } from './step-outcomes';
 
 export interface SimulationOptions {
   readonly scenario: Scenario;

@@ -89,6 +89,9 @@ async function seed(db: Kysely<Database>): Promise<void> {
   await sql`VACUUM ANALYZE`.execute(db);
 }
 
+/** The events of a release: `charge.updated`, or `charge.refunded` for a hold debited at authorization. */
+const RELEASE_EVENTS = sql`'charge.updated', 'charge.refunded'`;
+
 /** The due predicate of the job (expireHolds), for its list of accounts with due holds. */
 const DUE_HOLD = sql`d.paid AND NOT d.captured AND NOT d.refunded AND d.released_at IS NULL AND d.expired_at IS NOT NULL AND d.expired_at < ${SLOT}`;
 
@@ -163,10 +166,10 @@ async function verify(db: Kysely<Database>): Promise<Verification> {
            (SELECT count(*) FROM charges WHERE released_at IS NOT NULL)::int AS released,
            (SELECT count(*) FROM charges WHERE released_at = expired_at AND expired_at < ${SLOT})::int AS released_at_own_expiry,
            (SELECT count(*) FROM charges WHERE released_at IS NOT NULL AND expired_at >= ${SLOT})::int AS released_early,
-           (SELECT count(*) FROM events WHERE type IN ('charge.updated', 'charge.refunded'))::int AS events,
+           (SELECT count(*) FROM events WHERE type IN (${RELEASE_EVENTS}))::int AS events,
            (SELECT count(*) FROM events e JOIN charges c ON c.account_id = e.account_id AND c.charge_id = e.resource_id
-             WHERE e.type IN ('charge.updated', 'charge.refunded') AND e.created_at = c.expired_at)::int AS events_at_expiry,
-           (SELECT count(*) FROM (SELECT 1 FROM events WHERE type IN ('charge.updated', 'charge.refunded') GROUP BY account_id, resource_id HAVING count(*) > 1) d)::int AS charges_with_two_events`.execute(db);
+             WHERE e.type IN (${RELEASE_EVENTS}) AND e.created_at = c.expired_at)::int AS events_at_expiry,
+           (SELECT count(*) FROM (SELECT 1 FROM events WHERE type IN (${RELEASE_EVENTS}) GROUP BY account_id, resource_id HAVING count(*) > 1) d)::int AS charges_with_two_events`.execute(db);
   return result.rows[0]!;
 }
 

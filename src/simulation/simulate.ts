@@ -34,7 +34,7 @@ import { simulatedCardNetwork } from '../processor/card-network';
 import { tokenizedCardOf } from '../customers/tokens';
 import { subscribeNewCustomers, type NewSubscriber, type NewSubscriberResult } from '../subscriptions/new-subscribers';
 import type { SourceSnapshot } from './source-copy';
-import { StepOutcomes } from './step-outcomes';
+import { outcomeOf, StepOutcomes } from './step-outcomes';
 import { bookAdjustment } from '../settlement/adjustments';
 import { setServicePlan } from '../settlement/service-fees';
 import { ACCOUNT_SETTINGS_OP, ADJUSTMENT_OP, ITEM_LABEL, parseRef, refsIn, scenarioAccounts, servicePlanSettings, type JsonObject, type Scenario, type Step } from './scenario';
@@ -855,15 +855,7 @@ async function runOne(
           ? await addAdjustment(ctx, caller, params)
           : ((await runOperation(ctx, caller, step.op, params)) as Record<string, unknown>);
     if (step.ref !== undefined) results.set(step.ref, result);
-    outcomes.add({
-      entry: step.entry,
-      at: step.at,
-      op: step.op,
-      ref: step.ref ?? null,
-      account: step.account,
-      result: { id: typeof result.id === 'string' ? result.id : null, object: typeof result.object === 'string' ? result.object : null },
-      error: null,
-    });
+    outcomes.add(outcomeOf(step, { id: typeof result.id === 'string' ? result.id : null, object: typeof result.object === 'string' ? result.object : null }));
   } catch (error) {
     await recordFailure(step, error, results, outcomes, strict, stats);
   }
@@ -884,5 +876,5 @@ async function recordFailure(
   if (strict) {
     throw new SimulationError(`${step.entry} (${step.op} at ${formatJst(step.at)}) failed: ${error.code}${error.param ? ` (param ${error.param})` : ''}: ${error.message}`);
   }
-  outcomes.add({ entry: step.entry, at: step.at, op: step.op, ref: step.ref ?? null, account: step.account, result: null, error: failure });
+  outcomes.add(outcomeOf(step, null, failure));
 }

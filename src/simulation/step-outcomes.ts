@@ -19,6 +19,11 @@ export interface StepOutcome {
   readonly error: { readonly code: string; readonly status: number; readonly type: string; readonly param: string | null; readonly message: string } | null;
 }
 
+/** The outcome of `step`: its result (id and object) or its error. */
+export function outcomeOf(step: Pick<Step, 'entry' | 'at' | 'op' | 'ref' | 'account'>, result: StepOutcome['result'], error: StepOutcome['error'] = null): StepOutcome {
+  return { entry: step.entry, at: step.at, op: step.op, ref: step.ref ?? null, account: step.account, result, error };
+}
+
 /** The object a generated subscriber's call answers with, by call. */
 const SIGNED_UP_OBJECT = { token: 'token', customer: 'customer', subscription: 'subscription' } as const;
 
@@ -35,7 +40,7 @@ class SignedUpRun {
     for (let k = 0; k * this.width < this.packed.length; k += 1) {
       const step = this.steps[this.first + k]!;
       const id = this.packed.slice(k * this.width, (k + 1) * this.width);
-      yield { entry: step.entry, at: step.at, op: step.op, ref: step.ref ?? null, account: step.account, result: { id, object: SIGNED_UP_OBJECT[step.subscriber!] }, error: null };
+      yield outcomeOf(step, { id, object: SIGNED_UP_OBJECT[step.subscriber!] });
     }
   }
 }
@@ -73,10 +78,7 @@ export class StepOutcomes implements Iterable<StepOutcome> {
       this.#length += results.length;
       return;
     }
-    results.forEach((result, k) => {
-      const step = steps[first + k]!;
-      this.add({ entry: step.entry, at: step.at, op: step.op, ref: step.ref ?? null, account: step.account, result: { id: result.id, object: result.object }, error: null });
-    });
+    results.forEach((result, k) => this.add(outcomeOf(steps[first + k]!, { id: result.id, object: result.object })));
   }
 
   *[Symbol.iterator](): Iterator<StepOutcome> {

@@ -169,6 +169,34 @@ async function scratchPostgres(url: string): Promise<{ url: string; citus: boole
 }
 
 /**
+ * Indexes that only the API's list calls read (a customer's or a subscription's charges, a
+ * customer's or a plan's subscriptions, an object's events, the newest-first lists), dropped from
+ * a simulation's own database once it is migrated. No job, no report section and no bulk write
+ * reads them, yet every renewal writes five of them (its charge's three, and the subscription's
+ * two to three new entries: a renewal moves `renews_at`, so its update is never a heap-only one)
+ * and every event one more. A timeline's list call answers the same without them, since every
+ * list orders its rows fully; it reads the account's rows instead of an index. What is kept: the
+ * keys and unique indexes, the jobs' due indexes, charges by term (term close and statements),
+ * and events by creation (the full report reads the event log in that order). A year of 10,000
+ * subscriptions on PostgreSQL: simulation 64.3–68.8 s with them, 51.2–54.4 s without
+ * (docs/decisions/performance.md).
+ */
+export const LIST_ONLY_INDEXES = [
+  'charges_by_customer',
+  'charges_by_subscription',
+  'charges_by_created',
+  'subscriptions_by_customer',
+  'subscriptions_by_plan',
+  'subscriptions_by_created',
+  'customers_by_created',
+  'events_by_resource',
+] as const;
+
+async function dropListOnlyIndexes(store: Store): Promise<void> {
+  await sql`DROP INDEX IF EXISTS ${sql.join(LIST_ONLY_INDEXES.map((name) => sql.id(name)))}`.execute(store.db);
+}
+
+/**
  * From this many planned steps (10,000 generated sign-ups) the embedded database of a simulation
  * lives in a temporary data folder, below it in memory. In memory every page of the book is in
  * this process: a year of 10,000 subscriptions peaked at 1.6 GB RSS, of 100,000 at 6.5 GB. In a
@@ -199,8 +227,9 @@ export function embeddedPlace(steps: number, copiedSubscriptions: number): 'memo
  *
  * Unlogged: the database is gone when the run ends, so the write-ahead log protects nothing, and
  * on PGlite writing it is work on the one thread that runs everything (less time and memory:
- * figures in docs/decisions/performance.md). The tables, their indexes and every statement are the
- * migrations' own; only persistence differs.
+ * figures in docs/decisions/performance.md). The tables and every statement are the migrations'
+ * own; only persistence differs, and the indexes only the API's lists read are dropped after
+ * migrating, as on a scratch PostgreSQL database (LIST_ONLY_INDEXES).
  */
 async function scratchPglite(where: 'memory' | 'folder'): Promise<{ store: Store; drop(): void }> {
   const key = createHash('sha256')
@@ -378,6 +407,7 @@ export async function simulate<T>(options: SimulationOptions, consume: (world: S
     store = scratch ? await openStore({ databaseUrl: scratch.url, poolSize: 2, applicationName: 'kessai simulate' }) : embedded!.store;
     // A no-op on a snapshot that already has every migration.
     await migrate(store);
+    await dropListOnlyIndexes(store);
     if (scratch?.citus) await distributeAccountTables(store);
     if (options.source) {
       await options.source.copyInto(store);

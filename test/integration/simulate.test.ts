@@ -13,7 +13,7 @@ import { ALL_JOBS } from '../../jobs/index';
 import { createAccount } from '../../src/accounts/accounts';
 import { parseInstant } from '../../src/domain/time';
 import { Scheduler } from '../../src/engine/scheduler';
-import { resolveParams, simulate } from '../../src/simulation/simulate';
+import { LIST_ONLY_INDEXES, resolveParams, simulate } from '../../src/simulation/simulate';
 import { operationNames, runOperation } from '../../src/api/operations';
 import { writeReport, type Summary } from '../../src/simulation/report';
 import { DEFAULT_ACCOUNT_ID, loadScenario, overlayScenario, parseScenario, planSteps, ScenarioError, type Scenario } from '../../src/simulation/scenario';
@@ -91,6 +91,23 @@ describe('the simulation database, embedded or scratch', () => {
       return result.rows[0]!;
     });
     expect(collation).toEqual({ collate: 'C', sorted: 'B _a a b é' });
+  }, 120_000);
+
+  it('has no index that only the API\'s lists read, and a list call still answers in full and in order', async () => {
+    const { scenario, range, steps } = pauseResume();
+    const seen = await simulate({ scenario, steps, ...range, seed: 1, jobs: ALL_JOBS, databaseUrl }, async (world) => {
+      const indexes = await sql<{ name: string }>`SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema()`.execute(world.ctx.db);
+      const caller = { accountId: DEFAULT_ACCOUNT_ID, livemode: false, kind: 'secret' as const };
+      const customer = (await sql<{ id: string }>`SELECT customer_id AS id FROM charges GROUP BY customer_id ORDER BY count(*) DESC, customer_id LIMIT 1`.execute(world.ctx.db)).rows[0]!.id;
+      const listed = (await runOperation(world.ctx, caller, 'charges.list', { customer, limit: 100 })) as { data: { id: string }[] };
+      const stored = await sql<{ id: string }>`SELECT charge_id AS id FROM charges WHERE customer_id = ${customer} ORDER BY created_at DESC, charge_id DESC`.execute(world.ctx.db);
+      return { indexes: indexes.rows.map((row) => row.name), listed: listed.data.map((charge) => charge.id), stored: stored.rows.map((row) => row.id) };
+    });
+    expect(seen.indexes.filter((name) => (LIST_ONLY_INDEXES as readonly string[]).includes(name))).toEqual([]);
+    // What the jobs and the report read stays: keys, due indexes, charges by term, events by creation.
+    expect(seen.indexes).toEqual(expect.arrayContaining(['charges_pkey', 'charges_one_per_period', 'subscriptions_due', 'charges_by_term', 'charges_hold_due', 'events_by_created']));
+    expect(seen.stored.length).toBeGreaterThan(2);
+    expect(seen.listed).toEqual(seen.stored);
   }, 120_000);
 });
 

@@ -354,7 +354,7 @@ function generateSubscribers(generator: SubscribersGenerator, index: number, see
     people.push({ at, card, n });
   }
   people.sort((a, b) => a.at.getTime() - b.at.getTime() || a.n - b.n);
-  const source: GeneratorSource = { where, prefix, account, expYear, params: generator.params, plan: generator.plan };
+  const source: GeneratorSource = { where, prefix, account, expYear, params: generator.params, plan: generator.plan, count: generator.count };
   const steps: Step[] = [];
   for (const person of people) {
     for (const kind of SUBSCRIBER_CALLS) steps.push(new SubscriberStep(source, person, kind));
@@ -370,6 +370,8 @@ interface GeneratorSource {
   readonly expYear: number;
   readonly params: JsonObject | undefined;
   readonly plan: string;
+  /** Subscribers it generates, numbered 1..count. */
+  readonly count: number;
 }
 
 const SUBSCRIBER_CALLS = ['token', 'customer', 'subscription'] as const;
@@ -382,12 +384,21 @@ const SUBSCRIBER_OPS = { token: 'tokens.create', customer: 'customers.create', s
  * label, entry, reference texts and parameter objects) 100,000 sign-ups held some 250 MB.
  */
 class SubscriberStep implements Step {
-  readonly livemode = false;
   constructor(
-    private readonly source: GeneratorSource,
+    readonly source: GeneratorSource,
     private readonly person: { readonly at: Date; readonly card: string; readonly n: number },
     readonly subscriber: 'token' | 'customer' | 'subscription',
   ) {}
+
+  /** Generated subscribers are test-mode customers (on the prototype: one field less a step). */
+  get livemode(): false {
+    return false;
+  }
+
+  /** The subscriber's number in its generator (1..count). */
+  get n(): number {
+    return this.person.n;
+  }
 
   get entry(): string {
     return `${this.source.where} #${this.person.n}`;
@@ -443,8 +454,8 @@ export function planSteps(scenario: Scenario, options: PlanOptions): Step[] {
     if (!accountIds.has(value)) throw new ScenarioError(`${where}.account: no account ${JSON.stringify(value)} in the scenario (accounts: ${[...accountIds].join(', ')})`);
     return value;
   };
-  const placed: { step: Step; order: number }[] = [];
-  const add = (step: Step) => placed.push({ step, order: placed.length });
+  const steps: Step[] = [];
+  const add = (step: Step) => steps.push(step);
   const atOf = (text: string | undefined, where: string): Date => (text === undefined ? from : instantOf(text, `${where}.at`));
 
   for (const [section, op] of [
@@ -504,28 +515,104 @@ export function planSteps(scenario: Scenario, options: PlanOptions): Step[] {
     });
   });
 
-  placed.sort((a, b) => a.step.at.getTime() - b.step.at.getTime() || a.order - b.order);
+  // By instant; entries sharing one keep the order they were added in (the sort is stable).
+  steps.sort((a, b) => a.at.getTime() - b.at.getTime());
   const known = new Set([...options.operations, ACCOUNT_SETTINGS_OP, ADJUSTMENT_OP]);
-  const defined = new Set<string>();
-  const steps = placed.map(({ step }) => step);
+  const labels = new PlannedLabels();
+  // Made only for an error: a generated book has millions of steps.
+  const whereOf = (step: Step) => `${step.entry} (${step.op} at ${formatJst(step.at)})`;
   for (const step of steps) {
-    const where = `${step.entry} (${step.op} at ${formatJst(step.at)})`;
-    if (!known.has(step.op)) throw new ScenarioError(`${where}: unknown operation ${JSON.stringify(step.op)}`);
+    if (!known.has(step.op)) throw new ScenarioError(`${whereOf(step)}: unknown operation ${JSON.stringify(step.op)}`);
     if (step.at.getTime() < from.getTime() || step.at.getTime() >= to.getTime()) {
-      throw new ScenarioError(`${where}: the instant is outside the simulated range [${formatJst(from)}, ${formatJst(to)})`);
+      throw new ScenarioError(`${whereOf(step)}: the instant is outside the simulated range [${formatJst(from)}, ${formatJst(to)})`);
     }
-    if (step.forEach && !known.has(step.forEach.op)) throw new ScenarioError(`${where}: for_each: unknown operation ${JSON.stringify(step.forEach.op)}`);
-    if (step.forEach && step.ref !== undefined) throw new ScenarioError(`${where}: an entry with for_each runs many times and cannot have a ref`);
-    for (const label of [...refsIn(step.params), ...refsIn(step.forEach?.params)]) {
+    if (step.forEach && !known.has(step.forEach.op)) throw new ScenarioError(`${whereOf(step)}: for_each: unknown operation ${JSON.stringify(step.forEach.op)}`);
+    if (step.forEach && step.ref !== undefined) throw new ScenarioError(`${whereOf(step)}: an entry with for_each runs many times and cannot have a ref`);
+    for (const label of labels.referencedBy(step)) {
       if (label === ITEM_LABEL && step.forEach) continue;
-      if (!defined.has(label)) throw new ScenarioError(`${where}: $${label} does not name an earlier entry`);
+      if (!labels.has(label)) throw new ScenarioError(`${whereOf(step)}: $${label} does not name an earlier entry`);
     }
-    if (step.ref !== undefined) {
-      if (defined.has(step.ref)) throw new ScenarioError(`${where}: the label ${step.ref} is used twice`);
-      defined.add(step.ref);
-    }
+    if (step.ref !== undefined && !labels.define(step)) throw new ScenarioError(`${whereOf(step)}: the label ${step.ref} is used twice`);
   }
   return steps;
+}
+
+const SUBSCRIBER_BIT = { token: 1, customer: 2, subscription: 4 } as const;
+const GENERATED_LABEL = /^([1-9][0-9]*)(?:_(token|customer))?$/;
+
+/** A generator met while a plan is checked: a bit for each of its subscribers' labels defined so far. */
+interface GeneratedLabels {
+  readonly source: GeneratorSource;
+  readonly bits: Uint8Array;
+  /** The other generators whose labels can be equal to one of this one's (one prefix starts the other). */
+  readonly rivals: GeneratedLabels[];
+}
+
+/**
+ * The labels defined so far while a plan is checked in order. A generated subscriber's three
+ * labels (`<prefix><n>_token`, `<prefix><n>_customer`, `<prefix><n>`) are three bits of its
+ * generator's array, not three texts in a set: a book of 1,000,000 generated subscribers held
+ * 3,000,000 labels here. What counts as defined, and as defined twice, is the same as with every
+ * label in one set.
+ */
+class PlannedLabels {
+  private readonly written = new Set<string>();
+  private readonly generators = new Map<GeneratorSource, GeneratedLabels>();
+  /** Generators whose own references (plan, params) were found defined: labels are never undefined again. */
+  private readonly sourcesChecked = new Set<GeneratorSource>();
+
+  /**
+   * The labels a step refers to. A generated customer or subscription also names its own token or
+   * customer, the step just before it at the same instant (the sort is stable): not looked up.
+   */
+  referencedBy(step: Step): string[] {
+    if (!(step instanceof SubscriberStep)) return [...refsIn(step.params), ...refsIn(step.forEach?.params)];
+    if (step.subscriber !== 'subscription' || this.sourcesChecked.has(step.source)) return [];
+    this.sourcesChecked.add(step.source);
+    const own = `${step.source.prefix}${step.n}_customer`;
+    return refsIn(step.params).filter((label) => label !== own);
+  }
+
+  has(label: string): boolean {
+    if (this.written.has(label)) return true;
+    for (const generator of this.generators.values()) if (generatedHas(generator, label)) return true;
+    return false;
+  }
+
+  /** Records the step's label; false when it was already defined. */
+  define(step: Step): boolean {
+    const label = step.ref!;
+    if (!(step instanceof SubscriberStep)) {
+      if (this.has(label)) return false;
+      this.written.add(label);
+      return true;
+    }
+    const generator = this.generators.get(step.source) ?? this.meet(step.source);
+    if (this.written.has(label) || generator.rivals.some((rival) => generatedHas(rival, label))) return false;
+    generator.bits[step.n] = generator.bits[step.n]! | SUBSCRIBER_BIT[step.subscriber];
+    return true;
+  }
+
+  private meet(source: GeneratorSource): GeneratedLabels {
+    const met: GeneratedLabels = { source, bits: new Uint8Array(source.count + 1), rivals: [] };
+    for (const other of this.generators.values()) {
+      if (!other.source.prefix.startsWith(source.prefix) && !source.prefix.startsWith(other.source.prefix)) continue;
+      met.rivals.push(other);
+      other.rivals.push(met);
+    }
+    this.generators.set(source, met);
+    return met;
+  }
+}
+
+/** Whether `label` is one of the generator's subscribers' labels defined so far. */
+function generatedHas(generator: GeneratedLabels, label: string): boolean {
+  const { prefix, count } = generator.source;
+  if (!label.startsWith(prefix)) return false;
+  const match = GENERATED_LABEL.exec(label.slice(prefix.length));
+  if (!match) return false;
+  const n = Number(match[1]);
+  return n <= count && (generator.bits[n]! & SUBSCRIBER_BIT[(match[2] as 'token' | 'customer' | undefined) ?? 'subscription']) !== 0;
 }
 
 /**

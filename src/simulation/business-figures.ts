@@ -114,12 +114,15 @@ export async function monthEndFigures(
 
   // Subscriptions: each one's state after its last event before each month end (the stored
   // documents are the subscription as the event left it), summed by the database: a status or a
-  // plan an event does not carry is the one before it; deleted once a deletion came.
+  // plan an event does not carry is the one before it; deleted once a deletion came. Each stored
+  // document (json, kept as text) is parsed once, by json_to_record: each `->` parses it again,
+  // and three of them made this statement twice as long (docs/decisions/performance.md).
   const states = await sql<{ month: string; active: number; trial: number; paused: number; canceled: number; twelfths: number }>`
     WITH ev AS (
-      SELECT coalesce(resource_id, '') AS id, created_at, seq, type, data->>'status' AS status,
-        data->'plan'->>'amount' AS amount, data->'plan'->>'interval' AS plan_interval
-      FROM events WHERE type LIKE 'subscription.%' AND created_at < ${range.to}
+      SELECT coalesce(resource_id, '') AS id, created_at, seq, type, doc.status,
+        doc.plan->>'amount' AS amount, doc.plan->>'interval' AS plan_interval
+      FROM events CROSS JOIN LATERAL json_to_record(data) AS doc(status text, plan json)
+      WHERE type LIKE 'subscription.%' AND created_at < ${range.to}
     ), carried AS (
       SELECT id, created_at, seq, status, amount, plan_interval,
         count(status) OVER upto AS status_run, count(amount) OVER upto AS plan_run,

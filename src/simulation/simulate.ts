@@ -172,9 +172,9 @@ async function scratchPostgres(url: string): Promise<{ url: string; citus: boole
  * Indexes that only the API's list calls read (a customer's or a subscription's charges, a
  * customer's or a plan's subscriptions, an object's events, the newest-first lists), dropped from
  * a simulation's own database once it is migrated. No job, no report section and no bulk write
- * reads them, yet every renewal writes five of them (its charge's three, and the subscription's
- * two to three new entries: a renewal moves `renews_at`, so its update is never a heap-only one)
- * and every event one more. A timeline's list call answers the same without them, since every
+ * reads them, yet every renewal writes six of them (its charge's three, and its subscription's
+ * three: a renewal moves `renews_at`, so its update is never a heap-only one) and every event one
+ * more. A timeline's list call answers the same without them, since every
  * list orders its rows fully; it reads the account's rows instead of an index. What is kept: the
  * keys and unique indexes, the jobs' due indexes, charges by term (term close and statements),
  * and events by creation (the full report reads the event log in that order). A year of 10,000

@@ -377,6 +377,10 @@ describe.runIf(isPostgres())('webhook delivery across processes (PostgreSQL)', (
     const n = 300;
     const { caller, r, eventIds } = await seed(n, 5);
     const at = REFERENCE_INSTANT.toISOString();
+    // From the 100th request on the receiver holds its answers, so the victim cannot finish the
+    // pass before the kill lands (a gate, not a race against its speed).
+    const answering = r.respond;
+    r.respond = (request, res) => (r.received.length > 100 ? 'hang' : answering(request, res));
     const victim = spawnWorker(workerScript, database.url!, { KESSAI_AT: at, KESSAI_OWNER: 'victim', KESSAI_LEASE_MS: '60000', KESSAI_CONCURRENCY: '8' });
     // Kill it once it has sent some and recorded some: some sent deliveries are unrecorded.
     await new Promise<void>((resolve, reject) => {
@@ -392,6 +396,7 @@ describe.runIf(isPostgres())('webhook delivery across processes (PostgreSQL)', (
     expect(await victim.exited).toMatchObject({ signal: 'SIGKILL' });
     const afterKill = await deliveryState(caller.accountId);
     expect(afterKill.delivered).toBeLessThan(n);
+    r.respond = answering;
 
     // Before the lease lapses, nothing claimed by the dead worker is taken.
     const early = spawnWorker(workerScript, database.url!, { KESSAI_AT: new Date(REFERENCE_INSTANT.getTime() + 30_000).toISOString(), KESSAI_OWNER: 'early' });

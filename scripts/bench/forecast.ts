@@ -31,6 +31,7 @@ import { FixedClock } from '../../src/engine/clock';
 import { migrate } from '../../src/db/migrate';
 import { cardFingerprint } from '../../src/processor/test-cards';
 import { openForecast } from '../../src/simulation/forecast';
+import { keepHeapNearLiveData } from '../../src/simulation/heap';
 import { writeReport } from '../../src/simulation/report';
 import { simulate } from '../../src/simulation/simulate';
 import { admin, ceilingRatioLine, log, seconds, SERVER, withDatabase } from './bench-support';
@@ -104,6 +105,8 @@ async function plainCopyOut(url: string, tables: readonly string[]): Promise<num
 }
 
 async function main(): Promise<void> {
+  // As `kessai simulate` runs.
+  keepHeapNearLiveData();
   log(`forecast benchmark: n=${N} accounts=${ACCOUNTS} server=${new URL(SERVER).host}`);
   const name = `kessai_bench_forecast_${process.pid}_${Math.floor(performance.timeOrigin)}`;
   const url = withDatabase(SERVER, name);

@@ -24,6 +24,7 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { ALL_JOBS } from '../../jobs/index';
 import { parseInstant } from '../../src/domain/time';
+import { keepHeapNearLiveData } from '../../src/simulation/heap';
 import { simulate } from '../../src/simulation/simulate';
 import { operationNames } from '../../src/api/operations';
 import { writeReport, writeSummaryFiles } from '../../src/simulation/report';
@@ -157,6 +158,8 @@ function line(f: Figures): string {
 }
 
 if (args.child) {
+  // As `kessai simulate` runs.
+  keepHeapNearLiveData();
   console.log(JSON.stringify(await once(BACKENDS[0]!, Number(args.n))));
 } else {
   const n = Number(args.n);

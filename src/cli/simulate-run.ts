@@ -11,6 +11,7 @@ import { ALL_JOBS } from '../../jobs/index';
 import { formatJst, jstDate, MS_PER_DAY } from '../domain/time';
 import { simulate, type SimulationOptions, type SimulationStats } from '../simulation/simulate';
 import { declineRateOf, openForecast, type Forecast } from '../simulation/forecast';
+import { keepHeapNearLiveData } from '../simulation/heap';
 import { operationNames } from '../api/operations';
 import { diffSummaries, formatDiff, formatSummary, writeReport, writeSummaryFiles, type ReportHeader, type Summary, type WrittenReport } from '../simulation/report';
 import type { ReportDetail } from '../simulation/report-detail';
@@ -167,6 +168,7 @@ async function runAll(output: OutputFolder, planned: Planned, options: SettledOp
 
 /** Runs `kessai simulate` with its parsed options; `databaseUrl` only when given on the command line. */
 export async function runSimulate(parsed: SimulateOptions, databaseUrl: string | undefined): Promise<void> {
+  keepHeapNearLiveData();
   const scenarioFile = parsed.scenario === undefined ? undefined : loadScenario(parsed.scenario);
   const overlay = parsed.whatIf ? loadScenario(parsed.whatIf) : undefined;
   // A forecast opens its source first: every refusal comes before anything is written.

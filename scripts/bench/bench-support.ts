@@ -240,3 +240,27 @@ export async function runEngineAgainstCeiling<V>(bench: EngineAgainstCeiling<V>)
     }
   }
 }
+
+/**
+ * A plain-SQL ceiling alone, as a floor under a larger run's time: a scratch database on SERVER
+ * (migrated), `seed` into it untimed, then `ceiling` timed; dropped at the end, also on failure.
+ * Returns what the ceiling wrote and how long it took.
+ */
+export async function timeCeilingAlone(name: string, seed: (db: Kysely<Database>) => Promise<void>, ceiling: (store: Store) => Promise<number>): Promise<{ written: number; ms: number }> {
+  const database = `kessai_bench_${name}_${process.pid}_${Math.floor(performance.timeOrigin)}`;
+  await admin((c) => c.query(`CREATE DATABASE "${database}"`));
+  try {
+    const store = await openStore({ databaseUrl: withDatabase(SERVER, database), poolSize: 2 });
+    try {
+      await migrate(store);
+      await seed(store.db);
+      const started = performance.now();
+      const written = await ceiling(store);
+      return { written, ms: performance.now() - started };
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await admin((c) => dropScratchDatabase(c, database, false));
+  }
+}

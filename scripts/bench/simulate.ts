@@ -12,8 +12,11 @@
  * (default the local server). Prints wall time split into simulation and report, simulated days
  * per second, renewals per second and peak RSS. Each run is a child process of its own, so its
  * peak RSS is its own. `--baseline 10000` first runs that many subscriptions on the same backend
- * in the same run and prints the growth (book ratio beside time ratio). Not a timed test: targets
- * are read by a person.
+ * in the same run and prints the growth (book ratio beside time ratio). `--floor` then times, on the
+ * PostgreSQL server, bench:renewals' plain-SQL ceiling alone for as many renewals as the largest
+ * run made (all due in one slot, one account, the engine's batch size): what writing the year's
+ * renewals costs this server with no engine at all, a floor under any simulation of that year
+ * here. Not a timed test: targets are read by a person.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -23,6 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { ALL_JOBS } from '../../jobs/index';
+import { DEFAULT_CONFIG } from '../../src/engine/context';
 import { parseInstant } from '../../src/domain/time';
 import { keepHeapNearLiveData } from '../../src/simulation/heap';
 import { simulate } from '../../src/simulation/simulate';
@@ -30,6 +34,8 @@ import { operationNames } from '../../src/api/operations';
 import { writeReport, writeSummaryFiles } from '../../src/simulation/report';
 import { REPORT_DETAILS, type ReportDetail } from '../../src/simulation/report-detail';
 import { parseScenario, planSteps } from '../../src/simulation/scenario';
+import { timeCeilingAlone } from './bench-support';
+import { renewalCeiling, seedDueSubscriptions } from './renewal-ceiling';
 
 const { values: args } = parseArgs({
   options: {
@@ -40,6 +46,7 @@ const { values: args } = parseArgs({
     to: { type: 'string', default: '2028-01-01' },
     detail: { type: 'string', default: 'charges' },
     baseline: { type: 'string' },
+    floor: { type: 'boolean', default: false },
     /** One run in this process, its figures printed as one JSON line (what the parent reads). */
     child: { type: 'boolean', default: false },
   },
@@ -164,11 +171,13 @@ if (args.child) {
 } else {
   const n = Number(args.n);
   const baseline = args.baseline === undefined ? undefined : Number(args.baseline);
+  let largest: Figures | undefined;
   for (const backend of BACKENDS) {
     const small = baseline === undefined ? undefined : inChild(backend, baseline);
     if (small) console.log(line(small));
     const big = inChild(backend, n);
     console.log(line(big));
+    largest = big;
     if (small) {
       console.log(
         `${backend.padEnd(8)} growth ${n.toLocaleString('en-US')} / ${small.n.toLocaleString('en-US')}: book ${(n / small.n).toFixed(1)}×, ` +
@@ -176,5 +185,14 @@ if (args.child) {
           `stops ${small.stops} → ${big.stops}, peak RSS ${small.rssMb} → ${big.rssMb} MB`,
       );
     }
+  }
+  if (args.floor && largest) {
+    const renewals = largest.renewals;
+    const floor = await timeCeilingAlone('simfloor', (db) => seedDueSubscriptions(db, renewals, 1), (store) => renewalCeiling(store, DEFAULT_CONFIG.batchSize));
+    if (floor.written !== renewals) throw new Error(`the floor renewed ${floor.written} of ${renewals}`);
+    console.log(
+      `floor    ${renewals.toLocaleString('en-US')} renewals by the plain-SQL renewal ceiling alone (one slot, one account, batches of ${DEFAULT_CONFIG.batchSize}) on ${new URL(SERVER).host}: ` +
+        `${(floor.ms / 1000).toFixed(1)} s (${Math.round(renewals / (floor.ms / 1000)).toLocaleString('en-US')}/s); the ${largest.backend} simulation took ${largest.simulationS.toFixed(1)} s, ${(largest.simulationS / (floor.ms / 1000)).toFixed(2)}× the floor`,
+    );
   }
 }

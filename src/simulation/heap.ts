@@ -6,7 +6,7 @@
  * batch run whose memory the analyst's machine sets, so it trades a few more full collections for
  * a heap kept near what is alive: the old generation may grow by HEAP_GROWING_PERCENT before V8
  * collects it again. (Figures in docs/decisions/performance.md, "A simulation's heap grows by a
- * fifth".)
+ * fifth past its live data".)
  */
 import { setFlagsFromString } from 'node:v8';
 

@@ -377,15 +377,17 @@ describe.runIf(isPostgres())('webhook delivery across processes (PostgreSQL)', (
     const n = 300;
     const { caller, r, eventIds } = await seed(n, 5);
     const at = REFERENCE_INSTANT.toISOString();
-    // From the 100th request on the receiver holds its answers, so the victim cannot finish the
-    // pass before the kill lands (a gate, not a race against its speed).
-    const answering = r.respond;
-    r.respond = (request, res) => (r.received.length > 100 ? 'hang' : answering(request, res));
     const victim = spawnWorker(workerScript, database.url!, { KESSAI_AT: at, KESSAI_OWNER: 'victim', KESSAI_LEASE_MS: '60000', KESSAI_CONCURRENCY: '8' });
-    // Kill it once it has sent some and recorded some: some sent deliveries are unrecorded.
+    // Killed once it has sent some and recorded some: some sent deliveries are unrecorded. From
+    // that moment the receiver leaves every request unanswered, so the victim cannot finish the
+    // pass before the kill lands (a gate, not a race); the kill lands well inside the worker's 5 s
+    // timeout, so it records no timeout either.
+    const killable = () => r.received.length >= 100 && victim.output().includes('recorded');
+    const answering = r.respond;
+    r.respond = (request, res) => (killable() ? 'hang' : answering(request, res));
     await new Promise<void>((resolve, reject) => {
       const timer = setInterval(() => {
-        if (r.received.length >= 100 && victim.output().includes('recorded')) {
+        if (killable()) {
           clearInterval(timer);
           victim.child.kill('SIGKILL');
           resolve();

@@ -153,6 +153,28 @@ async function verifyAnalyzed<V>(bench: EngineAgainstCeiling<V>, db: Kysely<Data
 }
 
 /**
+ * A scratch database `name` on SERVER, migrated and seeded by `seed`; on a Citus coordinator
+ * (`citus`: its nodes, from citusNodes) made on every node and its account tables distributed first.
+ */
+async function createSeededDatabase(name: string, citus: Awaited<ReturnType<typeof citusNodes>>, seed: (db: Kysely<Database>) => Promise<void>): Promise<void> {
+  if (citus.length > 0) {
+    await admin(async (c) => {
+      await c.query('SET citus.enable_create_database_propagation = on');
+      await c.query(`CREATE DATABASE "${name}"`);
+    });
+    await joinCitusCluster(withDatabase(SERVER, name), citus);
+  } else await admin((c) => c.query(`CREATE DATABASE "${name}"`));
+  const store = await openStore({ databaseUrl: withDatabase(SERVER, name), poolSize: 2 });
+  try {
+    await migrate(store);
+    if (citus.length > 0) await distributeAccountTables(store);
+    await seed(store.db);
+  } finally {
+    await store.close();
+  }
+}
+
+/**
  * Seeds a scratch database on SERVER (migrated, then copied with CREATE DATABASE … TEMPLATE; on a
  * Citus coordinator distributed, and the copy seeded again), runs
  * one slot of the job through the Scheduler on it and verifies it, then runs the plain-SQL
@@ -165,23 +187,7 @@ export async function runEngineAgainstCeiling<V>(bench: EngineAgainstCeiling<V>)
   // On a Citus coordinator the scratch databases are made on every node and distributed (Citus
   // copies no database by TEMPLATE: the copy is seeded the same way instead).
   const citus = await admin((c) => citusNodes(c));
-  const createSeeded = async (name: string) => {
-    if (citus.length > 0) {
-      await admin(async (c) => {
-        await c.query('SET citus.enable_create_database_propagation = on');
-        await c.query(`CREATE DATABASE "${name}"`);
-      });
-      await joinCitusCluster(withDatabase(SERVER, name), citus);
-    } else await admin((c) => c.query(`CREATE DATABASE "${name}"`));
-    const store = await openStore({ databaseUrl: withDatabase(SERVER, name), poolSize: 2 });
-    try {
-      await migrate(store);
-      if (citus.length > 0) await distributeAccountTables(store);
-      await bench.seed(store.db);
-    } finally {
-      await store.close();
-    }
-  };
+  const createSeeded = (name: string) => createSeededDatabase(name, citus, bench.seed);
   try {
     let started = performance.now();
     await createSeeded(engineDb);
@@ -243,17 +249,16 @@ export async function runEngineAgainstCeiling<V>(bench: EngineAgainstCeiling<V>)
 
 /**
  * A plain-SQL ceiling alone, as a floor under a larger run's time: a scratch database on SERVER
- * (migrated), `seed` into it untimed, then `ceiling` timed; dropped at the end, also on failure.
+ * (createSeededDatabase), `seed` into it untimed, then `ceiling` timed; dropped at the end, also on failure.
  * Returns what the ceiling wrote and how long it took.
  */
 export async function timeCeilingAlone(name: string, seed: (db: Kysely<Database>) => Promise<void>, ceiling: (store: Store) => Promise<number>): Promise<{ written: number; ms: number }> {
   const database = `kessai_bench_${name}_${process.pid}_${Math.floor(performance.timeOrigin)}`;
-  await admin((c) => c.query(`CREATE DATABASE "${database}"`));
+  const citus = await admin((c) => citusNodes(c));
   try {
+    await createSeededDatabase(database, citus, seed);
     const store = await openStore({ databaseUrl: withDatabase(SERVER, database), poolSize: 2 });
     try {
-      await migrate(store);
-      await seed(store.db);
       const started = performance.now();
       const written = await ceiling(store);
       return { written, ms: performance.now() - started };
@@ -261,6 +266,6 @@ export async function timeCeilingAlone(name: string, seed: (db: Kysely<Database>
       await store.close();
     }
   } finally {
-    await admin((c) => dropScratchDatabase(c, database, false));
+    await admin((c) => dropScratchDatabase(c, database, citus.length > 0));
   }
 }

@@ -1,11 +1,13 @@
 /**
  * The renewal benchmark's seed and plain-SQL ceiling (bench:renewals; bench:simulate's floor):
- * due subscriptions written set-based, and the rows one renewal slot writes for them (charges,
- * subscription updates, charge.succeeded and subscription.renewed events with their resource
- * objects) by plain SQL through the engine's own batch loop.
+ * due subscriptions written set-based, and the rows one renewal slot writes for them (charges
+ * with their settlement — fee at the account's rate, the open term — subscription updates,
+ * charge.succeeded and subscription.renewed events with the same resource objects) by plain SQL
+ * through the engine's own batch loop.
  */
 import { sql, type Kysely } from 'kysely';
 import { createAccount } from '../../src/accounts/accounts';
+import { openTermIdsOpening } from '../../src/settlement/terms';
 import { inAccounts } from '../../src/db/account-scope';
 import type { Store } from '../../src/db/connect';
 import type { Database } from '../../src/db/schema';
@@ -17,11 +19,21 @@ import { ceilingBatches } from './bench-support';
 
 /** The slot the job runs: 2027-01-01 09:00 JST; every subscription falls due in the hour before it. */
 export const SLOT = new Date('2027-01-01T00:00:00.000Z');
+/** The earliest due instant of the seed: an hour before the slot (one JST day, so one term). */
+const FIRST_DUE = new Date(SLOT.getTime() - 3600 * 1000);
 
 /** Seeds `n` due subscriptions over `accounts` accounts (a customer and a Visa 4242 card each, four plans an account), due in the hour before SLOT. */
 export async function seedDueSubscriptions(db: Kysely<Database>, n: number, accounts: number): Promise<void> {
   const ctx = { db, clock: new FixedClock(SLOT), ids: seededIds(1) };
   for (let a = 0; a < accounts; a += 1) await createAccount(ctx, { name: `Bench ${a}`, id: `acct_b${a}` });
+  // The term the renewals settle into, opened here so that the engine and the ceiling both find it
+  // open (the engine's settlement would open it in its first batch; the ceiling looks terms up only).
+  const cycles = await db.selectFrom('accounts').select(['account_id', 'term_cycle']).execute();
+  await openTermIdsOpening(
+    db,
+    ctx.ids,
+    cycles.map((account) => ({ accountId: account.account_id, livemode: false, cycle: account.term_cycle, at: FIRST_DUE, testClockId: null })),
+  );
   const fingerprint = cardFingerprint('4242424242424242');
   const created = new Date(SLOT.getTime() - 40 * 24 * 3600 * 1000);
   await sql`
@@ -62,8 +74,12 @@ async function ceilingBatch(trx: Kysely<Database>, accountIds: readonly string[]
       SELECT s.*, row_number() OVER () AS k FROM (
         SELECT * FROM subscriptions WHERE ${inAccounts('account_id', accountIds)} AND renews_at IS NOT NULL AND renews_at <= ${SLOT}
         ORDER BY renews_at, account_id, livemode, subscription_id LIMIT ${limit} FOR UPDATE SKIP LOCKED) s
+    ), held_terms AS (
+      -- The accounts' open terms, held FOR SHARE as the engine's settlement holds the term it settles into.
+      SELECT t.account_id, t.livemode, t.term_id, t.start_at, t.end_at FROM terms t
+      WHERE ${inAccounts('t.account_id', accountIds)} AND t.test_clock_id IS NULL AND NOT t.closed FOR SHARE
     ), priced AS (
-      SELECT d.*, p.amount, p.created_at AS plan_created, p.name AS plan_name, p.trial_days, p.billing_day, p.metadata AS plan_metadata,
+      SELECT d.*, p.amount, fr.fee_rate, floor(p.amount * fr.fee_rate / 100)::int AS fee, tm.term_id, p.created_at AS plan_created, p.name AS plan_name, p.trial_days, p.billing_day, p.metadata AS plan_metadata,
              card.card_id, card.created_at AS card_created, card.brand, card.last4, card.exp_month, card.exp_year, card.fingerprint, card.country, card.cvc_check,
              'ch_' || substr(md5(d.subscription_id || 'c'), 1, 30) AS charge_id,
              d.current_period_end + interval '1 month' AS new_end
@@ -71,9 +87,13 @@ async function ceilingBatch(trx: Kysely<Database>, accountIds: readonly string[]
       JOIN plans p ON ${inAccounts('p.account_id', accountIds)} AND p.account_id = d.account_id AND p.livemode = d.livemode AND p.plan_id = d.plan_id
       JOIN customers cu ON ${inAccounts('cu.account_id', accountIds)} AND cu.account_id = d.account_id AND cu.livemode = d.livemode AND cu.customer_id = d.customer_id AND cu.deleted_at IS NULL
       JOIN cards card ON ${inAccounts('card.account_id', accountIds)} AND card.account_id = cu.account_id AND card.livemode = cu.livemode AND card.card_id = cu.default_card_id AND card.deleted_at IS NULL
+      JOIN account_fee_rates fr ON ${inAccounts('fr.account_id', accountIds)} AND fr.account_id = d.account_id AND fr.brand = card.brand
+      JOIN held_terms tm ON tm.account_id = d.account_id AND tm.livemode = d.livemode AND tm.start_at <= d.renews_at AND d.renews_at < tm.end_at
     ), charged AS (
-      INSERT INTO charges (account_id, livemode, charge_id, amount, currency, paid, captured, captured_at, card_id, customer_id, subscription_id, period_start, fee_rate, created_at, updated_at)
-      SELECT account_id, livemode, charge_id, amount, 'jpy', true, true, renews_at, card_id, customer_id, subscription_id, current_period_end, 3.00, renews_at, renews_at FROM priced
+      INSERT INTO charges (account_id, livemode, charge_id, amount, currency, paid, captured, captured_at, amount_captured, card_id, customer_id, subscription_id, period_start, fee_rate,
+                           created_at, updated_at, fee, total_platform_fee, term_id)
+      SELECT account_id, livemode, charge_id, amount, 'jpy', true, true, renews_at, amount, card_id, customer_id, subscription_id, current_period_end, fee_rate,
+             renews_at, renews_at, fee, 0, term_id FROM priced
     ), updated AS (
       UPDATE subscriptions s SET status = 'active', current_period_start = p.current_period_end, current_period_end = p.new_end, renews_at = p.new_end,
              last_charge_id = p.charge_id, updated_at = p.renews_at
@@ -89,9 +109,9 @@ async function ceilingBatch(trx: Kysely<Database>, accountIds: readonly string[]
             'brand', p.brand, 'last4', p.last4, 'exp_month', p.exp_month, 'exp_year', p.exp_year, 'fingerprint', p.fingerprint, 'name', null, 'country', p.country,
             'address_zip', null, 'address_state', null, 'address_city', null, 'address_line1', null, 'address_line2', null, 'address_zip_check', 'unchecked',
             'cvc_check', p.cvc_check, 'three_d_secure_status', null, 'email', null, 'phone', null, 'metadata', '{}'::jsonb),
-          'customer', p.customer_id, 'description', null, 'failure_code', null, 'failure_message', null, 'fee_rate', '3.00', 'refunded', false, 'amount_refunded', 0,
+          'customer', p.customer_id, 'description', null, 'failure_code', null, 'failure_message', null, 'fee_rate', p.fee_rate::text, 'refunded', false, 'amount_refunded', 0,
           'refund_reason', null, 'subscription', p.subscription_id, 'metadata', '{}'::jsonb, 'platform_fee', null, 'tenant', null, 'platform_fee_rate', null,
-          'total_platform_fee', 0, 'three_d_secure_status', null, 'term_id', null)),
+          'total_platform_fee', 0, 'three_d_secure_status', null, 'term_id', p.term_id)),
         (2, 'subscription.renewed', 'subscription', p.subscription_id, json_build_object(
           'id', p.subscription_id, 'object', 'subscription', 'livemode', p.livemode, 'created', extract(epoch FROM p.created_at)::bigint,
           'start', extract(epoch FROM p.start_at)::bigint, 'customer', p.customer_id,
@@ -112,8 +132,12 @@ export interface RenewalVerification {
   readonly renewed: number;
   readonly charges: number;
   readonly charged_twice: number;
+  /** Charges settled as the engine settles a capture: in the open term of their instant, fee floor(amount × fee_rate / 100). */
+  readonly settled: number;
   readonly renewed_events: number;
   readonly charge_events: number;
+  /** A digest of those events' documents without their ids (order-free): the engine's and the ceiling's must be equal. */
+  readonly documents: string;
 }
 
 /** What a renewal slot wrote, read back. */
@@ -124,7 +148,10 @@ export async function verifyRenewals(db: Kysely<Database>): Promise<RenewalVerif
              WHERE s.status = 'active' AND s.renews_at > ${SLOT} AND s.current_period_start = c.period_start AND c.created_at = c.period_start AND c.paid)::int AS renewed,
            (SELECT count(*) FROM charges)::int AS charges,
            (SELECT count(*) FROM (SELECT 1 FROM charges GROUP BY account_id, livemode, subscription_id HAVING count(*) > 1) d)::int AS charged_twice,
+           (SELECT count(*) FROM charges c JOIN terms t ON t.account_id = c.account_id AND t.livemode = c.livemode AND t.term_id = c.term_id
+             WHERE t.start_at <= c.captured_at AND c.captured_at < t.end_at AND c.amount_captured = c.amount AND c.fee = floor(c.amount * c.fee_rate / 100))::int AS settled,
            (SELECT count(*) FROM events WHERE type = 'subscription.renewed')::int AS renewed_events,
-           (SELECT count(*) FROM events WHERE type = 'charge.succeeded')::int AS charge_events`.execute(db);
+           (SELECT count(*) FROM events WHERE type = 'charge.succeeded')::int AS charge_events,
+           (SELECT coalesce(sum(hashtext((data::jsonb - 'id')::text)), 0)::text FROM events WHERE type IN ('charge.succeeded', 'subscription.renewed')) AS documents`.execute(db);
   return result.rows[0]!;
 }

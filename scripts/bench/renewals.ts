@@ -9,10 +9,11 @@
  *
  *   1. engine: runs the `subscriptions.renew` slot once through the Scheduler, and checks with SQL
  *      that every subscription was renewed exactly once (one charge, two events, new period);
- *   2. ceiling: on the copy, writes the same rows (charges, subscription updates, charge.succeeded
- *      and subscription.renewed events with the resource objects) with plain set-based SQL in
- *      batches of the same size taken account by account through the due index exactly as the
- *      engine takes them (ceilingBatches), no engine logic and no data through Node;
+ *   2. ceiling: on the copy, writes the same rows (charges settled with their fee and term,
+ *      subscription updates, charge.succeeded and subscription.renewed events with the resource
+ *      objects) with plain set-based SQL in batches of the same size taken account by account
+ *      through the due index exactly as the engine takes them (ceilingBatches), no engine logic
+ *      and no data through Node; the two runs' event documents (ids aside) must be equal;
  *
  * and prints renewals/s, the ratio engine/ceiling (above 1.25 it says the ceiling is wrong) and
  * the process's peak RSS. Both databases are
@@ -55,8 +56,8 @@ async function main(): Promise<void> {
     seed: (db) => seedDueSubscriptions(db, N, ACCOUNTS),
     ceiling: (store) => renewalCeiling(store, BATCH),
     verify: verifyRenewals,
-    exact: (check) => check.subscriptions === N && check.renewed === N && check.charges === N && check.charged_twice === 0 && check.renewed_events === N && check.charge_events === N,
-    same: (check) => check.renewed === N && check.renewed_events === N && check.charge_events === N,
+    exact: (check) => check.subscriptions === N && check.renewed === N && check.charges === N && check.charged_twice === 0 && check.settled === N && check.renewed_events === N && check.charge_events === N,
+    same: (check, engine) => check.renewed === N && check.settled === N && check.renewed_events === N && check.charge_events === N && check.documents === engine.documents,
   });
   const engineRate = N / (engineMs / 1000);
   const rawRate = N / (ceilingMs / 1000);
@@ -64,7 +65,7 @@ async function main(): Promise<void> {
   log(ceilingRatioLine(engineRate / rawRate));
   log(`peak RSS: ${rssMb.toFixed(0)} MB`);
   log(
-    `targets: >= 20000/s ${engineRate >= 20_000 ? 'met' : 'MISSED'}; ratio >= 0.5 ${engineRate / rawRate >= 0.5 ? 'met' : 'MISSED'}; RSS <= 512 MB ${rssMb <= 512 ? 'met' : 'MISSED'}`,
+    `targets: >= 20000/s ${engineRate >= 20_000 ? 'met' : 'MISSED'}; ratio >= 0.8 ${engineRate / rawRate >= 0.8 ? 'met' : 'MISSED'}; RSS <= 512 MB ${rssMb <= 512 ? 'met' : 'MISSED'}`,
   );
 }
 

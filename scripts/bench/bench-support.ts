@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import pg from 'pg';
 import { citusNodes, distributeAccountTables, dropScratchDatabase, joinCitusCluster } from '../../src/db/citus';
 import { openStore, type Store } from '../../src/db/connect';
@@ -42,6 +42,15 @@ export async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise
 
 export const seconds = (ms: number): string => (ms / 1000).toFixed(2);
 export const log = (line: string): void => void process.stdout.write(`${line}\n`);
+
+/**
+ * An order-free digest of the documents of the events of these types, their ids left out (a
+ * subquery yielding text): equal on the engine's and the ceiling's database when both wrote the
+ * same documents.
+ */
+export function eventDocumentsDigest(types: readonly string[]): RawBuilder<string> {
+  return sql<string>`(SELECT coalesce(sum(hashtext((data::jsonb - 'id')::text)), 0)::text FROM events WHERE type IN (${sql.join(types)}))`;
+}
 
 /** Above this engine/ceiling throughput ratio the ceiling is not a ceiling: it does more, or reads another way, than the engine. */
 export const CEILING_RATIO_LIMIT = 1.25;

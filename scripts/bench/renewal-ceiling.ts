@@ -15,7 +15,7 @@ import { seededIds } from '../../src/domain/ids';
 import { dueAccounts } from '../../src/engine/account-batches';
 import { FixedClock } from '../../src/engine/clock';
 import { cardFingerprint } from '../../src/processor/test-cards';
-import { ceilingBatches } from './bench-support';
+import { ceilingBatches, eventDocumentsDigest } from './bench-support';
 
 /** The slot the job runs: 2027-01-01 09:00 JST; every subscription falls due in the hour before it. */
 export const SLOT = new Date('2027-01-01T00:00:00.000Z');
@@ -152,6 +152,6 @@ export async function verifyRenewals(db: Kysely<Database>): Promise<RenewalVerif
              WHERE t.start_at <= c.captured_at AND c.captured_at < t.end_at AND c.amount_captured = c.amount AND c.fee = floor(c.amount * c.fee_rate / 100))::int AS settled,
            (SELECT count(*) FROM events WHERE type = 'subscription.renewed')::int AS renewed_events,
            (SELECT count(*) FROM events WHERE type = 'charge.succeeded')::int AS charge_events,
-           (SELECT coalesce(sum(hashtext((data::jsonb - 'id')::text)), 0)::text FROM events WHERE type IN ('charge.succeeded', 'subscription.renewed')) AS documents`.execute(db);
+           ${eventDocumentsDigest(['charge.succeeded', 'subscription.renewed'])} AS documents`.execute(db);
   return result.rows[0]!;
 }

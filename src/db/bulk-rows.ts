@@ -43,9 +43,13 @@ export type BulkColumn<Row> = {
 
 export type BulkSpec<Row> = Readonly<Record<string, BulkColumn<Row>>>;
 
-/** A batch's JSON document, built by BulkColumns.document (possibly ahead of the statement that sends it). */
+/**
+ * A batch's JSON document, built by BulkColumns.document (possibly ahead of the statement that
+ * sends it, and then encoded ahead of it too: a caller may build it while another statement runs).
+ */
 export interface BulkDocument<K extends string> {
-  readonly json: string;
+  /** The document as UTF-8 bytes (utf8Text). */
+  readonly json: Buffer;
   readonly length: number;
   /** Only to tie a document to its spec's column names. */
   readonly columns?: K;
@@ -91,7 +95,7 @@ export class BulkColumns<Row, K extends string> {
 
   /** The JSON document of `rows` (an array of objects keyed by the spec's column names). */
   document(rows: readonly Row[]): BulkDocument<K> {
-    return { json: JSON.stringify(rows.map(this.toObject)), length: rows.length };
+    return { json: Buffer.from(JSON.stringify(rows.map(this.toObject)), 'utf8'), length: rows.length };
   }
 
   /** `json_to_recordset(<document>::json)`, without an alias (for ROWS FROM; see `definition`). */

@@ -9,9 +9,9 @@
  */
 import { sql, type RawBuilder } from 'kysely';
 
-/** `text` as a parameter expression of type text, sent as UTF-8 bytes. */
-export function utf8Text(text: string): RawBuilder<string> {
-  return sql<string>`convert_from(${Buffer.from(text, 'utf8')}::bytea, 'UTF8')`;
+/** `text` (or text already encoded as UTF-8 bytes) as a parameter expression of type text, sent as UTF-8 bytes. */
+export function utf8Text(text: string | Buffer): RawBuilder<string> {
+  return sql<string>`convert_from(${typeof text === 'string' ? Buffer.from(text, 'utf8') : text}::bytea, 'UTF8')`;
 }
 
 /** PGlite parameter serializers: bytea (oid 17) values go to the wire as they are, in binary format. */

@@ -215,12 +215,38 @@ const DOCUMENT_SEPARATOR = '\u001e';
  * one statement however many rows (no parameter limit to split under).
  */
 function eventRowsSet(rows: readonly EventRow[], eventIds: readonly string[]): RawBuilder<unknown> {
-  const columns = JSON.stringify(rows.map((row) => ({ a: row.accountId, l: row.livemode, v: row.apiVersion, t: row.type, o: row.objectType, r: row.resourceId, c: row.at.getTime() })));
+  const { columns, documents } = encodedEventRows(rows);
   return sql`SELECT r.a, r.id, r.l, r.v, r.t, r.o, r.r, r.d::json, ${instantFromEpochMs('r.c')}, r.n FROM ROWS FROM (
       json_to_recordset(${utf8Text(columns)}::json) AS (a text, l boolean, v text, t text, o text, r text, c bigint),
       string_to_table(${eventIds.join('\n')}, E'\\n'),
-      string_to_table(${utf8Text(rows.map((row) => row.data).join(DOCUMENT_SEPARATOR))}, E'\\x1e')
+      string_to_table(${utf8Text(documents)}, E'\\x1e')
     ) WITH ORDINALITY AS r(a, l, v, t, o, r, c, id, d, n)`;
+}
+
+/** eventRowsSet's parameters but the ids: the short columns as a JSON array and the documents joined, each as UTF-8 bytes. */
+interface EncodedEventRows {
+  readonly columns: Buffer;
+  readonly documents: Buffer;
+}
+
+/** Rows encoded ahead of their statement (encodePreparedEvents), by their array. */
+const encodedAhead = new WeakMap<readonly EventRow[], EncodedEventRows>();
+
+function encodedEventRows(rows: readonly EventRow[]): EncodedEventRows {
+  const ahead = encodedAhead.get(rows);
+  if (ahead !== undefined) return ahead;
+  const columns = JSON.stringify(rows.map((row) => ({ a: row.accountId, l: row.livemode, v: row.apiVersion, t: row.type, o: row.objectType, r: row.resourceId, c: row.at.getTime() })));
+  return { columns: Buffer.from(columns, 'utf8'), documents: Buffer.from(rows.map((row) => row.data).join(DOCUMENT_SEPARATOR), 'utf8') };
+}
+
+/**
+ * Encodes prepared events for their statement now, as far as it does not depend on their ids
+ * (on a single PostgreSQL or PGlite: eventRowsSet's columns and documents): for a caller that can
+ * do this while another statement of its transaction runs, so that recordPreparedEvents only adds
+ * the ids. Nothing to do on a Citus coordinator, whose statements take the rows one by one.
+ */
+export function encodePreparedEvents(executor: Kysely<Database>, prepared: PreparedEvents): void {
+  if (prepared.rows.length > 0 && !routedWhole(executor) && !encodedAhead.has(prepared.rows)) encodedAhead.set(prepared.rows, encodedEventRows(prepared.rows));
 }
 
 /** A statement around rows of VALUES: its text before and after them and its own parameters ($1…), the rows' numbered after. */

@@ -30,7 +30,7 @@ import type { CardRow } from '../customers/card-object';
 import type { Context } from '../engine/context';
 import { dueAccounts, earliestDueAt } from '../engine/account-batches';
 import { runBatches, type JobCounts, type SlotRun } from '../engine/job';
-import { prepareEvents, recordPreparedEvents, type EventInput, type PreparedEvents } from '../events/outbox';
+import { encodePreparedEvents, prepareEvents, recordPreparedEvents, type EventInput, type PreparedEvents } from '../events/outbox';
 import { renderPlan, type PlanObject, type PlanRow } from '../plans/plan-record';
 import { renderSubscription, type SubscriptionRow } from './subscription-object';
 import { accountsOf, inAccounts } from '../db/account-scope';
@@ -132,15 +132,18 @@ export async function renewBatch(
   const inserting = insertPreparedCharges(trx, prepared);
   // Reported by the await below, not as an unhandled rejection.
   inserting.catch(() => undefined);
-  // 5. While PostgreSQL inserts them, everything that follows is built (events rendered, the
-  // subscription changes serialised), as if every charge was written: the subscriptions are
-  // locked, so none repeats a stored charge of its period — checked below, and rebuilt if one
-  // did. One turn of the event loop first, so that the INSERT is on its way. (This work was done
-  // while the connection sat idle; figure in docs/decisions/performance.md.)
+  // 5. While PostgreSQL inserts them, everything that follows is built (events rendered and
+  // encoded for their statements but for their ids, the subscription changes serialised), as if
+  // every charge was written: the subscriptions are locked, so none repeats a stored charge of its
+  // period — checked below, and rebuilt if one did. One turn of the event loop first, so that the
+  // INSERT is on its way. (This work was done while the connection sat idle; figures in
+  // docs/decisions/performance.md.)
   if (prepared.rows.length > 0) await new Promise((resolve) => setImmediate(resolve));
   let charges = chargeOutcomes(prepared, new Set(prepared.rows.map((row) => row.charge_id)));
   let followUp = planFollowUp(decisions, charged, charges.outcomes, new Map(), plans);
   let chargeEvents = prepareEvents(charges.events);
+  encodePreparedEvents(trx, chargeEvents);
+  encodePreparedEvents(trx, followUp.events);
   const written = await inserting;
   if (written.size !== prepared.rows.length) {
     await voidUnwritten(ctx, prepared, written);

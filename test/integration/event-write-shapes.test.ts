@@ -4,7 +4,8 @@
  * statements routed whole (the endpoints read, matched in writeEventRows, then the events and the
  * deliveries). Both run here without Citus, the second through a store given the Citus mark, on two
  * databases given the same calls and the same seeded ids: the events (`pending_webhooks` included),
- * their deliveries and the charges must be the same row for row.
+ * their deliveries and the charges must be the same row for row. Events encoded ahead of their
+ * statement (encodePreparedEvents, as the renewal job does) must be written the same as well.
  */
 import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,7 +13,7 @@ import { createAccount, type Caller } from '../../src/accounts/accounts';
 import { runOperation } from '../../src/api/operations';
 import { CitusStore, routedWhole } from '../../src/db/citus-shape';
 import type { Database } from '../../src/db/schema';
-import { recordEvents } from '../../src/events/outbox';
+import { encodePreparedEvents, prepareEvents, recordPreparedEvents } from '../../src/events/outbox';
 import { TEST_CARDS } from '../../src/processor/test-cards';
 import { addEndpoint } from '../../src/webhooks/endpoints';
 import { captureStatements } from '../support/statement-capture';
@@ -20,12 +21,12 @@ import { createTestDatabase, isPostgres, REFERENCE_INSTANT, testContext, type Te
 
 const databases: TestDatabase[] = [];
 beforeAll(async () => {
-  databases.push(await createTestDatabase(), await createTestDatabase());
+  databases.push(await createTestDatabase(), await createTestDatabase(), await createTestDatabase());
 });
 afterAll(async () => Promise.all(databases.map((database) => database.drop())));
 
 /** Endpoints of every filter, events of two accounts, both APIs and several types in one write, and a charge created by customer. */
-async function scenario(database: TestDatabase, citus: boolean): Promise<{ readonly statements: string[]; readonly rows: unknown }> {
+async function scenario(database: TestDatabase, citus: boolean, encodedAhead = false): Promise<{ readonly statements: string[]; readonly rows: unknown }> {
   const base = testContext(database.store);
   const db = citus ? database.store.db.withPlugin(new CitusStore()) : database.store.db;
   const ctx = { ...base, db };
@@ -42,15 +43,18 @@ async function scenario(database: TestDatabase, citus: boolean): Promise<{ reado
   const stop = captureStatements();
   try {
     const at = REFERENCE_INSTANT;
-    await ctx.db.transaction().execute((trx) =>
-      recordEvents(trx, ctx.ids, [
+    await ctx.db.transaction().execute((trx) => {
+      const prepared = prepareEvents([
         { accountId: 'acct_shape_a', livemode: false, type: 'customer.updated', data: { id: 'cus_1', object: 'customer' }, at },
         { accountId: 'acct_shape_b', livemode: false, type: 'customer.updated', data: { id: 'cus_2', object: 'customer' }, at },
         { accountId: 'acct_shape_a', livemode: false, type: 'payment_flow.created', apiVersion: 'v2', data: { id: 'pfl_1', object: 'payment_flow' }, at },
         { accountId: 'acct_shape_a', livemode: false, type: 'charge.succeeded', data: { id: 'ch_1', object: 'charge', note: 'a blank, "quotes" and ü' }, at },
         { accountId: 'acct_shape_a', livemode: true, type: 'charge.succeeded', data: { id: 'ch_2', object: 'charge' }, at },
-      ]),
-    );
+      ]);
+      // As the renewal job does while its charges' INSERT runs.
+      if (encodedAhead) encodePreparedEvents(trx, prepared);
+      return recordPreparedEvents(trx, ctx.ids, prepared);
+    });
     const caller: Caller = { accountId: 'acct_shape_a', livemode: false, kind: 'secret' };
     const token = (await runOperation(ctx, { ...caller, kind: 'public' }, 'tokens.create', { card: { number: TEST_CARDS.visa.number, exp_month: '12', exp_year: '2035', cvc: '123' } })) as { id: string };
     const customer = ((await runOperation(ctx, caller, 'customers.create', { card: token.id })) as { id: string }).id;
@@ -73,9 +77,13 @@ async function written(db: Kysely<Database>): Promise<Record<string, unknown>> {
   };
 }
 
+/** The single-PostgreSQL run, made once for the tests comparing with it. */
+let singleRun: ReturnType<typeof scenario> | undefined;
+const singleScenario = () => (singleRun ??= scenario(databases[0]!, false));
+
 describe('the outbox writes the same rows in either shape', () => {
   it('events, pending_webhooks, deliveries and the created charge: one statement each on PostgreSQL, routed-whole statements on a Citus store', async () => {
-    const single = await scenario(databases[0]!, false);
+    const single = await singleScenario();
     const citus = await scenario(databases[1]!, true);
     // The shapes differ (seen through the pg driver, so on PostgreSQL): only the Citus store reads
     // the endpoints on their own, once per event write.
@@ -102,5 +110,12 @@ describe('the outbox writes the same rows in either shape', () => {
     expect(rows.events.slice(0, 5).map((event) => event.pending_webhooks)).toEqual([2, 1, 2, 2, 0]);
     expect(rows.deliveries).toHaveLength(rows.events.reduce((sum, event) => sum + event.pending_webhooks, 0));
     expect(citus.rows).toEqual(single.rows);
+  });
+
+  it('events encoded ahead of their statement (encodePreparedEvents) are written the same', async () => {
+    const single = await singleScenario();
+    const ahead = await scenario(databases[2]!, false, true);
+    expect((ahead.rows as { events: unknown[] }).events.length).toBeGreaterThan(5);
+    expect(ahead.rows).toEqual(single.rows);
   });
 });

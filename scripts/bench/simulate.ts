@@ -16,7 +16,8 @@
  * PostgreSQL server, bench:renewals' plain-SQL ceiling alone for as many renewals as the largest
  * run made (all due in one slot, one account, the engine's batch size): what writing the year's
  * renewals costs this server with no engine at all, a floor under any simulation of that year
- * here. Not a timed test: targets are read by a person.
+ * here; `--floor-renewals R` times only that floor, for R renewals (a count an earlier run printed).
+ * Not a timed test: targets are read by a person.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -47,6 +48,8 @@ const { values: args } = parseArgs({
     detail: { type: 'string', default: 'charges' },
     baseline: { type: 'string' },
     floor: { type: 'boolean', default: false },
+    /** Only the floor, for this many renewals (a count an earlier run printed): no simulation. */
+    'floor-renewals': { type: 'string' },
     /** One run in this process, its figures printed as one JSON line (what the parent reads). */
     child: { type: 'boolean', default: false },
   },
@@ -164,7 +167,11 @@ function line(f: Figures): string {
   ].join(' ');
 }
 
-if (args.child) {
+if (args['floor-renewals'] !== undefined) {
+  const renewals = Number(args['floor-renewals']);
+  if (!Number.isSafeInteger(renewals) || renewals < 1) throw new Error('--floor-renewals: expected a positive whole number of renewals');
+  await printFloor(renewals);
+} else if (args.child) {
   // As `kessai simulate` runs.
   keepHeapNearLiveData();
   console.log(JSON.stringify(await once(BACKENDS[0]!, Number(args.n))));
@@ -186,13 +193,16 @@ if (args.child) {
       );
     }
   }
-  if (args.floor && largest) {
-    const renewals = largest.renewals;
-    const floor = await timeCeilingAlone('simfloor', (db) => seedDueSubscriptions(db, renewals, 1), (store) => renewalCeiling(store, DEFAULT_CONFIG.batchSize));
-    if (floor.written !== renewals) throw new Error(`the floor renewed ${floor.written} of ${renewals}`);
-    console.log(
-      `floor    ${renewals.toLocaleString('en-US')} renewals by the plain-SQL renewal ceiling alone (one slot, one account, batches of ${DEFAULT_CONFIG.batchSize}) on ${new URL(SERVER).host}: ` +
-        `${(floor.ms / 1000).toFixed(1)} s (${Math.round(renewals / (floor.ms / 1000)).toLocaleString('en-US')}/s); the ${largest.backend} simulation took ${largest.simulationS.toFixed(1)} s, ${(largest.simulationS / (floor.ms / 1000)).toFixed(2)}× the floor`,
-    );
-  }
+  if (args.floor && largest) await printFloor(largest.renewals, largest);
+}
+
+/** Times the floor for `renewals` renewals (see the header) and prints it, beside the simulation it is under when there is one. */
+async function printFloor(renewals: number, under?: Figures): Promise<void> {
+  const floor = await timeCeilingAlone('simfloor', (db) => seedDueSubscriptions(db, renewals, 1), (store) => renewalCeiling(store, DEFAULT_CONFIG.batchSize));
+  if (floor.written !== renewals) throw new Error(`the floor renewed ${floor.written} of ${renewals}`);
+  console.log(
+    `floor    ${renewals.toLocaleString('en-US')} renewals by the plain-SQL renewal ceiling alone (one slot, one account, batches of ${DEFAULT_CONFIG.batchSize}) on ${new URL(SERVER).host}: ` +
+      `${(floor.ms / 1000).toFixed(1)} s (${Math.round(renewals / (floor.ms / 1000)).toLocaleString('en-US')}/s)` +
+      (under === undefined ? '' : `; the ${under.backend} simulation took ${under.simulationS.toFixed(1)} s, ${(under.simulationS / (floor.ms / 1000)).toFixed(2)}× the floor`),
+  );
 }

@@ -3,6 +3,9 @@
  * connection to it, how they print, and the engine-against-plain-SQL harness.
  */
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
@@ -259,10 +262,34 @@ export async function runEngineAgainstCeiling<V>(bench: EngineAgainstCeiling<V>)
 
 /**
  * A plain-SQL ceiling alone, as a floor under a larger run's time: a scratch database on SERVER
- * (createSeededDatabase), `seed` into it untimed, then `ceiling` timed; dropped at the end, also on failure.
+ * (createSeededDatabase; or embedded, `backend`), `seed` into it untimed, then `ceiling` timed;
+ * dropped at the end, also on failure.
  * Returns what the ceiling wrote and how long it took.
  */
-export async function timeCeilingAlone(name: string, seed: (db: Kysely<Database>) => Promise<void>, ceiling: (store: Store) => Promise<number>): Promise<{ written: number; ms: number }> {
+export async function timeCeilingAlone(
+  name: string,
+  seed: (db: Kysely<Database>) => Promise<void>,
+  ceiling: (store: Store) => Promise<number>,
+  /** `pglite`: in an embedded database in a temporary folder instead (as a large simulation's), removed at the end. */
+  backend: 'postgres' | 'pglite' = 'postgres',
+): Promise<{ written: number; ms: number }> {
+  if (backend === 'pglite') {
+    const dir = mkdtempSync(join(tmpdir(), `kessai-bench-${name}-`));
+    try {
+      const store = await openStore({ dataDir: dir });
+      try {
+        await migrate(store);
+        await seed(store.db);
+        const started = performance.now();
+        const written = await ceiling(store);
+        return { written, ms: performance.now() - started };
+      } finally {
+        await store.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
   const database = `kessai_bench_${name}_${process.pid}_${Math.floor(performance.timeOrigin)}`;
   const citus = await admin((c) => citusNodes(c));
   try {

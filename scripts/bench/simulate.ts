@@ -16,7 +16,8 @@
  * PostgreSQL server, bench:renewals' plain-SQL ceiling alone for as many renewals as the largest
  * run made (all due in one slot, one account, the engine's batch size): what writing the year's
  * renewals costs this server with no engine at all, a floor under any simulation of that year
- * here; `--floor-renewals R` times only that floor, for R renewals (a count an earlier run printed).
+ * here (on PGlite when the largest run was embedded); `--floor-renewals R` times only that floor, for R
+ * renewals (a count an earlier run printed), on the one `--backend` named (PostgreSQL by default).
  * Not a timed test: targets are read by a person.
  */
 import { spawnSync } from 'node:child_process';
@@ -170,7 +171,7 @@ function line(f: Figures): string {
 if (args['floor-renewals'] !== undefined) {
   const renewals = Number(args['floor-renewals']);
   if (!Number.isSafeInteger(renewals) || renewals < 1) throw new Error('--floor-renewals: expected a positive whole number of renewals');
-  await printFloor(renewals);
+  await printFloor(renewals, BACKENDS.length === 1 ? BACKENDS[0]! : 'postgres');
 } else if (args.child) {
   // As `kessai simulate` runs.
   keepHeapNearLiveData();
@@ -193,15 +194,15 @@ if (args['floor-renewals'] !== undefined) {
       );
     }
   }
-  if (args.floor && largest) await printFloor(largest.renewals, largest);
+  if (args.floor && largest) await printFloor(largest.renewals, largest.backend, largest);
 }
 
-/** Times the floor for `renewals` renewals (see the header) and prints it, beside the simulation it is under when there is one. */
-async function printFloor(renewals: number, under?: Figures): Promise<void> {
-  const floor = await timeCeilingAlone('simfloor', (db) => seedDueSubscriptions(db, renewals, 1), (store) => renewalCeiling(store, DEFAULT_CONFIG.batchSize));
+/** Times the floor for `renewals` renewals (see the header) on `backend` and prints it, beside the simulation it is under when there is one. */
+async function printFloor(renewals: number, backend: Backend, under?: Figures): Promise<void> {
+  const floor = await timeCeilingAlone('simfloor', (db) => seedDueSubscriptions(db, renewals, 1), (store) => renewalCeiling(store, DEFAULT_CONFIG.batchSize), backend);
   if (floor.written !== renewals) throw new Error(`the floor renewed ${floor.written} of ${renewals}`);
   console.log(
-    `floor    ${renewals.toLocaleString('en-US')} renewals by the plain-SQL renewal ceiling alone (one slot, one account, batches of ${DEFAULT_CONFIG.batchSize}) on ${new URL(SERVER).host}: ` +
+    `floor    ${renewals.toLocaleString('en-US')} renewals by the plain-SQL renewal ceiling alone (one slot, one account, batches of ${DEFAULT_CONFIG.batchSize}) on ${backend === 'pglite' ? 'embedded PGlite' : new URL(SERVER).host}: ` +
       `${(floor.ms / 1000).toFixed(1)} s (${Math.round(renewals / (floor.ms / 1000)).toLocaleString('en-US')}/s)` +
       (under === undefined ? '' : `; the ${under.backend} simulation took ${under.simulationS.toFixed(1)} s, ${(under.simulationS / (floor.ms / 1000)).toFixed(2)}× the floor`),
   );

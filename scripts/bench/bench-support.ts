@@ -276,16 +276,10 @@ export async function timeCeilingAlone(
   if (backend === 'pglite') {
     const dir = mkdtempSync(join(tmpdir(), `kessai-bench-${name}-`));
     try {
-      const store = await openStore({ dataDir: dir });
-      try {
+      return await timedOn(await openStore({ dataDir: dir }), ceiling, async (store) => {
         await migrate(store);
         await seed(store.db);
-        const started = performance.now();
-        const written = await ceiling(store);
-        return { written, ms: performance.now() - started };
-      } finally {
-        await store.close();
-      }
+      });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -294,15 +288,20 @@ export async function timeCeilingAlone(
   const citus = await admin((c) => citusNodes(c));
   try {
     await createSeededDatabase(database, citus, seed);
-    const store = await openStore({ databaseUrl: withDatabase(SERVER, database), poolSize: 2 });
-    try {
-      const started = performance.now();
-      const written = await ceiling(store);
-      return { written, ms: performance.now() - started };
-    } finally {
-      await store.close();
-    }
+    return await timedOn(await openStore({ databaseUrl: withDatabase(SERVER, database), poolSize: 2 }), ceiling);
   } finally {
     await admin((c) => dropScratchDatabase(c, database, citus.length > 0));
+  }
+}
+
+/** `ceiling` timed on `store` (after `prepare`, untimed), the store closed at the end. */
+async function timedOn(store: Store, ceiling: (store: Store) => Promise<number>, prepare?: (store: Store) => Promise<void>): Promise<{ written: number; ms: number }> {
+  try {
+    await prepare?.(store);
+    const started = performance.now();
+    const written = await ceiling(store);
+    return { written, ms: performance.now() - started };
+  } finally {
+    await store.close();
   }
 }

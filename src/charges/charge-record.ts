@@ -241,8 +241,8 @@ const chargeObjectTextRead = fixedStatement((db, _shape: null, v: { readonly acc
 
 /**
  * Writes `charge.*` events for many charges: the charge objects are built by PostgreSQL from the
- * rows as they are now (call it after the batch's UPDATE) and written back as the events'
- * documents, so no charge object is built in Node. The object is CHARGE_OBJECT_SQL, derived from
+ * rows as they are now (call it after the batch's UPDATE) and written as the events' documents,
+ * so no charge object is built in Node (on a single PostgreSQL none even passes through it). The object is CHARGE_OBJECT_SQL, derived from
  * the field list renderCharge is (test/integration/hold-jobs.test.ts compares them). Event ids are
  * drawn in input order, as recordEvents does.
  */
@@ -251,16 +251,27 @@ export async function recordChargeEvents(executor: Kysely<Database>, ids: IdGene
   // Ids drawn in input order; the read names the keys' accounts (account-scope.ts).
   const group = keys.map((key) => ({ key, eventId: ids.next('eventV1') }));
   const accountIds = accountsOf(keys, (k) => k.accountId);
-  const built = await sql<{ account_id: string; eid: string; livemode: boolean; t: string; charge_id: string; data: string; at: Date }>`
-    SELECT c.account_id, k.eid, c.livemode, k.t, c.charge_id, (${CHARGE_OBJECT_SQL})::text AS data, ${instantFromEpochMs('k.at')} AS at
+  const documents = sql`
+    SELECT c.account_id, k.eid, c.livemode, k.t, c.charge_id, ${CHARGE_OBJECT_SQL} AS data, ${instantFromEpochMs('k.at')} AS at, k.n
     FROM unnest(${group.map((k) => k.key.accountId)}::text[], ${group.map((k) => k.key.livemode)}::boolean[], ${group.map((k) => k.key.chargeId)}::text[],
                 ${group.map((k) => k.eventId)}::text[], ${group.map((k) => k.key.type)}::text[], ${group.map((k) => k.key.at.getTime())}::bigint[]) WITH ORDINALITY AS k(a, l, id, eid, t, at, n)
     -- A plain join, not a LATERAL … OFFSET 0 probe: inside such a probe PostgreSQL takes a batch's
     -- \`account_id = ANY(…)\` as the index condition of every probe (a scan of all the batch's
     -- accounts' charges per key); joined, the ANY filters and the keys probe the primary key.
     JOIN charges c ON ${inAccounts('c.account_id', accountIds)} AND c.account_id = k.a AND c.livemode = k.l AND c.charge_id = k.id
-    ${chargeCardJoins(accountIds)}
-    ORDER BY k.n`.execute(executor);
+    ${chargeCardJoins(accountIds)}`;
+  if (!routedWhole(executor)) {
+    // On a single PostgreSQL (or PGlite) the documents go from the charges into the events in the
+    // server, one statement, without a trip through this process and back.
+    await eventsWithDeliveries(
+      sql`x (account_id, event_id, livemode, api_version, type, object_type, resource_id, data, created_at, n) AS MATERIALIZED (
+        SELECT d.account_id, d.eid, d.livemode, 'v1', d.t, 'charge', d.charge_id, d.data, d.at, d.n FROM (${documents}) d)`,
+      accountIds,
+    ).execute(executor);
+    return;
+  }
+  const built = await sql<{ account_id: string; eid: string; livemode: boolean; t: string; charge_id: string; data: string; at: Date }>`
+    SELECT d.account_id, d.eid, d.livemode, d.t, d.charge_id, d.data::text AS data, d.at FROM (${documents}) d ORDER BY d.n`.execute(executor);
   await writeEventRows(
     executor,
     built.rows.map((r) => ({ accountId: r.account_id, livemode: r.livemode, apiVersion: 'v1' as const, type: r.t, objectType: 'charge', resourceId: r.charge_id, data: r.data, at: r.at })),

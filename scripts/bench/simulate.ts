@@ -16,8 +16,9 @@
  * PostgreSQL server, bench:renewals' plain-SQL ceiling alone for as many renewals as the largest
  * run made (all due in one slot, one account, the engine's batch size): what writing the year's
  * renewals costs this server with no engine at all, a floor under any simulation of that year
- * here (on PGlite when the largest run was embedded); `--floor-renewals R` times only that floor, for R
- * renewals (a count an earlier run printed), on the one `--backend` named (PostgreSQL by default).
+ * here (on PGlite when the largest run was embedded); `--floor-renewals R` times only that
+ * floor, for R renewals (a count an earlier run printed), on the one `--backend` named
+ * (PostgreSQL by default).
  * Not a timed test: targets are read by a person.
  */
 import { spawnSync } from 'node:child_process';

@@ -242,9 +242,10 @@ const chargeObjectTextRead = fixedStatement((db, _shape: null, v: { readonly acc
 /**
  * Writes `charge.*` events for many charges: the charge objects are built by PostgreSQL from the
  * rows as they are now (call it after the batch's UPDATE) and written as the events' documents,
- * so no charge object is built in Node (on a single PostgreSQL none even passes through it). The object is CHARGE_OBJECT_SQL, derived from
- * the field list renderCharge is (test/integration/hold-jobs.test.ts compares them). Event ids are
- * drawn in input order, as recordEvents does.
+ * so no charge object is built in Node (on a single PostgreSQL none even passes through it, as in
+ * insertCreatedCharge). The object is CHARGE_OBJECT_SQL, derived from the field list renderCharge
+ * is (test/integration/hold-jobs.test.ts compares them). Event ids are drawn in input order, as
+ * recordEvents does.
  */
 export async function recordChargeEvents(executor: Kysely<Database>, ids: IdGenerator, keys: readonly ChargeEventKey[]): Promise<void> {
   if (keys.length === 0) return;
